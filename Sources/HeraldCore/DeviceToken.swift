@@ -1,0 +1,73 @@
+/// A device token: opaque bytes that name one app on one device, written as hexadecimal in the
+/// provider API's `:path`.
+///
+/// Herald issues 32-byte tokens. As syntax, any even-length hexadecimal string of 1 to 100 bytes
+/// is accepted (the binary API's limit), in either case; the canonical form is lowercase.
+public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
+    /// The number of bytes in a token that Herald issues.
+    public static let issuedByteCount = 32
+    /// The largest token accepted as syntax.
+    public static let maximumByteCount = 100
+
+    /// The token's bytes.
+    public let bytes: [UInt8]
+
+    /// Creates a token from raw bytes. Returns `nil` when the count is outside `1...100`.
+    public init?(bytes: [UInt8]) {
+        guard (1...Self.maximumByteCount).contains(bytes.count) else { return nil }
+        self.bytes = bytes
+    }
+
+    /// Parses hexadecimal of either case. Returns `nil` for anything else.
+    public init?<S: StringProtocol>(hex: S) {
+        let utf8 = hex.utf8
+        let count = utf8.count
+        guard count > 0, count % 2 == 0, count / 2 <= Self.maximumByteCount else { return nil }
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(count / 2)
+        var high: UInt8 = 0
+        var isHigh = true
+        for c in utf8 {
+            guard let nibble = Self.nibble(c) else { return nil }
+            if isHigh { high = nibble } else { bytes.append(high << 4 | nibble) }
+            isHigh.toggle()
+        }
+        self.bytes = bytes
+    }
+
+    /// A fresh random token of ``issuedByteCount`` bytes.
+    public static func random<G: RandomNumberGenerator>(using generator: inout G) -> DeviceToken {
+        var bytes = [UInt8](repeating: 0, count: issuedByteCount)
+        for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255, using: &generator) }
+        return DeviceToken(bytes: bytes)!
+    }
+
+    /// A fresh random token from the system's secure generator.
+    public static func random() -> DeviceToken {
+        var generator = SystemRandomNumberGenerator()
+        return random(using: &generator)
+    }
+
+    /// Lowercase hexadecimal.
+    public var hex: String {
+        let digits: [UInt8] = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count * 2)
+        for b in bytes {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    public var description: String { hex }
+
+    private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}

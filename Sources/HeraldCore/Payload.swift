@@ -1,0 +1,199 @@
+import Foundation
+
+/// A notification's JSON payload: Apple's keys in ``aps``, the app's own keys beside it.
+///
+/// Decoding keeps every custom key and its value (``custom``); encoding writes them back unchanged.
+/// The gateway itself never re-encodes a payload: it stores and forwards the provider's bytes.
+public struct NotificationPayload: Hashable, Sendable, Codable {
+    public var aps: APS
+    /// Every top-level key other than `aps`.
+    public var custom: [String: JSONValue]
+
+    public init(aps: APS = APS(), custom: [String: JSONValue] = [:]) {
+        self.aps = aps
+        self.custom = custom
+    }
+
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: AnyKey.self)
+        aps = try c.decodeIfPresent(APS.self, forKey: AnyKey(stringValue: "aps")) ?? APS()
+        var custom: [String: JSONValue] = [:]
+        for key in c.allKeys where key.stringValue != "aps" {
+            custom[key.stringValue] = try c.decode(JSONValue.self, forKey: key)
+        }
+        self.custom = custom
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: AnyKey.self)
+        try c.encode(aps, forKey: AnyKey(stringValue: "aps"))
+        for (key, value) in custom { try c.encode(value, forKey: AnyKey(stringValue: key)) }
+    }
+
+    /// Decodes a payload; throws when the bytes are not a JSON object.
+    public static func decode(_ bytes: some Collection<UInt8>) throws -> NotificationPayload {
+        try JSONDecoder().decode(NotificationPayload.self, from: Data(bytes))
+    }
+
+    /// Encodes with sorted keys (stable output for tests and files).
+    public func encoded() throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Array(try encoder.encode(self))
+    }
+
+    /// A background (silent) notification: `content-available` 1 with no alert, badge or sound.
+    public var isBackgroundOnly: Bool {
+        aps.contentAvailable == 1 && aps.alert == nil && aps.badge == nil && aps.sound == nil
+    }
+}
+
+/// The `aps` dictionary, every key of reference §4.
+public struct APS: Hashable, Sendable, Codable {
+    public var alert: Alert?
+    public var badge: Int?
+    public var sound: Sound?
+    public var threadID: String?
+    public var category: String?
+    public var contentAvailable: Int?
+    public var mutableContent: Int?
+    public var targetContentID: String?
+    public var interruptionLevel: InterruptionLevel?
+    public var relevanceScore: Double?
+    public var filterCriteria: String?
+    // Live Activities.
+    public var staleDate: Int64?
+    public var timestamp: Int64?
+    public var dismissalDate: Int64?
+    public var event: String?
+    public var contentState: [String: JSONValue]?
+    public var attributesType: String?
+    public var attributes: [String: JSONValue]?
+    public var inputPushToken: Int?
+    public var inputPushChannel: String?
+
+    public init(
+        alert: Alert? = nil, badge: Int? = nil, sound: Sound? = nil, threadID: String? = nil,
+        category: String? = nil, contentAvailable: Int? = nil, mutableContent: Int? = nil,
+        targetContentID: String? = nil, interruptionLevel: InterruptionLevel? = nil,
+        relevanceScore: Double? = nil, filterCriteria: String? = nil
+    ) {
+        self.alert = alert
+        self.badge = badge
+        self.sound = sound
+        self.threadID = threadID
+        self.category = category
+        self.contentAvailable = contentAvailable
+        self.mutableContent = mutableContent
+        self.targetContentID = targetContentID
+        self.interruptionLevel = interruptionLevel
+        self.relevanceScore = relevanceScore
+        self.filterCriteria = filterCriteria
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case alert, badge, sound, category, event, timestamp, attributes
+        case threadID = "thread-id"
+        case contentAvailable = "content-available"
+        case mutableContent = "mutable-content"
+        case targetContentID = "target-content-id"
+        case interruptionLevel = "interruption-level"
+        case relevanceScore = "relevance-score"
+        case filterCriteria = "filter-criteria"
+        case staleDate = "stale-date"
+        case dismissalDate = "dismissal-date"
+        case contentState = "content-state"
+        case attributesType = "attributes-type"
+        case inputPushToken = "input-push-token"
+        case inputPushChannel = "input-push-channel"
+    }
+
+    /// `alert`: a string (the body) or a dictionary.
+    public enum Alert: Hashable, Sendable, Codable {
+        case body(String)
+        case fields(AlertFields)
+
+        public init(from decoder: Decoder) throws {
+            let c = try decoder.singleValueContainer()
+            if let s = try? c.decode(String.self) { self = .body(s) } else { self = .fields(try c.decode(AlertFields.self)) }
+        }
+
+        public func encode(to encoder: Encoder) throws {
+            switch self {
+            case .body(let s): var c = encoder.singleValueContainer(); try c.encode(s)
+            case .fields(let f): try f.encode(to: encoder)
+            }
+        }
+    }
+
+    /// The dictionary form of `alert`.
+    public struct AlertFields: Hashable, Sendable, Codable {
+        public var title: String?
+        public var subtitle: String?
+        public var body: String?
+        public var launchImage: String?
+        public var titleLocKey: String?
+        public var titleLocArgs: [String]?
+        public var subtitleLocKey: String?
+        public var subtitleLocArgs: [String]?
+        public var locKey: String?
+        public var locArgs: [String]?
+
+        public init(title: String? = nil, subtitle: String? = nil, body: String? = nil) {
+            self.title = title
+            self.subtitle = subtitle
+            self.body = body
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case title, subtitle, body
+            case launchImage = "launch-image"
+            case titleLocKey = "title-loc-key"
+            case titleLocArgs = "title-loc-args"
+            case subtitleLocKey = "subtitle-loc-key"
+            case subtitleLocArgs = "subtitle-loc-args"
+            case locKey = "loc-key"
+            case locArgs = "loc-args"
+        }
+    }
+
+    /// `sound`: a file name (or `"default"`), or the critical-alert dictionary.
+    public enum Sound: Hashable, Sendable, Codable {
+        case named(String)
+        case critical(name: String, volume: Double?, critical: Int?)
+
+        public init(from decoder: Decoder) throws {
+            let c = try decoder.singleValueContainer()
+            if let s = try? c.decode(String.self) { self = .named(s); return }
+            let d = try c.decode(SoundFields.self)
+            self = .critical(name: d.name ?? "default", volume: d.volume, critical: d.critical)
+        }
+
+        public func encode(to encoder: Encoder) throws {
+            switch self {
+            case .named(let s): var c = encoder.singleValueContainer(); try c.encode(s)
+            case .critical(let name, let volume, let critical):
+                try SoundFields(critical: critical, name: name, volume: volume).encode(to: encoder)
+            }
+        }
+
+        private struct SoundFields: Codable { var critical: Int?; var name: String?; var volume: Double? }
+    }
+
+    /// `interruption-level`.
+    public struct InterruptionLevel: RawRepresentable, Hashable, Sendable, Codable {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public static let passive = InterruptionLevel(rawValue: "passive")
+        public static let active = InterruptionLevel(rawValue: "active")
+        public static let timeSensitive = InterruptionLevel(rawValue: "time-sensitive")
+        public static let critical = InterruptionLevel(rawValue: "critical")
+    }
+}

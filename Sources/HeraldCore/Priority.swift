@@ -1,0 +1,45 @@
+/// The `apns-priority` header.
+public struct Priority: RawRepresentable, Hashable, Sendable, Comparable, CustomStringConvertible {
+    public let rawValue: Int
+
+    /// Returns `nil` for any value other than 10, 5 or 1.
+    public init?(rawValue: Int) {
+        guard rawValue == 10 || rawValue == 5 || rawValue == 1 else { return nil }
+        self.rawValue = rawValue
+    }
+
+    private init(known: Int) { rawValue = known }
+
+    /// 10: deliver immediately (the default when the header is absent).
+    public static let immediate = Priority(known: 10)
+    /// 5: deliver with regard to the device's power; may be grouped and throttled.
+    public static let conservePower = Priority(known: 5)
+    /// 1: power over everything; never wakes the device.
+    public static let low = Priority(known: 1)
+
+    /// Parses the header value exactly: `"10"`, `"5"` or `"1"`.
+    public init?(header: String) {
+        guard let value = Int(header) else { return nil }
+        self.init(rawValue: value)
+    }
+
+    public static func < (lhs: Priority, rhs: Priority) -> Bool { lhs.rawValue < rhs.rawValue }
+    public var description: String { String(rawValue) }
+}
+
+/// The environment a gateway runs as. Tokens minted by one are unknown (`BadDeviceToken`) on the other.
+public struct APNsEnvironment: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init?(rawValue: String) {
+        guard rawValue == "development" || rawValue == "production" else { return nil }
+        self.rawValue = rawValue
+    }
+    private init(known: String) { rawValue = known }
+
+    /// The sandbox (`api.sandbox.push.apple.com`).
+    public static let development = APNsEnvironment(known: "development")
+    /// `api.push.apple.com`.
+    public static let production = APNsEnvironment(known: "production")
+
+    public var description: String { rawValue }
+}

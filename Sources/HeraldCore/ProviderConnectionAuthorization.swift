@@ -1,0 +1,91 @@
+/// The token-authentication rules of one provider connection, as a state machine: a request's
+/// `authorization` header and the current time in, a decision out (reference §3).
+///
+/// - The first accepted provider token binds the connection to its team and key. A token of
+///   another team is `InvalidProviderToken`; another key of the same team is `UnrelatedKeyIdInToken`.
+/// - A different token within 20 minutes of the last accepted one is `TooManyProviderTokenUpdates`.
+/// - A token whose `iat` is more than an hour old is `ExpiredProviderToken`, checked on every request.
+/// - The token last accepted is cached: repeating it costs a string comparison, not a signature check.
+public struct ProviderConnectionAuthorization: Sendable {
+    /// How old `iat` may be, in seconds.
+    public static let maximumTokenAge: Int64 = 3600
+    /// How soon a connection may switch to a new token, in seconds.
+    public static let minimumRefreshInterval: Int64 = 20 * 60
+
+    /// The outcome for one request.
+    public enum Decision: Sendable {
+        /// The request is authorized; `isFirst` is true for the connection's first accepted token.
+        case authorized(ProviderTokenClaims, isFirst: Bool)
+        case rejected(APNsRejection)
+        /// The key named by the token is not at hand: look it up and call again.
+        case needsKey(keyID: String)
+    }
+
+    /// What the caller knows of a key id.
+    public enum KeyLookup: Sendable {
+        case found(ProviderKey)
+        case absent
+        case unknown
+    }
+
+    public let environment: APNsEnvironment
+    private var currentToken: String?
+    private var currentClaims: ProviderTokenClaims?
+    private var acceptedAtSeconds: Int64 = 0
+
+    public init(environment: APNsEnvironment) { self.environment = environment }
+
+    /// Whether a provider token has been accepted on this connection.
+    public var isAuthenticated: Bool { currentClaims != nil }
+    /// The team this connection is bound to.
+    public var boundTeamID: String? { currentClaims?.teamID }
+
+    public mutating func authorize(
+        header: String?, nowSeconds: Int64, key: (String) -> KeyLookup
+    ) -> Decision {
+        guard let header, header.utf8.count > 7,
+              header.prefix(7).lowercased() == "bearer "
+        else { return .rejected(APNsRejection(.missingProviderToken)) }
+        let text = header.dropFirst(7)
+
+        if let currentToken, let currentClaims, text == currentToken {
+            if nowSeconds - currentClaims.issuedAt > Self.maximumTokenAge {
+                return .rejected(APNsRejection(.expiredProviderToken))
+            }
+            return .authorized(currentClaims, isFirst: false)
+        }
+
+        let token: ProviderToken
+        do { token = try ProviderToken(parsing: text) } catch {
+            return .rejected(APNsRejection(.invalidProviderToken))
+        }
+        let claims = token.claims
+        let providerKey: ProviderKey
+        switch key(claims.keyID) {
+        case .unknown: return .needsKey(keyID: claims.keyID)
+        case .absent: return .rejected(APNsRejection(.invalidProviderToken))
+        case .found(let found): providerKey = found
+        }
+        guard providerKey.teamID == claims.teamID, token.isSigned(by: providerKey.publicKey) else {
+            return .rejected(APNsRejection(.invalidProviderToken))
+        }
+        if let restricted = providerKey.environment, restricted != environment {
+            return .rejected(APNsRejection(.badEnvironmentKeyIdInToken))
+        }
+        if nowSeconds - claims.issuedAt > Self.maximumTokenAge {
+            return .rejected(APNsRejection(.expiredProviderToken))
+        }
+        if let bound = currentClaims {
+            if bound.teamID != claims.teamID { return .rejected(APNsRejection(.invalidProviderToken)) }
+            if bound.keyID != claims.keyID { return .rejected(APNsRejection(.unrelatedKeyIdInToken)) }
+            if nowSeconds - acceptedAtSeconds < Self.minimumRefreshInterval {
+                return .rejected(APNsRejection(.tooManyProviderTokenUpdates))
+            }
+        }
+        let isFirst = currentClaims == nil
+        currentToken = String(text)
+        currentClaims = claims
+        acceptedAtSeconds = nowSeconds
+        return .authorized(claims, isFirst: isFirst)
+    }
+}

@@ -1,0 +1,146 @@
+/// The parts of a provider request that the validation reads, collected from the HTTP/2 headers
+/// by the transport. Each field is the header's value, or `nil` when the header is absent.
+public struct ProviderRequestHead: Sendable {
+    public var method: String?
+    public var path: String?
+    public var authorization: String?
+    public var apnsID: String?
+    public var pushType: String?
+    public var topic: String?
+    public var priority: String?
+    public var expiration: String?
+    public var collapseID: String?
+    /// Set by the transport when a header that may appear once appeared again.
+    public var hasDuplicateHeaders = false
+
+    public init() {}
+
+    /// The headers a request may carry at most once.
+    public static let singularHeaders: Set<String> = [
+        ":method", ":path", ":scheme", ":authority", "authorization", "apns-id", "apns-push-type",
+        "apns-topic", "apns-priority", "apns-expiration", "apns-collapse-id", "content-length",
+    ]
+
+    /// Records one header (name lowercase, as HTTP/2 requires). Returns `false` for a repeat of a
+    /// singular header, which also sets ``hasDuplicateHeaders``.
+    @discardableResult
+    public mutating func record(name: String, value: String) -> Bool {
+        func set(_ field: inout String?) -> Bool {
+            if field != nil { hasDuplicateHeaders = true; return false }
+            field = value
+            return true
+        }
+        switch name {
+        case ":method": return set(&method)
+        case ":path": return set(&path)
+        case "authorization": return set(&authorization)
+        case "apns-id": return set(&apnsID)
+        case "apns-push-type": return set(&pushType)
+        case "apns-topic": return set(&topic)
+        case "apns-priority": return set(&priority)
+        case "apns-expiration": return set(&expiration)
+        case "apns-collapse-id": return set(&collapseID)
+        default: return true
+        }
+    }
+}
+
+/// What the request line names: the notification's id and its device token.
+public struct ProviderRequestTarget: Sendable, Hashable {
+    /// The request's `apns-id`, or `nil` when the provider sent none (the gateway generates one).
+    public var apnsID: APNsID?
+    public var token: DeviceToken
+}
+
+/// The notification headers, validated.
+public struct PushHeaders: Sendable, Hashable {
+    public var pushType: PushType
+    /// `apns-topic` as sent.
+    public var topic: String
+    /// The app's bundle id: the topic without the push type's suffix.
+    public var bundleID: String
+    public var priority: Priority
+    public var expiration: Expiration
+    public var collapseID: CollapseID?
+}
+
+/// Validation of provider requests in Herald's fixed order (see `docs/provider-api.md`):
+///
+/// 1. ``validateTarget(_:)``: duplicate headers, `apns-id`, method, `:path`, token syntax;
+/// 2. the provider token (the gateway's ``ProviderConnectionAuthorization``);
+/// 3. ``validateHeaders(_:)``: push type, topic, priority, expiration, collapse id;
+/// 4. topic ownership (the gateway, with the team's topics);
+/// 5. ``validatePayload(_:pushType:)``: empty, size, JSON object;
+/// 6. the per-token rate limit, then the token's registration (the store).
+public enum ProviderRequestValidation {
+    /// The path prefix of the device endpoint.
+    public static let devicePathPrefix = "/3/device/"
+
+    public static func validateTarget(_ head: ProviderRequestHead) -> Result<ProviderRequestTarget, APNsRejection> {
+        if head.hasDuplicateHeaders { return .failure(APNsRejection(.duplicateHeaders)) }
+        var apnsID: APNsID?
+        if let header = head.apnsID {
+            guard let parsed = APNsID(header: header) else { return .failure(APNsRejection(.badMessageId)) }
+            apnsID = parsed
+        }
+        guard head.method == "POST" else { return .failure(APNsRejection(.methodNotAllowed)) }
+        guard var path = head.path, path.hasPrefix(devicePathPrefix) else {
+            return .failure(APNsRejection(.badPath))
+        }
+        if let query = path.firstIndex(of: "?") { path = String(path[..<query]) }
+        let tokenText = path.dropFirst(devicePathPrefix.count)
+        if tokenText.isEmpty { return .failure(APNsRejection(.missingDeviceToken)) }
+        guard let token = DeviceToken(hex: tokenText) else { return .failure(APNsRejection(.badDeviceToken)) }
+        return .success(ProviderRequestTarget(apnsID: apnsID, token: token))
+    }
+
+    /// The longest topic accepted (bundle ids are far shorter; the limit keeps garbage out of the store).
+    public static let maximumTopicByteCount = 255
+
+    public static func validateHeaders(_ head: ProviderRequestHead) -> Result<PushHeaders, APNsRejection> {
+        var pushType: PushType?
+        if let header = head.pushType {
+            guard let parsed = PushType(header: header) else { return .failure(APNsRejection(.invalidPushType)) }
+            pushType = parsed
+        }
+        guard let topic = head.topic, !topic.isEmpty else { return .failure(APNsRejection(.missingTopic)) }
+        guard topic.utf8.count <= maximumTopicByteCount,
+              topic.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f })
+        else { return .failure(APNsRejection(.badTopic)) }
+        let type = pushType ?? PushType.implied(byTopic: topic)
+        guard let bundleID = type.bundleID(fromTopic: topic) else { return .failure(APNsRejection(.badTopic)) }
+
+        var priority = type == .background ? Priority.conservePower : Priority.immediate
+        if let header = head.priority {
+            guard let parsed = Priority(header: header) else { return .failure(APNsRejection(.badPriority)) }
+            // Apple documents priority 10 for a background push as an error.
+            if type == .background && parsed == .immediate { return .failure(APNsRejection(.badPriority)) }
+            priority = parsed
+        }
+        var expiration = Expiration.unspecified
+        if let header = head.expiration {
+            guard let parsed = Expiration(header: header) else { return .failure(APNsRejection(.badExpirationDate)) }
+            expiration = parsed
+        }
+        var collapseID: CollapseID?
+        if let header = head.collapseID {
+            guard let parsed = CollapseID(header) else { return .failure(APNsRejection(.badCollapseId)) }
+            collapseID = parsed
+        }
+        return .success(PushHeaders(
+            pushType: type, topic: topic, bundleID: bundleID, priority: priority,
+            expiration: expiration, collapseID: collapseID))
+    }
+
+    /// Checks the body: not empty, within the push type's limit (`bodySize` may exceed the bytes
+    /// kept when the transport stopped buffering), and a JSON object.
+    ///
+    /// APNs has no reason for a body that is not JSON; Herald answers `PayloadEmpty` (as APNSwift's
+    /// test server does), because such a body carries no notification.
+    public static func validatePayload(_ body: [UInt8], bodySize: Int, pushType: PushType) -> APNsRejection? {
+        if bodySize == 0 { return APNsRejection(.payloadEmpty) }
+        if bodySize > pushType.maximumPayloadSize { return APNsRejection(.payloadTooLarge) }
+        guard JSONObjectSyntax.isObject(body) else { return APNsRejection(.payloadEmpty) }
+        return nil
+    }
+}

@@ -1,0 +1,154 @@
+import Crypto
+import Foundation
+
+/// A provider key's identity: the 10-character Key ID Apple hands out with a `.p8` file.
+public struct KeyID: Hashable, Sendable, CustomStringConvertible {
+    public let value: String
+    /// `nil` unless the value is 10 ASCII letters or digits.
+    public init?(_ value: String) {
+        guard value.utf8.count == 10, value.utf8.allSatisfy({ $0 < 128 && (isalnum(Int32($0)) != 0) }) else { return nil }
+        self.value = value
+    }
+    /// A fresh random key id of 10 uppercase letters and digits.
+    public static func random() -> KeyID {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+        return KeyID(String((0..<10).map { _ in alphabet.randomElement()! }))!
+    }
+    public var description: String { value }
+}
+
+/// A team: the 10-character Team ID, the `iss` of provider tokens.
+public struct TeamID: Hashable, Sendable, CustomStringConvertible {
+    public let value: String
+    /// `nil` unless the value is 10 ASCII letters or digits.
+    public init?(_ value: String) {
+        guard value.utf8.count == 10, value.utf8.allSatisfy({ $0 < 128 && (isalnum(Int32($0)) != 0) }) else { return nil }
+        self.value = value
+    }
+    public var description: String { value }
+}
+
+/// The claims Herald reads from a verified provider token.
+public struct ProviderTokenClaims: Hashable, Sendable {
+    public var keyID: String
+    public var teamID: String
+    /// `iat`, in whole seconds since 1970 (a fractional `iat` is truncated).
+    public var issuedAt: Int64
+
+    public init(keyID: String, teamID: String, issuedAt: Int64) {
+        self.keyID = keyID
+        self.teamID = teamID
+        self.issuedAt = issuedAt
+    }
+}
+
+/// An ES256 provider token (JWT), parsed but not yet verified.
+///
+/// Parsing is lenient where real clients differ and strict everywhere else:
+/// - `iat` may be an integer, a float or a numeric string;
+/// - extra header fields (`typ`) and claims (`kid`, …) are ignored;
+/// - the signature may be the 64-byte R‖S form or DER (what `openssl dgst -sign` writes);
+/// - `alg` must be `ES256`; `kid` and `iss` must be strings.
+public struct ProviderToken: Sendable {
+    public let claims: ProviderTokenClaims
+    let signingInput: [UInt8]
+    let signature: P256.Signing.ECDSASignature
+
+    /// Why a token could not be parsed or verified; every case answers `InvalidProviderToken`.
+    public enum Failure: Error, Hashable, Sendable {
+        case malformed(String)
+        case unsupportedAlgorithm(String)
+        case badSignature
+    }
+
+    /// Parses the text after `bearer `.
+    public init(parsing text: some StringProtocol) throws(Failure) {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { throw .malformed("a JWT has three dot-separated parts") }
+        guard let headerBytes = Base64URL.decode(Substring(parts[0])),
+              let claimBytes = Base64URL.decode(Substring(parts[1])),
+              let signatureBytes = Base64URL.decode(Substring(parts[2]))
+        else { throw .malformed("a part is not base64url") }
+        let decoder = JSONDecoder()
+        guard let header = try? decoder.decode(Header.self, from: Data(headerBytes)) else {
+            throw .malformed("the header is not a JSON object with string fields alg and kid")
+        }
+        guard header.alg == "ES256" else { throw .unsupportedAlgorithm(header.alg) }
+        guard !header.kid.isEmpty else { throw .malformed("empty kid") }
+        guard let claims = try? decoder.decode(Claims.self, from: Data(claimBytes)) else {
+            throw .malformed("the claims are not a JSON object with a string iss and a numeric iat")
+        }
+        let kid = header.kid, iss = claims.iss, iat = claims.iat.seconds
+        guard !iss.isEmpty else { throw .malformed("empty iss") }
+
+        let signature: P256.Signing.ECDSASignature
+        if signatureBytes.count == 64, let raw = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes) {
+            signature = raw
+        } else if let der = try? P256.Signing.ECDSASignature(derRepresentation: signatureBytes) {
+            signature = der
+        } else {
+            throw .malformed("the signature is neither raw R||S nor DER")
+        }
+        self.claims = ProviderTokenClaims(keyID: kid, teamID: iss, issuedAt: iat)
+        self.signingInput = Array("\(parts[0]).\(parts[1])".utf8)
+        self.signature = signature
+    }
+
+    /// Whether `key` signed this token.
+    public func isSigned(by key: P256.Signing.PublicKey) -> Bool {
+        key.isValidSignature(signature, for: SHA256.hash(data: signingInput))
+    }
+
+    private struct Header: Decodable { var alg: String; var kid: String }
+    private struct Claims: Decodable { var iss: String; var iat: FlexibleSeconds }
+
+    /// `iat` as an integer, a float or a numeric string; booleans and anything else are refused.
+    private struct FlexibleSeconds: Decodable {
+        var seconds: Int64
+        init(from decoder: Decoder) throws {
+            let c = try decoder.singleValueContainer()
+            let value: Double
+            if let i = try? c.decode(Int64.self) {
+                seconds = i
+                return
+            } else if let d = try? c.decode(Double.self) {
+                value = d
+            } else if let s = try? c.decode(String.self), let d = Double(s.trimmingCharacters(in: .whitespaces)) {
+                value = d
+            } else {
+                throw DecodingError.dataCorruptedError(in: c, debugDescription: "iat is not a number")
+            }
+            guard value.isFinite, abs(value) < 1e15 else {
+                throw DecodingError.dataCorruptedError(in: c, debugDescription: "iat out of range")
+            }
+            seconds = Int64(value.rounded(.down))
+        }
+    }
+}
+
+/// Signs provider tokens with a `.p8` key.
+public struct ProviderTokenSigner: Sendable {
+    public let keyID: String
+    public let teamID: String
+    public let privateKey: P256.Signing.PrivateKey
+
+    public init(keyID: String, teamID: String, privateKey: P256.Signing.PrivateKey) {
+        self.keyID = keyID
+        self.teamID = teamID
+        self.privateKey = privateKey
+    }
+
+    /// Loads a PEM PKCS#8 private key (the `.p8` format).
+    public init(keyID: String, teamID: String, pem: String) throws {
+        self.init(keyID: keyID, teamID: teamID, privateKey: try P256.Signing.PrivateKey(pemRepresentation: pem))
+    }
+
+    /// A signed token `header.claims.signature` with `iat` = `issuedAt` (seconds since 1970).
+    public func token(issuedAt: Int64) throws -> String {
+        let header = Base64URL.encode(Array(#"{"alg":"ES256","kid":"\#(keyID)"}"#.utf8))
+        let claims = Base64URL.encode(Array(#"{"iss":"\#(teamID)","iat":\#(issuedAt)}"#.utf8))
+        let input = "\(header).\(claims)"
+        let signature = try privateKey.signature(for: SHA256.hash(data: Array(input.utf8)))
+        return "\(input).\(Base64URL.encode(signature.rawRepresentation))"
+    }
+}

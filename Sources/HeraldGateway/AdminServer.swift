@@ -1,0 +1,102 @@
+import HeraldStore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// The admin port: `GET /health` and Prometheus `GET /metrics`, over plain HTTP/1.1.
+/// Low-rate traffic; kept on NIO's HTTP/1 codec so the gateway needs no second server framework.
+final class AdminServer: Sendable {
+    let serverChannel: Channel
+    var port: Int { serverChannel.localAddress?.port ?? 0 }
+
+    private init(serverChannel: Channel) { self.serverChannel = serverChannel }
+
+    static func bind(
+        host: String, port: Int, metrics: GatewayMetrics, store: any HeraldStore, group: EventLoopGroup, logger: Logger
+    ) async throws -> AdminServer {
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try channel.pipeline.syncOperations.addHandler(
+                        AdminHandler(metrics: metrics, store: store, logger: logger))
+                }
+            }
+        return AdminServer(serverChannel: try await bootstrap.bind(host: host, port: port).get())
+    }
+
+    func close() async { try? await serverChannel.close() }
+}
+
+private final class AdminHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    let metrics: GatewayMetrics
+    let store: any HeraldStore
+    let logger: Logger
+    private var request: HTTPRequestHead?
+
+    init(metrics: GatewayMetrics, store: any HeraldStore, logger: Logger) {
+        self.metrics = metrics
+        self.store = store
+        self.logger = logger
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head): request = head
+        case .body: break
+        case .end:
+            guard let head = request else { return }
+            request = nil
+            route(head, context: context)
+        }
+    }
+
+    private func route(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
+        let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
+        guard head.method == .GET || head.method == .HEAD else {
+            return send(.methodNotAllowed, "only GET\n", type: "text/plain", head: head, context: context)
+        }
+        switch path {
+        case "/health":
+            send(.ok, #"{"status":"ok"}"# + "\n", type: "application/json", head: head, context: context)
+        case "/metrics":
+            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            let store = self.store, metrics = self.metrics
+            context.eventLoop.makeFutureWithTask {
+                metrics.heldNotifications.set(Double(try await store.storedNotificationCount()))
+            }.whenComplete { result in
+                let (handler, context) = loopBound.value
+                if case .failure(let error) = result {
+                    handler.logger.warning("could not count held notifications", metadata: ["error": "\(error)"])
+                }
+                handler.send(
+                    .ok, String(decoding: metrics.exposition(), as: UTF8.self),
+                    type: "text/plain; version=0.0.4; charset=utf-8", head: head, context: context)
+            }
+        default:
+            send(.notFound, "not found: try /health or /metrics\n", type: "text/plain", head: head, context: context)
+        }
+    }
+
+    private func send(_ status: HTTPResponseStatus, _ text: String, type: String, head: HTTPRequestHead, context: ChannelHandlerContext) {
+        var buffer = context.channel.allocator.buffer(capacity: text.utf8.count)
+        buffer.writeString(text)
+        var headers = HTTPHeaders()
+        headers.add(name: "content-type", value: type)
+        headers.add(name: "content-length", value: String(buffer.readableBytes))
+        let keepAlive = head.isKeepAlive
+        if !keepAlive { headers.add(name: "connection", value: "close") }
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
+        if head.method != .HEAD { context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil) }
+        let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
+        if !keepAlive {
+            let channel = context.channel
+            done.whenComplete { _ in channel.close(promise: nil) }
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import HeraldCore
+import NIOConcurrencyHelpers
+import Prometheus
+
+/// The gateway's Prometheus metrics, served on the admin port's `/metrics`.
+public final class GatewayMetrics: Sendable {
+    public let registry: PrometheusCollectorRegistry
+    /// Pushes answered 200.
+    let acceptedPushes: Counter
+    /// Notifications written to the store for offline devices.
+    let storedNotifications: Counter
+    let batches: Counter
+    let batchedNotifications: Counter
+    /// Provider connections open now.
+    let openConnections: Gauge
+    /// Notifications held in the store, refreshed on each scrape.
+    let heldNotifications: Gauge
+    private let requestCounters = NIOLockedValueBox([String: Counter]())
+
+    public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+        self.registry = registry
+        acceptedPushes = registry.makeCounter(
+            descriptor: Self.name("pushes_accepted", "total", "Pushes answered 200 on the provider port"))
+        storedNotifications = registry.makeCounter(
+            descriptor: Self.name("notifications_stored", "total", "Notifications written to the store for offline devices"))
+        batches = registry.makeCounter(
+            descriptor: Self.name("intake_batches", "total", "Store transactions committed by the intake"))
+        batchedNotifications = registry.makeCounter(
+            descriptor: Self.name("intake_notifications", "total", "Notifications committed by the intake (over batches: the mean batch size)"))
+        openConnections = registry.makeGauge(
+            descriptor: Self.name("provider_connections", "open", "Provider connections open now"))
+        heldNotifications = registry.makeGauge(
+            descriptor: Self.name("notifications", "held", "Notifications held in the store for offline devices"))
+    }
+
+    private static func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "herald", metricName: metric, unitName: unit, helpText: help)
+    }
+
+    /// Counts one answered provider request by status and reason (`""` for 200).
+    func recordResponse(status: Int, reason: APNsReason?) {
+        let key = reason?.rawValue ?? ""
+        if let counter = requestCounters.withLockedValue({ $0[key] }) {
+            counter.increment()
+            return
+        }
+        let counter = requestCounters.withLockedValue { counters in
+            if let existing = counters[key] { return existing }
+            let made = registry.makeCounter(
+                descriptor: Self.name("provider_requests", "total", "Provider requests answered, by status and reason"),
+                labels: [("status", String(status)), ("reason", key)])
+            counters[key] = made
+            return made
+        }
+        counter.increment()
+    }
+
+    func recordBatch(size: Int) {
+        batches.increment()
+        batchedNotifications.increment(by: Int64(size))
+    }
+
+    /// The Prometheus text exposition.
+    public func exposition() -> [UInt8] {
+        var buffer = [UInt8]()
+        registry.emit(into: &buffer)
+        return buffer
+    }
+}

@@ -1,0 +1,125 @@
+import HeraldCore
+import HeraldStore
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// Collects accepted requests from every connection and hands them to the store in batches: one
+/// store transaction per batch, so a commit is not paid per push. A request's answer (200 or a
+/// token error) goes out only after the batch holding it has been committed.
+///
+/// One long-running loop drains the queue; there is no task per request. While a batch is being
+/// committed the next one accumulates, so batches grow with load by themselves.
+public final class NotificationIntake: Sendable {
+    struct Pending {
+        var notification: StoredNotification
+        var promise: EventLoopPromise<SubmissionOutcome>
+    }
+
+    private struct State {
+        var queue: [Pending] = []
+        var waiter: CheckedContinuation<Void, Never>?
+        var isClosed = false
+    }
+
+    private let state = NIOLockedValueBox(State())
+    private let store: any HeraldStore
+    private let policy: StorePolicy
+    private let environment: APNsEnvironment
+    private let clock: any WallClock
+    private let maximumBatchSize: Int
+    private let logger: Logger
+    private let metrics: GatewayMetrics
+
+    init(
+        store: any HeraldStore, policy: StorePolicy, environment: APNsEnvironment, clock: any WallClock,
+        maximumBatchSize: Int, metrics: GatewayMetrics, logger: Logger
+    ) {
+        self.store = store
+        self.policy = policy
+        self.environment = environment
+        self.clock = clock
+        self.maximumBatchSize = maximumBatchSize
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// Queues a notification; the future completes on `eventLoop` once its batch is committed.
+    /// After ``close()`` it fails with 503 `Shutdown`.
+    func submit(_ notification: StoredNotification, on eventLoop: EventLoop) -> EventLoopFuture<SubmissionOutcome> {
+        let promise = eventLoop.makePromise(of: SubmissionOutcome.self)
+        let (accepted, waiter) = state.withLockedValue { state -> (Bool, CheckedContinuation<Void, Never>?) in
+            guard !state.isClosed else { return (false, nil) }
+            state.queue.append(Pending(notification: notification, promise: promise))
+            defer { state.waiter = nil }
+            return (true, state.waiter)
+        }
+        if !accepted { promise.fail(APNsRejection(.shutdown)) }
+        waiter?.resume()
+        return promise.futureResult
+    }
+
+    /// Refuses new submissions; ``run()`` returns once everything queued has been committed.
+    func close() {
+        let waiter = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
+            state.isClosed = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Commits batches until closed and drained.
+    func run() async {
+        while let batch = await nextBatch() {
+            await commit(batch)
+        }
+    }
+
+    private func nextBatch() async -> [Pending]? {
+        while true {
+            enum Next { case batch([Pending]), finished, wait }
+            let next = state.withLockedValue { state -> Next in
+                if !state.queue.isEmpty {
+                    if state.queue.count <= maximumBatchSize {
+                        defer { state.queue.removeAll(keepingCapacity: true) }
+                        return .batch(state.queue)
+                    }
+                    let batch = Array(state.queue.prefix(maximumBatchSize))
+                    state.queue.removeFirst(maximumBatchSize)
+                    return .batch(batch)
+                }
+                return state.isClosed ? .finished : .wait
+            }
+            switch next {
+            case .batch(let batch): return batch
+            case .finished: return nil
+            case .wait:
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let resumeNow = state.withLockedValue { state -> Bool in
+                        if !state.queue.isEmpty || state.isClosed { return true }
+                        state.waiter = continuation
+                        return false
+                    }
+                    if resumeNow { continuation.resume() }
+                }
+            }
+        }
+    }
+
+    private func commit(_ batch: [Pending]) async {
+        let now = clock.nowMilliseconds()
+        do {
+            let outcomes = try await store.accept(
+                batch.map(\.notification), policy: policy, environment: environment, nowMilliseconds: now)
+            metrics.recordBatch(size: batch.count)
+            for (pending, outcome) in zip(batch, outcomes) {
+                if outcome == .stored { metrics.storedNotifications.increment() }
+                pending.promise.succeed(outcome)
+            }
+        } catch {
+            logger.error("could not commit a batch of notifications", metadata: ["count": "\(batch.count)", "error": "\(error)"])
+            for pending in batch { pending.promise.fail(APNsRejection(.internalServerError)) }
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import HeraldCore
+import HeraldStore
+import NIOConcurrencyHelpers
+
+/// The provider keys and team topics the provider port needs on every request, cached in front
+/// of the store so that the hot path never waits on it.
+///
+/// A miss is looked up in the store once (asynchronously) and remembered, including absence.
+/// Absent keys and topic sets are looked up again after `refreshMilliseconds`, so keys and topics
+/// registered while the gateway runs (`herald keys create` from another process) are picked up.
+final class ProviderKeyDirectory: Sendable {
+    private struct Entry<Value: Sendable>: Sendable {
+        var value: Value
+        var loadedAtMilliseconds: Int64
+    }
+
+    private struct State: Sendable {
+        var keys: [String: Entry<ProviderKey?>] = [:]
+        var topics: [String: Entry<Set<String>>] = [:]
+    }
+
+    private let store: any HeraldStore
+    private let clock: any WallClock
+    private let refreshMilliseconds: Int64
+    private let state = NIOLockedValueBox(State())
+
+    init(store: any HeraldStore, clock: any WallClock, refreshMilliseconds: Int64 = 5_000) {
+        self.store = store
+        self.clock = clock
+        self.refreshMilliseconds = refreshMilliseconds
+    }
+
+    /// What is known of a key now, without waiting.
+    func lookupKey(_ keyID: String) -> ProviderConnectionAuthorization.KeyLookup {
+        let now = clock.nowMilliseconds()
+        return state.withLockedValue { state in
+            guard let entry = state.keys[keyID] else { return .unknown }
+            if let key = entry.value { return .found(key) }
+            return now - entry.loadedAtMilliseconds < refreshMilliseconds ? .absent : .unknown
+        }
+    }
+
+    /// Loads a key from the store into the cache.
+    func loadKey(_ keyID: String) async throws {
+        let key = try await store.key(id: keyID)
+        let now = clock.nowMilliseconds()
+        state.withLockedValue { $0.keys[keyID] = Entry(value: key, loadedAtMilliseconds: now) }
+    }
+
+    /// Whether the team owns the topic: `true`/`false` when the answer is fresh, `nil` when the
+    /// team's topics must be (re)loaded first. A "no" older than the refresh interval is not trusted.
+    func teamOwns(_ teamID: String, topic bundleID: String) -> Bool? {
+        let now = clock.nowMilliseconds()
+        return state.withLockedValue { state in
+            guard let entry = state.topics[teamID] else { return nil }
+            if entry.value.contains(bundleID) { return true }
+            return now - entry.loadedAtMilliseconds < refreshMilliseconds ? false : nil
+        }
+    }
+
+    func loadTopics(ofTeam teamID: String) async throws {
+        let topics = try await store.topics(ofTeam: teamID)
+        let now = clock.nowMilliseconds()
+        state.withLockedValue { $0.topics[teamID] = Entry(value: topics, loadedAtMilliseconds: now) }
+    }
+}

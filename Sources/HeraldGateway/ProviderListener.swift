@@ -1,0 +1,88 @@
+import HeraldCore
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+
+/// One listening socket of the provider port: over TLS (ALPN `h2`) or, for local development,
+/// plaintext h2c with prior knowledge. Keeps its connections so that shutdown can drain them.
+final class ProviderListener: Sendable {
+    let serverChannel: Channel
+    private let connections: NIOLockedValueBox<[ObjectIdentifier: ProviderConnection]>
+
+    var port: Int { serverChannel.localAddress?.port ?? 0 }
+
+    private init(serverChannel: Channel, connections: NIOLockedValueBox<[ObjectIdentifier: ProviderConnection]>) {
+        self.serverChannel = serverChannel
+        self.connections = connections
+    }
+
+    static func bind(
+        host: String, port: Int, tls: NIOSSLContext?, providerPort: ProviderPort, group: EventLoopGroup
+    ) async throws -> ProviderListener {
+        let connections = NIOLockedValueBox([ObjectIdentifier: ProviderConnection]())
+        let metrics = providerPort.metrics
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.maxMessagesPerRead, value: 16)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    if let tls { try sync.addHandler(NIOSSLServerHandler(context: tls)) }
+                    let connection = ProviderConnection(channel: channel, environment: providerPort.environment)
+                    var connectionConfiguration = NIOHTTP2Handler.ConnectionConfiguration()
+                    connectionConfiguration.initialSettings = ProviderConnection.initialSettings
+                    _ = try sync.configureHTTP2Pipeline(
+                        mode: .server, connectionConfiguration: connectionConfiguration,
+                        streamConfiguration: .init(), streamDelegate: connection
+                    ) { stream in
+                        stream.eventLoop.makeCompletedFuture {
+                            try stream.pipeline.syncOperations.addHandler(
+                                ProviderStreamHandler(port: providerPort, connection: connection))
+                        }
+                    }
+                    let id = ObjectIdentifier(channel)
+                    connections.withLockedValue { $0[id] = connection }
+                    metrics.openConnections.increment()
+                    channel.closeFuture.whenComplete { _ in
+                        connections.withLockedValue { $0[id] = nil }
+                        metrics.openConnections.decrement()
+                    }
+                }
+            }
+        let serverChannel = try await bootstrap.bind(host: host, port: port).get()
+        return ProviderListener(serverChannel: serverChannel, connections: connections)
+    }
+
+    /// Stops accepting, tells every connection to go away (`{"reason":"Shutdown"}`), waits until
+    /// their open streams are answered (at most `timeout`), then closes them.
+    func drain(timeout: TimeAmount) async {
+        try? await serverChannel.close()
+        let open = connections.withLockedValue { Array($0.values) }
+        await withTaskGroup(of: Void.self) { group in
+            for connection in open {
+                group.addTask {
+                    let loop = connection.channel.eventLoop
+                    let drained = loop.flatSubmit { connection.beginDraining() }
+                    let deadline = loop.scheduleTask(in: timeout) {}
+                    _ = try? await drained.or(deadline.futureResult).get()
+                    deadline.cancel()
+                    try? await connection.channel.close()
+                }
+            }
+        }
+    }
+}
+
+extension EventLoopFuture {
+    /// Completes when either future does.
+    fileprivate func or<Other: Sendable>(_ other: EventLoopFuture<Other>) -> EventLoopFuture<Void> {
+        let promise = eventLoop.makePromise(of: Void.self)
+        self.whenComplete { _ in promise.succeed() }
+        other.hop(to: eventLoop).whenComplete { _ in promise.succeed() }
+        return promise.futureResult
+    }
+}

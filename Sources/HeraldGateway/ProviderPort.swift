@@ -1,0 +1,19 @@
+import HeraldCore
+import HeraldStore
+import Logging
+import NIOCore
+
+/// What every stream of the provider port shares: configuration, the caches in front of the
+/// store, the rate limiter, the intake and the metrics.
+struct ProviderPort: Sendable {
+    var environment: APNsEnvironment
+    var clock: any WallClock
+    var directory: ProviderKeyDirectory
+    var limiter: TokenRateLimiter?
+    var intake: NotificationIntake
+    var metrics: GatewayMetrics
+    var logger: Logger
+
+    /// Whether answers carry `apns-unique-id` (the sandbox does, production does not).
+    var sendsUniqueID: Bool { environment == .development }
+}

@@ -1,0 +1,197 @@
+import HeraldCore
+import HeraldStore
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+
+/// Answers one provider request (one HTTP/2 stream): collects its headers and body, validates
+/// them in Herald's fixed order, hands an accepted notification to the intake, and answers
+/// exactly as APNs does — `HEADERS(:status 200, apns-id, END_STREAM)` on success, or a status with
+/// `{"reason":…}` on failure.
+///
+/// Runs on the connection's event loop; it waits (without blocking) only on a key or topic cache
+/// miss and on the intake's commit.
+final class ProviderStreamHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame.FramePayload
+    typealias OutboundOut = HTTP2Frame.FramePayload
+
+    /// Bytes of body kept: enough to tell every push type's limit apart from "too large".
+    private static let maximumBodyKept = PushType.voip.maximumPayloadSize + 1
+
+    private let port: ProviderPort
+    private let connection: ProviderConnection
+    private var head = ProviderRequestHead()
+    private var sawHeaders = false
+    private var body: ByteBuffer?
+    private var bodySize = 0
+    private var isComplete = false
+    private var hasResponded = false
+
+    // Filled as validation proceeds.
+    private var target: ProviderRequestTarget?
+    private var claims: ProviderTokenClaims?
+    private var pushHeaders: PushHeaders?
+
+    init(port: ProviderPort, connection: ProviderConnection) {
+        self.port = port
+        self.connection = connection
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .headers(let headers):
+            if !sawHeaders {
+                sawHeaders = true
+                for (name, value, _) in headers.headers { head.record(name: name, value: value) }
+            }
+            if headers.endStream { requestComplete(context: context) }
+        case .data(let frame):
+            if case .byteBuffer(var buffer) = frame.data {
+                bodySize += buffer.readableBytes
+                if bodySize <= Self.maximumBodyKept {
+                    if body == nil { body = buffer } else { body!.writeBuffer(&buffer) }
+                }
+            }
+            if frame.endStream { requestComplete(context: context) }
+        default:
+            break
+        }
+    }
+
+    private func requestComplete(context: ChannelHandlerContext) {
+        guard !isComplete else { return }
+        isComplete = true
+        if connection.isDraining { return respond(context: context, APNsRejection(.shutdown)) }
+        switch ProviderRequestValidation.validateTarget(head) {
+        case .failure(let rejection): respond(context: context, rejection)
+        case .success(let target):
+            self.target = target
+            authorize(context: context)
+        }
+    }
+
+    // Step 2: the provider token.
+    private func authorize(context: ChannelHandlerContext) {
+        let now = port.clock.nowSeconds()
+        let directory = port.directory
+        switch connection.authorization.authorize(header: head.authorization, nowSeconds: now, key: directory.lookupKey) {
+        case .rejected(let rejection):
+            respond(context: context, rejection)
+        case .needsKey(let keyID):
+            wait(context: context, for: { try await directory.loadKey(keyID) }) { $0.authorize(context: context) }
+        case .authorized(let claims, let isFirst):
+            if isFirst { connection.raiseStreamLimit() }
+            self.claims = claims
+            validateHeaders(context: context)
+        }
+    }
+
+    // Steps 3 and 4: the notification headers, then the topic's owner.
+    private func validateHeaders(context: ChannelHandlerContext) {
+        switch ProviderRequestValidation.validateHeaders(head) {
+        case .failure(let rejection): respond(context: context, rejection)
+        case .success(let headers):
+            pushHeaders = headers
+            checkTopicOwner(context: context)
+        }
+    }
+
+    private func checkTopicOwner(context: ChannelHandlerContext) {
+        guard let claims, let pushHeaders else { return }
+        let directory = port.directory
+        switch directory.teamOwns(claims.teamID, topic: pushHeaders.bundleID) {
+        case true?: validatePayload(context: context)
+        case false?: respond(context: context, APNsRejection(.topicDisallowed))
+        case nil:
+            let team = claims.teamID
+            wait(context: context, for: { try await directory.loadTopics(ofTeam: team) }) { handler in
+                switch directory.teamOwns(team, topic: pushHeaders.bundleID) {
+                case true?: handler.validatePayload(context: context)
+                default: handler.respond(context: context, APNsRejection(.topicDisallowed))
+                }
+            }
+        }
+    }
+
+    // Steps 5 to 7: the body, the per-token rate, then the store.
+    private func validatePayload(context: ChannelHandlerContext) {
+        guard let target, let pushHeaders else { return }
+        let bytes = body.map { Array($0.readableBytesView) } ?? []
+        if let rejection = ProviderRequestValidation.validatePayload(bytes, bodySize: bodySize, pushType: pushHeaders.pushType) {
+            return respond(context: context, rejection)
+        }
+        let now = port.clock.nowMilliseconds()
+        if let limiter = port.limiter, !limiter.allow(target.token, nowMilliseconds: now) {
+            return respond(context: context, APNsRejection(.tooManyRequests))
+        }
+        let apnsID = target.apnsID ?? APNsID.random()
+        self.target?.apnsID = apnsID
+        let notification = StoredNotification(
+            apnsID: apnsID, token: target.token, bundleID: pushHeaders.bundleID, pushType: pushHeaders.pushType,
+            priority: pushHeaders.priority, expiration: pushHeaders.expiration, collapseID: pushHeaders.collapseID,
+            payload: bytes, receivedAtMilliseconds: now)
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        port.intake.submit(notification, on: context.eventLoop).whenComplete { result in
+            let (handler, context) = loopBound.value
+            switch result {
+            case .success(.stored), .success(.discarded): handler.respondOK(context: context)
+            case .success(.rejected(let rejection)): handler.respond(context: context, rejection)
+            case .failure(let error as APNsRejection): handler.respond(context: context, error)
+            case .failure: handler.respond(context: context, APNsRejection(.internalServerError))
+            }
+        }
+    }
+
+    /// Runs an async store lookup off the event loop, then continues on it.
+    private func wait(
+        context: ChannelHandlerContext, for work: @escaping @Sendable () async throws -> Void,
+        then next: @escaping (ProviderStreamHandler) -> Void
+    ) {
+        let loopBound = NIOLoopBound((self, context, next), eventLoop: context.eventLoop)
+        let logger = port.logger
+        context.eventLoop.makeFutureWithTask(work).whenComplete { result in
+            let (handler, context, next) = loopBound.value
+            switch result {
+            case .success: next(handler)
+            case .failure(let error):
+                logger.error("store lookup failed", metadata: ["error": "\(error)"])
+                handler.respond(context: context, APNsRejection(.internalServerError))
+            }
+        }
+    }
+
+    // MARK: answers
+
+    private func responseHeaders(status: String) -> HPACKHeaders {
+        var headers = HPACKHeaders()
+        headers.add(name: ":status", value: status)
+        headers.add(name: "apns-id", value: (target?.apnsID ?? APNsID.random()).description, indexing: .nonIndexable)
+        if port.sendsUniqueID {
+            headers.add(name: "apns-unique-id", value: APNsID.random().description, indexing: .nonIndexable)
+        }
+        return headers
+    }
+
+    private func respondOK(context: ChannelHandlerContext) {
+        guard !hasResponded else { return }
+        hasResponded = true
+        port.metrics.acceptedPushes.increment()
+        port.metrics.recordResponse(status: 200, reason: nil)
+        let headers = responseHeaders(status: "200")
+        context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: headers, endStream: true))), promise: nil)
+    }
+
+    private func respond(context: ChannelHandlerContext, _ rejection: APNsRejection) {
+        guard !hasResponded else { return }
+        hasResponded = true
+        port.metrics.recordResponse(status: rejection.status, reason: rejection.reason)
+        var headers = responseHeaders(status: String(rejection.status))
+        headers.add(name: "content-type", value: "application/json")
+        let json = rejection.jsonBody
+        var buffer = context.channel.allocator.buffer(capacity: json.utf8.count)
+        buffer.writeString(json)
+        headers.add(name: "content-length", value: String(buffer.readableBytes))
+        context.write(wrapOutboundOut(.headers(.init(headers: headers))), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.data(.init(data: .byteBuffer(buffer), endStream: true))), promise: nil)
+    }
+}

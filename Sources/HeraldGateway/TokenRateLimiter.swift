@@ -1,0 +1,61 @@
+import HeraldCore
+import NIOConcurrencyHelpers
+
+/// The per-token rate limit of the provider port (`429 TooManyRequests`): a token bucket per
+/// device token that holds `burst` pushes and refills at `perSecond`. Time comes from the caller.
+public final class TokenRateLimiter: Sendable {
+    public struct Configuration: Sendable, Hashable {
+        /// Pushes a token may receive in a burst.
+        public var burst: Int
+        /// Pushes per second a token may receive over time.
+        public var perSecond: Double
+        public init(burst: Int, perSecond: Double) {
+            self.burst = burst
+            self.perSecond = perSecond
+        }
+        /// 100 in a burst, then 10 a second. APNs publishes no figure; this keeps runaway loops
+        /// from filling a device's queue while leaving real traffic alone.
+        public static let `default` = Configuration(burst: 100, perSecond: 10)
+    }
+
+    private struct Bucket {
+        var tokens: Double
+        var updatedAtMilliseconds: Int64
+    }
+
+    private struct State {
+        var buckets: [DeviceToken: Bucket] = [:]
+        var lastSweepMilliseconds: Int64 = 0
+    }
+
+    private let configuration: Configuration
+    private let state = NIOLockedValueBox(State())
+
+    public init(configuration: Configuration) {
+        precondition(configuration.burst >= 1 && configuration.perSecond > 0)
+        self.configuration = configuration
+    }
+
+    /// Takes one push from the token's bucket. Returns `false` when the bucket is empty.
+    public func allow(_ token: DeviceToken, nowMilliseconds: Int64) -> Bool {
+        let burst = Double(configuration.burst)
+        let rate = configuration.perSecond / 1000
+        return state.withLockedValue { state in
+            var bucket = state.buckets[token] ?? Bucket(tokens: burst, updatedAtMilliseconds: nowMilliseconds)
+            let elapsed = max(0, nowMilliseconds - bucket.updatedAtMilliseconds)
+            bucket.tokens = min(burst, bucket.tokens + Double(elapsed) * rate)
+            bucket.updatedAtMilliseconds = nowMilliseconds
+            let allowed = bucket.tokens >= 1
+            if allowed { bucket.tokens -= 1 }
+            state.buckets[token] = bucket
+            // Forget buckets that have refilled completely, once a minute, so memory follows
+            // the number of recently active tokens rather than all tokens ever seen.
+            if nowMilliseconds - state.lastSweepMilliseconds > 60_000 {
+                let fullAfter = Int64(burst / rate)
+                state.buckets = state.buckets.filter { nowMilliseconds - $0.value.updatedAtMilliseconds < fullAfter }
+                state.lastSweepMilliseconds = nowMilliseconds
+            }
+            return allowed
+        }
+    }
+}

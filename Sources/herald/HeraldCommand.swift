@@ -1,0 +1,2 @@
+import ArgumentParser
+@main struct HeraldCommand: AsyncParsableCommand { func run() async throws {} }
