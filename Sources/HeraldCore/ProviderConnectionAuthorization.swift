@@ -3,7 +3,8 @@
 ///
 /// - The first accepted provider token binds the connection to its team and key. A token of
 ///   another team is `InvalidProviderToken`; another key of the same team is `UnrelatedKeyIdInToken`.
-/// - A different token within 20 minutes of the last accepted one is `TooManyProviderTokenUpdates`.
+/// - A token with different claims within 20 minutes of the last accepted one is
+///   `TooManyProviderTokenUpdates` (the same claims signed again count as the same token).
 /// - A token whose `iat` is more than an hour old is `ExpiredProviderToken`, checked on every request.
 /// - The token last accepted is cached: repeating it costs a string comparison, not a signature check.
 public struct ProviderConnectionAuthorization: Sendable {
@@ -74,6 +75,11 @@ public struct ProviderConnectionAuthorization: Sendable {
         }
         if nowSeconds - claims.issuedAt > Self.maximumTokenAge {
             return .rejected(APNsRejection(.expiredProviderToken))
+        }
+        if let bound = currentClaims, bound == claims {
+            // The same claims signed again (ECDSA signatures differ each time): not a new token.
+            currentToken = String(text)
+            return .authorized(claims, isFirst: false)
         }
         if let bound = currentClaims {
             if bound.teamID != claims.teamID { return .rejected(APNsRejection(.invalidProviderToken)) }
