@@ -122,7 +122,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldCLITests",
-            dependencies: ["HeraldTesting", "HeraldCore"]
+            dependencies: ["herald", "HeraldTesting", "HeraldCore", "HeraldStore", "HeraldStoreSQLite", "HeraldClient"]
         ),
     ]
 )

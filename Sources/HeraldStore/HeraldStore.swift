@@ -26,8 +26,9 @@ public protocol HeraldStore: Sendable {
     /// The topics (bundle ids) the team owns.
     func topics(ofTeam teamID: String) async throws -> Set<String>
 
-    /// Registers a token. Registering an existing token again is refused.
-    func registerToken(_ registration: TokenRegistration) async throws
+    /// Registers tokens in one atomic unit. Registering an existing token again is refused
+    /// (and then none of the batch is registered).
+    func registerTokens(_ registrations: [TokenRegistration]) async throws
     /// Marks a token unregistered (the app was removed). Returns `false` for an unknown token;
     /// an already unregistered token keeps its first timestamp.
     func unregisterToken(_ token: DeviceToken, atMilliseconds: Int64) async throws -> Bool
@@ -44,4 +45,11 @@ public protocol HeraldStore: Sendable {
     func storedNotifications(for token: DeviceToken, policy: StorePolicy, nowMilliseconds: Int64) async throws -> [StoredNotification]
     /// How many notifications are held in all.
     func storedNotificationCount() async throws -> Int
+}
+
+extension HeraldStore {
+    /// Registers one token.
+    public func registerToken(_ registration: TokenRegistration) async throws {
+        try await registerTokens([registration])
+    }
 }

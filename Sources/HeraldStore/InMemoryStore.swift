@@ -28,11 +28,11 @@ public actor InMemoryStore: HeraldStore {
         Set(topicOwners.filter { $0.value == teamID }.map(\.key))
     }
 
-    public func registerToken(_ registration: TokenRegistration) throws {
-        guard tokens[registration.token] == nil else {
+    public func registerTokens(_ registrations: [TokenRegistration]) throws {
+        for registration in registrations where tokens[registration.token] != nil {
             throw StoreError(.tokenExists, "token \(registration.token) is already registered")
         }
-        tokens[registration.token] = registration
+        for registration in registrations { tokens[registration.token] = registration }
     }
 
     public func unregisterToken(_ token: DeviceToken, atMilliseconds: Int64) -> Bool {

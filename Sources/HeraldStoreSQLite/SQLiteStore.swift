@@ -124,21 +124,21 @@ public final class SQLiteStore: HeraldStore {
 
     // MARK: tokens
 
-    public func registerToken(_ registration: TokenRegistration) async throws {
+    public func registerTokens(_ registrations: [TokenRegistration]) async throws {
         try await pool.write { db in
-            if try Bool.fetchOne(db, sql: "SELECT 1 FROM device_tokens WHERE token = ?", arguments: [Data(registration.token.bytes)]) == true {
-                throw StoreError(.tokenExists, "token \(registration.token) is already registered")
-            }
-            try db.execute(
-                sql: """
+            for registration in registrations {
+                if try Bool.fetchOne(db, sql: "SELECT 1 FROM device_tokens WHERE token = ?", arguments: [Data(registration.token.bytes)]) == true {
+                    throw StoreError(.tokenExists, "token \(registration.token) is already registered")
+                }
+                try db.cachedStatement(sql: """
                     INSERT INTO device_tokens (token, bundle_id, environment, device_id, created_at_ms, unregistered_at_ms, expired_at_ms)
                     VALUES (?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    Data(registration.token.bytes), registration.bundleID, registration.environment.rawValue,
-                    registration.deviceID, registration.createdAtMilliseconds,
-                    registration.unregisteredAtMilliseconds, registration.expiredAtMilliseconds,
-                ])
+                    """).execute(arguments: [
+                        Data(registration.token.bytes), registration.bundleID, registration.environment.rawValue,
+                        registration.deviceID, registration.createdAtMilliseconds,
+                        registration.unregisteredAtMilliseconds, registration.expiredAtMilliseconds,
+                    ])
+            }
         }
     }
 

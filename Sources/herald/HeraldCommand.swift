@@ -1,2 +1,34 @@
 import ArgumentParser
-@main struct HeraldCommand: AsyncParsableCommand { func run() async throws {} }
+import Foundation
+
+@main
+struct HeraldCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "herald",
+        abstract: "A self-hostable push notification system that speaks the APNs provider protocol.",
+        discussion: """
+            Start a gateway on this machine (SQLite store, development TLS certificate):
+              herald gateway --data-dir ./herald-data --provider-port 2197 --h2c-port 8080 --admin-port 9090
+
+            Then create a provider key and a device token, and push:
+              herald keys create --data-dir ./herald-data --team TEAM123456 --topic com.example.app --out key.p8
+              herald tokens create --data-dir ./herald-data --topic com.example.app
+              herald push send --url https://localhost:2197 --ca ./herald-data/tls/ca.pem --key key.p8 \\
+                  --key-id KEYID --team TEAM123456 --topic com.example.app --token TOKEN --alert "Hello"
+            """,
+        subcommands: [GatewayCommand.self, KeysCommand.self, TokensCommand.self, PushCommand.self, BenchCommand.self]
+    )
+}
+
+/// The option every command that opens the store shares.
+struct DataDirectoryOptions: ParsableArguments {
+    @Option(name: .customLong("data-dir"), help: ArgumentHelp(
+        "The gateway's data directory (database, TLS files). Created if missing.", valueName: "DIR"))
+    var dataDirectoryArgument: String
+
+    /// The directory as an absolute path, so that the paths Herald prints work from anywhere.
+    var dataDirectory: String {
+        if dataDirectoryArgument.hasPrefix("/") { return dataDirectoryArgument }
+        return URL(fileURLWithPath: dataDirectoryArgument).standardizedFileURL.path
+    }
+}

@@ -1,0 +1,7 @@
+import ArgumentParser
+
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench", abstract: "Benchmarks support (see docs/benchmarks.md).",
+        subcommands: [BenchPrepare.self, BenchBaseline.self])
+}

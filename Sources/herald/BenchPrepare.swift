@@ -1,0 +1,58 @@
+import ArgumentParser
+import Crypto
+import Foundation
+import HeraldCore
+import HeraldStore
+
+struct BenchPrepare: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "prepare",
+        abstract: "Register a key and N tokens in a gateway's data directory and write h2load's inputs.",
+        discussion: """
+            Writes OUT/uris.txt (one push URI per token, for h2load -i), OUT/authorization.txt (a
+            provider token valid for an hour) and OUT/payload.json (a 200-byte payload).
+            """)
+
+    @OptionGroup var data: DataDirectoryOptions
+
+    @Option(help: "How many device tokens to register.")
+    var tokens: Int = 1000
+
+    @Option(help: "The base URL of the provider port the URIs name, e.g. https://127.0.0.1:2197.")
+    var url: String
+
+    @Option(help: "The directory to write the inputs to.")
+    var out: String
+
+    @Option(help: "The topic the tokens and key use.")
+    var topic: String = "com.example.bench"
+
+    func run() async throws {
+        let store = try data.openStore(durability: .normal)
+        let clock = SystemWallClock()
+        let privateKey = P256.Signing.PrivateKey()
+        let keyID = KeyID.random().value
+        let team = "BENCHTEAM1"
+        try await store.registerKey(
+            ProviderKey(keyID: keyID, teamID: team, publicKey: privateKey.publicKey),
+            topics: [topic], atMilliseconds: clock.nowMilliseconds())
+        var uris = ""
+        var batch: [TokenRegistration] = []
+        for i in 0..<tokens {
+            let token = DeviceToken.random()
+            batch.append(TokenRegistration(token: token, bundleID: topic, environment: .development, createdAtMilliseconds: clock.nowMilliseconds()))
+            uris += "\(url)/3/device/\(token.hex)\n"
+            if batch.count == 10_000 || i == tokens - 1 {
+                try await store.registerTokens(batch)
+                batch.removeAll(keepingCapacity: true)
+            }
+        }
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        let signer = ProviderTokenSigner(keyID: keyID, teamID: team, privateKey: privateKey)
+        try uris.write(toFile: "\(out)/uris.txt", atomically: true, encoding: .utf8)
+        try ("bearer " + signer.token(issuedAt: clock.nowSeconds())).write(toFile: "\(out)/authorization.txt", atomically: true, encoding: .utf8)
+        let alert = String(repeating: "x", count: 200 - #"{"aps":{"alert":""}}"#.utf8.count)
+        try #"{"aps":{"alert":"\#(alert)"}}"#.write(toFile: "\(out)/payload.json", atomically: true, encoding: .utf8)
+        print("registered key \(keyID) and \(tokens) tokens for \(topic); inputs in \(out)")
+    }
+}

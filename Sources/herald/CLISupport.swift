@@ -1,0 +1,43 @@
+import ArgumentParser
+import Foundation
+import HeraldCore
+import HeraldStoreSQLite
+
+extension APNsEnvironment: ExpressibleByArgument {
+    public init?(argument: String) { self.init(rawValue: argument) }
+    public static var allValueStrings: [String] { ["development", "production"] }
+}
+
+extension SQLiteStore.Durability: ExpressibleByArgument {}
+
+extension DataDirectoryOptions {
+    /// Creates the directory if needed and opens the store in it.
+    func openStore(durability: SQLiteStore.Durability = .full) throws -> SQLiteStore {
+        do {
+            try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
+        } catch {
+            throw ValidationError("cannot create the data directory \(dataDirectory): \(error.localizedDescription)")
+        }
+        return try SQLiteStore(path: databasePath, durability: durability)
+    }
+
+    var databasePath: String { (dataDirectory as NSString).appendingPathComponent("herald.sqlite") }
+}
+
+/// Writes a line to standard error.
+func printError(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}
+
+/// Reads a whole file as text, with an error that names the file.
+func readText(_ path: String, what: String) throws -> String {
+    guard let data = FileManager.default.contents(atPath: path) else {
+        throw ValidationError("cannot read the \(what) file \(path): no such file or not readable")
+    }
+    return String(decoding: data, as: UTF8.self)
+}
+
+/// Prints a line to standard output and flushes it at once (scripts wait for start-up lines).
+func printLineFlushed(_ text: String) {
+    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+}

@@ -1,0 +1,142 @@
+import ArgumentParser
+import Foundation
+import HeraldCore
+import HeraldGateway
+import HeraldStore
+import HeraldStoreSQLite
+import Logging
+import NIOCore
+import ServiceLifecycle
+
+struct GatewayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gateway",
+        abstract: "Run the push gateway: the APNs-compatible provider port on an embedded SQLite store.",
+        discussion: """
+            On start-up the gateway prints one JSON line with the ports it listens on, e.g.
+              {"provider_port":2197,"h2c_port":8080,"admin_port":9090,"ca":"DIR/tls/ca.pem",...}
+            Port 0 lets the system choose. Without --tls-cert/--tls-key it creates a development CA and a
+            server certificate for localhost and 127.0.0.1 in DIR/tls (kept across restarts); give clients
+            the CA, e.g. `curl --cacert DIR/tls/ca.pem`. SIGTERM or SIGINT drains and stops it gracefully.
+            """
+    )
+
+    @OptionGroup var data: DataDirectoryOptions
+
+    @Option(help: "The TLS provider port (HTTP/2, ALPN h2). 0 picks a free port.")
+    var providerPort: Int = 2197
+
+    @Option(help: "A plaintext HTTP/2 (h2c, prior knowledge) port for local development, bound to 127.0.0.1 only.")
+    var h2cPort: Int?
+
+    @Option(help: "The admin port: GET /health and Prometheus GET /metrics.")
+    var adminPort: Int?
+
+    @Option(help: "The address the provider and admin ports listen on.")
+    var host: String = "0.0.0.0"
+
+    @Option(help: "The environment this gateway runs as: development (the sandbox) or production.")
+    var environment: APNsEnvironment = .development
+
+    @Option(help: ArgumentHelp("The server certificate chain (PEM). Needs --tls-key.", valueName: "PEM"))
+    var tlsCert: String?
+
+    @Option(help: ArgumentHelp("The server certificate's private key (PEM). Needs --tls-cert.", valueName: "PEM"))
+    var tlsKey: String?
+
+    @Option(help: "Pushes one device token may receive in a burst before 429 TooManyRequests; 0 turns the limit off.")
+    var tokenBurst: Int = TokenRateLimiter.Configuration.default.burst
+
+    @Option(help: "Pushes per second one device token may receive over time.")
+    var tokenRate: Double = TokenRateLimiter.Configuration.default.perSecond
+
+    @Option(help: "How many notifications are kept per offline device and app (1 = Apple's policy: the newest).")
+    var offlineQueue: Int = 1
+
+    @Option(help: "full: every commit reaches the disk before 200 (survives power loss); normal: survives a crash of the process only.")
+    var durability: SQLiteStore.Durability = .full
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    func validate() throws {
+        if (tlsCert == nil) != (tlsKey == nil) {
+            throw ValidationError("give both --tls-cert and --tls-key, or neither (a development certificate is then created)")
+        }
+        for (name, port) in [("--provider-port", providerPort), ("--h2c-port", h2cPort ?? 0), ("--admin-port", adminPort ?? 0)]
+        where !(0...65535).contains(port) {
+            throw ValidationError("\(name) must be between 0 and 65535, not \(port)")
+        }
+        if offlineQueue < 1 { throw ValidationError("--offline-queue must be at least 1") }
+        if tokenBurst < 0 || tokenRate <= 0 { throw ValidationError("--token-burst must be ≥ 0 and --token-rate > 0") }
+        if Logger.Level(rawValue: logLevel) == nil {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
+        }
+    }
+
+    func run() async throws {
+        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        var logger = Logger(label: "herald.gateway")
+        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+
+        let store = try data.openStore(durability: durability)
+        let clock = SystemWallClock()
+        let tls: GatewayConfiguration.TLSFiles
+        var caPath: String?
+        if let tlsCert, let tlsKey {
+            tls = .init(certificateChainPath: tlsCert, privateKeyPath: tlsKey)
+        } else {
+            let certificates = try DevelopmentCertificates.loadOrCreate(in: data.dataDirectory, clock: clock)
+            tls = .init(certificateChainPath: certificates.serverCertificatePath, privateKeyPath: certificates.serverKeyPath)
+            caPath = certificates.caCertificatePath
+        }
+
+        var configuration = GatewayConfiguration(tls: tls)
+        configuration.environment = environment
+        configuration.host = host
+        configuration.providerPort = providerPort
+        configuration.h2cPort = h2cPort
+        configuration.adminPort = adminPort
+        configuration.tokenRateLimit = tokenBurst == 0 ? nil : .init(burst: tokenBurst, perSecond: tokenRate)
+        configuration.storePolicy = StorePolicy(maximumPerApp: offlineQueue)
+
+        let gateway = Gateway(configuration: configuration, store: store, clock: clock, logger: logger)
+        let group = ServiceGroup(configuration: .init(
+            services: [gateway], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        async let running: Void = group.run()
+        do {
+            let ports = try await gateway.ports
+            let announcement = StartupLine(
+                provider_port: ports.providerPort, h2c_port: ports.h2cPort, admin_port: ports.adminPort,
+                ca: caPath, environment: environment.rawValue, database: data.databasePath)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.withoutEscapingSlashes]
+            printLineFlushed(String(decoding: try encoder.encode(announcement), as: UTF8.self))
+            if let caPath { printError("herald: development CA for clients (curl --cacert): \(caPath)") }
+        } catch {
+            printError("herald: the gateway could not start: \(error)")
+        }
+        try await running
+    }
+
+    /// The start-up line; `null` for ports that are off.
+    private struct StartupLine: Encodable {
+        var provider_port: Int
+        var h2c_port: Int?
+        var admin_port: Int?
+        var ca: String?
+        var environment: String
+        var database: String
+
+        func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(provider_port, forKey: .provider_port)
+            try c.encode(h2c_port, forKey: .h2c_port)
+            try c.encode(admin_port, forKey: .admin_port)
+            try c.encode(ca, forKey: .ca)
+            try c.encode(environment, forKey: .environment)
+            try c.encode(database, forKey: .database)
+        }
+        enum CodingKeys: String, CodingKey { case provider_port, h2c_port, admin_port, ca, environment, database }
+    }
+}

@@ -1,0 +1,117 @@
+import ArgumentParser
+import Crypto
+import Foundation
+import HeraldCore
+import HeraldStore
+
+struct KeysCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keys", abstract: "Manage provider signing keys.", subcommands: [Create.self])
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create a provider key (ES256) for a team and give the team its topics.",
+            discussion: """
+                Writes the private key as PEM PKCS#8 (the .p8 format Apple hands out), registers the public
+                key in the gateway's store, and prints the 10-character key id. Providers sign their JWTs
+                with it: header {"alg":"ES256","kid":KEYID}, claims {"iss":TEAMID,"iat":NOW}.
+                """)
+
+        @OptionGroup var data: DataDirectoryOptions
+
+        @Option(help: "The 10-character team id (letters and digits) that owns the key and topics.")
+        var team: String
+
+        @Option(name: .customLong("topic"), help: "A topic (bundle id) the team owns; repeat for several.")
+        var topics: [String] = []
+
+        @Option(help: ArgumentHelp("Where to write the private key (PEM PKCS#8).", valueName: "FILE.p8"))
+        var out: String
+
+        @Option(help: "The key id; by default a random 10-character id.")
+        var keyID: String?
+
+        @Option(help: "Restrict the key to one environment (development or production); by default it works in both.")
+        var environment: APNsEnvironment?
+
+        func validate() throws {
+            guard TeamID(team) != nil else { throw ValidationError("--team must be 10 letters or digits, like TEAM123456; got '\(team)'") }
+            if let keyID, KeyID(keyID) == nil { throw ValidationError("--key-id must be 10 letters or digits; got '\(keyID)'") }
+            for topic in topics where topic.isEmpty || topic.contains(where: \.isWhitespace) {
+                throw ValidationError("--topic must be a bundle id like com.example.app; got '\(topic)'")
+            }
+            if FileManager.default.fileExists(atPath: out) {
+                throw ValidationError("\(out) already exists; choose another --out (a key file is never overwritten)")
+            }
+        }
+
+        func run() async throws {
+            let store = try data.openStore()
+            let privateKey = P256.Signing.PrivateKey()
+            let id = keyID ?? KeyID.random().value
+            do {
+                try await store.registerKey(
+                    ProviderKey(keyID: id, teamID: team, publicKey: privateKey.publicKey, environment: environment),
+                    topics: topics, atMilliseconds: SystemWallClock().nowMilliseconds())
+            } catch let error as StoreError {
+                throw ValidationError(error.message)
+            }
+            guard FileManager.default.createFile(
+                atPath: out, contents: Data((privateKey.pemRepresentation + "\n").utf8), attributes: [.posixPermissions: 0o600])
+            else {
+                throw ValidationError("cannot write the key file \(out); the key \(id) is registered, but its private half is lost")
+            }
+            print(id)
+        }
+    }
+}
+
+struct TokensCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tokens", abstract: "Manage device tokens by hand.", subcommands: [Create.self, Revoke.self])
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Register a device token for an app on a device that is not connected; prints the token (hex).")
+
+        @OptionGroup var data: DataDirectoryOptions
+
+        @Option(help: "The app's topic (bundle id).")
+        var topic: String
+
+        @Option(help: "The environment the token belongs to; a gateway of the other environment answers BadDeviceToken.")
+        var environment: APNsEnvironment = .development
+
+        func run() async throws {
+            let store = try data.openStore()
+            let token = DeviceToken.random()
+            try await store.registerToken(TokenRegistration(
+                token: token, bundleID: topic, environment: environment,
+                createdAtMilliseconds: SystemWallClock().nowMilliseconds()))
+            print(token.hex)
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Unregister a device token (the app was removed): the gateway then answers 410 Unregistered.")
+
+        @OptionGroup var data: DataDirectoryOptions
+
+        @Option(help: "The token, in hexadecimal.")
+        var token: String
+
+        func run() async throws {
+            guard let parsed = DeviceToken(hex: token) else {
+                throw ValidationError("--token must be hexadecimal (64 digits for a Herald token); got '\(token)'")
+            }
+            let store = try data.openStore()
+            let now = SystemWallClock().nowMilliseconds()
+            guard try await store.unregisterToken(parsed, atMilliseconds: now) else {
+                throw ValidationError("no token \(parsed.hex) is registered in \(data.dataDirectory)")
+            }
+            let registration = try await store.registration(of: parsed)
+            print("unregistered \(parsed.hex) at \(registration?.unregisteredAtMilliseconds ?? now)")
+        }
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+import HeraldClient
+import HeraldCore
+import HeraldStore
+import HeraldStoreSQLite
+import HeraldTesting
+import Testing
+
+/// The `herald` command, run as a person or a script would.
+@Suite("herald CLI", .serialized)
+struct CLITests {
+    @Test("gateway, keys create, tokens create/revoke and push send work together")
+    func walkThrough() async throws {
+        let dir = try TemporaryDirectory.make(prefix: "herald-cli")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let gateway = try GatewayProcess(dataDirectory: dir)
+        #expect(gateway.providerPort > 0 && gateway.h2cPort > 0 && gateway.adminPort > 0)
+        #expect(gateway.caPath == dir + "/tls/ca.pem")
+
+        let keyPath = dir + "/key.p8"
+        let key = try Herald.run(["keys", "create", "--data-dir", dir, "--team", "TEAM123456", "--topic", "com.example.app", "--out", keyPath])
+        #expect(key.status == 0, "\(key.stderr)")
+        #expect(KeyID(key.stdout) != nil)
+        let pem = try String(contentsOfFile: keyPath, encoding: .utf8)
+        #expect(pem.hasPrefix("-----BEGIN PRIVATE KEY-----"))
+
+        let token = try Herald.run(["tokens", "create", "--data-dir", dir, "--topic", "com.example.app"])
+        #expect(token.status == 0)
+        #expect(DeviceToken(hex: token.stdout)?.bytes.count == 32)
+
+        let send = ["push", "send", "--url", "https://localhost:\(gateway.providerPort)", "--ca", gateway.caPath,
+                    "--key", keyPath, "--key-id", key.stdout, "--team", "TEAM123456", "--topic", "com.example.app",
+                    "--token", token.stdout, "--alert", "Hello"]
+        let ok = try Herald.run(send)
+        #expect(ok.status == 0, "\(ok.stdout) \(ok.stderr)")
+        #expect(APNsID(header: ok.stdout) != nil)
+
+        // The same over h2c.
+        var h2c = send
+        h2c[3] = "http://127.0.0.1:\(gateway.h2cPort)"
+        #expect(try Herald.run(h2c).status == 0)
+
+        let revoke = try Herald.run(["tokens", "revoke", "--data-dir", dir, "--token", token.stdout])
+        #expect(revoke.status == 0)
+        let gone = try Herald.run(send)
+        #expect(gone.status == 1)
+        #expect(gone.stdout.hasPrefix("410 Unregistered timestamp="))
+
+        let wrongTopic = try Herald.run(send.map { $0 == "com.example.app" ? "com.other.app" : $0 })
+        #expect(wrongTopic.status == 1)
+        #expect(wrongTopic.stdout == "400 TopicDisallowed")
+
+        // Metrics count what happened.
+        let metrics = try await httpGet(port: gateway.adminPort, path: "/metrics")
+        #expect(metrics.contains(#"herald_provider_requests_total{status="410",reason="Unregistered"} 1"#))
+        #expect(metrics.contains("herald_pushes_accepted_total 2"))
+        #expect(try await httpGet(port: gateway.adminPort, path: "/health").contains("ok"))
+
+        #expect(gateway.stop(signal: SIGTERM) == 0)
+    }
+
+    @Test("a restarted gateway reuses its development CA")
+    func reusesCA() async throws {
+        let dir = try TemporaryDirectory.make(prefix: "herald-cli")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let first = try GatewayProcess(dataDirectory: dir)
+        let ca = try String(contentsOfFile: first.caPath, encoding: .utf8)
+        first.stop()
+        let second = try GatewayProcess(dataDirectory: dir)
+        #expect(try String(contentsOfFile: second.caPath, encoding: .utf8) == ca)
+        second.stop()
+    }
+
+    @Test("every push answered 200 is in the database after kill -9")
+    func durableAfterKill() async throws {
+        let dir = try TemporaryDirectory.make(prefix: "herald-cli")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let gateway = try GatewayProcess(dataDirectory: dir)
+        let keyPath = dir + "/key.p8"
+        let keyID = try Herald.run(["keys", "create", "--data-dir", dir, "--team", "TEAM123456", "--topic", "com.example.app", "--out", keyPath]).stdout
+        let signer = try ProviderTokenSigner(keyID: keyID, teamID: "TEAM123456", pem: String(contentsOfFile: keyPath, encoding: .utf8))
+        let store = try SQLiteStore(path: dir + "/herald.sqlite")
+        var tokens: [DeviceToken] = []
+        for _ in 0..<40 {
+            let token = DeviceToken.random()
+            try await store.registerToken(TokenRegistration(token: token, bundleID: "com.example.app", environment: .development, createdAtMilliseconds: 0))
+            tokens.append(token)
+        }
+        let connection = try await HTTP2Connection.connect(host: "127.0.0.1", port: gateway.h2cPort, tls: nil)
+        let bearer = "bearer " + (try signer.token(issuedAt: SystemWallClock().nowSeconds()))
+        var accepted: [DeviceToken: String] = [:]
+        for token in tokens {
+            let response = try await connection.send(.push(token: token, authorization: bearer))
+            if response.status == 200 { accepted[token] = response.apnsID }
+        }
+        #expect(accepted.count == tokens.count)
+        gateway.stop(signal: SIGKILL)
+        await connection.close()
+        let reopened = try SQLiteStore(path: dir + "/herald.sqlite")
+        for (token, id) in accepted {
+            let held = try await reopened.storedNotifications(for: token, policy: .default, nowMilliseconds: 0)
+            #expect(held.map(\.apnsID) == [APNsID(header: id)!])
+        }
+    }
+
+    @Test("bad flags get a message that says what to fix")
+    func badInput() throws {
+        let dir = try TemporaryDirectory.make(prefix: "herald-cli")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let team = try Herald.run(["keys", "create", "--data-dir", dir, "--team", "short", "--topic", "a.b", "--out", dir + "/k.p8"])
+        #expect(team.status != 0)
+        #expect(team.stderr.contains("--team must be 10 letters or digits"))
+        let revoke = try Herald.run(["tokens", "revoke", "--data-dir", dir, "--token", "xyz"])
+        #expect(revoke.status != 0)
+        #expect(revoke.stderr.contains("--token must be hexadecimal"))
+        let unknown = try Herald.run(["tokens", "revoke", "--data-dir", dir, "--token", String(repeating: "ab", count: 32)])
+        #expect(unknown.stderr.contains("no token"))
+        let tls = try Herald.run(["gateway", "--data-dir", dir, "--tls-cert", "x.pem"])
+        #expect(tls.status != 0)
+        #expect(tls.stderr.contains("give both --tls-cert and --tls-key"))
+        let push = try Herald.run(["push", "send", "--url", "ftp://x", "--key", "k", "--key-id", "K", "--team", "T", "--topic", "t", "--token", "00", "--alert", "a"])
+        #expect(push.stderr.contains("--url must look like https://HOST:PORT"))
+    }
+
+    /// A plain HTTP/1.1 GET (the admin port), through a real socket.
+    private func httpGet(port: Int, path: String) async throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["curl", "-s", "http://127.0.0.1:\(port)\(path)"]
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+
+/// Runs the `herald` executable that the build put beside the test bundle.
+enum Herald {
+    static var executable: String {
+        if let override = ProcessInfo.processInfo.environment["HERALD_BIN"] { return override }
+        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        // swift-testing runs from the .xctest bundle (a file on Linux); the binary is its sibling.
+        for candidate in [bundle, bundle.deletingLastPathComponent()] {
+            let path = candidate.appendingPathComponent("herald").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return bundle.appendingPathComponent("herald").path
+    }
+
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// Runs `herald ARGS…` to completion.
+    static func run(_ arguments: [String]) throws -> Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(
+            status: process.terminationStatus,
+            stdout: String(decoding: stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines),
+            stderr: String(decoding: stderr, as: UTF8.self))
+    }
+}
+
+/// `herald gateway` as a child process.
+final class GatewayProcess {
+    let process = Process()
+    let dataDirectory: String
+    private let stdout = Pipe()
+    private let stderrPath: String
+    private(set) var startup: [String: Any] = [:]
+
+    init(dataDirectory: String, extraArguments: [String] = []) throws {
+        self.dataDirectory = dataDirectory
+        stderrPath = (dataDirectory as NSString).appendingPathComponent("gateway.stderr")
+        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        process.executableURL = URL(fileURLWithPath: Herald.executable)
+        process.arguments = ["gateway", "--data-dir", dataDirectory, "--provider-port", "0", "--h2c-port", "0",
+                             "--admin-port", "0", "--host", "127.0.0.1", "--log-level", "warning"] + extraArguments
+        process.standardOutput = stdout
+        process.standardError = FileHandle(forWritingAtPath: stderrPath)
+        try process.run()
+        let line = try readLine()
+        guard let json = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+            throw GatewayProcessError.badStartupLine(line)
+        }
+        startup = json
+    }
+
+    var providerPort: Int { startup["provider_port"] as? Int ?? 0 }
+    var h2cPort: Int { startup["h2c_port"] as? Int ?? 0 }
+    var adminPort: Int { startup["admin_port"] as? Int ?? 0 }
+    var caPath: String { startup["ca"] as? String ?? "" }
+    var stderrText: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
+    private func readLine() throws -> String {
+        var bytes = [UInt8]()
+        let handle = stdout.fileHandleForReading
+        while true {
+            let chunk = handle.readData(ofLength: 1)
+            if chunk.isEmpty { throw GatewayProcessError.exited(stderrText) }
+            if chunk.first == UInt8(ascii: "\n") { break }
+            bytes.append(contentsOf: chunk)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Sends a signal and waits for the process to exit; returns its status.
+    @discardableResult
+    func stop(signal: Int32 = SIGTERM) -> Int32 {
+        kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+}
+
+enum GatewayProcessError: Error {
+    case badStartupLine(String)
+    case exited(String)
+}
