@@ -61,36 +61,45 @@ public final class HTTP2Connection: Sendable {
         }
         let serverName = tls?.serverName ?? (host.first?.isNumber == true || host.contains(":") ? nil : host)
         let observer = ConnectionObserver()
-        let channel = try await ClientBootstrap(group: group)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    if let sslContext {
-                        try channel.pipeline.syncOperations.addHandler(
-                            try NIOSSLClientHandler(context: sslContext, serverHostname: serverName))
+        let handshake = group.any().makePromise(of: String?.self)
+        let multiplexerPromise = group.any().makePromise(of: NIOHTTP2Handler.StreamMultiplexer.self)
+        let channel: Channel
+        do {
+            channel = try await ClientBootstrap(group: group)
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .connectTimeout(.seconds(10))
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        let sync = channel.pipeline.syncOperations
+                        if let sslContext {
+                            // The waiter goes in before the handshake can start, so it cannot miss it.
+                            try sync.addHandlers(
+                                try NIOSSLClientHandler(context: sslContext, serverHostname: serverName),
+                                HandshakeWaiter(promise: handshake))
+                        } else {
+                            handshake.succeed(nil)
+                        }
+                        // HTTP/2 goes in at once too: the server's SETTINGS may follow the handshake
+                        // immediately, and must not reach a pipeline that cannot read them.
+                        let multiplexer = try sync.configureHTTP2Pipeline(
+                            mode: .client, connectionConfiguration: .init(), streamConfiguration: .init()
+                        ) { stream in stream.eventLoop.makeSucceededVoidFuture() }
+                        try sync.addHandler(observer)
+                        multiplexerPromise.succeed(multiplexer)
                     }
                 }
-            }
-            .connect(host: host, port: port).get()
-
-        let negotiated: String?
-        if sslContext != nil {
-            negotiated = try await channel.pipeline.handler(type: NIOSSLClientHandler.self).flatMap { handler in
-                // Wait for the handshake: the ALPN result is known once the channel is active and
-                // the first read completes; ask for it through a user event.
-                handler.handshakeCompleted(on: channel)
-            }.get()
-        } else {
-            negotiated = nil
+                .connect(host: host, port: port).get()
+        } catch {
+            handshake.fail(error)
+            multiplexerPromise.fail(error)
+            throw error
         }
-        let multiplexer = try await channel.eventLoop.submit {
-            let sync = channel.pipeline.syncOperations
-            let mux = try sync.configureHTTP2Pipeline(
-                mode: .client, connectionConfiguration: .init(), streamConfiguration: .init()
-            ) { stream in stream.eventLoop.makeSucceededVoidFuture() }
-            try sync.addHandler(observer)
-            return mux
-        }.get()
+        let negotiated = try await handshake.futureResult.get()
+        if sslContext != nil, negotiated != "h2" {
+            try? await channel.close()
+            throw HTTP2ConnectionError.noHTTP2(negotiated: negotiated)
+        }
+        let multiplexer = try await multiplexerPromise.futureResult.get()
         return HTTP2Connection(channel: channel, multiplexer: multiplexer, observer: observer, negotiatedProtocol: negotiated)
     }
 
@@ -194,15 +203,6 @@ public final class HTTP2Connection: Sendable {
 
     public func close() async {
         try? await channel.close()
-    }
-}
-
-extension NIOSSLClientHandler {
-    /// Completes with the negotiated ALPN protocol once the TLS handshake has finished.
-    fileprivate func handshakeCompleted(on channel: Channel) -> EventLoopFuture<String?> {
-        let promise = channel.eventLoop.makePromise(of: String?.self)
-        try? channel.pipeline.syncOperations.addHandler(HandshakeWaiter(promise: promise))
-        return promise.futureResult
     }
 }
 
@@ -329,4 +329,10 @@ private final class ResponseCollector: ChannelInboundHandler {
 public struct HTTP2StreamReset: Error, Hashable, Sendable {
     /// The RST_STREAM error code, or -1 when the connection closed.
     public var errorCode: Int
+}
+
+/// The server did not agree to HTTP/2.
+public enum HTTP2ConnectionError: Error, Hashable, Sendable {
+    /// ALPN did not select `h2` (the protocol the server chose, if any).
+    case noHTTP2(negotiated: String?)
 }

@@ -48,9 +48,11 @@ final class ProviderConnection: NIOHTTP2StreamDelegate, @unchecked Sendable {
         if isDraining && activeStreams == 0 { drained?.succeed() }
     }
 
-    /// Sends GOAWAY with `{"reason":"Shutdown"}` (last stream id at its maximum, so that streams
-    /// already on their way are answered 503 `Shutdown` rather than dropped) and returns a future
-    /// that completes when no stream is left open.
+    /// Sends GOAWAY with `{"reason":"Shutdown"}` and returns a future that completes when no
+    /// stream is left open. Streams already open are answered: those whose request completes from
+    /// now on get 503 `Shutdown`. Streams the peer opens after the GOAWAY are refused by NIO's
+    /// HTTP/2 state machine with RST_STREAM `REFUSED_STREAM`, which tells the client the request
+    /// was not processed and may be retried on a new connection.
     func beginDraining() -> EventLoopFuture<Void> {
         if let drained { return drained.futureResult }
         isDraining = true

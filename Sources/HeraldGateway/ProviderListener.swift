@@ -1,4 +1,5 @@
 import HeraldCore
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP2
@@ -44,6 +45,7 @@ final class ProviderListener: Sendable {
                                 ProviderStreamHandler(port: providerPort, connection: connection))
                         }
                     }
+                    try sync.addHandler(ConnectionErrorLogger(logger: providerPort.logger))
                     let id = ObjectIdentifier(channel)
                     connections.withLockedValue { $0[id] = connection }
                     metrics.openConnections.increment()
@@ -84,5 +86,19 @@ extension EventLoopFuture {
         self.whenComplete { _ in promise.succeed() }
         other.hop(to: eventLoop).whenComplete { _ in promise.succeed() }
         return promise.futureResult
+    }
+}
+
+/// Logs what goes wrong on a provider connection (TLS failures, HTTP/2 protocol errors): one bad
+/// peer is a debug line, never a crash.
+private final class ConnectionErrorLogger: ChannelInboundHandler {
+    typealias InboundIn = Any
+    let logger: Logger
+    init(logger: Logger) { self.logger = logger }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        logger.debug("provider connection error", metadata: [
+            "peer": "\(context.channel.remoteAddress?.description ?? "?")", "error": "\(error)",
+        ])
     }
 }

@@ -39,7 +39,7 @@ public final class TestGateway: Sendable {
         configure(&configuration)
         let store = store ?? InMemoryStore()
         var logger = Logger(label: "herald.test")
-        logger.logLevel = .warning
+        logger.logLevel = ProcessInfo.processInfo.environment["HERALD_TEST_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
         let gateway = Gateway(configuration: configuration, store: store, clock: clock, logger: logger)
         let group = ServiceGroup(configuration: .init(services: [gateway], logger: logger))
         let task = Task { try await group.run() }

@@ -334,7 +334,9 @@ struct ProviderPortTests {
     func draining() async throws {
         let f = try await Fixture.make()
         #expect(try await f.push().status == 200)
-        let late = try await f.connection.begin(.push(token: f.token, authorization: try f.bearer()))
+        let late = try await f.connection.begin(.push(token: f.token, authorization: f.authorization))
+        // The server reads frames in order: once the PING is acked, it has opened the late stream.
+        try await f.connection.ping()
         await f.gateway.beginShutdown()
         let goAway = await f.connection.waitForGoAway()
         #expect(goAway.debugData == #"{"reason":"Shutdown"}"#)

@@ -1,0 +1,149 @@
+import Crypto
+import Foundation
+import HeraldCore
+import Testing
+
+@Suite("Core model")
+struct CoreModelTests {
+    @Test("device tokens: hex of either case in, lowercase out, 1 to 100 bytes")
+    func deviceTokens() {
+        let upper = DeviceToken(hex: "00FCab")
+        #expect(upper?.hex == "00fcab")
+        #expect(upper == DeviceToken(hex: "00fcAB"))
+        #expect(DeviceToken(hex: "") == nil)
+        #expect(DeviceToken(hex: "abc") == nil)
+        #expect(DeviceToken(hex: "zz") == nil)
+        #expect(DeviceToken(hex: String(repeating: "ab", count: 100)) != nil)
+        #expect(DeviceToken(hex: String(repeating: "ab", count: 101)) == nil)
+        let random = DeviceToken.random()
+        #expect(random.bytes.count == 32 && random.hex.count == 64)
+        #expect(random != DeviceToken.random())
+    }
+
+    @Test("push types carry their topic suffixes and payload limits")
+    func pushTypes() {
+        #expect(PushType.voip.topicSuffix == ".voip")
+        #expect(PushType.pushtotalk.topicSuffix == ".voip-ptt")
+        #expect(PushType.liveactivity.bundleID(fromTopic: "com.a.push-type.liveactivity") == "com.a")
+        #expect(PushType.voip.bundleID(fromTopic: "com.a") == nil)
+        #expect(PushType.implied(byTopic: "com.a.voip-ptt") == .pushtotalk)
+        #expect(PushType.implied(byTopic: "com.a.voip") == .voip)
+        #expect(PushType.implied(byTopic: "com.a") == .alert)
+        #expect(PushType.voip.maximumPayloadSize == 5120 && PushType.alert.maximumPayloadSize == 4096)
+        #expect(PushType(header: "banana") == nil)
+        #expect(PushType.allKnown.count == 11)
+    }
+
+    @Test("priorities, expiration, collapse ids, apns-ids")
+    func headerValues() {
+        #expect(Priority(header: "10") == .immediate && Priority(header: "5") == .conservePower && Priority(header: "1") == .low)
+        #expect(Priority(header: "7") == nil && Priority(header: "x") == nil)
+        #expect(Expiration(header: "0") == .immediately)
+        #expect(Expiration(header: "1700000000") == .at(secondsSince1970: 1_700_000_000))
+        #expect(Expiration(header: "tomorrow") == nil && Expiration(header: "-1") == nil && Expiration(header: "") == nil)
+        #expect(Expiration.at(secondsSince1970: 10).isLive(atMilliseconds: 9_999))
+        #expect(!Expiration.at(secondsSince1970: 10).isLive(atMilliseconds: 10_000))
+        #expect(CollapseID(String(repeating: "é", count: 32)) != nil)   // 64 bytes
+        #expect(CollapseID(String(repeating: "é", count: 32) + "x") == nil)
+        #expect(APNsID(header: "EABEAE54-14A8-11E5-B60B-1697F925EC7B") == APNsID(header: "eabeae54-14a8-11e5-b60b-1697f925ec7b"))
+        #expect(APNsID(header: "eabeae5414a811e5b60b1697f925ec7b") == nil)
+        #expect(APNsID(header: "EABEAE54-14A8-11E5-B60B-1697F925EC7B")?.description == "eabeae54-14a8-11e5-b60b-1697f925ec7b")
+    }
+
+    @Test("reasons: a closed set with statuses, and an unknown fallback")
+    func reasons() {
+        #expect(APNsReason.allKnown.count == 33)
+        for reason in APNsReason.allKnown {
+            #expect(APNsReason(rawValue: reason.rawValue) == reason)
+            #expect([400, 403, 404, 405, 410, 413, 429, 500, 503].contains(reason.status))
+        }
+        let unknown = APNsReason(rawValue: "SomethingNew")
+        #expect(!unknown.isKnown && unknown.status == 0)
+        #expect(APNsRejection(.unregistered, timestampMilliseconds: 5).jsonBody == #"{"reason":"Unregistered","timestamp":5}"#)
+        #expect(APNsRejection(.badTopic).jsonBody == #"{"reason":"BadTopic"}"#)
+    }
+
+    @Test("payloads: every aps key decodes; custom keys survive a round trip")
+    func payloads() throws {
+        let json = #"""
+        {"aps":{"alert":{"title":"T","subtitle":"S","body":"B","launch-image":"l.png","title-loc-key":"TK","title-loc-args":["a"],
+        "subtitle-loc-key":"SK","subtitle-loc-args":["b"],"loc-key":"LK","loc-args":["c","d"]},"badge":3,
+        "sound":{"critical":1,"name":"alarm.caf","volume":0.5},"thread-id":"th","category":"cat","content-available":1,
+        "mutable-content":1,"target-content-id":"tc","interruption-level":"time-sensitive","relevance-score":0.25,
+        "filter-criteria":"work","stale-date":1,"timestamp":2,"dismissal-date":3,"event":"update","content-state":{"x":1},
+        "attributes-type":"A","attributes":{"y":"z"},"input-push-token":1,"input-push-channel":"ch"},
+        "custom":{"nested":[1,2.5,"three",true,null]},"n":42}
+        """#
+        let payload = try NotificationPayload.decode(Array(json.utf8))
+        guard case .fields(let alert)? = payload.aps.alert else { Issue.record("alert is not a dictionary"); return }
+        #expect(alert.title == "T" && alert.locArgs == ["c", "d"] && alert.launchImage == "l.png")
+        #expect(payload.aps.badge == 3 && payload.aps.threadID == "th" && payload.aps.interruptionLevel == .timeSensitive)
+        #expect(payload.aps.sound == .critical(name: "alarm.caf", volume: 0.5, critical: 1))
+        #expect(payload.aps.relevanceScore == 0.25 && payload.aps.event == "update" && payload.aps.inputPushChannel == "ch")
+        #expect(payload.custom["custom"] == .object(["nested": .array([.int(1), .double(2.5), .string("three"), .bool(true), .null])]))
+        #expect(payload.custom["n"] == .int(42))
+        let again = try NotificationPayload.decode(try payload.encoded())
+        #expect(again == payload)
+        #expect(try NotificationPayload.decode(Array(#"{"aps":{"content-available":1}}"#.utf8)).isBackgroundOnly)
+        #expect(try !NotificationPayload.decode(Array(#"{"aps":{"content-available":1,"badge":1}}"#.utf8)).isBackgroundOnly)
+    }
+
+    @Test("validation order: duplicate headers, apns-id, method, path, token")
+    func validationOrder() {
+        var head = ProviderRequestHead()
+        head.record(name: ":method", value: "GET")
+        head.record(name: ":path", value: "/nope")
+        head.record(name: "apns-id", value: "bad")
+        #expect(ProviderRequestValidation.validateTarget(head).failureReason == .badMessageId)
+        head.record(name: "apns-topic", value: "a")
+        let recorded = head.record(name: "apns-topic", value: "b")
+        #expect(!recorded)
+        #expect(ProviderRequestValidation.validateTarget(head).failureReason == .duplicateHeaders)
+        var clean = ProviderRequestHead()
+        clean.record(name: ":method", value: "GET")
+        clean.record(name: ":path", value: "/nope")
+        #expect(ProviderRequestValidation.validateTarget(clean).failureReason == .methodNotAllowed)
+        clean.method = "POST"
+        #expect(ProviderRequestValidation.validateTarget(clean).failureReason == .badPath)
+        clean.path = "/3/device/"
+        #expect(ProviderRequestValidation.validateTarget(clean).failureReason == .missingDeviceToken)
+        clean.path = "/3/device/xyz"
+        #expect(ProviderRequestValidation.validateTarget(clean).failureReason == .badDeviceToken)
+        clean.path = "/3/device/ABCD"
+        #expect(ProviderRequestValidation.validateTarget(clean).failureReason == nil)
+    }
+
+    @Test("header validation: push type before topic, then priority, expiration, collapse id")
+    func headerValidation() {
+        var head = ProviderRequestHead()
+        head.pushType = "banana"
+        #expect(ProviderRequestValidation.validateHeaders(head).failureReason == .invalidPushType)
+        head.pushType = "voip"
+        #expect(ProviderRequestValidation.validateHeaders(head).failureReason == .missingTopic)
+        head.topic = "com.a"
+        #expect(ProviderRequestValidation.validateHeaders(head).failureReason == .badTopic)
+        head.topic = "com.a.voip"
+        head.priority = "2"
+        #expect(ProviderRequestValidation.validateHeaders(head).failureReason == .badPriority)
+        head.priority = "5"
+        head.expiration = "soon"
+        #expect(ProviderRequestValidation.validateHeaders(head).failureReason == .badExpirationDate)
+        head.expiration = "0"
+        head.collapseID = String(repeating: "x", count: 65)
+        #expect(ProviderRequestValidation.validateHeaders(head).failureReason == .badCollapseId)
+        head.collapseID = "c"
+        let ok = try? ProviderRequestValidation.validateHeaders(head).get()
+        #expect(ok?.bundleID == "com.a" && ok?.pushType == .voip && ok?.priority == .conservePower && ok?.expiration == .immediately)
+        var background = ProviderRequestHead()
+        background.topic = "com.a"
+        background.pushType = "background"
+        #expect((try? ProviderRequestValidation.validateHeaders(background).get())?.priority == .conservePower)
+    }
+}
+
+extension Result where Failure == APNsRejection {
+    var failureReason: APNsReason? {
+        if case .failure(let rejection) = self { return rejection.reason }
+        return nil
+    }
+}
