@@ -41,15 +41,25 @@ public struct ProviderConnectionAuthorization: Sendable {
     /// The team this connection is bound to.
     public var boundTeamID: String? { currentClaims?.teamID }
 
+    /// `bearer ` in any case, followed by at least one character; no allocation.
+    private static func hasBearerPrefix(_ header: String) -> Bool {
+        let utf8 = header.utf8
+        guard utf8.count > 7 else { return false }
+        for (c, expected) in zip(utf8, "bearer ".utf8) {
+            // ASCII letters compare case-insensitively; the space must be a space.
+            let folded = expected == UInt8(ascii: " ") ? c : c | 0x20
+            if folded != expected { return false }
+        }
+        return true
+    }
+
     public mutating func authorize(
         header: String?, nowSeconds: Int64, key: (String) -> KeyLookup
     ) -> Decision {
-        guard let header, header.utf8.count > 7,
-              header.prefix(7).lowercased() == "bearer "
-        else { return .rejected(APNsRejection(.missingProviderToken)) }
-        let text = header.dropFirst(7)
+        guard let header, Self.hasBearerPrefix(header) else { return .rejected(APNsRejection(.missingProviderToken)) }
+        let text = header.utf8.dropFirst(7)
 
-        if let currentToken, let currentClaims, text == currentToken {
+        if let currentToken, let currentClaims, text.elementsEqual(currentToken.utf8) {
             if nowSeconds - currentClaims.issuedAt > Self.maximumTokenAge {
                 return .rejected(APNsRejection(.expiredProviderToken))
             }
@@ -57,7 +67,7 @@ public struct ProviderConnectionAuthorization: Sendable {
         }
 
         let token: ProviderToken
-        do { token = try ProviderToken(parsing: text) } catch {
+        do { token = try ProviderToken(parsing: Substring(text)) } catch {
             return .rejected(APNsRejection(.invalidProviderToken))
         }
         let claims = token.claims
@@ -78,7 +88,7 @@ public struct ProviderConnectionAuthorization: Sendable {
         }
         if let bound = currentClaims, bound == claims {
             // The same claims signed again (ECDSA signatures differ each time): not a new token.
-            currentToken = String(text)
+            currentToken = String(Substring(text))
             return .authorized(claims, isFirst: false)
         }
         if let bound = currentClaims {
@@ -89,7 +99,7 @@ public struct ProviderConnectionAuthorization: Sendable {
             }
         }
         let isFirst = currentClaims == nil
-        currentToken = String(text)
+        currentToken = String(Substring(text))
         currentClaims = claims
         acceptedAtSeconds = nowSeconds
         return .authorized(claims, isFirst: isFirst)

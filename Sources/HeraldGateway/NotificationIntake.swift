@@ -113,13 +113,27 @@ public final class NotificationIntake: Sendable {
             let outcomes = try await store.accept(
                 batch.map(\.notification), policy: policy, environment: environment, nowMilliseconds: now)
             metrics.recordBatch(size: batch.count)
-            for (pending, outcome) in zip(batch, outcomes) {
-                if outcome == .stored { metrics.storedNotifications.increment() }
-                pending.promise.succeed(outcome)
-            }
+            let stored = outcomes.reduce(0) { $1 == .stored ? $0 + 1 : $0 }
+            if stored > 0 { metrics.storedNotifications.increment(by: Int64(stored)) }
+            complete(batch, with: outcomes.map { .success($0) })
         } catch {
             logger.error("could not commit a batch of notifications", metadata: ["count": "\(batch.count)", "error": "\(error)"])
-            for pending in batch { pending.promise.fail(APNsRejection(.internalServerError)) }
+            complete(batch, with: Array(repeating: .failure(APNsRejection(.internalServerError)), count: batch.count))
+        }
+    }
+
+    /// Completes a batch's promises with one hop to each event loop, so that the answers of a
+    /// batch are written in one loop iteration (and flushed together, see `FlushCoalescingHandler`).
+    private func complete(_ batch: [Pending], with results: [Result<SubmissionOutcome, Error>]) {
+        var byLoop: [ObjectIdentifier: (EventLoop, [(EventLoopPromise<SubmissionOutcome>, Result<SubmissionOutcome, Error>)])] = [:]
+        for (pending, result) in zip(batch, results) {
+            let loop = pending.promise.futureResult.eventLoop
+            byLoop[ObjectIdentifier(loop), default: (loop, [])].1.append((pending.promise, result))
+        }
+        for (loop, items) in byLoop.values {
+            loop.execute {
+                for (promise, result) in items { promise.completeWith(result) }
+            }
         }
     }
 }

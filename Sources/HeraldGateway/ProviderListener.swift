@@ -33,6 +33,7 @@ final class ProviderListener: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     if let tls { try sync.addHandler(NIOSSLServerHandler(context: tls)) }
+                    try sync.addHandler(FlushCoalescingHandler())
                     let connection = ProviderConnection(channel: channel, environment: providerPort.environment)
                     var connectionConfiguration = NIOHTTP2Handler.ConnectionConfiguration()
                     connectionConfiguration.initialSettings = ProviderConnection.initialSettings

@@ -17,6 +17,10 @@ public final class SQLiteStore: HeraldStore {
     }
 
     private let pool: DatabasePool
+    /// Registrations read by `accept`, so that a push does not pay a query for its token. Only
+    /// touched inside write transactions (GRDB serializes them); emptied whenever another
+    /// process has committed (`PRAGMA data_version` changed), e.g. `herald tokens revoke`.
+    private let registrations = RegistrationCache()
     /// The database file.
     public let path: String
 
@@ -72,7 +76,6 @@ public final class SQLiteStore: HeraldStore {
                     discard_at_ms INTEGER NOT NULL
                 );
                 CREATE UNIQUE INDEX notifications_by_token ON notifications(token, seq);
-                CREATE UNIQUE INDEX notifications_by_token_and_id ON notifications(token, apns_id);
                 """)
         }
         return migrator
@@ -125,7 +128,9 @@ public final class SQLiteStore: HeraldStore {
     // MARK: tokens
 
     public func registerTokens(_ registrations: [TokenRegistration]) async throws {
+        let cache = self.registrations
         try await pool.write { db in
+            for registration in registrations { cache.remove(registration.token) }
             for registration in registrations {
                 if try Bool.fetchOne(db, sql: "SELECT 1 FROM device_tokens WHERE token = ?", arguments: [Data(registration.token.bytes)]) == true {
                     throw StoreError(.tokenExists, "token \(registration.token) is already registered")
@@ -143,7 +148,9 @@ public final class SQLiteStore: HeraldStore {
     }
 
     public func unregisterToken(_ token: DeviceToken, atMilliseconds: Int64) async throws -> Bool {
-        try await pool.write { db in
+        let cache = registrations
+        return try await pool.write { db in
+            cache.remove(token)
             let key = Data(token.bytes)
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM device_tokens WHERE token = ?", arguments: [key]) == true else {
                 return false
@@ -161,16 +168,18 @@ public final class SQLiteStore: HeraldStore {
     }
 
     private static func registration(of token: DeviceToken, in db: Database) throws -> TokenRegistration? {
-        let statement = try db.cachedStatement(sql: "SELECT * FROM device_tokens WHERE token = ?")
+        let statement = try db.cachedStatement(sql: """
+            SELECT bundle_id, environment, device_id, created_at_ms, unregistered_at_ms, expired_at_ms
+            FROM device_tokens WHERE token = ?
+            """)
         guard let row = try Row.fetchOne(statement, arguments: [Data(token.bytes)]) else { return nil }
-        let environmentName: String = row["environment"]
+        let environmentName: String = row[1]
         guard let environment = APNsEnvironment(rawValue: environmentName) else {
             throw StoreError(.corrupt, "token \(token) has an unknown environment \(environmentName)")
         }
         return TokenRegistration(
-            token: token, bundleID: row["bundle_id"], environment: environment, deviceID: row["device_id"],
-            createdAtMilliseconds: row["created_at_ms"], unregisteredAtMilliseconds: row["unregistered_at_ms"],
-            expiredAtMilliseconds: row["expired_at_ms"])
+            token: token, bundleID: row[0], environment: environment, deviceID: row[2],
+            createdAtMilliseconds: row[3], unregisteredAtMilliseconds: row[4], expiredAtMilliseconds: row[5])
     }
 
     // MARK: notifications
@@ -178,12 +187,20 @@ public final class SQLiteStore: HeraldStore {
     public func accept(
         _ batch: [StoredNotification], policy: StorePolicy, environment: APNsEnvironment, nowMilliseconds: Int64
     ) async throws -> [SubmissionOutcome] {
-        try await pool.write { db in
+        let cache = registrations
+        return try await pool.write { db in
+            let version = try Int.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) ?? 0
+            cache.invalidate(ifVersionChangedTo: version)
             var outcomes = [SubmissionOutcome]()
             outcomes.reserveCapacity(batch.count)
             for notification in batch {
+                var registration = cache.lookup(notification.token)
+                if registration == nil {
+                    registration = try Self.registration(of: notification.token, in: db)
+                    if let registration { cache.insert(registration) }
+                }
                 let outcome = Admission.decide(
-                    registration: try Self.registration(of: notification.token, in: db), notification: notification,
+                    registration: registration, notification: notification,
                     environment: environment, nowMilliseconds: nowMilliseconds)
                 if outcome == .stored { try Self.store(notification, policy: policy, in: db) }
                 outcomes.append(outcome)
@@ -195,15 +212,17 @@ public final class SQLiteStore: HeraldStore {
     private static func store(_ n: StoredNotification, policy: StorePolicy, in db: Database) throws {
         let token = Data(n.token.bytes)
         let apnsID = n.apnsID.description
-        // The same apns-id sent again to the same token (a provider's retry) replaces the first.
-        try db.cachedStatement(sql: "DELETE FROM notifications WHERE token = ? AND apns_id = ?")
-            .execute(arguments: [token, apnsID])
-        if let collapse = n.collapseID {
-            try db.cachedStatement(sql: "DELETE FROM notifications WHERE token = ? AND collapse_id = ?")
-                .execute(arguments: [token, collapse.value])
-        }
         if policy.maximumPerApp == 1 {
+            // Only the newest is kept: whatever the token held goes (same apns-id and collapse id included).
             try db.cachedStatement(sql: "DELETE FROM notifications WHERE token = ?").execute(arguments: [token])
+        } else {
+            // The same apns-id sent again to the same token (a provider's retry) replaces the first.
+            try db.cachedStatement(sql: "DELETE FROM notifications WHERE token = ? AND apns_id = ?")
+                .execute(arguments: [token, apnsID])
+            if let collapse = n.collapseID {
+                try db.cachedStatement(sql: "DELETE FROM notifications WHERE token = ? AND collapse_id = ?")
+                    .execute(arguments: [token, collapse.value])
+            }
         }
         try db.cachedStatement(sql: """
             INSERT INTO notifications
@@ -248,4 +267,31 @@ public final class SQLiteStore: HeraldStore {
     public func storedNotificationCount() async throws -> Int {
         try await pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notifications") ?? 0 }
     }
+}
+
+/// The registration cache of ``SQLiteStore``.
+private final class RegistrationCache: @unchecked Sendable {
+    /// Beyond this many entries the cache starts over, bounding its memory (~150 bytes an entry).
+    static let capacity = 500_000
+    private let lock = NSLock()
+    private var entries: [DeviceToken: TokenRegistration] = [:]
+    private var dataVersion: Int?
+
+    func invalidate(ifVersionChangedTo version: Int) {
+        lock.withLock {
+            if dataVersion != version { entries.removeAll(keepingCapacity: true) }
+            dataVersion = version
+        }
+    }
+
+    func lookup(_ token: DeviceToken) -> TokenRegistration? { lock.withLock { entries[token] } }
+
+    func insert(_ registration: TokenRegistration) {
+        lock.withLock {
+            if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+            entries[registration.token] = registration
+        }
+    }
+
+    func remove(_ token: DeviceToken) { _ = lock.withLock { entries.removeValue(forKey: token) } }
 }

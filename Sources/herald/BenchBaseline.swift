@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldCore
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
@@ -67,7 +68,7 @@ private final class OKResponder: ChannelInboundHandler {
         guard ended else { return }
         var headers = HPACKHeaders()
         headers.add(name: ":status", value: "200")
-        headers.add(name: "apns-id", value: UUID().uuidString.lowercased(), indexing: .nonIndexable)
+        headers.add(name: "apns-id", value: APNsID.random().description, indexing: .nonIndexable)
         context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: headers, endStream: true))), promise: nil)
     }
 }
