@@ -38,6 +38,32 @@ public struct APNsID: Hashable, Sendable, CustomStringConvertible {
         return APNsID(UUID(uuid: b))
     }
 
+    /// A fast, non-cryptographic generator (xoshiro256**) for ids that must be unique, not secret:
+    /// seeded from the system's secure generator, it spares a system call per id on the hot path.
+    /// Not thread-safe: keep one per thread or event loop.
+    public struct FastGenerator: RandomNumberGenerator, Sendable {
+        private var s0, s1, s2, s3: UInt64
+
+        public init() {
+            var system = SystemRandomNumberGenerator()
+            repeat {
+                (s0, s1, s2, s3) = (system.next(), system.next(), system.next(), system.next())
+            } while s0 | s1 | s2 | s3 == 0
+        }
+
+        public mutating func next() -> UInt64 {
+            let result = ((s1 &* 5) << 7 | (s1 &* 5) >> 57) &* 9
+            let t = s1 << 17
+            s2 ^= s0
+            s3 ^= s1
+            s1 ^= s2
+            s0 ^= s3
+            s2 ^= t
+            s3 = s3 << 45 | s3 >> 19
+            return result
+        }
+    }
+
     /// Lowercase canonical text.
     public var description: String {
         let digits: StaticString = "0123456789abcdef"

@@ -20,7 +20,11 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
 
     /// Parses hexadecimal of either case. Returns `nil` for anything else.
     public init?<S: StringProtocol>(hex: S) {
-        let utf8 = hex.utf8
+        self.init(hexBytes: hex.utf8)
+    }
+
+    /// Parses hexadecimal of either case given as ASCII bytes. Returns `nil` for anything else.
+    public init?<C: Collection>(hexBytes utf8: C) where C.Element == UInt8 {
         let count = utf8.count
         guard count > 0, count % 2 == 0, count / 2 <= Self.maximumByteCount else { return nil }
         var bytes = [UInt8]()

@@ -31,6 +31,9 @@ public struct ProviderConnectionAuthorization: Sendable {
 
     public let environment: APNsEnvironment
     private var currentToken: String?
+    /// The whole `authorization` value that last carried ``currentToken``: compared first, as one
+    /// string, because providers repeat it byte for byte.
+    private var currentHeader: String?
     private var currentClaims: ProviderTokenClaims?
     private var acceptedAtSeconds: Int64 = 0
 
@@ -56,6 +59,12 @@ public struct ProviderConnectionAuthorization: Sendable {
     public mutating func authorize(
         header: String?, nowSeconds: Int64, key: (String) -> KeyLookup
     ) -> Decision {
+        if let header, let currentHeader, let currentClaims, header == currentHeader {
+            if nowSeconds - currentClaims.issuedAt > Self.maximumTokenAge {
+                return .rejected(APNsRejection(.expiredProviderToken))
+            }
+            return .authorized(currentClaims, isFirst: false)
+        }
         guard let header, Self.hasBearerPrefix(header) else { return .rejected(APNsRejection(.missingProviderToken)) }
         let text = header.utf8.dropFirst(7)
 
@@ -89,6 +98,7 @@ public struct ProviderConnectionAuthorization: Sendable {
         if let bound = currentClaims, bound == claims {
             // The same claims signed again (ECDSA signatures differ each time): not a new token.
             currentToken = String(Substring(text))
+            currentHeader = header
             return .authorized(claims, isFirst: false)
         }
         if let bound = currentClaims {
@@ -100,6 +110,7 @@ public struct ProviderConnectionAuthorization: Sendable {
         }
         let isFirst = currentClaims == nil
         currentToken = String(Substring(text))
+        currentHeader = header
         currentClaims = claims
         acceptedAtSeconds = nowSeconds
         return .authorized(claims, isFirst: isFirst)

@@ -30,6 +30,8 @@ public struct ProviderRequestHead: Sendable {
             field = value
             return true
         }
+        // Most headers a provider sends are ones Herald reads; others are skipped on their first byte.
+        guard let first = name.utf8.first, first == UInt8(ascii: ":") || first == UInt8(ascii: "a") else { return true }
         switch name {
         case ":method": return set(&method)
         case ":path": return set(&path)
@@ -84,13 +86,13 @@ public enum ProviderRequestValidation {
             apnsID = parsed
         }
         guard head.method == "POST" else { return .failure(APNsRejection(.methodNotAllowed)) }
-        guard var path = head.path, path.hasPrefix(devicePathPrefix) else {
+        guard let path = head.path?.utf8, path.starts(with: devicePathPrefix.utf8) else {
             return .failure(APNsRejection(.badPath))
         }
-        if let query = path.firstIndex(of: "?") { path = String(path[..<query]) }
-        let tokenText = path.dropFirst(devicePathPrefix.count)
+        var tokenText = path.dropFirst(devicePathPrefix.utf8.count)
+        if let query = tokenText.firstIndex(of: UInt8(ascii: "?")) { tokenText = tokenText[..<query] }
         if tokenText.isEmpty { return .failure(APNsRejection(.missingDeviceToken)) }
-        guard let token = DeviceToken(hex: tokenText) else { return .failure(APNsRejection(.badDeviceToken)) }
+        guard let token = DeviceToken(hexBytes: tokenText) else { return .failure(APNsRejection(.badDeviceToken)) }
         return .success(ProviderRequestTarget(apnsID: apnsID, token: token))
     }
 

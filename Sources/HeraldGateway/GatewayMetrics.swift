@@ -16,6 +16,8 @@ public final class GatewayMetrics: Sendable {
     /// Notifications held in the store, refreshed on each scrape.
     let heldNotifications: Gauge
     private let requestCounters = NIOLockedValueBox([String: Counter]())
+    /// Requests answered 200: kept apart so the hot path takes no lock.
+    private let okResponses: Counter
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         self.registry = registry
@@ -31,6 +33,9 @@ public final class GatewayMetrics: Sendable {
             descriptor: Self.name("provider_connections", "open", "Provider connections open now"))
         heldNotifications = registry.makeGauge(
             descriptor: Self.name("notifications", "held", "Notifications held in the store for offline devices"))
+        okResponses = registry.makeCounter(
+            descriptor: Self.name("provider_requests", "total", "Provider requests answered, by status and reason"),
+            labels: [("status", "200"), ("reason", "")])
     }
 
     private static func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
@@ -39,7 +44,8 @@ public final class GatewayMetrics: Sendable {
 
     /// Counts one answered provider request by status and reason (`""` for 200).
     func recordResponse(status: Int, reason: APNsReason?) {
-        let key = reason?.rawValue ?? ""
+        guard let reason else { return okResponses.increment() }
+        let key = reason.rawValue
         if let counter = requestCounters.withLockedValue({ $0[key] }) {
             counter.increment()
             return

@@ -12,6 +12,8 @@ final class ProviderConnection: NIOHTTP2StreamDelegate, @unchecked Sendable {
     static let streamsAfterAuthentication = 1000
 
     var authorization: ProviderConnectionAuthorization
+    /// Generates the `apns-id`s and `apns-unique-id`s of this connection's answers.
+    var ids = APNsID.FastGenerator()
     private(set) var isDraining = false
     private var activeStreams = 0
     private var drained: EventLoopPromise<Void>?

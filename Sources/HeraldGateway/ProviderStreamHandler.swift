@@ -124,7 +124,7 @@ final class ProviderStreamHandler: ChannelInboundHandler {
         if let limiter = port.limiter, !limiter.allow(target.token, nowMilliseconds: now) {
             return respond(context: context, APNsRejection(.tooManyRequests))
         }
-        let apnsID = target.apnsID ?? APNsID.random()
+        let apnsID = target.apnsID ?? APNsID.random(using: &connection.ids)
         self.target?.apnsID = apnsID
         let notification = StoredNotification(
             apnsID: apnsID, token: target.token, bundleID: pushHeaders.bundleID, pushType: pushHeaders.pushType,
@@ -165,9 +165,9 @@ final class ProviderStreamHandler: ChannelInboundHandler {
     private func responseHeaders(status: String) -> HPACKHeaders {
         var headers = HPACKHeaders()
         headers.add(name: ":status", value: status)
-        headers.add(name: "apns-id", value: (target?.apnsID ?? APNsID.random()).description, indexing: .nonIndexable)
+        headers.add(name: "apns-id", value: (target?.apnsID ?? APNsID.random(using: &connection.ids)).description, indexing: .nonIndexable)
         if port.sendsUniqueID {
-            headers.add(name: "apns-unique-id", value: APNsID.random().description, indexing: .nonIndexable)
+            headers.add(name: "apns-unique-id", value: APNsID.random(using: &connection.ids).description, indexing: .nonIndexable)
         }
         return headers
     }
