@@ -38,8 +38,14 @@ public final class HTTP2Connection: Sendable {
     private let observer: ConnectionObserver
     /// The ALPN protocol the server chose (`nil` on h2c).
     public let negotiatedProtocol: String?
+    /// `host:port`, sent as `:authority`.
+    private let authority: String
 
-    private init(channel: Channel, multiplexer: NIOHTTP2Handler.StreamMultiplexer, observer: ConnectionObserver, negotiatedProtocol: String?) {
+    private init(
+        channel: Channel, multiplexer: NIOHTTP2Handler.StreamMultiplexer, observer: ConnectionObserver,
+        negotiatedProtocol: String?, authority: String
+    ) {
+        self.authority = authority
         self.channel = channel
         self.inlineMultiplexer = multiplexer
         self.observer = observer
@@ -100,22 +106,18 @@ public final class HTTP2Connection: Sendable {
             throw HTTP2ConnectionError.noHTTP2(negotiated: negotiated)
         }
         let multiplexer = try await multiplexerPromise.futureResult.get()
-        return HTTP2Connection(channel: channel, multiplexer: multiplexer, observer: observer, negotiatedProtocol: negotiated)
+        return HTTP2Connection(
+            channel: channel, multiplexer: multiplexer, observer: observer, negotiatedProtocol: negotiated,
+            authority: "\(host):\(port)")
     }
 
     /// Sends a request on a new stream and waits for the whole response.
     public func send(_ request: HTTP2Request) async throws -> HTTP2Response {
         let promise = channel.eventLoop.makePromise(of: HTTP2Response.self)
-        let host = "localhost"
         inlineMultiplexer.createStreamChannel { stream in
             stream.eventLoop.makeCompletedFuture {
                 try stream.pipeline.syncOperations.addHandler(ResponseCollector(promise: promise))
-                var headers = HPACKHeaders()
-                headers.add(name: ":method", value: request.method)
-                headers.add(name: ":scheme", value: "https")
-                headers.add(name: ":path", value: request.path)
-                headers.add(name: ":authority", value: host)
-                for (name, value) in request.headers { headers.add(name: name, value: value) }
+                let headers = self.headers(of: request)
                 let endWithHeaders = request.body.isEmpty
                 stream.write(HTTP2Frame.FramePayload.headers(.init(headers: headers, endStream: endWithHeaders)), promise: nil)
                 if !endWithHeaders {
@@ -138,14 +140,20 @@ public final class HTTP2Connection: Sendable {
                 try stream.pipeline.syncOperations.addHandler(ResponseCollector(promise: promise))
             }
         }.get()
+        let headers = self.headers(of: request)
+        try await stream.writeAndFlush(HTTP2Frame.FramePayload.headers(.init(headers: headers, endStream: false))).get()
+        return PartialRequest(stream: stream, response: promise.futureResult)
+    }
+
+    /// The HEADERS block of a request: pseudo-headers, then the request's headers in order.
+    private func headers(of request: HTTP2Request) -> HPACKHeaders {
         var headers = HPACKHeaders()
         headers.add(name: ":method", value: request.method)
         headers.add(name: ":scheme", value: "https")
         headers.add(name: ":path", value: request.path)
-        headers.add(name: ":authority", value: "localhost")
+        headers.add(name: ":authority", value: authority)
         for (name, value) in request.headers { headers.add(name: name, value: value) }
-        try await stream.writeAndFlush(HTTP2Frame.FramePayload.headers(.init(headers: headers, endStream: false))).get()
-        return PartialRequest(stream: stream, response: promise.futureResult)
+        return headers
     }
 
     /// A request whose headers are sent and whose body is not.

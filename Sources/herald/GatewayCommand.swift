@@ -110,7 +110,7 @@ struct GatewayCommand: AsyncParsableCommand {
                 provider_port: ports.providerPort, h2c_port: ports.h2cPort, admin_port: ports.adminPort,
                 ca: caPath, environment: environment.rawValue, database: data.databasePath)
             let encoder = JSONEncoder()
-            encoder.outputFormatting = [.withoutEscapingSlashes]
+            encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
             printLineFlushed(String(decoding: try encoder.encode(announcement), as: UTF8.self))
             if let caPath { printError("herald: development CA for clients (curl --cacert): \(caPath)") }
         } catch {
