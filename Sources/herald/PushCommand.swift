@@ -58,6 +58,9 @@ struct PushCommand: AsyncParsableCommand {
         @Option(help: "apns-id to send (a UUID); by default the server generates one.")
         var apnsID: String?
 
+        @Option(help: "Seconds to wait for the connection and the answer before giving up.")
+        var timeout: Double = 30
+
         func validate() throws {
             if (alert == nil) == (payload == nil) { throw ValidationError("give exactly one of --alert TEXT or --payload FILE") }
             guard let components = URLComponents(string: url), let scheme = components.scheme, ["https", "http"].contains(scheme),
@@ -94,16 +97,38 @@ struct PushCommand: AsyncParsableCommand {
             if let collapseID { headers.append(("apns-collapse-id", collapseID)) }
             if let apnsID { headers.append(("apns-id", apnsID)) }
 
-            let connection: HTTP2Connection
+            let request = HTTP2Request(path: "/3/device/\(token)", headers: headers, body: body)
+            let tls = isTLS ? ClientTLS(trustRootsPath: ca) : nil
+            let response: HTTP2Response
             do {
-                connection = try await HTTP2Connection.connect(
-                    host: host, port: port, tls: isTLS ? ClientTLS(trustRootsPath: ca) : nil)
+                response = try await withThrowingTaskGroup(of: HTTP2Response?.self) { group in
+                    group.addTask {
+                        let connection = try await HTTP2Connection.connect(host: host, port: port, tls: tls)
+                        do {
+                            let response = try await connection.send(request)
+                            await connection.close()
+                            return response
+                        } catch {
+                            await connection.close()
+                            throw error
+                        }
+                    }
+                    group.addTask {
+                        try await Task.sleep(for: .seconds(timeout))
+                        return nil
+                    }
+                    let first = try await group.next() ?? nil
+                    group.cancelAll()
+                    guard let first else { throw TimedOut() }
+                    return first
+                }
+            } catch is TimedOut {
+                printError("herald: no answer from \(url) within \(timeout) seconds")
+                throw ExitCode(2)
             } catch {
-                printError("herald: cannot connect to \(url): \(error)")
+                printError("herald: cannot push to \(url): \(error)")
                 throw ExitCode(2)
             }
-            let response = try await connection.send(HTTP2Request(path: "/3/device/\(token)", headers: headers, body: body))
-            await connection.close()
             if response.status == 200 {
                 print(response.apnsID ?? "")
                 return
@@ -116,3 +141,5 @@ struct PushCommand: AsyncParsableCommand {
         }
     }
 }
+
+private struct TimedOut: Error {}
