@@ -60,12 +60,24 @@ final class ProviderConnection: NIOHTTP2StreamDelegate, @unchecked Sendable {
         isDraining = true
         let promise = channel.eventLoop.makePromise(of: Void.self)
         drained = promise
-        var debug = channel.allocator.buffer(capacity: 24)
-        debug.writeString(#"{"reason":"Shutdown"}"#)
-        let goAway = HTTP2Frame(
-            streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .noError, opaqueData: debug))
-        channel.writeAndFlush(goAway, promise: nil)
+        channel.writeAndFlush(shutdownGoAway(), promise: nil)
         if activeStreams == 0 { promise.succeed() }
         return promise.futureResult
+    }
+
+    /// Closes the connection after a last GOAWAY, once everything written before it (the last
+    /// answers) has reached the socket.
+    func close() -> EventLoopFuture<Void> {
+        let channel = self.channel
+        return channel.writeAndFlush(shutdownGoAway())
+            .flatMapError { _ in channel.eventLoop.makeSucceededVoidFuture() }
+            .flatMap { channel.close() }
+    }
+
+    private func shutdownGoAway() -> HTTP2Frame {
+        var debug = channel.allocator.buffer(capacity: 24)
+        debug.writeString(#"{"reason":"Shutdown"}"#)
+        return HTTP2Frame(
+            streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .noError, opaqueData: debug))
     }
 }

@@ -73,7 +73,7 @@ final class ProviderListener: Sendable {
                     let deadline = loop.scheduleTask(in: timeout) {}
                     _ = try? await drained.or(deadline.futureResult).get()
                     deadline.cancel()
-                    try? await connection.channel.close()
+                    try? await loop.flatSubmit { connection.close() }.get()
                 }
             }
         }
