@@ -46,6 +46,8 @@ let package = Package(
                 "HeraldCore", "HeraldStore",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // The gateway: provider HTTP/2 port, intake, admin/metrics.

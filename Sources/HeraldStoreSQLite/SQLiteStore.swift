@@ -24,6 +24,9 @@ public final class SQLiteStore: HeraldStore {
     /// The database file.
     public let path: String
 
+    /// WAL pages after which a commit checkpoints by itself (when no checkpointer keeps up).
+    static let fallbackCheckpointPages = 10_000
+
     /// Opens (creating if needed) the database at `path` and runs its migrations.
     public init(path: String, durability: Durability = .full) throws {
         self.path = path
@@ -31,6 +34,10 @@ public final class SQLiteStore: HeraldStore {
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL")")
+            // The writer checkpoints only as a fallback, when the log reaches ~40 MiB; normally a
+            // `SQLiteCheckpointer` copies it into the database from its own connection, so that
+            // commits (and the 200s waiting on them) never pay for a checkpoint.
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = \(Self.fallbackCheckpointPages)")
         }
         pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)

@@ -101,8 +101,10 @@ struct GatewayCommand: AsyncParsableCommand {
         configuration.storePolicy = StorePolicy(maximumPerApp: offlineQueue)
 
         let gateway = Gateway(configuration: configuration, store: store, clock: clock, logger: logger)
+        // Shut down in reverse order: the gateway drains and commits first, then checkpointing stops.
+        let checkpointer = SQLiteCheckpointer(store: store, logger: logger)
         let group = ServiceGroup(configuration: .init(
-            services: [gateway], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            services: [checkpointer, gateway], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         async let running: Void = group.run()
         do {
             let ports = try await gateway.ports
