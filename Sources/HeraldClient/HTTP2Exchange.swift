@@ -1,3 +1,4 @@
+import Foundation
 import HeraldCore
 
 /// One HTTP/2 request as the client sends it. Headers are sent in order, repeats included, so
@@ -41,7 +42,7 @@ public struct HTTP2Response: Sendable {
     public var rejection: APNsRejection? {
         guard !body.isEmpty else { return nil }
         struct Body: Decodable { var reason: String; var timestamp: Int64? }
-        guard let decoded = try? JSONDecoderShim.decode(Body.self, from: body) else { return nil }
+        guard let decoded = try? JSONDecoder().decode(Body.self, from: Data(body)) else { return nil }
         return APNsRejection(APNsReason(rawValue: decoded.reason), timestampMilliseconds: decoded.timestamp)
     }
 }

@@ -30,9 +30,8 @@ public struct ProviderConnectionAuthorization: Sendable {
     }
 
     public let environment: APNsEnvironment
-    private var currentToken: String?
-    /// The whole `authorization` value that last carried ``currentToken``: compared first, as one
-    /// string, because providers repeat it byte for byte.
+    /// The whole `authorization` value last accepted: compared first, as one string, because
+    /// providers repeat it byte for byte.
     private var currentHeader: String?
     private var currentClaims: ProviderTokenClaims?
     private var acceptedAtSeconds: Int64 = 0
@@ -68,13 +67,6 @@ public struct ProviderConnectionAuthorization: Sendable {
         guard let header, Self.hasBearerPrefix(header) else { return .rejected(APNsRejection(.missingProviderToken)) }
         let text = header.utf8.dropFirst(7)
 
-        if let currentToken, let currentClaims, text.elementsEqual(currentToken.utf8) {
-            if nowSeconds - currentClaims.issuedAt > Self.maximumTokenAge {
-                return .rejected(APNsRejection(.expiredProviderToken))
-            }
-            return .authorized(currentClaims, isFirst: false)
-        }
-
         let token: ProviderToken
         do { token = try ProviderToken(parsing: Substring(text)) } catch {
             return .rejected(APNsRejection(.invalidProviderToken))
@@ -97,7 +89,6 @@ public struct ProviderConnectionAuthorization: Sendable {
         }
         if let bound = currentClaims, bound == claims {
             // The same claims signed again (ECDSA signatures differ each time): not a new token.
-            currentToken = String(Substring(text))
             currentHeader = header
             return .authorized(claims, isFirst: false)
         }
@@ -109,7 +100,6 @@ public struct ProviderConnectionAuthorization: Sendable {
             }
         }
         let isFirst = currentClaims == nil
-        currentToken = String(Substring(text))
         currentHeader = header
         currentClaims = claims
         acceptedAtSeconds = nowSeconds

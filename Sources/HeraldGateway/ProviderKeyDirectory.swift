@@ -50,11 +50,17 @@ final class ProviderKeyDirectory: Sendable {
     /// Whether the team owns the topic: `true`/`false` when the answer is fresh, `nil` when the
     /// team's topics must be (re)loaded first. A "no" older than the refresh interval is not trusted.
     func teamOwns(_ teamID: String, topic bundleID: String) -> Bool? {
-        let now = clock.nowMilliseconds()
-        return state.withLockedValue { state in
-            guard let entry = state.topics[teamID] else { return nil }
-            if entry.value.contains(bundleID) { return true }
-            return now - entry.loadedAtMilliseconds < refreshMilliseconds ? false : nil
+        enum Cached { case unknown, owned, notOwned(loadedAtMilliseconds: Int64) }
+        let cached = state.withLockedValue { state -> Cached in
+            guard let entry = state.topics[teamID] else { return .unknown }
+            return entry.value.contains(bundleID) ? .owned : .notOwned(loadedAtMilliseconds: entry.loadedAtMilliseconds)
+        }
+        switch cached {
+        case .unknown: return nil
+        case .owned: return true
+        case .notOwned(let loadedAt):
+            // Only a "no" needs the time: it is trusted for `refreshMilliseconds`.
+            return clock.nowMilliseconds() - loadedAt < refreshMilliseconds ? false : nil
         }
     }
 
