@@ -63,6 +63,10 @@ public struct APNsReason: RawRepresentable, Hashable, Sendable, CustomStringConv
     public static let serviceUnavailable = APNsReason("ServiceUnavailable", 503)
     public static let shutdown = APNsReason("Shutdown", 503)
 
+    /// Herald's own (not APNs): no receipt with this apns-id exists for the caller's team
+    /// (`GET /3/notifications/<apns-id>`). Not in ``allKnown``, which is APNs's list.
+    public static let notFound = APNsReason("NotFound", 404)
+
     /// Every reason of reference §2.
     public static let allKnown: [APNsReason] = [
         .badCollapseId, .badDeviceToken, .badExpirationDate, .badMessageId, .badPriority, .badTopic,
@@ -77,7 +81,7 @@ public struct APNsReason: RawRepresentable, Hashable, Sendable, CustomStringConv
     ]
 
     private static let byRawValue: [String: APNsReason] = Dictionary(
-        uniqueKeysWithValues: allKnown.map { ($0.rawValue, $0) })
+        uniqueKeysWithValues: (allKnown + [.notFound]).map { ($0.rawValue, $0) })
 
     /// Whether the reason's status is 410 and so carries a `timestamp`.
     public var carriesTimestamp: Bool { status == 410 }

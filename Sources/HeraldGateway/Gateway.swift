@@ -38,16 +38,27 @@ public final class Gateway: Service, Sendable {
     }
 
     public func run() async throws {
+        let registry = DeviceRegistry()
+        let recorder = DeliveryRecorder(store: store, logger: logger)
         let intake = NotificationIntake(
             store: store, policy: configuration.storePolicy, environment: configuration.environment, clock: clock,
-            maximumBatchSize: configuration.maximumBatchSize, metrics: metrics, logger: logger)
+            maximumBatchSize: configuration.maximumBatchSize, registry: registry, recorder: recorder,
+            metrics: metrics, logger: logger)
         let providerPort = ProviderPort(
             environment: configuration.environment, clock: clock,
             directory: ProviderKeyDirectory(store: store, clock: clock),
             limiter: configuration.tokenRateLimit.map(TokenRateLimiter.init(configuration:)),
-            intake: intake, metrics: metrics, logger: logger)
+            intake: intake, store: store, inactivityPeriodMilliseconds: configuration.inactivityPeriodMilliseconds,
+            metrics: metrics, logger: logger)
+        let devicePort = DevicePort(
+            environment: configuration.environment, clock: clock, store: store, registry: registry, recorder: recorder,
+            backgroundThrottle: configuration.backgroundBudget.map(BackgroundThrottle.init(budget:)),
+            pingInterval: configuration.devicePingInterval, idleTimeout: configuration.deviceIdleTimeout,
+            lowPriorityDelay: configuration.lowPriorityDelay, storePolicy: configuration.storePolicy,
+            metrics: metrics, logger: logger)
 
         var listeners: [ProviderListener] = []
+        var deviceListener: DeviceListener?
         var admin: AdminServer?
         do {
             let tls = try configuration.makeTLSContext()
@@ -62,6 +73,14 @@ public final class Gateway: Service, Sendable {
                 listeners.append(h2c)
                 ports.h2cPort = h2c.port
             }
+            if let port = configuration.devicePort {
+                let listener = try await DeviceListener.bind(
+                    host: configuration.host, port: port,
+                    tls: try configuration.makeTLSContext(applicationProtocols: ["http/1.1"]),
+                    devicePort: devicePort, group: group)
+                deviceListener = listener
+                ports.devicePort = listener.port
+            }
             if let adminPort = configuration.adminPort {
                 let server = try await AdminServer.bind(
                     host: configuration.host, port: adminPort, metrics: metrics, store: store, group: group, logger: logger)
@@ -72,18 +91,24 @@ public final class Gateway: Service, Sendable {
             logger.info("gateway listening", metadata: [
                 "environment": "\(configuration.environment)", "provider_port": "\(ports.providerPort)",
                 "h2c_port": "\(ports.h2cPort.map(String.init) ?? "-")", "admin_port": "\(ports.adminPort.map(String.init) ?? "-")",
+                "device_port": "\(ports.devicePort.map(String.init) ?? "-")",
             ])
         } catch {
             portsPromise.fail(error)
             for listener in listeners { try? await listener.serverChannel.close() }
+            await deviceListener?.close()
             await admin?.close()
             throw error
         }
 
-        // The intake runs until every listener has drained; then it commits what is left.
+        // The intake runs until every provider listener has drained; then it commits what is left
+        // and hands it to devices still connected. Devices are disconnected last.
         async let intakeFinished: Void = intake.run()
+        async let recorderFinished: Void = recorder.run()
+        let sweeper = Task { await sweep() }
         await waitForGracefulShutdown()
         logger.info("gateway draining")
+        await deviceListener?.close()
         await withTaskGroup(of: Void.self) { group in
             for listener in listeners {
                 group.addTask { await listener.drain(timeout: self.configuration.drainTimeout) }
@@ -91,8 +116,28 @@ public final class Gateway: Service, Sendable {
         }
         intake.close()
         await intakeFinished
+        registry.closeAll()
+        await deviceListener?.waitForConnectionsToClose(timeout: .seconds(2))
+        recorder.close()
+        await recorderFinished
+        sweeper.cancel()
+        await sweeper.value
         await admin?.close()
         logger.info("gateway stopped")
+    }
+
+    /// Marks expired notifications and deletes old receipts, every `sweepInterval`.
+    private func sweep() async {
+        let interval = Duration.nanoseconds(configuration.sweepInterval.nanoseconds)
+        while !Task.isCancelled {
+            let now = clock.nowMilliseconds()
+            do {
+                try await store.sweep(nowMilliseconds: now, retainFinishedUntil: now - configuration.receiptRetentionMilliseconds)
+            } catch {
+                logger.error("sweep failed", metadata: ["error": "\(error)"])
+            }
+            try? await Task.sleep(for: interval)
+        }
     }
 
     private func waitForGracefulShutdown() async {

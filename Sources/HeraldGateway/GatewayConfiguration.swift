@@ -23,6 +23,22 @@ public struct GatewayConfiguration: Sendable {
     public var storePolicy: StorePolicy = .default
     /// The most notifications committed in one store transaction.
     public var maximumBatchSize: Int = 1024
+    /// The device port (WebSocket over TLS); `nil` for none.
+    public var devicePort: Int?
+    /// How often the gateway pings a device whose connection is quiet.
+    public var devicePingInterval: TimeAmount = .seconds(30)
+    /// A device not heard from for this long is disconnected.
+    public var deviceIdleTimeout: TimeAmount = .seconds(90)
+    /// How long priority 5 and 1 notifications may wait to be sent to a device together.
+    public var lowPriorityDelay: TimeAmount = .milliseconds(100)
+    /// The budget of background pushes per device and app; `nil` turns throttling off.
+    public var backgroundBudget: BackgroundThrottle.Budget? = .default
+    /// A device not connected for this long has its tokens reported in the feedback list.
+    public var inactivityPeriodMilliseconds: Int64 = 30 * 24 * 3600 * 1000
+    /// How long receipts of finished notifications are kept.
+    public var receiptRetentionMilliseconds: Int64 = 7 * 24 * 3600 * 1000
+    /// How often expired notifications are marked and old receipts deleted.
+    public var sweepInterval: TimeAmount = .seconds(5)
     /// How long shutdown waits for open streams to be answered.
     public var drainTimeout: TimeAmount = .seconds(10)
 
@@ -40,12 +56,12 @@ public struct GatewayConfiguration: Sendable {
 
     /// The TLS context of the provider port: TLS 1.2 or later, ALPN `h2` only (a client that
     /// offers `http/1.1,h2` is given h2).
-    func makeTLSContext() throws -> NIOSSLContext {
+    func makeTLSContext(applicationProtocols: [String] = ["h2"]) throws -> NIOSSLContext {
         let chain = try NIOSSLCertificate.fromPEMFile(tls.certificateChainPath).map { NIOSSLCertificateSource.certificate($0) }
         let key = try NIOSSLPrivateKey(file: tls.privateKeyPath, format: .pem)
         var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
         configuration.minimumTLSVersion = .tlsv12
-        configuration.applicationProtocols = ["h2"]
+        configuration.applicationProtocols = applicationProtocols
         return try NIOSSLContext(configuration: configuration)
     }
 }
@@ -55,10 +71,12 @@ public struct GatewayPorts: Sendable, Hashable, Codable {
     public var providerPort: Int
     public var h2cPort: Int?
     public var adminPort: Int?
+    public var devicePort: Int?
 
     enum CodingKeys: String, CodingKey {
         case providerPort = "provider_port"
         case h2cPort = "h2c_port"
         case adminPort = "admin_port"
+        case devicePort = "device_port"
     }
 }

@@ -15,6 +15,12 @@ public final class GatewayMetrics: Sendable {
     let openConnections: Gauge
     /// Notifications held in the store, refreshed on each scrape.
     let heldNotifications: Gauge
+    /// Devices with an authenticated connection now.
+    let connectedDevices: Gauge
+    /// Notifications sent on device connections (including repeats after a reconnect).
+    let deviceDeliveries: Counter
+    /// Notifications acknowledged by devices.
+    let deviceAcks: Counter
     private let requestCounters = NIOLockedValueBox([String: Counter]())
     /// Requests answered 200: kept apart so the hot path takes no lock.
     private let okResponses: Counter
@@ -24,7 +30,7 @@ public final class GatewayMetrics: Sendable {
         acceptedPushes = registry.makeCounter(
             descriptor: Self.name("pushes_accepted", "total", "Pushes answered 200 on the provider port"))
         storedNotifications = registry.makeCounter(
-            descriptor: Self.name("notifications_stored", "total", "Notifications written to the store for offline devices"))
+            descriptor: Self.name("notifications_stored", "total", "Notifications stored for devices until they ack"))
         batches = registry.makeCounter(
             descriptor: Self.name("intake_batches", "total", "Store transactions committed by the intake"))
         batchedNotifications = registry.makeCounter(
@@ -33,6 +39,12 @@ public final class GatewayMetrics: Sendable {
             descriptor: Self.name("provider_connections", "open", "Provider connections open now"))
         heldNotifications = registry.makeGauge(
             descriptor: Self.name("notifications", "held", "Notifications held in the store for offline devices"))
+        connectedDevices = registry.makeGauge(
+            descriptor: Self.name("devices", "connected", "Devices with an authenticated connection now"))
+        deviceDeliveries = registry.makeCounter(
+            descriptor: Self.name("device_deliveries", "total", "Notifications sent on device connections"))
+        deviceAcks = registry.makeCounter(
+            descriptor: Self.name("device_acks", "total", "Notifications acknowledged by devices"))
         okResponses = registry.makeCounter(
             descriptor: Self.name("provider_requests", "total", "Provider requests answered, by status and reason"),
             labels: [("status", "200"), ("reason", "")])

@@ -30,11 +30,16 @@ public final class NotificationIntake: Sendable {
     private let maximumBatchSize: Int
     private let logger: Logger
     private let metrics: GatewayMetrics
+    /// Where stored notifications go next: the sessions of connected devices.
+    private let registry: DeviceRegistry
+    private let recorder: DeliveryRecorder
 
     init(
         store: any HeraldStore, policy: StorePolicy, environment: APNsEnvironment, clock: any WallClock,
-        maximumBatchSize: Int, metrics: GatewayMetrics, logger: Logger
+        maximumBatchSize: Int, registry: DeviceRegistry, recorder: DeliveryRecorder, metrics: GatewayMetrics, logger: Logger
     ) {
+        self.registry = registry
+        self.recorder = recorder
         self.store = store
         self.policy = policy
         self.environment = environment
@@ -113,13 +118,32 @@ public final class NotificationIntake: Sendable {
             let outcomes = try await store.accept(
                 batch.map(\.notification), policy: policy, environment: environment, nowMilliseconds: now)
             metrics.recordBatch(size: batch.count)
-            let stored = outcomes.reduce(0) { $1 == .stored ? $0 + 1 : $0 }
-            if stored > 0 { metrics.storedNotifications.increment(by: Int64(stored)) }
             complete(batch, with: outcomes.map { .success($0) })
+            route(batch, outcomes, now: now)
         } catch {
             logger.error("could not commit a batch of notifications", metadata: ["count": "\(batch.count)", "error": "\(error)"])
             complete(batch, with: Array(repeating: .failure(APNsRejection(.internalServerError)), count: batch.count))
         }
+    }
+
+    /// Hands what was stored to connected devices. `apns-expiration: 0` is for a device
+    /// connected at this moment only: otherwise it is dropped.
+    private func route(_ batch: [Pending], _ outcomes: [SubmissionOutcome], now: Int64) {
+        var deliveries: [Delivery] = []
+        var dropped: [DeliveryEvent] = []
+        for (pending, outcome) in zip(batch, outcomes) {
+            guard case .stored(let seq, let deviceID) = outcome else { continue }
+            if let deviceID {
+                deliveries.append(Delivery(seq: seq, deviceID: deviceID, notification: pending.notification))
+            } else if pending.notification.expiration == .immediately {
+                dropped.append(.dropped(seq: seq, atMilliseconds: now))
+            }
+        }
+        if !deliveries.isEmpty { metrics.storedNotifications.increment(by: Int64(deliveries.count)) }
+        for delivery in registry.deliver(deliveries) where delivery.notification.expiration == .immediately {
+            dropped.append(.dropped(seq: delivery.seq, atMilliseconds: now))
+        }
+        recorder.record(dropped)
     }
 
     /// Completes a batch's promises with one hop to each event loop, so that the answers of a

@@ -11,6 +11,9 @@ struct ProviderPort: Sendable {
     var directory: ProviderKeyDirectory
     var limiter: TokenRateLimiter?
     var intake: NotificationIntake
+    var store: any HeraldStore
+    /// A device not connected for this long has its tokens in the feedback list.
+    var inactivityPeriodMilliseconds: Int64
     var metrics: GatewayMetrics
     var logger: Logger
 

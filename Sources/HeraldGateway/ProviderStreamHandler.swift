@@ -31,6 +31,7 @@ final class ProviderStreamHandler: ChannelInboundHandler {
     private var target: ProviderRequestTarget?
     private var claims: ProviderTokenClaims?
     private var pushHeaders: PushHeaders?
+    private var query: ProviderQuery?
 
     init(port: ProviderPort, connection: ProviderConnection) {
         self.port = port
@@ -62,6 +63,15 @@ final class ProviderStreamHandler: ChannelInboundHandler {
         guard !isComplete else { return }
         isComplete = true
         if connection.isDraining { return respond(context: context, APNsRejection(.shutdown)) }
+        if head.method == "GET" {
+            // Herald's read endpoints (receipts, feedback): authenticated like pushes.
+            switch ProviderQuery.parse(path: head.path ?? "") {
+            case .failure(let rejection): return respond(context: context, rejection)
+            case .success(let query):
+                self.query = query
+                return authorize(context: context)
+            }
+        }
         switch ProviderRequestValidation.validateTarget(head) {
         case .failure(let rejection): respond(context: context, rejection)
         case .success(let target):
@@ -82,6 +92,7 @@ final class ProviderStreamHandler: ChannelInboundHandler {
         case .authorized(let claims, let isFirst):
             if isFirst { connection.raiseStreamLimit() }
             self.claims = claims
+            if let query { return answer(query, team: claims.teamID, context: context) }
             validateHeaders(context: context)
         }
     }
@@ -142,6 +153,28 @@ final class ProviderStreamHandler: ChannelInboundHandler {
         }
     }
 
+    /// Answers a receipt or feedback query (see `ProviderQuery`).
+    private func answer(_ query: ProviderQuery, team: String, context: ChannelHandlerContext) {
+        let store = port.store
+        let environment = port.environment
+        let inactivity = port.inactivityPeriodMilliseconds
+        let now = port.clock.nowMilliseconds()
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        let logger = port.logger
+        context.eventLoop.makeFutureWithTask { () async throws -> Result<[UInt8], APNsRejection> in
+            try await query.run(store: store, team: team, environment: environment, nowMilliseconds: now, inactivityMilliseconds: inactivity)
+        }.whenComplete { result in
+            let (handler, context) = loopBound.value
+            switch result {
+            case .success(.success(let body)): handler.respondJSON(context: context, body)
+            case .success(.failure(let rejection)): handler.respond(context: context, rejection)
+            case .failure(let error):
+                logger.error("provider query failed", metadata: ["error": "\(error)"])
+                handler.respond(context: context, APNsRejection(.internalServerError))
+            }
+        }
+    }
+
     /// Runs an async store lookup off the event loop, then continues on it.
     private func wait(
         context: ChannelHandlerContext, for work: @escaping @Sendable () async throws -> Void,
@@ -179,6 +212,20 @@ final class ProviderStreamHandler: ChannelInboundHandler {
         port.metrics.recordResponse(status: 200, reason: nil)
         let headers = responseHeaders(status: "200")
         context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: headers, endStream: true))), promise: nil)
+    }
+
+    private func respondJSON(context: ChannelHandlerContext, _ body: [UInt8]) {
+        guard !hasResponded else { return }
+        hasResponded = true
+        port.metrics.recordResponse(status: 200, reason: nil)
+        var headers = HPACKHeaders()
+        headers.add(name: ":status", value: "200")
+        headers.add(name: "content-type", value: "application/json")
+        headers.add(name: "content-length", value: String(body.count))
+        var buffer = context.channel.allocator.buffer(capacity: body.count)
+        buffer.writeBytes(body)
+        context.write(wrapOutboundOut(.headers(.init(headers: headers))), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.data(.init(data: .byteBuffer(buffer), endStream: true))), promise: nil)
     }
 
     private func respond(context: ChannelHandlerContext, _ rejection: APNsRejection) {

@@ -2,7 +2,7 @@ import HeraldCore
 
 /// Why a store operation was refused.
 public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
-    public enum Code: String, Sendable { case topicOwnedByAnotherTeam, keyExists, tokenExists, unknownToken, corrupt }
+    public enum Code: String, Sendable { case topicOwnedByAnotherTeam, keyExists, tokenExists, unknownToken, deviceKeyMismatch, corrupt }
     public var code: Code
     public var message: String
     public init(_ code: Code, _ message: String) {
@@ -29,22 +29,60 @@ public protocol HeraldStore: Sendable {
     /// Registers tokens in one atomic unit. Registering an existing token again is refused
     /// (and then none of the batch is registered).
     func registerTokens(_ registrations: [TokenRegistration]) async throws
-    /// Marks a token unregistered (the app was removed). Returns `false` for an unknown token;
-    /// an already unregistered token keeps its first timestamp.
+    /// Marks a token unregistered (the app was removed): its held notifications are dropped and
+    /// it joins its app's feedback list. Returns `false` for an unknown token; an already
+    /// unregistered token keeps its first timestamp.
     func unregisterToken(_ token: DeviceToken, atMilliseconds: Int64) async throws -> Bool
     func registration(of token: DeviceToken) async throws -> TokenRegistration?
 
     /// Admits a batch of accepted requests in one atomic unit: decides each by ``Admission`` and
-    /// stores the admitted ones by `policy` (collapse id and per-app depth replace older ones).
-    /// When this returns, every `.stored` outcome is durable.
+    /// stores the admitted ones by `policy` (collapse id and per-app depth replace older ones that
+    /// are still waiting). When this returns, every `.stored` outcome is durable.
     func accept(
         _ batch: [StoredNotification], policy: StorePolicy, environment: APNsEnvironment, nowMilliseconds: Int64
     ) async throws -> [SubmissionOutcome]
 
     /// The notifications held for a token, oldest first (expired ones excluded).
     func storedNotifications(for token: DeviceToken, policy: StorePolicy, nowMilliseconds: Int64) async throws -> [StoredNotification]
-    /// How many notifications are held in all.
+    /// How many notifications are held (waiting for their device) in all.
     func storedNotificationCount() async throws -> Int
+
+    // MARK: devices
+
+    /// Enrolls a device (its id derives from its public key), or finds it enrolled already; then
+    /// records it as seen at `atMilliseconds` and clears any inactivity report of its tokens.
+    /// A known id with a different key is refused (``StoreError/Code/deviceKeyMismatch``).
+    /// Returns whether the device was enrolled by this call.
+    func deviceConnected(id: String, publicKey: [UInt8], atMilliseconds: Int64) async throws -> Bool
+    func device(id: String) async throws -> DeviceRecord?
+    /// The device's active token for an app, issuing `candidate` when it has none. Registering
+    /// the same app again returns the same token; after an unregistration a new one is issued.
+    func issueToken(_ candidate: TokenRegistration) async throws -> TokenRegistration
+    /// The device's active (not unregistered) token for an app in an environment.
+    func activeToken(deviceID: String, bundleID: String, environment: APNsEnvironment) async throws -> TokenRegistration?
+
+    // MARK: delivery
+
+    /// What waits for a device, in the order it was accepted: held notifications of its active
+    /// tokens that are neither expired nor past their storage time.
+    func pendingDeliveries(forDevice deviceID: String, nowMilliseconds: Int64) async throws -> [Delivery]
+    /// Records deliveries, acks, replacements and drops in one atomic unit.
+    func record(_ events: [DeliveryEvent]) async throws
+    /// Marks held notifications past their time expired (or dropped, for `apns-expiration: 0`),
+    /// and deletes finished records older than `retainFinishedUntil`. Returns how many expired.
+    @discardableResult
+    func sweep(nowMilliseconds: Int64, retainFinishedUntil: Int64) async throws -> Int
+
+    // MARK: feedback and receipts
+
+    /// Reads and clears the feedback list of an app: tokens unregistered since the last read,
+    /// and active tokens of devices not seen since `inactiveBefore` (reported once, until the
+    /// device connects again; their timestamp is when the inactivity period ended).
+    func takeFeedback(
+        bundleID: String, environment: APNsEnvironment, inactiveBefore: Int64, inactivityMilliseconds: Int64
+    ) async throws -> [FeedbackEntry]
+    /// The history of every notification accepted with this apns-id.
+    func receipts(apnsID: APNsID) async throws -> [Receipt]
 }
 
 extension HeraldStore {

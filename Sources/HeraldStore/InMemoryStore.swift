@@ -3,11 +3,26 @@ import HeraldCore
 /// A store that keeps everything in memory: for tests and for trying things out. Same semantics
 /// as the durable stores, minus the durability.
 public actor InMemoryStore: HeraldStore {
+    private struct Record {
+        var seq: Int64
+        var notification: StoredNotification
+        var discardAt: Int64
+        var state: NotificationState = .held
+        var sentAt: Int64?
+        var ackedAt: Int64?
+        var endedAt: Int64?
+    }
+
     private var keys: [String: ProviderKey] = [:]
     private var topicOwners: [String: String] = [:]
     private var tokens: [DeviceToken: TokenRegistration] = [:]
-    /// Per token, oldest first.
-    private var notifications: [DeviceToken: [StoredNotification]] = [:]
+    private var devices: [String: DeviceRecord] = [:]
+    /// Tokens reported in feedback for their device's inactivity (until it connects again).
+    private var inactivityReported: Set<DeviceToken> = []
+    private var feedback: [(bundleID: String, environment: APNsEnvironment, entry: FeedbackEntry)] = []
+    /// Every notification record, by sequence number (ascending = order of acceptance).
+    private var records: [Int64: Record] = [:]
+    private var nextSeq: Int64 = 1
 
     public init() {}
 
@@ -40,8 +55,11 @@ public actor InMemoryStore: HeraldStore {
         if registration.unregisteredAtMilliseconds == nil {
             registration.unregisteredAtMilliseconds = atMilliseconds
             tokens[token] = registration
+            feedback.append((registration.bundleID, registration.environment, FeedbackEntry(token: token, atMilliseconds: atMilliseconds)))
         }
-        notifications[token] = nil
+        for (seq, record) in records where record.notification.token == token && record.state == .held {
+            end(seq, .dropped, at: atMilliseconds)
+        }
         return true
     }
 
@@ -54,20 +72,171 @@ public actor InMemoryStore: HeraldStore {
             let outcome = Admission.decide(
                 registration: tokens[notification.token], notification: notification,
                 environment: environment, nowMilliseconds: nowMilliseconds)
-            guard outcome == .stored else { return outcome }
-            var held = notifications[notification.token, default: []]
-            held.removeAll { $0.apnsID == notification.apnsID }
-            if let collapse = notification.collapseID { held.removeAll { $0.collapseID == collapse } }
-            held.append(notification)
-            if held.count > policy.maximumPerApp { held.removeFirst(held.count - policy.maximumPerApp) }
-            notifications[notification.token] = held
-            return outcome
+            switch outcome {
+            case .rejected: return outcome
+            case .discarded:
+                insert(notification, policy: policy, state: .expired, now: nowMilliseconds)
+                return outcome
+            case .stored(_, let deviceID):
+                if notification.expiration != .immediately { makeRoom(for: notification, policy: policy, now: nowMilliseconds) }
+                let seq = insert(notification, policy: policy, state: .held, now: nowMilliseconds)
+                return .stored(seq: seq, deviceID: deviceID)
+            }
         }
     }
 
-    public func storedNotifications(for token: DeviceToken, policy: StorePolicy, nowMilliseconds: Int64) -> [StoredNotification] {
-        (notifications[token] ?? []).filter { $0.discardAtMilliseconds(policy: policy) > nowMilliseconds }
+    /// Store-and-forward replacement: among what still waits for the token (not yet sent), the
+    /// same apns-id and the same collapse id are replaced, and only the newest `maximumPerApp` stay.
+    private func makeRoom(for notification: StoredNotification, policy: StorePolicy, now: Int64) {
+        let waiting = records.values
+            .filter { $0.notification.token == notification.token && $0.state == .held && $0.sentAt == nil }
+            .sorted { $0.seq < $1.seq }
+        var kept: [Int64] = []
+        for record in waiting {
+            if record.notification.apnsID == notification.apnsID
+                || (notification.collapseID != nil && record.notification.collapseID == notification.collapseID) {
+                end(record.seq, .replaced, at: now)
+            } else {
+                kept.append(record.seq)
+            }
+        }
+        for seq in kept.dropLast(policy.maximumPerApp - 1) { end(seq, .replaced, at: now) }
     }
 
-    public func storedNotificationCount() -> Int { notifications.values.reduce(0) { $0 + $1.count } }
+    @discardableResult
+    private func insert(_ notification: StoredNotification, policy: StorePolicy, state: NotificationState, now: Int64) -> Int64 {
+        let seq = nextSeq
+        nextSeq += 1
+        var record = Record(seq: seq, notification: notification, discardAt: notification.discardAtMilliseconds(policy: policy))
+        record.state = state
+        if state != .held { record.endedAt = now }
+        records[seq] = record
+        return seq
+    }
+
+    private func end(_ seq: Int64, _ state: NotificationState, at time: Int64) {
+        guard var record = records[seq], record.state == .held else { return }
+        record.state = state
+        record.endedAt = time
+        records[seq] = record
+    }
+
+    public func storedNotifications(for token: DeviceToken, policy: StorePolicy, nowMilliseconds: Int64) -> [StoredNotification] {
+        records.values
+            .filter { $0.notification.token == token && $0.state == .held && $0.discardAt > nowMilliseconds }
+            .sorted { $0.seq < $1.seq }
+            .map(\.notification)
+    }
+
+    public func storedNotificationCount() -> Int { records.values.filter { $0.state == .held }.count }
+
+    // MARK: devices
+
+    public func deviceConnected(id: String, publicKey: [UInt8], atMilliseconds: Int64) throws -> Bool {
+        if var device = devices[id] {
+            guard device.publicKey == publicKey else {
+                throw StoreError(.deviceKeyMismatch, "device \(id) is enrolled with another public key")
+            }
+            device.lastSeenAtMilliseconds = atMilliseconds
+            devices[id] = device
+            inactivityReported.subtract(tokens.values.filter { $0.deviceID == id }.map(\.token))
+            return false
+        }
+        devices[id] = DeviceRecord(id: id, publicKey: publicKey, enrolledAtMilliseconds: atMilliseconds, lastSeenAtMilliseconds: atMilliseconds)
+        return true
+    }
+
+    public func device(id: String) -> DeviceRecord? { devices[id] }
+
+    public func issueToken(_ candidate: TokenRegistration) throws -> TokenRegistration {
+        if let deviceID = candidate.deviceID,
+           let existing = activeToken(deviceID: deviceID, bundleID: candidate.bundleID, environment: candidate.environment) {
+            return existing
+        }
+        try registerTokens([candidate])
+        return candidate
+    }
+
+    public func activeToken(deviceID: String, bundleID: String, environment: APNsEnvironment) -> TokenRegistration? {
+        tokens.values.first {
+            $0.deviceID == deviceID && $0.bundleID == bundleID && $0.environment == environment && $0.unregisteredAtMilliseconds == nil
+        }
+    }
+
+    // MARK: delivery
+
+    public func pendingDeliveries(forDevice deviceID: String, nowMilliseconds: Int64) -> [Delivery] {
+        records.values
+            .filter { record in
+                guard record.state == .held, record.discardAt > nowMilliseconds,
+                      let registration = tokens[record.notification.token] else { return false }
+                return registration.deviceID == deviceID && registration.unregisteredAtMilliseconds == nil
+            }
+            .sorted { $0.seq < $1.seq }
+            .map { Delivery(seq: $0.seq, deviceID: deviceID, notification: $0.notification) }
+    }
+
+    public func record(_ events: [DeliveryEvent]) {
+        for event in events {
+            switch event {
+            case .sent(let seq, let at):
+                if records[seq]?.sentAt == nil { records[seq]?.sentAt = at }
+            case .acked(let seq, let sentAt, let ackedAt):
+                guard var record = records[seq], record.state != .acked else { continue }
+                record.sentAt = record.sentAt ?? sentAt
+                record.ackedAt = ackedAt
+                record.state = .acked
+                record.endedAt = ackedAt
+                records[seq] = record
+            case .replaced(let seq, let at): end(seq, .replaced, at: at)
+            case .dropped(let seq, let at): end(seq, .dropped, at: at)
+            }
+        }
+    }
+
+    public func sweep(nowMilliseconds: Int64, retainFinishedUntil: Int64) -> Int {
+        var expired = 0
+        for (seq, record) in records where record.state == .held && record.discardAt <= nowMilliseconds {
+            if record.notification.expiration == .immediately {
+                end(seq, .dropped, at: nowMilliseconds)
+            } else {
+                end(seq, .expired, at: nowMilliseconds)
+                expired += 1
+            }
+        }
+        records = records.filter { $0.value.state == .held || ($0.value.endedAt ?? 0) >= retainFinishedUntil }
+        return expired
+    }
+
+    // MARK: feedback and receipts
+
+    public func takeFeedback(
+        bundleID: String, environment: APNsEnvironment, inactiveBefore: Int64, inactivityMilliseconds: Int64
+    ) -> [FeedbackEntry] {
+        var entries: [FeedbackEntry] = []
+        feedback.removeAll { item in
+            guard item.bundleID == bundleID, item.environment == environment else { return false }
+            entries.append(item.entry)
+            return true
+        }
+        for registration in tokens.values.sorted(by: { $0.createdAtMilliseconds < $1.createdAtMilliseconds })
+        where registration.bundleID == bundleID && registration.environment == environment
+            && registration.unregisteredAtMilliseconds == nil && !inactivityReported.contains(registration.token) {
+            guard let deviceID = registration.deviceID, let device = devices[deviceID],
+                  device.lastSeenAtMilliseconds < inactiveBefore else { continue }
+            inactivityReported.insert(registration.token)
+            entries.append(FeedbackEntry(token: registration.token, atMilliseconds: device.lastSeenAtMilliseconds + inactivityMilliseconds))
+        }
+        return entries
+    }
+
+    public func receipts(apnsID: APNsID) -> [Receipt] {
+        records.values.filter { $0.notification.apnsID == apnsID }.sorted { $0.seq < $1.seq }.map { record in
+            Receipt(
+                apnsID: apnsID, token: record.notification.token, bundleID: record.notification.bundleID,
+                events: Receipt.events(
+                    notification: record.notification, discardAtMilliseconds: record.discardAt, state: record.state,
+                    sentAtMilliseconds: record.sentAt, ackedAtMilliseconds: record.ackedAt, endedAtMilliseconds: record.endedAt))
+        }
+    }
 }

@@ -61,8 +61,12 @@ public struct StoredNotification: Sendable, Hashable {
     /// the policy's longest storage time.
     public func discardAtMilliseconds(policy: StorePolicy) -> Int64 {
         let cap = receivedAtMilliseconds + policy.maximumStorageMilliseconds
-        if case .at(let seconds) = expiration { return min(cap, seconds * 1000) }
-        return cap
+        switch expiration {
+        case .unspecified: return cap
+        // Delivered only to a device connected at the moment it is accepted: never waits.
+        case .immediately: return receivedAtMilliseconds
+        case .at(let seconds): return min(cap, seconds * 1000)
+        }
     }
 }
 
@@ -84,12 +88,30 @@ public struct StorePolicy: Sendable, Hashable {
 
 /// What the store decided about one accepted request.
 public enum SubmissionOutcome: Sendable, Hashable {
-    /// Stored durably for the (offline) device.
-    case stored
-    /// Accepted but not kept: `apns-expiration` was 0 or already past and the device is offline.
+    /// Stored durably under `seq` until its device acks it (or it expires or is replaced).
+    /// `deviceID` is the device holding the token (`nil` for a token registered by hand).
+    /// With `apns-expiration: 0` the record exists for the receipt only: the notification is
+    /// handed to the device if it is connected now, and never sent later.
+    case stored(seq: Int64, deviceID: String?)
+    /// Accepted but already expired (`apns-expiration` in the past): recorded as expired, never sent.
     case discarded
     /// Refused because of the token's registration.
     case rejected(APNsRejection)
+
+    public var isStored: Bool {
+        if case .stored = self { return true }
+        return false
+    }
+}
+
+/// The states of a stored notification, as the stores record them.
+public enum NotificationState: Int, Sendable, Hashable {
+    /// Waiting for its device (possibly sent already, not yet acked).
+    case held = 0
+    case acked = 2
+    case expired = 3
+    case replaced = 4
+    case dropped = 5
 }
 
 /// The rules that decide, from a token's registration, whether a notification is admitted.
@@ -111,7 +133,118 @@ public enum Admission {
         if let at = registration.expiredAtMilliseconds {
             return .rejected(APNsRejection(.expiredToken, timestampMilliseconds: at))
         }
-        guard notification.expiration.isLive(atMilliseconds: nowMilliseconds) else { return .discarded }
-        return .stored
+        if case .at = notification.expiration, !notification.expiration.isLive(atMilliseconds: nowMilliseconds) {
+            return .discarded
+        }
+        return .stored(seq: 0, deviceID: registration.deviceID)
+    }
+}
+
+/// A device enrolled on the device port: its id is derived from its P-256 public key.
+public struct DeviceRecord: Sendable, Hashable {
+    public var id: String
+    /// The raw P-256 public key (64 bytes, x ‖ y).
+    public var publicKey: [UInt8]
+    public var enrolledAtMilliseconds: Int64
+    /// When the device last opened an authenticated connection.
+    public var lastSeenAtMilliseconds: Int64
+
+    public init(id: String, publicKey: [UInt8], enrolledAtMilliseconds: Int64, lastSeenAtMilliseconds: Int64) {
+        self.id = id
+        self.publicKey = publicKey
+        self.enrolledAtMilliseconds = enrolledAtMilliseconds
+        self.lastSeenAtMilliseconds = lastSeenAtMilliseconds
+    }
+}
+
+/// A notification waiting for its device: the store's sequence number (its order, and the
+/// handle by which deliveries and acks are recorded) and the notification.
+public struct Delivery: Sendable, Hashable {
+    public var seq: Int64
+    public var deviceID: String
+    public var notification: StoredNotification
+
+    public init(seq: Int64, deviceID: String, notification: StoredNotification) {
+        self.seq = seq
+        self.deviceID = deviceID
+        self.notification = notification
+    }
+}
+
+/// Something that happened to a stored notification after it was accepted, recorded in batches.
+public enum DeliveryEvent: Sendable, Hashable {
+    /// Sent on the device's connection at `sentAt` and acknowledged by the device at `ackedAt`.
+    case acked(seq: Int64, sentAtMilliseconds: Int64, ackedAtMilliseconds: Int64)
+    /// Sent on the device's connection, not (yet) acknowledged; it stays held and is sent again.
+    case sent(seq: Int64, atMilliseconds: Int64)
+    /// Replaced before delivery by a newer one (background throttling keeps only the newest).
+    case replaced(seq: Int64, atMilliseconds: Int64)
+    /// Given up without delivery (`apns-expiration: 0` and the device was not connected).
+    case dropped(seq: Int64, atMilliseconds: Int64)
+}
+
+/// The life of a notification, as a receipt reports it.
+public enum ReceiptStatus: String, Sendable, Hashable, Codable, CaseIterable {
+    case accepted, stored, delivered, acked, expired, replaced, dropped
+}
+
+/// One notification's history (one per device token it was sent to).
+public struct Receipt: Sendable, Hashable {
+    public struct Event: Sendable, Hashable {
+        public var status: ReceiptStatus
+        public var atMilliseconds: Int64
+        public init(status: ReceiptStatus, atMilliseconds: Int64) {
+            self.status = status
+            self.atMilliseconds = atMilliseconds
+        }
+    }
+
+    public var apnsID: APNsID
+    public var token: DeviceToken
+    public var bundleID: String
+    public var events: [Event]
+
+    public init(apnsID: APNsID, token: DeviceToken, bundleID: String, events: [Event]) {
+        self.apnsID = apnsID
+        self.token = token
+        self.bundleID = bundleID
+        self.events = events
+    }
+}
+
+/// A dead token in the feedback list: the app was removed, or its device has not connected for
+/// the inactivity period. `timestamp` is when the gateway learned it (legacy feedback semantics).
+public struct FeedbackEntry: Sendable, Hashable {
+    public var token: DeviceToken
+    public var atMilliseconds: Int64
+    public init(token: DeviceToken, atMilliseconds: Int64) {
+        self.token = token
+        self.atMilliseconds = atMilliseconds
+    }
+}
+
+extension Receipt {
+    /// The events of a stored notification's record, in the order they happened. Every store
+    /// builds receipts with this, from the same recorded facts.
+    public static func events(
+        notification: StoredNotification, discardAtMilliseconds: Int64, state: NotificationState,
+        sentAtMilliseconds: Int64?, ackedAtMilliseconds: Int64?, endedAtMilliseconds: Int64?
+    ) -> [Event] {
+        let received = notification.receivedAtMilliseconds
+        var events = [Event(status: .accepted, atMilliseconds: received)]
+        // `apns-expiration: 0` is never stored, nor is a notification expired on arrival.
+        if notification.expiration != .immediately && discardAtMilliseconds > received {
+            events.append(Event(status: .stored, atMilliseconds: received))
+        }
+        if let sent = sentAtMilliseconds { events.append(Event(status: .delivered, atMilliseconds: sent)) }
+        switch state {
+        case .held: break
+        case .acked:
+            events.append(Event(status: .acked, atMilliseconds: ackedAtMilliseconds ?? endedAtMilliseconds ?? received))
+        case .expired, .replaced, .dropped:
+            let status: ReceiptStatus = state == .expired ? .expired : state == .replaced ? .replaced : .dropped
+            events.append(Event(status: status, atMilliseconds: endedAtMilliseconds ?? received))
+        }
+        return events
     }
 }

@@ -85,6 +85,38 @@ public final class SQLiteStore: HeraldStore {
                 CREATE UNIQUE INDEX notifications_by_token ON notifications(token, seq);
                 """)
         }
+        migrator.registerMigration("v2: devices, delivery states, receipts, feedback") { db in
+            // Notifications are no longer deleted when delivered: a record stays (for its receipt)
+            // with a state, and only held ones (state 0) are indexed by token.
+            try db.execute(sql: """
+                ALTER TABLE notifications ADD COLUMN state INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE notifications ADD COLUMN sent_at_ms INTEGER;
+                ALTER TABLE notifications ADD COLUMN acked_at_ms INTEGER;
+                ALTER TABLE notifications ADD COLUMN ended_at_ms INTEGER;
+                DROP INDEX notifications_by_token;
+                CREATE INDEX held_notifications_by_token ON notifications(token, seq) WHERE state = 0;
+                CREATE INDEX held_notifications_by_discard ON notifications(discard_at_ms) WHERE state = 0;
+                CREATE INDEX finished_notifications ON notifications(ended_at_ms) WHERE state <> 0;
+                CREATE INDEX notifications_by_apns_id ON notifications(apns_id);
+                CREATE TABLE devices (
+                    device_id TEXT PRIMARY KEY NOT NULL,
+                    public_key BLOB NOT NULL,
+                    enrolled_at_ms INTEGER NOT NULL,
+                    last_seen_at_ms INTEGER NOT NULL
+                ) WITHOUT ROWID;
+                ALTER TABLE device_tokens ADD COLUMN inactivity_reported INTEGER NOT NULL DEFAULT 0;
+                CREATE INDEX device_tokens_by_device ON device_tokens(device_id, bundle_id) WHERE device_id IS NOT NULL;
+                CREATE INDEX device_tokens_by_app ON device_tokens(bundle_id, environment);
+                CREATE TABLE feedback (
+                    id INTEGER PRIMARY KEY,
+                    bundle_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    token BLOB NOT NULL,
+                    at_ms INTEGER NOT NULL
+                );
+                CREATE INDEX feedback_by_app ON feedback(bundle_id, environment, id);
+                """)
+        }
         return migrator
     }
 
@@ -165,7 +197,17 @@ public final class SQLiteStore: HeraldStore {
             try db.execute(
                 sql: "UPDATE device_tokens SET unregistered_at_ms = ? WHERE token = ? AND unregistered_at_ms IS NULL",
                 arguments: [atMilliseconds, key])
-            try db.execute(sql: "DELETE FROM notifications WHERE token = ?", arguments: [key])
+            if db.changesCount > 0 {
+                try db.execute(
+                    sql: """
+                        INSERT INTO feedback (bundle_id, environment, token, at_ms)
+                        SELECT bundle_id, environment, token, unregistered_at_ms FROM device_tokens WHERE token = ?
+                        """,
+                    arguments: [key])
+            }
+            try db.execute(
+                sql: "UPDATE notifications SET state = ?, ended_at_ms = ? WHERE token = ? AND state = 0",
+                arguments: [NotificationState.dropped.rawValue, atMilliseconds, key])
             return true
         }
     }
@@ -209,70 +251,284 @@ public final class SQLiteStore: HeraldStore {
                 let outcome = Admission.decide(
                     registration: registration, notification: notification,
                     environment: environment, nowMilliseconds: nowMilliseconds)
-                if outcome == .stored { try Self.store(notification, policy: policy, in: db) }
-                outcomes.append(outcome)
+                switch outcome {
+                case .rejected:
+                    outcomes.append(outcome)
+                case .discarded:
+                    try Self.insert(notification, policy: policy, state: .expired, now: nowMilliseconds, in: db)
+                    outcomes.append(outcome)
+                case .stored(_, let deviceID):
+                    if notification.expiration != .immediately {
+                        try Self.makeRoom(for: notification, policy: policy, now: nowMilliseconds, in: db)
+                    }
+                    let seq = try Self.insert(notification, policy: policy, state: .held, now: nowMilliseconds, in: db)
+                    outcomes.append(.stored(seq: seq, deviceID: deviceID))
+                }
             }
             return outcomes
         }
     }
 
-    private static func store(_ n: StoredNotification, policy: StorePolicy, in db: Database) throws {
+    /// Store-and-forward replacement (see `InMemoryStore.makeRoom`): among what still waits for
+    /// the token and is not known to have been sent, the same apns-id and the same collapse id are
+    /// replaced, and only the newest `maximumPerApp` stay.
+    private static func makeRoom(for n: StoredNotification, policy: StorePolicy, now: Int64, in db: Database) throws {
         let token = Data(n.token.bytes)
-        let apnsID = n.apnsID.description
+        let replaced = NotificationState.replaced.rawValue
         if policy.maximumPerApp == 1 {
-            // Only the newest is kept: whatever the token held goes (same apns-id and collapse id included).
-            try db.cachedStatement(sql: "DELETE FROM notifications WHERE token = ?").execute(arguments: [token])
-        } else {
-            // The same apns-id sent again to the same token (a provider's retry) replaces the first.
-            try db.cachedStatement(sql: "DELETE FROM notifications WHERE token = ? AND apns_id = ?")
-                .execute(arguments: [token, apnsID])
-            if let collapse = n.collapseID {
-                try db.cachedStatement(sql: "DELETE FROM notifications WHERE token = ? AND collapse_id = ?")
-                    .execute(arguments: [token, collapse.value])
-            }
+            try db.cachedStatement(sql: """
+                UPDATE notifications SET state = ?, ended_at_ms = ? WHERE token = ? AND state = 0 AND sent_at_ms IS NULL
+                """).execute(arguments: [replaced, now, token])
+            return
         }
         try db.cachedStatement(sql: """
+            UPDATE notifications SET state = ?1, ended_at_ms = ?2
+            WHERE token = ?3 AND state = 0 AND sent_at_ms IS NULL AND (apns_id = ?4 OR collapse_id = ?5)
+            """).execute(arguments: [replaced, now, token, n.apnsID.description, n.collapseID?.value])
+        // Keep the newest `maximumPerApp - 1` of what waits; the new one makes `maximumPerApp`.
+        try db.cachedStatement(sql: """
+            UPDATE notifications SET state = ?1, ended_at_ms = ?2
+            WHERE token = ?3 AND state = 0 AND sent_at_ms IS NULL AND seq <= (
+                SELECT seq FROM notifications WHERE token = ?3 AND state = 0 AND sent_at_ms IS NULL
+                ORDER BY seq DESC LIMIT 1 OFFSET ?4)
+            """).execute(arguments: [replaced, now, token, policy.maximumPerApp - 1])
+    }
+
+    @discardableResult
+    private static func insert(
+        _ n: StoredNotification, policy: StorePolicy, state: NotificationState, now: Int64, in db: Database
+    ) throws -> Int64 {
+        try db.cachedStatement(sql: """
             INSERT INTO notifications
-                (apns_id, token, bundle_id, push_type, priority, expiration, collapse_id, payload, received_at_ms, discard_at_ms)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                (apns_id, token, bundle_id, push_type, priority, expiration, collapse_id, payload, received_at_ms,
+                 discard_at_ms, state, ended_at_ms)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """).execute(arguments: [
-                apnsID, token, n.bundleID, n.pushType.rawValue, n.priority.rawValue, n.expiration.storedSeconds,
-                n.collapseID?.value, Data(n.payload), n.receivedAtMilliseconds, n.discardAtMilliseconds(policy: policy),
+                n.apnsID.description, Data(n.token.bytes), n.bundleID, n.pushType.rawValue, n.priority.rawValue,
+                n.expiration.storedSeconds, n.collapseID?.value, Data(n.payload), n.receivedAtMilliseconds,
+                n.discardAtMilliseconds(policy: policy), state.rawValue, state == .held ? nil : now,
             ])
-        if policy.maximumPerApp > 1 {
-            // Keep the newest `maximumPerApp`.
-            try db.cachedStatement(sql: """
-                DELETE FROM notifications WHERE token = ?1 AND seq <= (
-                    SELECT seq FROM notifications WHERE token = ?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2)
-                """).execute(arguments: [token, policy.maximumPerApp])
+        return db.lastInsertedRowID
+    }
+
+    private static func notification(from row: Row, token: DeviceToken) throws -> StoredNotification {
+        let id: String = row["apns_id"]
+        let type: String = row["push_type"]
+        let priority: Int = row["priority"]
+        let collapse: String? = row["collapse_id"]
+        let payload: Data = row["payload"]
+        guard let apnsID = APNsID(header: id), let prio = Priority(rawValue: priority) else {
+            throw StoreError(.corrupt, "notification \(id) has an invalid id or priority")
         }
+        return StoredNotification(
+            apnsID: apnsID, token: token, bundleID: row["bundle_id"], pushType: PushType(rawValue: type),
+            priority: prio, expiration: Expiration(storedSeconds: row["expiration"]),
+            collapseID: collapse.flatMap(CollapseID.init), payload: Array(payload),
+            receivedAtMilliseconds: row["received_at_ms"])
     }
 
     public func storedNotifications(for token: DeviceToken, policy: StorePolicy, nowMilliseconds: Int64) async throws -> [StoredNotification] {
         try await pool.read { db in
             let rows = try Row.fetchAll(
-                db, sql: "SELECT * FROM notifications WHERE token = ? AND discard_at_ms > ? ORDER BY seq",
+                db, sql: "SELECT * FROM notifications WHERE token = ? AND state = 0 AND discard_at_ms > ? ORDER BY seq",
                 arguments: [Data(token.bytes), nowMilliseconds])
-            return try rows.map { row in
-                let id: String = row["apns_id"]
-                let type: String = row["push_type"]
-                let priority: Int = row["priority"]
-                let collapse: String? = row["collapse_id"]
-                let payload: Data = row["payload"]
-                guard let apnsID = APNsID(header: id), let prio = Priority(rawValue: priority) else {
-                    throw StoreError(.corrupt, "notification \(id) has an invalid id or priority")
-                }
-                return StoredNotification(
-                    apnsID: apnsID, token: token, bundleID: row["bundle_id"], pushType: PushType(rawValue: type),
-                    priority: prio, expiration: Expiration(storedSeconds: row["expiration"]),
-                    collapseID: collapse.flatMap(CollapseID.init), payload: Array(payload),
-                    receivedAtMilliseconds: row["received_at_ms"])
-            }
+            return try rows.map { try Self.notification(from: $0, token: token) }
         }
     }
 
     public func storedNotificationCount() async throws -> Int {
-        try await pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notifications") ?? 0 }
+        try await pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notifications WHERE state = 0") ?? 0 }
+    }
+
+    // MARK: devices
+
+    public func deviceConnected(id: String, publicKey: [UInt8], atMilliseconds: Int64) async throws -> Bool {
+        try await pool.write { db in
+            if let known = try Data.fetchOne(db, sql: "SELECT public_key FROM devices WHERE device_id = ?", arguments: [id]) {
+                guard Array(known) == publicKey else {
+                    throw StoreError(.deviceKeyMismatch, "device \(id) is enrolled with another public key")
+                }
+                try db.execute(sql: "UPDATE devices SET last_seen_at_ms = ? WHERE device_id = ?", arguments: [atMilliseconds, id])
+                try db.execute(
+                    sql: "UPDATE device_tokens SET inactivity_reported = 0 WHERE device_id = ? AND inactivity_reported <> 0",
+                    arguments: [id])
+                return false
+            }
+            try db.execute(
+                sql: "INSERT INTO devices (device_id, public_key, enrolled_at_ms, last_seen_at_ms) VALUES (?, ?, ?, ?)",
+                arguments: [id, Data(publicKey), atMilliseconds, atMilliseconds])
+            return true
+        }
+    }
+
+    public func device(id: String) async throws -> DeviceRecord? {
+        try await pool.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM devices WHERE device_id = ?", arguments: [id]) else { return nil }
+            let key: Data = row["public_key"]
+            return DeviceRecord(
+                id: id, publicKey: Array(key), enrolledAtMilliseconds: row["enrolled_at_ms"],
+                lastSeenAtMilliseconds: row["last_seen_at_ms"])
+        }
+    }
+
+    public func issueToken(_ candidate: TokenRegistration) async throws -> TokenRegistration {
+        let cache = registrations
+        return try await pool.write { db in
+            if let deviceID = candidate.deviceID,
+               let existing = try Self.activeToken(deviceID: deviceID, bundleID: candidate.bundleID, environment: candidate.environment, in: db) {
+                return existing
+            }
+            cache.remove(candidate.token)
+            try db.execute(
+                sql: """
+                    INSERT INTO device_tokens (token, bundle_id, environment, device_id, created_at_ms)
+                    VALUES (?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    Data(candidate.token.bytes), candidate.bundleID, candidate.environment.rawValue,
+                    candidate.deviceID, candidate.createdAtMilliseconds,
+                ])
+            return candidate
+        }
+    }
+
+    public func activeToken(deviceID: String, bundleID: String, environment: APNsEnvironment) async throws -> TokenRegistration? {
+        try await pool.read { db in
+            try Self.activeToken(deviceID: deviceID, bundleID: bundleID, environment: environment, in: db)
+        }
+    }
+
+    private static func activeToken(
+        deviceID: String, bundleID: String, environment: APNsEnvironment, in db: Database
+    ) throws -> TokenRegistration? {
+        guard let data = try Data.fetchOne(
+            db,
+            sql: """
+                SELECT token FROM device_tokens
+                WHERE device_id = ? AND bundle_id = ? AND environment = ? AND unregistered_at_ms IS NULL
+                """,
+            arguments: [deviceID, bundleID, environment.rawValue]),
+            let token = DeviceToken(bytes: Array(data))
+        else { return nil }
+        return try registration(of: token, in: db)
+    }
+
+    // MARK: delivery
+
+    public func pendingDeliveries(forDevice deviceID: String, nowMilliseconds: Int64) async throws -> [Delivery] {
+        try await pool.read { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT n.* FROM device_tokens t JOIN notifications n ON n.token = t.token AND n.state = 0
+                    WHERE t.device_id = ? AND t.unregistered_at_ms IS NULL AND n.discard_at_ms > ?
+                    ORDER BY n.seq
+                    """,
+                arguments: [deviceID, nowMilliseconds])
+            return try rows.map { row in
+                let tokenData: Data = row["token"]
+                guard let token = DeviceToken(bytes: Array(tokenData)) else {
+                    throw StoreError(.corrupt, "a notification has an invalid token")
+                }
+                return Delivery(seq: row["seq"], deviceID: deviceID, notification: try Self.notification(from: row, token: token))
+            }
+        }
+    }
+
+    public func record(_ events: [DeliveryEvent]) async throws {
+        guard !events.isEmpty else { return }
+        try await pool.write { db in
+            let ack = try db.cachedStatement(sql: """
+                UPDATE notifications SET state = ?, sent_at_ms = coalesce(sent_at_ms, ?), acked_at_ms = ?, ended_at_ms = ?
+                WHERE seq = ? AND state <> 2
+                """)
+            let sent = try db.cachedStatement(sql: "UPDATE notifications SET sent_at_ms = ? WHERE seq = ? AND sent_at_ms IS NULL")
+            let end = try db.cachedStatement(sql: "UPDATE notifications SET state = ?, ended_at_ms = ? WHERE seq = ? AND state = 0")
+            for event in events {
+                switch event {
+                case .acked(let seq, let sentAt, let ackedAt):
+                    try ack.execute(arguments: [NotificationState.acked.rawValue, sentAt, ackedAt, ackedAt, seq])
+                case .sent(let seq, let at):
+                    try sent.execute(arguments: [at, seq])
+                case .replaced(let seq, let at):
+                    try end.execute(arguments: [NotificationState.replaced.rawValue, at, seq])
+                case .dropped(let seq, let at):
+                    try end.execute(arguments: [NotificationState.dropped.rawValue, at, seq])
+                }
+            }
+        }
+    }
+
+    public func sweep(nowMilliseconds: Int64, retainFinishedUntil: Int64) async throws -> Int {
+        try await pool.write { db in
+            try db.execute(
+                sql: "UPDATE notifications SET state = ?, ended_at_ms = ? WHERE state = 0 AND discard_at_ms <= ? AND expiration = 0",
+                arguments: [NotificationState.dropped.rawValue, nowMilliseconds, nowMilliseconds])
+            try db.execute(
+                sql: "UPDATE notifications SET state = ?, ended_at_ms = ? WHERE state = 0 AND discard_at_ms <= ?",
+                arguments: [NotificationState.expired.rawValue, nowMilliseconds, nowMilliseconds])
+            let expired = db.changesCount
+            try db.execute(
+                sql: "DELETE FROM notifications WHERE state <> 0 AND ended_at_ms < ?", arguments: [retainFinishedUntil])
+            return expired
+        }
+    }
+
+    // MARK: feedback and receipts
+
+    public func takeFeedback(
+        bundleID: String, environment: APNsEnvironment, inactiveBefore: Int64, inactivityMilliseconds: Int64
+    ) async throws -> [FeedbackEntry] {
+        try await pool.write { db in
+            var entries: [FeedbackEntry] = []
+            let removed = try Row.fetchAll(
+                db, sql: "SELECT token, at_ms FROM feedback WHERE bundle_id = ? AND environment = ? ORDER BY id",
+                arguments: [bundleID, environment.rawValue])
+            for row in removed {
+                let data: Data = row[0]
+                if let token = DeviceToken(bytes: Array(data)) { entries.append(FeedbackEntry(token: token, atMilliseconds: row[1])) }
+            }
+            try db.execute(
+                sql: "DELETE FROM feedback WHERE bundle_id = ? AND environment = ?", arguments: [bundleID, environment.rawValue])
+            let inactive = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT t.token, d.last_seen_at_ms FROM device_tokens t JOIN devices d ON d.device_id = t.device_id
+                    WHERE t.bundle_id = ? AND t.environment = ? AND t.unregistered_at_ms IS NULL
+                      AND t.inactivity_reported = 0 AND d.last_seen_at_ms < ?
+                    ORDER BY t.created_at_ms
+                    """,
+                arguments: [bundleID, environment.rawValue, inactiveBefore])
+            for row in inactive {
+                let data: Data = row[0]
+                let lastSeen: Int64 = row[1]
+                guard let token = DeviceToken(bytes: Array(data)) else { continue }
+                entries.append(FeedbackEntry(token: token, atMilliseconds: lastSeen + inactivityMilliseconds))
+                try db.execute(sql: "UPDATE device_tokens SET inactivity_reported = 1 WHERE token = ?", arguments: [data])
+            }
+            return entries
+        }
+    }
+
+    public func receipts(apnsID: APNsID) async throws -> [Receipt] {
+        try await pool.read { db in
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT * FROM notifications WHERE apns_id = ? ORDER BY seq", arguments: [apnsID.description])
+            return try rows.map { row in
+                let tokenData: Data = row["token"]
+                guard let token = DeviceToken(bytes: Array(tokenData)),
+                      let state = NotificationState(rawValue: row["state"]) else {
+                    throw StoreError(.corrupt, "notification \(apnsID) has an invalid token or state")
+                }
+                let notification = try Self.notification(from: row, token: token)
+                return Receipt(
+                    apnsID: apnsID, token: token, bundleID: notification.bundleID,
+                    events: Receipt.events(
+                        notification: notification, discardAtMilliseconds: row["discard_at_ms"], state: state,
+                        sentAtMilliseconds: row["sent_at_ms"], ackedAtMilliseconds: row["acked_at_ms"],
+                        endedAtMilliseconds: row["ended_at_ms"]))
+            }
+        }
     }
 }
 

@@ -14,7 +14,7 @@ struct GatewayCommand: AsyncParsableCommand {
         abstract: "Run the push gateway: the APNs-compatible provider port on an embedded SQLite store.",
         discussion: """
             On start-up the gateway prints one JSON line with the ports it listens on, e.g.
-              {"provider_port":2197,"h2c_port":8080,"admin_port":9090,"ca":"DIR/tls/ca.pem",...}
+              {"admin_port":9090,"ca":"DIR/tls/ca.pem","device_port":2198,"h2c_port":8080,"provider_port":2197,...}
             Port 0 lets the system choose. Without --tls-cert/--tls-key it creates a development CA and a
             server certificate for localhost and 127.0.0.1 in DIR/tls (kept across restarts); give clients
             the CA, e.g. `curl --cacert DIR/tls/ca.pem`. SIGTERM or SIGINT drains and stops it gracefully.
@@ -32,7 +32,25 @@ struct GatewayCommand: AsyncParsableCommand {
     @Option(help: "The admin port: GET /health and Prometheus GET /metrics.")
     var adminPort: Int?
 
-    @Option(help: "The address the provider and admin ports listen on.")
+    @Option(help: "The device port: one WebSocket over TLS per device (docs/device-protocol.md). 0 picks a free port.")
+    var devicePort: Int?
+
+    @Option(help: ArgumentHelp("Seconds of quiet after which the gateway pings a device.", valueName: "SECONDS"))
+    var devicePingInterval: Int = 30
+
+    @Option(help: ArgumentHelp("Seconds without a word from a device after which it is disconnected.", valueName: "SECONDS"))
+    var deviceIdleTimeout: Int = 90
+
+    @Option(help: "Background pushes per device and app per hour (Apple advises 2-3); over budget only the newest is held. 0 turns throttling off.")
+    var backgroundPerHour: Int = 3
+
+    @Option(help: ArgumentHelp("Days without a connection after which a device's tokens are reported in the feedback list.", valueName: "DAYS"))
+    var inactivityDays: Int = 30
+
+    @Option(help: ArgumentHelp("Days the receipts of finished notifications are kept.", valueName: "DAYS"))
+    var receiptDays: Int = 7
+
+    @Option(help: "The address the provider, device and admin ports listen on.")
     var host: String = "0.0.0.0"
 
     @Option(help: "The environment this gateway runs as: development (the sandbox) or production.")
@@ -63,10 +81,15 @@ struct GatewayCommand: AsyncParsableCommand {
         if (tlsCert == nil) != (tlsKey == nil) {
             throw ValidationError("give both --tls-cert and --tls-key, or neither (a development certificate is then created)")
         }
-        for (name, port) in [("--provider-port", providerPort), ("--h2c-port", h2cPort ?? 0), ("--admin-port", adminPort ?? 0)]
+        for (name, port) in [("--provider-port", providerPort), ("--h2c-port", h2cPort ?? 0), ("--admin-port", adminPort ?? 0), ("--device-port", devicePort ?? 0)]
         where !(0...65535).contains(port) {
             throw ValidationError("\(name) must be between 0 and 65535, not \(port)")
         }
+        if devicePingInterval < 1 || deviceIdleTimeout <= devicePingInterval {
+            throw ValidationError("--device-ping-interval must be ≥ 1 and --device-idle-timeout greater than it")
+        }
+        if backgroundPerHour < 0 { throw ValidationError("--background-per-hour must be ≥ 0 (0 turns throttling off)") }
+        if inactivityDays < 1 || receiptDays < 1 { throw ValidationError("--inactivity-days and --receipt-days must be ≥ 1") }
         if offlineQueue < 1 { throw ValidationError("--offline-queue must be at least 1") }
         if tokenBurst < 0 || tokenRate <= 0 { throw ValidationError("--token-burst must be ≥ 0 and --token-rate > 0") }
         if Logger.Level(rawValue: logLevel) == nil {
@@ -99,6 +122,12 @@ struct GatewayCommand: AsyncParsableCommand {
         configuration.adminPort = adminPort
         configuration.tokenRateLimit = tokenBurst == 0 ? nil : .init(burst: tokenBurst, perSecond: tokenRate)
         configuration.storePolicy = StorePolicy(maximumPerApp: offlineQueue)
+        configuration.devicePort = devicePort
+        configuration.devicePingInterval = .seconds(Int64(devicePingInterval))
+        configuration.deviceIdleTimeout = .seconds(Int64(deviceIdleTimeout))
+        configuration.backgroundBudget = backgroundPerHour == 0 ? nil : .init(count: backgroundPerHour, windowMilliseconds: 3_600_000)
+        configuration.inactivityPeriodMilliseconds = Int64(inactivityDays) * 86_400_000
+        configuration.receiptRetentionMilliseconds = Int64(receiptDays) * 86_400_000
 
         let gateway = Gateway(configuration: configuration, store: store, clock: clock, logger: logger)
         // Shut down in reverse order: the gateway drains and commits first, then checkpointing stops.
@@ -110,6 +139,7 @@ struct GatewayCommand: AsyncParsableCommand {
             let ports = try await gateway.ports
             let announcement = StartupLine(
                 provider_port: ports.providerPort, h2c_port: ports.h2cPort, admin_port: ports.adminPort,
+                device_port: ports.devicePort,
                 ca: caPath, environment: environment.rawValue, database: data.databasePath)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
@@ -126,6 +156,7 @@ struct GatewayCommand: AsyncParsableCommand {
         var provider_port: Int
         var h2c_port: Int?
         var admin_port: Int?
+        var device_port: Int?
         var ca: String?
         var environment: String
         var database: String
@@ -135,10 +166,11 @@ struct GatewayCommand: AsyncParsableCommand {
             try c.encode(provider_port, forKey: .provider_port)
             try c.encode(h2c_port, forKey: .h2c_port)
             try c.encode(admin_port, forKey: .admin_port)
+            try c.encode(device_port, forKey: .device_port)
             try c.encode(ca, forKey: .ca)
             try c.encode(environment, forKey: .environment)
             try c.encode(database, forKey: .database)
         }
-        enum CodingKeys: String, CodingKey { case provider_port, h2c_port, admin_port, ca, environment, database }
+        enum CodingKeys: String, CodingKey { case provider_port, h2c_port, admin_port, device_port, ca, environment, database }
     }
 }

@@ -16,7 +16,9 @@ struct HeraldCommand: AsyncParsableCommand {
               herald push send --url https://localhost:2197 --ca ./herald-data/tls/ca.pem --key key.p8 \\
                   --key-id KEYID --team TEAM123456 --topic com.example.app --token TOKEN --alert "Hello"
             """,
-        subcommands: [GatewayCommand.self, KeysCommand.self, TokensCommand.self, PushCommand.self, BenchCommand.self]
+        subcommands: [
+            GatewayCommand.self, DeviceCommand.self, KeysCommand.self, TokensCommand.self, PushCommand.self, BenchCommand.self,
+        ]
     )
 }
 

@@ -1,0 +1,327 @@
+import Crypto
+import Foundation
+
+/// Herald's device protocol, version 1: JSON text frames over one WebSocket per device.
+/// `docs/device-protocol.md` is its specification; this file is its implementation, shared by the
+/// gateway and the device runtime.
+public enum DeviceProtocol {
+    /// The protocol version this build speaks.
+    public static let version = 1
+    /// The WebSocket path of version 1.
+    public static let path = "/device/v1"
+    /// The largest frame either side accepts (a notification frame is at most ~6 KiB).
+    public static let maximumFrameSize = 64 * 1024
+    /// The most apns-ids one ack frame may carry.
+    public static let maximumAcksPerFrame = 1024
+
+    /// The bytes a device signs to answer a challenge.
+    public static func challengeMessage(nonce: String) -> [UInt8] {
+        Array("herald-device-challenge:v\(version):\(nonce)".utf8)
+    }
+
+    /// A device's id: the first 16 bytes of the SHA-256 of its raw public key, in hex.
+    public static func deviceID(publicKey: [UInt8]) -> String {
+        SHA256.hash(data: publicKey).prefix(16).map { hexDigits[Int($0)] }.joined()
+    }
+
+    private static let hexDigits: [String] = (0..<256).map { String(format: "%02x", $0) }
+
+    /// Whether a topic (an app's bundle id) may be registered: printable ASCII without spaces, at
+    /// most 255 bytes, and not ending in a push type's suffix.
+    public static func isValidTopic(_ topic: String) -> Bool {
+        guard !topic.isEmpty, topic.utf8.count <= ProviderRequestValidation.maximumTopicByteCount,
+              topic.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else { return false }
+        return PushType.implied(byTopic: topic) == .alert
+    }
+}
+
+/// Why a frame or a connection was refused (the `code` of an error frame).
+public enum DeviceErrorCode: String, Sendable, Hashable, Codable {
+    /// Not JSON, not an object, no known `type`, or a field missing or of the wrong type.
+    case malformedFrame = "malformed-frame"
+    /// Larger than ``DeviceProtocol/maximumFrameSize``; the connection is closed.
+    case frameTooLarge = "frame-too-large"
+    /// A binary or continuation frame where a text frame was expected.
+    case unsupportedFrame = "unsupported-frame"
+    /// The hello names a version this gateway does not speak; the connection is closed.
+    case unsupportedVersion = "unsupported-version"
+    /// The hello's key or signature is invalid; the connection is closed.
+    case authenticationFailed = "authentication-failed"
+    /// A frame other than hello before authentication.
+    case notAuthenticated = "not-authenticated"
+    /// A second hello on an authenticated connection.
+    case alreadyAuthenticated = "already-authenticated"
+    /// A topic that is not a valid bundle id.
+    case invalidTopic = "invalid-topic"
+    /// Unregistering a topic the device has no token for.
+    case unknownTopic = "unknown-topic"
+    /// Another connection of the same device took over; this one is closed.
+    case replaced
+    /// Nothing was heard from the device for the idle timeout; the connection is closed.
+    case idleTimeout = "idle-timeout"
+    /// The gateway is shutting down; reconnect later.
+    case shutdown
+    /// The gateway could not do what was asked (its store failed); try again.
+    case internalError = "internal-error"
+
+    /// Whether the gateway closes the connection after sending this error.
+    public var closesConnection: Bool {
+        switch self {
+        case .frameTooLarge, .unsupportedVersion, .authenticationFailed, .replaced, .idleTimeout, .shutdown: return true
+        default: return false
+        }
+    }
+}
+
+/// A frame a device sends.
+public enum DeviceClientFrame: Sendable, Hashable {
+    /// Answers the challenge: the device's raw P-256 public key and its signature (raw r ‖ s) of
+    /// ``DeviceProtocol/challengeMessage(nonce:)``. The first hello of a key enrolls the device.
+    case hello(version: Int, publicKey: [UInt8], signature: [UInt8])
+    /// Asks for the device token of an app (a topic = its bundle id).
+    case register(topic: String)
+    /// The app was removed: its token becomes unregistered.
+    case unregister(topic: String)
+    /// Acknowledges notifications by apns-id.
+    case ack(ids: [APNsID])
+
+    public func encoded() -> [UInt8] {
+        var object: [String: Any]
+        switch self {
+        case .hello(let version, let publicKey, let signature):
+            object = [
+                "type": "hello", "version": version,
+                "public-key": Data(publicKey).base64EncodedString(), "signature": Data(signature).base64EncodedString(),
+            ]
+        case .register(let topic): object = ["type": "register", "topic": topic]
+        case .unregister(let topic): object = ["type": "unregister", "topic": topic]
+        case .ack(let ids): object = ["type": "ack", "ids": ids.map(\.description)]
+        }
+        return Array((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data())
+    }
+
+    /// Parses a text frame, or says precisely what is wrong with it.
+    public static func decode(_ bytes: [UInt8]) -> Result<DeviceClientFrame, DeviceFrameError> {
+        let fields: FrameFields
+        switch FrameFields.parse(bytes) {
+        case .failure(let error): return .failure(error)
+        case .success(let parsed): fields = parsed
+        }
+        switch fields.type {
+        case "hello":
+            guard let version = fields.integer("version") else { return .failure(fields.missing("version", "an integer")) }
+            guard let key = fields.base64("public-key") else { return .failure(fields.missing("public-key", "base64")) }
+            guard let signature = fields.base64("signature") else { return .failure(fields.missing("signature", "base64")) }
+            return .success(.hello(version: version, publicKey: key, signature: signature))
+        case "register", "unregister":
+            guard let topic = fields.string("topic") else { return .failure(fields.missing("topic", "a string")) }
+            return .success(fields.type == "register" ? .register(topic: topic) : .unregister(topic: topic))
+        case "ack":
+            guard let raw = fields.object["ids"] as? [Any], let texts = raw as? [String] else {
+                return .failure(fields.missing("ids", "an array of apns-id strings"))
+            }
+            guard texts.count <= DeviceProtocol.maximumAcksPerFrame else {
+                return .failure(DeviceFrameError("an ack frame carries at most \(DeviceProtocol.maximumAcksPerFrame) ids"))
+            }
+            var ids: [APNsID] = []
+            ids.reserveCapacity(texts.count)
+            for text in texts {
+                guard let id = APNsID(header: text) else { return .failure(DeviceFrameError("\"\(text)\" is not an apns-id (a UUID)")) }
+                ids.append(id)
+            }
+            return .success(.ack(ids: ids))
+        default:
+            return .failure(DeviceFrameError("unknown frame type \"\(fields.type)\" (expected hello, register, unregister or ack)"))
+        }
+    }
+}
+
+/// A notification as the device receives it.
+public struct DeviceNotification: Sendable, Hashable {
+    public var apnsID: APNsID
+    /// The app's bundle id.
+    public var topic: String
+    public var pushType: PushType
+    public var priority: Priority
+    public var collapseID: String?
+    /// `apns-expiration` as sent (UNIX seconds, 0 = deliver now or never), if any.
+    public var expiration: Int64?
+    /// The payload (`aps` and custom keys) as the provider sent it.
+    public var payload: JSONValue
+
+    public init(
+        apnsID: APNsID, topic: String, pushType: PushType, priority: Priority, collapseID: String?,
+        expiration: Int64?, payload: JSONValue
+    ) {
+        self.apnsID = apnsID
+        self.topic = topic
+        self.pushType = pushType
+        self.priority = priority
+        self.collapseID = collapseID
+        self.expiration = expiration
+        self.payload = payload
+    }
+}
+
+/// A frame the gateway sends.
+public enum DeviceServerFrame: Sendable, Hashable {
+    /// The first frame on every connection: sign `nonce` and answer with hello.
+    case challenge(version: Int, nonce: String)
+    /// Authentication succeeded. `enrolled` is true when this hello enrolled the device.
+    case welcome(deviceID: String, environment: APNsEnvironment, enrolled: Bool, pingIntervalSeconds: Int)
+    case registered(topic: String, token: DeviceToken)
+    case unregistered(topic: String, atMilliseconds: Int64)
+    case notification(DeviceNotification)
+    case error(code: DeviceErrorCode, message: String)
+
+    /// Encodes every frame but notifications (see ``encodeNotification(apnsID:topic:pushType:priority:collapseID:expiration:payload:into:)``).
+    public func encoded() -> [UInt8] {
+        var object: [String: Any]
+        switch self {
+        case .challenge(let version, let nonce): object = ["type": "challenge", "version": version, "nonce": nonce]
+        case .welcome(let deviceID, let environment, let enrolled, let ping):
+            object = [
+                "type": "welcome", "device": deviceID, "environment": environment.rawValue, "enrolled": enrolled,
+                "ping-interval": ping,
+            ]
+        case .registered(let topic, let token): object = ["type": "registered", "topic": topic, "token": token.description]
+        case .unregistered(let topic, let at): object = ["type": "unregistered", "topic": topic, "timestamp": at]
+        case .error(let code, let message): object = ["type": "error", "code": code.rawValue, "message": message]
+        case .notification(let n):
+            var bytes: [UInt8] = []
+            let payload = (try? JSONEncoder().encode(n.payload)).map(Array.init) ?? Array("{}".utf8)
+            Self.encodeNotification(
+                apnsID: n.apnsID, topic: n.topic, pushType: n.pushType, priority: n.priority,
+                collapseID: n.collapseID, expiration: n.expiration, payload: payload, into: &bytes)
+            return bytes
+        }
+        return Array((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data())
+    }
+
+    /// Writes a notification frame, splicing in the payload bytes exactly as the provider sent
+    /// them (they were validated as a JSON object on the provider port). The gateway's hot path.
+    public static func encodeNotification(
+        apnsID: APNsID, topic: String, pushType: PushType, priority: Priority, collapseID: String?,
+        expiration: Int64?, payload: [UInt8], into bytes: inout [UInt8]
+    ) {
+        bytes.reserveCapacity(bytes.count + payload.count + 200)
+        bytes.append(contentsOf: #"{"type":"notification","apns-id":""#.utf8)
+        bytes.append(contentsOf: apnsID.description.utf8)
+        bytes.append(contentsOf: #"","topic":"#.utf8)
+        JSONText.appendString(topic, to: &bytes)
+        bytes.append(contentsOf: #","push-type":"#.utf8)
+        JSONText.appendString(pushType.rawValue, to: &bytes)
+        bytes.append(contentsOf: #","priority":"#.utf8)
+        bytes.append(contentsOf: String(priority.rawValue).utf8)
+        bytes.append(contentsOf: #","collapse-id":"#.utf8)
+        if let collapseID { JSONText.appendString(collapseID, to: &bytes) } else { bytes.append(contentsOf: "null".utf8) }
+        bytes.append(contentsOf: #","expiration":"#.utf8)
+        bytes.append(contentsOf: (expiration.map { String($0) } ?? "null").utf8)
+        bytes.append(contentsOf: #","payload":"#.utf8)
+        bytes.append(contentsOf: payload)
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    /// Parses a text frame from the gateway.
+    public static func decode(_ bytes: [UInt8]) -> Result<DeviceServerFrame, DeviceFrameError> {
+        let fields: FrameFields
+        switch FrameFields.parse(bytes) {
+        case .failure(let error): return .failure(error)
+        case .success(let parsed): fields = parsed
+        }
+        switch fields.type {
+        case "challenge":
+            guard let version = fields.integer("version"), let nonce = fields.string("nonce") else {
+                return .failure(DeviceFrameError("a challenge needs version and nonce"))
+            }
+            return .success(.challenge(version: version, nonce: nonce))
+        case "welcome":
+            guard let device = fields.string("device"), let env = fields.string("environment").flatMap(APNsEnvironment.init(rawValue:)) else {
+                return .failure(DeviceFrameError("a welcome needs device and environment"))
+            }
+            return .success(.welcome(
+                deviceID: device, environment: env, enrolled: fields.object["enrolled"] as? Bool ?? false,
+                pingIntervalSeconds: fields.integer("ping-interval") ?? 0))
+        case "registered":
+            guard let topic = fields.string("topic"), let token = fields.string("token").flatMap({ DeviceToken(hex: $0) }) else {
+                return .failure(DeviceFrameError("a registered frame needs topic and token"))
+            }
+            return .success(.registered(topic: topic, token: token))
+        case "unregistered":
+            guard let topic = fields.string("topic"), let at = fields.object["timestamp"] as? NSNumber else {
+                return .failure(DeviceFrameError("an unregistered frame needs topic and timestamp"))
+            }
+            return .success(.unregistered(topic: topic, atMilliseconds: at.int64Value))
+        case "error":
+            let code = fields.string("code").flatMap(DeviceErrorCode.init(rawValue:)) ?? .internalError
+            return .success(.error(code: code, message: fields.string("message") ?? ""))
+        case "notification":
+            guard let id = fields.string("apns-id").flatMap(APNsID.init(header:)), let topic = fields.string("topic"),
+                  let type = fields.string("push-type"), let priority = fields.integer("priority").flatMap(Priority.init(rawValue:))
+            else { return .failure(DeviceFrameError("a notification needs apns-id, topic, push-type and priority")) }
+            // The payload keeps its integers and doubles apart, so it decodes with JSONValue.
+            guard let payload = try? JSONDecoder().decode(NotificationFramePayload.self, from: Data(bytes)).payload else {
+                return .failure(DeviceFrameError("a notification needs a JSON object payload"))
+            }
+            return .success(.notification(DeviceNotification(
+                apnsID: id, topic: topic, pushType: PushType(rawValue: type), priority: priority,
+                collapseID: fields.string("collapse-id"), expiration: (fields.object["expiration"] as? NSNumber)?.int64Value,
+                payload: payload)))
+        default:
+            return .failure(DeviceFrameError("unknown frame type \"\(fields.type)\""))
+        }
+    }
+
+    private struct NotificationFramePayload: Decodable { var payload: JSONValue }
+}
+
+/// What is wrong with a frame, in words for the person reading the error frame.
+public struct DeviceFrameError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// A frame's top-level JSON object and its `type`.
+private struct FrameFields {
+    var object: [String: Any]
+    var type: String
+
+    static func parse(_ bytes: [UInt8]) -> Result<FrameFields, DeviceFrameError> {
+        guard let value = try? JSONSerialization.jsonObject(with: Data(bytes)) else {
+            return .failure(DeviceFrameError("the frame is not valid JSON"))
+        }
+        guard let object = value as? [String: Any] else { return .failure(DeviceFrameError("the frame is not a JSON object")) }
+        guard let type = object["type"] as? String else { return .failure(DeviceFrameError("the frame has no \"type\" string")) }
+        return .success(FrameFields(object: object, type: type))
+    }
+
+    func string(_ key: String) -> String? { object[key] as? String }
+    func integer(_ key: String) -> Int? {
+        guard let number = object[key] as? NSNumber, !(object[key] is Bool),
+              Double(number.intValue) == number.doubleValue else { return nil }
+        return number.intValue
+    }
+    func base64(_ key: String) -> [UInt8]? { string(key).flatMap { Data(base64Encoded: $0) }.map(Array.init) }
+    func missing(_ key: String, _ kind: String) -> DeviceFrameError {
+        DeviceFrameError("a \(type) frame needs \"\(key)\" (\(kind))")
+    }
+}
+
+/// Minimal JSON text writing for the hot path.
+enum JSONText {
+    static func appendString(_ string: String, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in string.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xf)]])
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+}

@@ -1,0 +1,191 @@
+import HeraldCore
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+
+/// What happens on a device's connection, as its apps (and `herald device run`) see it.
+public enum DeviceEvent: Sendable, Hashable {
+    /// The first authenticated connection of this run. `enrolled` when it enrolled the device.
+    case connected(deviceID: String, enrolled: Bool)
+    /// Authenticated again after a disconnection.
+    case reconnected(deviceID: String)
+    /// The gateway gave the app its device token.
+    case registered(topic: String, token: DeviceToken)
+    /// The app's token differs from the one it had before (the app was reinstalled, or the
+    /// device enrolled anew): its provider must be told.
+    case tokenChanged(topic: String, previous: DeviceToken, current: DeviceToken)
+    /// A notification, once per apns-id (repeats after a reconnect are acked and dropped).
+    case notification(DeviceNotification)
+    case unregistered(topic: String, atMilliseconds: Int64)
+    case disconnected(reason: String)
+    /// An error frame from the gateway.
+    case gatewayError(code: DeviceErrorCode, message: String)
+}
+
+/// A device's connection to a gateway, kept for as long as ``run()`` runs: connects, answers the
+/// challenge, registers its apps' topics, receives and acks notifications, and reconnects with
+/// exponential backoff and jitter.
+///
+/// Tokens are never taken from a cache as truth: every connection asks the gateway for each
+/// app's token again, and a token that differs from `knownTokens` (what the caller last saw,
+/// e.g. in a previous launch) is reported as ``DeviceEvent/tokenChanged(topic:previous:current:)``.
+public final class DeviceConnection: Sendable {
+    public struct Configuration: Sendable {
+        public var host: String
+        public var port: Int
+        /// `nil` connects without TLS (tests of the protocol only; the gateway's device port is TLS).
+        public var tls: NIOSSLContext?
+        public var topics: [String]
+        public var knownTokens: [String: DeviceToken]
+        public var backoff: ReconnectBackoff
+
+        public init(
+            host: String, port: Int, tls: NIOSSLContext?, topics: [String], knownTokens: [String: DeviceToken] = [:],
+            backoff: ReconnectBackoff = ReconnectBackoff()
+        ) {
+            self.host = host
+            self.port = port
+            self.tls = tls
+            self.topics = topics
+            self.knownTokens = knownTokens
+            self.backoff = backoff
+        }
+    }
+
+    public let identity: DeviceIdentity
+    public let configuration: Configuration
+    /// Every event, in order. Finishes when ``run()`` returns.
+    public let events: AsyncStream<DeviceEvent>
+    private let continuation: AsyncStream<DeviceEvent>.Continuation
+    private let logger: Logger
+    private let group: EventLoopGroup
+
+    /// How many apns-ids are remembered to drop repeats.
+    public static let rememberedIDs = 16_384
+
+    public init(
+        identity: DeviceIdentity, configuration: Configuration,
+        group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton, logger: Logger
+    ) {
+        self.identity = identity
+        self.configuration = configuration
+        self.group = group
+        self.logger = logger
+        (events, continuation) = AsyncStream.makeStream(of: DeviceEvent.self, bufferingPolicy: .unbounded)
+    }
+
+    /// Keeps the connection until the task is cancelled.
+    public func run() async {
+        var backoff = configuration.backoff
+        var state = SessionState(knownTokens: configuration.knownTokens)
+        while !Task.isCancelled {
+            var reason = "closed by the gateway"
+            do {
+                let socket = try await DeviceSocket.connect(
+                    host: configuration.host, port: configuration.port, tls: configuration.tls, group: group)
+                reason = await session(on: socket, state: &state, backoff: &backoff)
+                await socket.close()
+            } catch {
+                reason = "\(error)"
+            }
+            if Task.isCancelled { break }
+            continuation.yield(.disconnected(reason: reason))
+            let delay = backoff.nextDelay()
+            logger.debug("reconnecting", metadata: ["delay_ms": "\(delay)"])
+            try? await Task.sleep(for: .milliseconds(delay))
+        }
+        continuation.finish()
+    }
+
+    struct SessionState {
+        var knownTokens: [String: DeviceToken]
+        var deviceID: String?
+        var seen = Set<APNsID>()
+        var seenOrder: [APNsID] = []
+        var seenStart = 0
+
+        /// Remembers an id; `false` when it was seen already.
+        mutating func remember(_ id: APNsID) -> Bool {
+            guard seen.insert(id).inserted else { return false }
+            seenOrder.append(id)
+            if seenOrder.count - seenStart > DeviceConnection.rememberedIDs {
+                seen.remove(seenOrder[seenStart])
+                seenStart += 1
+                if seenStart > DeviceConnection.rememberedIDs {
+                    seenOrder.removeFirst(seenStart)
+                    seenStart = 0
+                }
+            }
+            return true
+        }
+    }
+
+    /// One connection's life; returns why it ended.
+    private func session(on socket: DeviceSocket, state: inout SessionState, backoff: inout ReconnectBackoff) async -> String {
+        var reason = "closed by the gateway"
+        for await event in socket.events {
+            switch event {
+            case .closed:
+                return reason
+            case .malformed(let message):
+                logger.warning("malformed frame from the gateway", metadata: ["error": "\(message)"])
+            case .frame(let frame):
+                switch frame {
+                case .challenge(_, let nonce):
+                    do { socket.send(try identity.hello(nonce: nonce)) } catch {
+                        return "could not sign the challenge: \(error)"
+                    }
+                case .welcome(let deviceID, _, let enrolled, _):
+                    backoff.reset()
+                    continuation.yield(state.deviceID == nil ? .connected(deviceID: deviceID, enrolled: enrolled) : .reconnected(deviceID: deviceID))
+                    state.deviceID = deviceID
+                    for topic in configuration.topics { socket.send(.register(topic: topic)) }
+                case .registered(let topic, let token):
+                    if let previous = state.knownTokens[topic], previous != token {
+                        continuation.yield(.tokenChanged(topic: topic, previous: previous, current: token))
+                    }
+                    state.knownTokens[topic] = token
+                    continuation.yield(.registered(topic: topic, token: token))
+                case .notification(let notification):
+                    socket.send(.ack(ids: [notification.apnsID]))
+                    if state.remember(notification.apnsID) { continuation.yield(.notification(notification)) }
+                case .unregistered(let topic, let at):
+                    state.knownTokens[topic] = nil
+                    continuation.yield(.unregistered(topic: topic, atMilliseconds: at))
+                case .error(let code, let message):
+                    if code.closesConnection { reason = "\(code.rawValue): \(message)" }
+                    continuation.yield(.gatewayError(code: code, message: message))
+                }
+            }
+        }
+        return Task.isCancelled ? "stopped" : reason
+    }
+
+    /// Connects once, authenticates, unregisters `topic` (the app was removed) and disconnects.
+    /// Returns the unregistration timestamp.
+    public static func unregister(
+        topic: String, identity: DeviceIdentity, host: String, port: Int, tls: NIOSSLContext?,
+        group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> Int64 {
+        let socket = try await DeviceSocket.connect(host: host, port: port, tls: tls, group: group)
+        defer { Task { await socket.close() } }
+        for await event in socket.events {
+            guard case .frame(let frame) = event else {
+                if case .malformed(let message) = event { throw DeviceError("the gateway sent a malformed frame: \(message)") }
+                break
+            }
+            switch frame {
+            case .challenge(_, let nonce): socket.send(try identity.hello(nonce: nonce))
+            case .welcome: socket.send(.unregister(topic: topic))
+            case .unregistered(let unregisteredTopic, let at) where unregisteredTopic == topic:
+                await socket.close()
+                return at
+            case .error(let code, let message):
+                throw DeviceError("the gateway refused: \(code.rawValue): \(message)")
+            default: continue
+            }
+        }
+        throw DeviceError("the gateway closed the connection before confirming")
+    }
+}

@@ -1,0 +1,196 @@
+import HeraldCore
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import NIOWebSocket
+
+/// One WebSocket connection to a gateway's device port: frames in (as an async sequence) and
+/// frames out. The protocol logic is ``DeviceConnection``'s.
+public final class DeviceSocket: Sendable {
+    public enum Event: Sendable {
+        case frame(DeviceServerFrame)
+        /// A frame from the gateway that could not be parsed.
+        case malformed(String)
+        /// The connection closed (by either side).
+        case closed
+    }
+
+    public let channel: Channel
+    public let events: AsyncStream<Event>
+
+    private init(channel: Channel, events: AsyncStream<Event>) {
+        self.channel = channel
+        self.events = events
+    }
+
+    /// Connects (TLS unless `tls` is nil) and upgrades to a WebSocket at ``DeviceProtocol/path``.
+    public static func connect(
+        host: String, port: Int, tls: NIOSSLContext?, serverHostname: String? = nil,
+        group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton, timeout: TimeAmount = .seconds(10)
+    ) async throws -> DeviceSocket {
+        let (events, continuation) = AsyncStream.makeStream(of: Event.self)
+        let upgraded = group.any().makePromise(of: Void.self)
+        let bootstrap = ClientBootstrap(group: group)
+            .connectTimeout(timeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    if let tls {
+                        let hostname = serverHostname ?? (host.first?.isNumber == true ? nil : host)
+                        try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: hostname))
+                    }
+                    let request = UpgradeRequestHandler(host: host, port: port, upgraded: upgraded)
+                    let upgrader = NIOWebSocketClientUpgrader(
+                        maxFrameSize: DeviceProtocol.maximumFrameSize, automaticErrorHandling: true,
+                        upgradePipelineHandler: { channel, _ in
+                            channel.eventLoop.makeCompletedFuture {
+                                let sync = channel.pipeline.syncOperations
+                                try sync.addHandler(NIOWebSocketFrameAggregator(
+                                    minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 64,
+                                    maxAccumulatedFrameSize: DeviceProtocol.maximumFrameSize))
+                                try sync.addHandler(DeviceSocketHandler(continuation: continuation))
+                            }
+                        })
+                    try sync.addHTTPClientHandlers(
+                        leftOverBytesStrategy: .forwardBytes,
+                        withClientUpgrade: (upgraders: [upgrader], completionHandler: { context in
+                            context.pipeline.syncOperations.removeHandler(request, promise: nil)
+                            upgraded.succeed(())
+                        }))
+                    try sync.addHandler(request)
+                }
+            }
+        let channel: Channel
+        do {
+            channel = try await bootstrap.connect(host: host, port: port).get()
+        } catch {
+            upgraded.fail(error)
+            continuation.finish()
+            throw error
+        }
+        channel.closeFuture.whenComplete { _ in
+            upgraded.fail(DeviceError("the gateway closed the connection before the WebSocket upgrade"))
+            continuation.yield(.closed)
+            continuation.finish()
+        }
+        do {
+            try await upgraded.futureResult.get()
+        } catch {
+            channel.close(promise: nil)
+            throw error
+        }
+        return DeviceSocket(channel: channel, events: events)
+    }
+
+    /// Sends a frame (masked, as a client must).
+    public func send(_ frame: DeviceClientFrame) {
+        let bytes = frame.encoded()
+        let channel = self.channel
+        channel.eventLoop.execute {
+            var buffer = channel.allocator.buffer(capacity: bytes.count)
+            buffer.writeBytes(bytes)
+            let frame = WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: buffer)
+            channel.writeAndFlush(frame, promise: nil)
+        }
+    }
+
+    /// Sends raw bytes as one text frame (for tests of malformed frames).
+    public func sendRaw(text bytes: [UInt8]) {
+        let channel = self.channel
+        channel.eventLoop.execute {
+            var buffer = channel.allocator.buffer(capacity: bytes.count)
+            buffer.writeBytes(bytes)
+            channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: buffer), promise: nil)
+        }
+    }
+
+    /// Closes with a WebSocket close frame.
+    public func close() async {
+        let channel = self.channel
+        let closeFrame = channel.eventLoop.submit {
+            var buffer = channel.allocator.buffer(capacity: 2)
+            buffer.write(webSocketErrorCode: .normalClosure)
+            return channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .random(), data: buffer))
+        }
+        _ = try? await closeFrame.get().get()
+        try? await channel.close()
+    }
+}
+
+/// Sends the upgrade request once the connection is up; fails the upgrade on any other answer.
+private final class UpgradeRequestHandler: ChannelInboundHandler, RemovableChannelHandler, Sendable {
+    typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundOut = HTTPClientRequestPart
+
+    private let host: String
+    private let port: Int
+    private let upgraded: EventLoopPromise<Void>
+
+    init(host: String, port: Int, upgraded: EventLoopPromise<Void>) {
+        self.host = host
+        self.port = port
+        self.upgraded = upgraded
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        var headers = HTTPHeaders()
+        headers.add(name: "Host", value: "\(host):\(port)")
+        headers.add(name: "Content-Length", value: "0")
+        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: DeviceProtocol.path, headers: headers)
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .head(let response) = unwrapInboundIn(data) {
+            upgraded.fail(DeviceError("the gateway answered HTTP \(response.status.code) instead of upgrading to a WebSocket"))
+            context.close(promise: nil)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        upgraded.fail(error)
+        context.close(promise: nil)
+    }
+}
+
+/// Turns WebSocket frames into ``DeviceSocket/Event``s; answers pings.
+private final class DeviceSocketHandler: ChannelInboundHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    private let continuation: AsyncStream<DeviceSocket.Event>.Continuation
+
+    init(continuation: AsyncStream<DeviceSocket.Event>.Continuation) {
+        self.continuation = continuation
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .text:
+            var data = frame.unmaskedData
+            let bytes = data.readBytes(length: data.readableBytes) ?? []
+            switch DeviceServerFrame.decode(bytes) {
+            case .success(let decoded): continuation.yield(.frame(decoded))
+            case .failure(let error): continuation.yield(.malformed(error.message))
+            }
+        case .ping:
+            let pong = WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.unmaskedData)
+            context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
+        case .connectionClose:
+            context.close(promise: nil)
+        default:
+            break
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        continuation.yield(.malformed("\(error)"))
+        context.close(promise: nil)
+    }
+}

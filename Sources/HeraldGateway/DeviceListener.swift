@@ -1,0 +1,96 @@
+import HeraldCore
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import NIOWebSocket
+
+/// The device port: WebSocket over TLS at ``DeviceProtocol/path``, one connection per device.
+final class DeviceListener: Sendable {
+    let serverChannel: Channel
+    private let connections: NIOLockedValueBox<[ObjectIdentifier: Channel]>
+
+    var port: Int { serverChannel.localAddress?.port ?? 0 }
+
+    private init(serverChannel: Channel, connections: NIOLockedValueBox<[ObjectIdentifier: Channel]>) {
+        self.serverChannel = serverChannel
+        self.connections = connections
+    }
+
+    static func bind(host: String, port: Int, tls: NIOSSLContext, devicePort: DevicePort, group: EventLoopGroup) async throws -> DeviceListener {
+        let connections = NIOLockedValueBox([ObjectIdentifier: Channel]())
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 1024)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                let upgrader = NIOWebSocketServerUpgrader(
+                    maxFrameSize: DeviceProtocol.maximumFrameSize, automaticErrorHandling: false,
+                    shouldUpgrade: { channel, head in
+                        let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
+                        return channel.eventLoop.makeSucceededFuture(path == DeviceProtocol.path ? HTTPHeaders() : nil)
+                    },
+                    upgradePipelineHandler: { channel, _ in
+                        channel.eventLoop.makeCompletedFuture {
+                            let sync = channel.pipeline.syncOperations
+                            let http = try sync.context(handlerType: DevicePortHTTPHandler.self)
+                            sync.removeHandler(context: http, promise: nil)
+                            try sync.addHandler(NIOWebSocketFrameAggregator(
+                                minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 64,
+                                maxAccumulatedFrameSize: DeviceProtocol.maximumFrameSize))
+                            try sync.addHandler(IdleStateHandler(
+                                readTimeout: devicePort.idleTimeout, writeTimeout: devicePort.pingInterval))
+                            try sync.addHandler(DeviceSessionHandler(port: devicePort))
+                        }
+                    })
+                return channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(NIOSSLServerHandler(context: tls))
+                    try sync.configureHTTPServerPipeline(
+                        withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }), withErrorHandling: true)
+                    try sync.addHandler(DevicePortHTTPHandler())
+                    let id = ObjectIdentifier(channel)
+                    connections.withLockedValue { $0[id] = channel }
+                    channel.closeFuture.whenComplete { _ in connections.withLockedValue { $0[id] = nil } }
+                }
+            }
+        let serverChannel = try await bootstrap.bind(host: host, port: port).get()
+        return DeviceListener(serverChannel: serverChannel, connections: connections)
+    }
+
+    /// Stops accepting; closes connections that never became device sessions. Sessions are
+    /// closed by the registry with a `shutdown` error frame.
+    func close() async {
+        try? await serverChannel.close()
+    }
+
+    /// Waits (up to `timeout`) for every connection to close, then closes what is left.
+    func waitForConnectionsToClose(timeout: TimeAmount) async {
+        let deadline = NIODeadline.now() + timeout
+        while NIODeadline.now() < deadline {
+            if connections.withLockedValue({ $0.isEmpty }) { return }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        for channel in connections.withLockedValue({ Array($0.values) }) { try? await channel.close() }
+    }
+}
+
+/// Answers plain HTTP requests on the device port (anything but the WebSocket upgrade).
+private final class DevicePortHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .end = unwrapInboundIn(data) else { return }
+        let body = "This is Herald's device port: open a WebSocket at \(DeviceProtocol.path) (see docs/device-protocol.md).\n"
+        var headers = HTTPHeaders()
+        headers.add(name: "content-type", value: "text/plain; charset=utf-8")
+        headers.add(name: "content-length", value: String(body.utf8.count))
+        headers.add(name: "connection", value: "close")
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .notFound, headers: headers))), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: body)))), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+    }
+}

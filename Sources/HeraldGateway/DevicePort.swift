@@ -1,0 +1,22 @@
+import HeraldCore
+import HeraldStore
+import Logging
+import NIOCore
+
+/// What every device session shares.
+struct DevicePort: Sendable {
+    var environment: APNsEnvironment
+    var clock: any WallClock
+    var store: any HeraldStore
+    var registry: DeviceRegistry
+    var recorder: DeliveryRecorder
+    /// `nil` when background pushes are not throttled.
+    var backgroundThrottle: BackgroundThrottle?
+    var pingInterval: TimeAmount
+    var idleTimeout: TimeAmount
+    /// How long priority 5 and 1 notifications may wait to be sent together.
+    var lowPriorityDelay: TimeAmount
+    var storePolicy: StorePolicy
+    var metrics: GatewayMetrics
+    var logger: Logger
+}

@@ -1,0 +1,69 @@
+import HeraldCore
+import HeraldStore
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// The devices connected now, each with its one session. A second connection of a device
+/// replaces the first. Deliveries are handed to sessions on their own event loops, one hop per
+/// loop for a whole batch.
+final class DeviceRegistry: Sendable {
+    struct Session: Sendable {
+        let id: ObjectIdentifier
+        let handler: NIOLoopBound<DeviceSessionHandler>
+        var eventLoop: EventLoop { handler.eventLoop }
+    }
+
+    private let sessions = NIOLockedValueBox([String: Session]())
+
+    var count: Int { sessions.withLockedValue { $0.count } }
+
+    func isConnected(_ deviceID: String) -> Bool { sessions.withLockedValue { $0[deviceID] != nil } }
+
+    /// Makes `session` the device's session; tells the one it replaces (if any) to close.
+    func register(deviceID: String, session: Session) {
+        let previous = sessions.withLockedValue { sessions in
+            defer { sessions[deviceID] = session }
+            return sessions[deviceID]
+        }
+        if let previous, previous.id != session.id {
+            previous.eventLoop.execute { previous.handler.value.close(with: .replaced, "another connection of this device took over") }
+        }
+    }
+
+    /// Forgets the device's session if it still is `sessionID`.
+    func remove(deviceID: String, sessionID: ObjectIdentifier) {
+        sessions.withLockedValue { sessions in
+            if sessions[deviceID]?.id == sessionID { sessions[deviceID] = nil }
+        }
+    }
+
+    /// Hands each delivery to its device's session. Returns those whose device is not connected.
+    func deliver(_ deliveries: [Delivery]) -> [Delivery] {
+        var offline: [Delivery] = []
+        var byLoop: [ObjectIdentifier: (EventLoop, [(Session, Delivery)])] = [:]
+        sessions.withLockedValue { sessions in
+            for delivery in deliveries {
+                guard let session = sessions[delivery.deviceID] else {
+                    offline.append(delivery)
+                    continue
+                }
+                byLoop[ObjectIdentifier(session.eventLoop), default: (session.eventLoop, [])].1.append((session, delivery))
+            }
+        }
+        for (loop, items) in byLoop.values {
+            loop.execute {
+                for (session, delivery) in items { session.handler.value.offer(delivery) }
+                for (session, _) in items { session.handler.value.flushIfNeeded() }
+            }
+        }
+        return offline
+    }
+
+    /// Closes every session (graceful shutdown).
+    func closeAll() {
+        let all = sessions.withLockedValue { Array($0.values) }
+        for session in all {
+            session.eventLoop.execute { session.handler.value.close(with: .shutdown, "the gateway is shutting down; reconnect later") }
+        }
+    }
+}

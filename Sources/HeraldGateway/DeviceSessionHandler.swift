@@ -1,0 +1,383 @@
+import Crypto
+import Foundation
+import HeraldCore
+import HeraldStore
+import NIOCore
+import NIOWebSocket
+
+/// One device's connection, after the WebSocket upgrade: the challenge and hello, topic
+/// registration, delivery with acks, pings, and errors (see `docs/device-protocol.md`).
+///
+/// Runs on the connection's event loop. Store work runs off the loop and continues on it.
+final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    private enum State {
+        case awaitingHello(nonce: String)
+        case authenticating
+        /// Authenticated; what was stored is being loaded. Deliveries that arrive meanwhile wait.
+        case loading(waiting: [Delivery])
+        case live
+        case closed
+    }
+
+    private let port: DevicePort
+    private var state: State
+    private var context: ChannelHandlerContext?
+    private var deviceID: String?
+    /// Sent and not yet acked, by apns-id (the same apns-id may go to several apps of the device).
+    private var inFlight: [APNsID: [(seq: Int64, sentAt: Int64)]] = [:]
+    private var inFlightSeqs: Set<Int64> = []
+    /// Background pushes over budget: the newest per topic, and the timer that releases it.
+    private var heldBackground: [String: Delivery] = [:]
+    private var releaseTimers: [String: Scheduled<Void>] = [:]
+    private var needsFlush = false
+    private var lowPriorityFlush: Scheduled<Void>?
+
+    init(port: DevicePort) {
+        self.port = port
+        var nonce = [UInt8](repeating: 0, count: 32)
+        var generator = SystemRandomNumberGenerator()
+        for i in nonce.indices { nonce[i] = generator.next() }
+        state = .awaitingHello(nonce: Data(nonce).base64EncodedString())
+    }
+
+    // MARK: lifecycle
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        if case .awaitingHello(let nonce) = state {
+            send(.challenge(version: DeviceProtocol.version, nonce: nonce), flush: true)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        finish()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        finish()
+        self.context = nil
+    }
+
+    /// Forgets the session: unacked sends are recorded (they stay held and go again next time).
+    private func finish() {
+        if case .closed = state { return }
+        state = .closed
+        lowPriorityFlush?.cancel()
+        for timer in releaseTimers.values { timer.cancel() }
+        releaseTimers = [:]
+        guard let deviceID, let context else { return }
+        port.registry.remove(deviceID: deviceID, sessionID: ObjectIdentifier(context.channel))
+        port.metrics.connectedDevices.decrement()
+        let unacked = inFlight.values.flatMap { $0 }.map { DeliveryEvent.sent(seq: $0.seq, atMilliseconds: $0.sentAt) }
+        port.recorder.record(unacked)
+        inFlight = [:]
+        inFlightSeqs = []
+    }
+
+    /// Sends an error frame, then closes the WebSocket (close code 1008, or 1009 for size).
+    func close(with code: DeviceErrorCode, _ message: String) {
+        guard let context else { return }
+        if case .closed = state { return }
+        send(.error(code: code, message: message), flush: false)
+        var reason = context.channel.allocator.buffer(capacity: 2)
+        let closeCode: WebSocketErrorCode = code == .frameTooLarge ? .messageTooLarge : code == .shutdown ? .goingAway : .policyViolation
+        reason.write(webSocketErrorCode: closeCode)
+        let frame = WebSocketFrame(fin: true, opcode: .connectionClose, data: reason)
+        finish()
+        context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in context.close(promise: nil) }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let idle = event as? IdleStateHandler.IdleStateEvent {
+            switch idle {
+            case .read:
+                close(with: .idleTimeout, "nothing heard from the device for \(port.idleTimeout.nanoseconds / 1_000_000_000) s")
+            case .write, .all:
+                let ping = WebSocketFrame(fin: true, opcode: .ping, data: context.channel.allocator.buffer(capacity: 0))
+                context.writeAndFlush(wrapOutboundOut(ping), promise: nil)
+            }
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        switch error {
+        case NIOWebSocketError.invalidFrameLength, is NIOWebSocketFrameAggregator.Error:
+            close(with: .frameTooLarge, "frames are limited to \(DeviceProtocol.maximumFrameSize) bytes")
+        case let error as NIOWebSocketError:
+            close(with: .malformedFrame, "invalid WebSocket framing (\(error))")
+        default:
+            port.logger.debug("device connection error", metadata: ["error": "\(error)"])
+            finish()
+            context.close(promise: nil)
+        }
+    }
+
+    // MARK: frames from the device
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .text:
+            var data = frame.unmaskedData
+            let bytes = data.readBytes(length: data.readableBytes) ?? []
+            handle(text: bytes)
+        case .ping:
+            var pong = frame.unmaskedData
+            let reply = WebSocketFrame(fin: true, opcode: .pong, data: pong.readSlice(length: pong.readableBytes) ?? pong)
+            context.writeAndFlush(wrapOutboundOut(reply), promise: nil)
+        case .pong:
+            break
+        case .connectionClose:
+            finish()
+            var data = frame.unmaskedData
+            let code = data.readSlice(length: min(2, data.readableBytes)) ?? context.channel.allocator.buffer(capacity: 0)
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: code)))
+                .whenComplete { _ in context.close(promise: nil) }
+        case .binary:
+            send(.error(code: .unsupportedFrame, message: "binary frames are not part of the protocol; send JSON text frames"), flush: true)
+        default:
+            send(.error(code: .unsupportedFrame, message: "unexpected WebSocket opcode \(frame.opcode)"), flush: true)
+        }
+    }
+
+    private func handle(text bytes: [UInt8]) {
+        let frame: DeviceClientFrame
+        switch DeviceClientFrame.decode(bytes) {
+        case .failure(let error): return send(.error(code: .malformedFrame, message: error.message), flush: true)
+        case .success(let decoded): frame = decoded
+        }
+        switch (state, frame) {
+        case (.closed, _): return
+        case (.awaitingHello(let nonce), .hello(let version, let publicKey, let signature)):
+            authenticate(nonce: nonce, version: version, publicKey: publicKey, signature: signature)
+        case (.awaitingHello, _), (.authenticating, _):
+            send(.error(code: .notAuthenticated, message: "answer the challenge with a hello frame first"), flush: true)
+        case (_, .hello):
+            send(.error(code: .alreadyAuthenticated, message: "this connection is already authenticated"), flush: true)
+        case (_, .register(let topic)): register(topic: topic)
+        case (_, .unregister(let topic)): unregister(topic: topic)
+        case (_, .ack(let ids)): acknowledge(ids)
+        }
+    }
+
+    // MARK: authentication
+
+    private func authenticate(nonce: String, version: Int, publicKey: [UInt8], signature: [UInt8]) {
+        guard version == DeviceProtocol.version else {
+            return close(with: .unsupportedVersion, "this gateway speaks version \(DeviceProtocol.version), not \(version)")
+        }
+        guard let key = try? P256.Signing.PublicKey(rawRepresentation: publicKey) else {
+            return close(with: .authenticationFailed, "public-key is not a raw P-256 public key (64 bytes, x ‖ y)")
+        }
+        guard let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
+              key.isValidSignature(ecdsa, for: DeviceProtocol.challengeMessage(nonce: nonce)) else {
+            return close(with: .authenticationFailed, "the signature does not verify against the challenge and public key")
+        }
+        state = .authenticating
+        let deviceID = DeviceProtocol.deviceID(publicKey: publicKey)
+        let store = port.store
+        let now = port.clock.nowMilliseconds()
+        run({ try await store.deviceConnected(id: deviceID, publicKey: publicKey, atMilliseconds: now) }) { handler, result in
+            switch result {
+            case .failure(let error):
+                handler.port.logger.error("could not record a device connection", metadata: ["error": "\(error)"])
+                handler.close(with: .internalError, "the gateway could not record this device; reconnect later")
+            case .success(let enrolled):
+                handler.authenticated(deviceID: deviceID, enrolled: enrolled)
+            }
+        }
+    }
+
+    private func authenticated(deviceID: String, enrolled: Bool) {
+        guard case .authenticating = state, let context else { return }
+        self.deviceID = deviceID
+        state = .loading(waiting: [])
+        port.metrics.connectedDevices.increment()
+        port.registry.register(
+            deviceID: deviceID,
+            session: .init(id: ObjectIdentifier(context.channel), handler: NIOLoopBound(self, eventLoop: context.eventLoop)))
+        send(.welcome(
+            deviceID: deviceID, environment: port.environment, enrolled: enrolled,
+            pingIntervalSeconds: Int(port.pingInterval.nanoseconds / 1_000_000_000)), flush: true)
+        let store = port.store
+        let now = port.clock.nowMilliseconds()
+        run({ try await store.pendingDeliveries(forDevice: deviceID, nowMilliseconds: now) }) { handler, result in
+            guard case .loading(let waiting) = handler.state else { return }
+            switch result {
+            case .failure(let error):
+                handler.port.logger.error("could not load stored notifications", metadata: ["error": "\(error)"])
+                handler.close(with: .internalError, "the gateway could not load this device's notifications; reconnect later")
+            case .success(let stored):
+                handler.state = .live
+                for delivery in stored + waiting.sorted(by: { $0.seq < $1.seq }) { handler.offer(delivery) }
+                handler.flushIfNeeded()
+            }
+        }
+    }
+
+    // MARK: topics
+
+    private func register(topic: String) {
+        guard DeviceProtocol.isValidTopic(topic) else {
+            return send(.error(code: .invalidTopic, message: "\"\(topic)\" is not a bundle id (printable ASCII, no spaces, no push-type suffix)"), flush: true)
+        }
+        guard let deviceID else { return }
+        let candidate = TokenRegistration(
+            token: .random(), bundleID: topic, environment: port.environment, deviceID: deviceID,
+            createdAtMilliseconds: port.clock.nowMilliseconds())
+        let store = port.store
+        run({ try await store.issueToken(candidate) }) { handler, result in
+            switch result {
+            case .success(let registration): handler.send(.registered(topic: topic, token: registration.token), flush: true)
+            case .failure(let error):
+                handler.port.logger.error("could not issue a token", metadata: ["error": "\(error)"])
+                handler.send(.error(code: .internalError, message: "could not register \(topic); try again"), flush: true)
+            }
+        }
+    }
+
+    private func unregister(topic: String) {
+        guard let deviceID else { return }
+        let store = port.store
+        let environment = port.environment
+        let now = port.clock.nowMilliseconds()
+        run({ () async throws -> Int64? in
+            guard let registration = try await store.activeToken(deviceID: deviceID, bundleID: topic, environment: environment) else {
+                return nil
+            }
+            _ = try await store.unregisterToken(registration.token, atMilliseconds: now)
+            return now
+        }) { handler, result in
+            switch result {
+            case .success(let at?):
+                if let held = handler.heldBackground.removeValue(forKey: topic) {
+                    handler.port.recorder.record(.dropped(seq: held.seq, atMilliseconds: at))
+                }
+                handler.send(.unregistered(topic: topic, atMilliseconds: at), flush: true)
+            case .success(nil):
+                handler.send(.error(code: .unknownTopic, message: "this device has no token for \(topic)"), flush: true)
+            case .failure(let error):
+                handler.port.logger.error("could not unregister a token", metadata: ["error": "\(error)"])
+                handler.send(.error(code: .internalError, message: "could not unregister \(topic); try again"), flush: true)
+            }
+        }
+    }
+
+    // MARK: delivery
+
+    /// Sends a notification (or holds it while loading, or while over the background budget).
+    /// The caller flushes with ``flushIfNeeded()``.
+    func offer(_ delivery: Delivery) {
+        switch state {
+        case .loading(var waiting):
+            waiting.append(delivery)
+            state = .loading(waiting: waiting)
+            return
+        case .live: break
+        default: return
+        }
+        guard !inFlightSeqs.contains(delivery.seq) else { return }
+        let now = port.clock.nowMilliseconds()
+        let n = delivery.notification
+        if n.pushType == .background, let throttle = port.backgroundThrottle,
+           let nextAt = throttle.take(deviceID: delivery.deviceID, topic: n.bundleID, nowMilliseconds: now) {
+            return holdBackground(delivery, until: nextAt, now: now)
+        }
+        write(delivery, now: now)
+    }
+
+    private func write(_ delivery: Delivery, now: Int64) {
+        guard let context else { return }
+        let n = delivery.notification
+        var bytes: [UInt8] = []
+        DeviceServerFrame.encodeNotification(
+            apnsID: n.apnsID, topic: n.bundleID, pushType: n.pushType, priority: n.priority, collapseID: n.collapseID?.value,
+            expiration: n.expiration.storedSeconds, payload: n.payload, into: &bytes)
+        var buffer = context.channel.allocator.buffer(capacity: bytes.count)
+        buffer.writeBytes(bytes)
+        context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer)), promise: nil)
+        inFlight[n.apnsID, default: []].append((delivery.seq, now))
+        inFlightSeqs.insert(delivery.seq)
+        port.metrics.deviceDeliveries.increment()
+        if n.priority == .immediate {
+            needsFlush = true
+        } else if lowPriorityFlush == nil {
+            // Priority 5 and 1 may wait a little to go out together.
+            lowPriorityFlush = context.eventLoop.scheduleTask(in: port.lowPriorityDelay) { [self] in
+                lowPriorityFlush = nil
+                self.context?.flush()
+            }
+        }
+    }
+
+    /// Flushes what priority-10 notifications wrote.
+    func flushIfNeeded() {
+        guard needsFlush, let context else { return }
+        needsFlush = false
+        context.flush()
+    }
+
+    private func holdBackground(_ delivery: Delivery, until nextAt: Int64, now: Int64) {
+        let topic = delivery.notification.bundleID
+        if let older = heldBackground[topic], older.seq != delivery.seq {
+            if older.seq > delivery.seq { return port.recorder.record(.replaced(seq: delivery.seq, atMilliseconds: now)) }
+            port.recorder.record(.replaced(seq: older.seq, atMilliseconds: now))
+        }
+        heldBackground[topic] = delivery
+        guard releaseTimers[topic] == nil, let context else { return }
+        // The budget is computed on the injected clock; the wait itself is real time (at least 1 s).
+        let wait = TimeAmount.milliseconds(max(1000, nextAt - now))
+        releaseTimers[topic] = context.eventLoop.scheduleTask(in: wait) { [self] in
+            releaseTimers[topic] = nil
+            guard let held = heldBackground.removeValue(forKey: topic) else { return }
+            offer(held)
+            flushIfNeeded()
+            self.context?.flush()
+        }
+    }
+
+    private func acknowledge(_ ids: [APNsID]) {
+        let now = port.clock.nowMilliseconds()
+        var events: [DeliveryEvent] = []
+        for id in ids {
+            guard let sends = inFlight.removeValue(forKey: id) else { continue }
+            for sent in sends {
+                inFlightSeqs.remove(sent.seq)
+                events.append(.acked(seq: sent.seq, sentAtMilliseconds: sent.sentAt, ackedAtMilliseconds: now))
+            }
+        }
+        port.metrics.deviceAcks.increment(by: Int64(events.count))
+        port.recorder.record(events)
+    }
+
+    // MARK: plumbing
+
+    private func send(_ frame: DeviceServerFrame, flush: Bool) {
+        guard let context else { return }
+        let bytes = frame.encoded()
+        var buffer = context.channel.allocator.buffer(capacity: bytes.count)
+        buffer.writeBytes(bytes)
+        let out = wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer))
+        if flush { context.writeAndFlush(out, promise: nil) } else { context.write(out, promise: nil) }
+    }
+
+    /// Runs store work off the event loop, then continues on it (unless the session closed).
+    private func run<T: Sendable>(
+        _ work: @escaping @Sendable () async throws -> T,
+        then next: @escaping (DeviceSessionHandler, Result<T, Error>) -> Void
+    ) {
+        guard let context else { return }
+        let bound = NIOLoopBound((self, next), eventLoop: context.eventLoop)
+        context.eventLoop.makeFutureWithTask(work).whenComplete { result in
+            let (handler, next) = bound.value
+            if case .closed = handler.state { return }
+            next(handler, result)
+        }
+    }
+}

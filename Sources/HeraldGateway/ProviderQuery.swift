@@ -1,0 +1,92 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+
+/// Herald's read endpoints on the provider port, beyond APNs (see `docs/provider-api.md`):
+///
+/// - `GET /3/notifications/<apns-id>`: the receipt (status history) of a notification the
+///   caller's team sent;
+/// - `GET /3/feedback/<topic>`: the topic's feedback list (dead tokens), read and cleared.
+///
+/// Both are authenticated with the same provider tokens as pushes.
+enum ProviderQuery: Sendable, Hashable {
+    case receipt(APNsID)
+    case feedback(topic: String)
+
+    static let receiptPrefix = "/3/notifications/"
+    static let feedbackPrefix = "/3/feedback/"
+
+    static func parse(path rawPath: String) -> Result<ProviderQuery, APNsRejection> {
+        let path = rawPath.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? rawPath
+        if path.hasPrefix(receiptPrefix) {
+            guard let id = APNsID(header: String(path.dropFirst(receiptPrefix.count))) else {
+                return .failure(APNsRejection(.badMessageId))
+            }
+            return .success(.receipt(id))
+        }
+        if path.hasPrefix(feedbackPrefix) {
+            let topic = String(path.dropFirst(feedbackPrefix.count))
+            guard DeviceProtocol.isValidTopic(topic) else { return .failure(APNsRejection(.badTopic)) }
+            return .success(.feedback(topic: topic))
+        }
+        // A GET anywhere else (including /3/device/…) is the wrong method for a push.
+        return .failure(APNsRejection(path.hasPrefix(ProviderRequestValidation.devicePathPrefix) ? .methodNotAllowed : .badPath))
+    }
+
+    /// The JSON answer, or the rejection.
+    func run(
+        store: any HeraldStore, team: String, environment: APNsEnvironment, nowMilliseconds: Int64, inactivityMilliseconds: Int64
+    ) async throws -> Result<[UInt8], APNsRejection> {
+        let topics = try await store.topics(ofTeam: team)
+        switch self {
+        case .receipt(let id):
+            // Only the team that owns the topic may read it; another team's receipt does not exist for it.
+            let receipts = try await store.receipts(apnsID: id).filter { topics.contains($0.bundleID) }
+            guard !receipts.isEmpty else { return .failure(APNsRejection(.notFound)) }
+            let body = ReceiptBody(
+                apnsID: id.description,
+                deliveries: receipts.map { receipt in
+                    .init(token: receipt.token.description, topic: receipt.bundleID,
+                          status: receipt.events.last?.status ?? .accepted,
+                          events: receipt.events.map { .init(status: $0.status, timestamp: $0.atMilliseconds) })
+                })
+            return .success(try Self.encode(body))
+        case .feedback(let topic):
+            guard topics.contains(topic) else { return .failure(APNsRejection(.topicDisallowed)) }
+            let entries = try await store.takeFeedback(
+                bundleID: topic, environment: environment, inactiveBefore: nowMilliseconds - inactivityMilliseconds,
+                inactivityMilliseconds: inactivityMilliseconds)
+            return .success(try Self.encode(entries.map { FeedbackItem(token: $0.token.description, timestamp: $0.atMilliseconds) }))
+        }
+    }
+
+    private static func encode(_ value: some Encodable) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return Array(try encoder.encode(value))
+    }
+
+    struct ReceiptBody: Codable {
+        struct Delivery: Codable {
+            struct Event: Codable {
+                var status: ReceiptStatus
+                var timestamp: Int64
+            }
+            var token: String
+            var topic: String
+            var status: ReceiptStatus
+            var events: [Event]
+        }
+        var apnsID: String
+        var deliveries: [Delivery]
+        enum CodingKeys: String, CodingKey {
+            case apnsID = "apns-id"
+            case deliveries
+        }
+    }
+
+    struct FeedbackItem: Codable {
+        var token: String
+        var timestamp: Int64
+    }
+}

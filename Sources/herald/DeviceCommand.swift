@@ -1,0 +1,256 @@
+import ArgumentParser
+import Foundation
+import HeraldCore
+import HeraldDevice
+import Logging
+
+struct DeviceCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "device",
+        abstract: "Be a device: keep a connection to a gateway's device port for some apps, and print what arrives.",
+        subcommands: [DeviceRunCommand.self, DeviceUnregisterCommand.self]
+    )
+}
+
+/// What a device keeps in its data directory besides its key.
+struct DeviceState: Codable {
+    /// `wss://host:port` of the gateway.
+    var gateway: String
+    /// The PEM file of roots the gateway's certificate is checked against.
+    var ca: String?
+    /// The token each app had last (compared with what the gateway says at each launch).
+    var tokens: [String: String] = [:]
+
+    static func path(in directory: String) -> String { (directory as NSString).appendingPathComponent("device.json") }
+
+    static func load(from directory: String) throws -> DeviceState? {
+        let path = path(in: directory)
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        do { return try JSONDecoder().decode(DeviceState.self, from: data) } catch {
+            throw ValidationError("\(path) is not a device state file (\(error)); remove it and run again")
+        }
+    }
+
+    func save(to directory: String) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        try encoder.encode(self).write(to: URL(fileURLWithPath: Self.path(in: directory)), options: .atomic)
+    }
+}
+
+/// A gateway's device port address: `wss://HOST:PORT`.
+struct GatewayAddress {
+    var host: String
+    var port: Int
+
+    init(_ text: String) throws {
+        guard let url = URLComponents(string: text), url.scheme == "wss", let host = url.host, !host.isEmpty,
+              let port = url.port else {
+            throw ValidationError("--gateway must be wss://HOST:PORT (the gateway's --device-port), not \"\(text)\"")
+        }
+        self.host = host
+        self.port = port
+    }
+}
+
+struct DeviceDirectoryOption: ParsableArguments {
+    @Option(name: .customLong("data-dir"), help: ArgumentHelp(
+        "The device's data directory (its key, its gateway, its apps' last tokens). Created if missing.", valueName: "DIR"))
+    var argument: String
+
+    var path: String {
+        argument.hasPrefix("/") ? argument : URL(fileURLWithPath: argument).standardizedFileURL.path
+    }
+}
+
+struct DeviceRunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Enroll (on first use), connect, register the apps, and print one line per event until stopped.",
+        discussion: """
+            With --json every line is a JSON object with an "event" field: connected, reconnected, registered
+            (topic, token), token-changed (topic, previous, token), notification (apns-id, topic, push-type,
+            priority, collapse-id, expiration, payload), unregistered (topic, timestamp), error (code, message),
+            disconnected (reason). The device reconnects by itself with exponential backoff and jitter.
+            """
+    )
+
+    @OptionGroup var directory: DeviceDirectoryOption
+
+    @Option(help: ArgumentHelp("The gateway's device port, wss://HOST:PORT. Remembered in DIR for later runs.", valueName: "URL"))
+    var gateway: String?
+
+    @Option(help: ArgumentHelp("A PEM file of trusted roots (the gateway's DIR/tls/ca.pem). Remembered in DIR.", valueName: "PEM"))
+    var ca: String?
+
+    @Option(name: .customLong("app"), help: ArgumentHelp("An app on this device: its topic (bundle id). Repeat for more apps.", valueName: "TOPIC"))
+    var apps: [String] = []
+
+    @Flag(help: "Print one JSON object per line instead of text for people.")
+    var json = false
+
+    @Option(help: "Log level for diagnostics on standard error.")
+    var logLevel: String = "warning"
+
+    func validate() throws {
+        if apps.isEmpty { throw ValidationError("give at least one --app TOPIC (an app's bundle id)") }
+        for app in apps where !DeviceProtocol.isValidTopic(app) {
+            throw ValidationError("--app \"\(app)\" is not a bundle id (printable ASCII, no spaces, no push-type suffix such as .voip)")
+        }
+        if let gateway { _ = try GatewayAddress(gateway) }
+    }
+
+    func run() async throws {
+        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        var logger = Logger(label: "herald.device")
+        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .warning
+
+        let dir = directory.path
+        let identity = try DeviceIdentity.loadOrCreate(in: dir)
+        var state = try DeviceState.load(from: dir) ?? {
+            guard let gateway else {
+                throw ValidationError("this device has no gateway yet: give --gateway wss://HOST:PORT")
+            }
+            return DeviceState(gateway: gateway, ca: nil)
+        }()
+        if let gateway { state.gateway = gateway }
+        if let ca { state.ca = ca.hasPrefix("/") ? ca : URL(fileURLWithPath: ca).standardizedFileURL.path }
+        try state.save(to: dir)
+        let address = try GatewayAddress(state.gateway)
+        let tls: NIOSSLContextBox
+        do { tls = NIOSSLContextBox(try DeviceTLS.makeContext(trustRootsPath: state.ca)) } catch {
+            throw ValidationError("cannot use the CA file \(state.ca ?? "(system roots)"): \(error)")
+        }
+
+        let known = state.tokens.compactMapValues { DeviceToken(hex: $0) }
+        let connection = DeviceConnection(
+            identity: identity,
+            configuration: .init(host: address.host, port: address.port, tls: tls.context, topics: apps, knownTokens: known),
+            logger: logger)
+        let printer = DeviceEventPrinter(json: json)
+        let task = Task { await connection.run() }
+        for await event in connection.events {
+            printer.print(event)
+            switch event {
+            case .registered(let topic, let token):
+                state.tokens[topic] = token.description
+                try? state.save(to: dir)
+            case .unregistered(let topic, _):
+                state.tokens[topic] = nil
+                try? state.save(to: dir)
+            default: break
+            }
+        }
+        task.cancel()
+    }
+}
+
+struct DeviceUnregisterCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "unregister",
+        abstract: "Remove an app from the device: its token is unregistered (providers get 410 Unregistered).",
+        discussion: "Uses the gateway and CA remembered by `herald device run`, unless --gateway/--ca are given."
+    )
+
+    @OptionGroup var directory: DeviceDirectoryOption
+
+    @Option(name: .customLong("app"), help: ArgumentHelp("The app's topic (bundle id).", valueName: "TOPIC"))
+    var app: String
+
+    @Option(help: ArgumentHelp("The gateway's device port, wss://HOST:PORT.", valueName: "URL"))
+    var gateway: String?
+
+    @Option(help: ArgumentHelp("A PEM file of trusted roots.", valueName: "PEM"))
+    var ca: String?
+
+    func run() async throws {
+        let dir = directory.path
+        guard FileManager.default.fileExists(atPath: (dir as NSString).appendingPathComponent(DeviceIdentity.fileName)) else {
+            throw ValidationError("\(dir) holds no device: run `herald device run --data-dir \(directory.argument) …` first")
+        }
+        let identity = try DeviceIdentity.loadOrCreate(in: dir)
+        var state = try DeviceState.load(from: dir)
+        guard let gatewayText = gateway ?? state?.gateway else {
+            throw ValidationError("this device has no gateway yet: give --gateway wss://HOST:PORT")
+        }
+        let address = try GatewayAddress(gatewayText)
+        let tls = try DeviceTLS.makeContext(trustRootsPath: ca ?? state?.ca)
+        let at: Int64
+        do {
+            at = try await DeviceConnection.unregister(topic: app, identity: identity, host: address.host, port: address.port, tls: tls)
+        } catch {
+            printError("herald: could not unregister \(app): \(error)")
+            throw ExitCode(1)
+        }
+        state?.tokens[app] = nil
+        try state?.save(to: dir)
+        printLineFlushed("unregistered \(app) at \(at)")
+    }
+}
+
+import NIOSSL
+
+/// Keeps a TLS context across the `ValidationError` mapping above.
+struct NIOSSLContextBox {
+    let context: NIOSSLContext
+    init(_ context: NIOSSLContext) { self.context = context }
+}
+
+/// Prints device events for people or as JSON lines.
+struct DeviceEventPrinter {
+    var json: Bool
+
+    func print(_ event: DeviceEvent) {
+        if json { printLineFlushed(Self.jsonLine(event)) } else { printLineFlushed(Self.text(event)) }
+    }
+
+    static func text(_ event: DeviceEvent) -> String {
+        switch event {
+        case .connected(let id, let enrolled): return "connected as device \(id)\(enrolled ? " (enrolled now)" : "")"
+        case .reconnected(let id): return "reconnected as device \(id)"
+        case .registered(let topic, let token): return "registered \(topic): token \(token)"
+        case .tokenChanged(let topic, let previous, let current):
+            return "token changed for \(topic): \(previous) -> \(current) (tell the provider)"
+        case .notification(let n):
+            let payload = (try? encoder.encode(n.payload)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+            return "notification \(n.apnsID) for \(n.topic) (\(n.pushType.rawValue), priority \(n.priority.rawValue)\(n.collapseID.map { ", collapse-id \($0)" } ?? "")): \(payload)"
+        case .unregistered(let topic, let at): return "unregistered \(topic) at \(at)"
+        case .disconnected(let reason): return "disconnected: \(reason)"
+        case .gatewayError(let code, let message): return "gateway error \(code.rawValue): \(message)"
+        }
+    }
+
+    static func jsonLine(_ event: DeviceEvent) -> String {
+        var object: [String: JSONValue]
+        switch event {
+        case .connected(let id, let enrolled): object = ["event": .string("connected"), "device": .string(id), "enrolled": .bool(enrolled)]
+        case .reconnected(let id): object = ["event": .string("reconnected"), "device": .string(id)]
+        case .registered(let topic, let token):
+            object = ["event": .string("registered"), "topic": .string(topic), "token": .string(token.description)]
+        case .tokenChanged(let topic, let previous, let current):
+            object = [
+                "event": .string("token-changed"), "topic": .string(topic), "previous": .string(previous.description),
+                "token": .string(current.description),
+            ]
+        case .notification(let n):
+            object = [
+                "event": .string("notification"), "apns-id": .string(n.apnsID.description), "topic": .string(n.topic),
+                "push-type": .string(n.pushType.rawValue), "priority": .int(Int64(n.priority.rawValue)),
+                "collapse-id": n.collapseID.map(JSONValue.string) ?? .null,
+                "expiration": n.expiration.map(JSONValue.int) ?? .null, "payload": n.payload,
+            ]
+        case .unregistered(let topic, let at):
+            object = ["event": .string("unregistered"), "topic": .string(topic), "timestamp": .int(at)]
+        case .disconnected(let reason): object = ["event": .string("disconnected"), "reason": .string(reason)]
+        case .gatewayError(let code, let message):
+            object = ["event": .string("error"), "code": .string(code.rawValue), "message": .string(message)]
+        }
+        return (try? encoder.encode(object)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+}
