@@ -298,7 +298,7 @@ private struct FrameFields {
 
     func string(_ key: String) -> String? { object[key] as? String }
     func integer(_ key: String) -> Int? {
-        guard let number = object[key] as? NSNumber, !(object[key] is Bool),
+        guard let number = object[key] as? NSNumber,
               Double(number.intValue) == number.doubleValue else { return nil }
         return number.intValue
     }

@@ -30,6 +30,18 @@ public final class DeviceSocket: Sendable {
         host: String, port: Int, tls: NIOSSLContext?, serverHostname: String? = nil,
         group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton, timeout: TimeAmount = .seconds(10)
     ) async throws -> DeviceSocket {
+        try await connect(path: DeviceProtocol.path, host: host, port: port, tls: tls, serverHostname: serverHostname, group: group, timeout: timeout)
+    }
+
+    /// Connects to another path (tests of the gateway's refusal).
+    public static func connectForTesting(path: String, host: String, port: Int, tls: NIOSSLContext?) async throws -> DeviceSocket {
+        try await connect(path: path, host: host, port: port, tls: tls, serverHostname: nil, group: MultiThreadedEventLoopGroup.singleton, timeout: .seconds(10))
+    }
+
+    private static func connect(
+        path: String, host: String, port: Int, tls: NIOSSLContext?, serverHostname: String?,
+        group: EventLoopGroup, timeout: TimeAmount
+    ) async throws -> DeviceSocket {
         let (events, continuation) = AsyncStream.makeStream(of: Event.self)
         let upgraded = group.any().makePromise(of: Void.self)
         let bootstrap = ClientBootstrap(group: group)
@@ -42,7 +54,7 @@ public final class DeviceSocket: Sendable {
                         let hostname = serverHostname ?? (host.first?.isNumber == true ? nil : host)
                         try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: hostname))
                     }
-                    let request = UpgradeRequestHandler(host: host, port: port, upgraded: upgraded)
+                    let request = UpgradeRequestHandler(path: path, host: host, port: port, upgraded: upgraded)
                     let upgrader = NIOWebSocketClientUpgrader(
                         maxFrameSize: DeviceProtocol.maximumFrameSize, automaticErrorHandling: true,
                         upgradePipelineHandler: { channel, _ in
@@ -125,11 +137,13 @@ private final class UpgradeRequestHandler: ChannelInboundHandler, RemovableChann
     typealias InboundIn = HTTPClientResponsePart
     typealias OutboundOut = HTTPClientRequestPart
 
+    private let path: String
     private let host: String
     private let port: Int
     private let upgraded: EventLoopPromise<Void>
 
-    init(host: String, port: Int, upgraded: EventLoopPromise<Void>) {
+    init(path: String, host: String, port: Int, upgraded: EventLoopPromise<Void>) {
+        self.path = path
         self.host = host
         self.port = port
         self.upgraded = upgraded
@@ -139,7 +153,7 @@ private final class UpgradeRequestHandler: ChannelInboundHandler, RemovableChann
         var headers = HTTPHeaders()
         headers.add(name: "Host", value: "\(host):\(port)")
         headers.add(name: "Content-Length", value: "0")
-        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: DeviceProtocol.path, headers: headers)
+        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers)
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         context.fireChannelActive()

@@ -17,8 +17,10 @@ public final class BackgroundThrottle: Sendable {
         public static let `default` = Budget(count: 3, windowMilliseconds: 3_600_000)
     }
 
+    /// The budget in exact integer units: one push costs `windowMilliseconds` units, and
+    /// `count` units come back every millisecond (so `count` pushes per window).
     private struct Bucket {
-        var tokens: Double
+        var units: Int64
         var updatedAt: Int64
     }
 
@@ -27,23 +29,25 @@ public final class BackgroundThrottle: Sendable {
 
     public init(budget: Budget) { self.budget = budget }
 
-    private var refillPerMillisecond: Double { Double(budget.count) / Double(budget.windowMilliseconds) }
-
     /// Takes one from the budget of `deviceID`/`topic` if there is one. Otherwise returns the
     /// instant at which the next one becomes available.
     func take(deviceID: String, topic: String, nowMilliseconds now: Int64) -> Int64? {
         let key = deviceID + "\u{0}" + topic
+        let cost = budget.windowMilliseconds
+        let capacity = Int64(budget.count) * cost
+        let refill = Int64(budget.count)
         return buckets.withLockedValue { buckets in
-            var bucket = buckets[key] ?? Bucket(tokens: Double(budget.count), updatedAt: now)
+            var bucket = buckets[key] ?? Bucket(units: capacity, updatedAt: now)
             let elapsed = max(0, now - bucket.updatedAt)
-            bucket.tokens = min(Double(budget.count), bucket.tokens + Double(elapsed) * refillPerMillisecond)
+            bucket.units = elapsed >= capacity / refill ? capacity : min(capacity, bucket.units + elapsed * refill)
             bucket.updatedAt = now
             defer { buckets[key] = bucket }
-            if bucket.tokens >= 1 {
-                bucket.tokens -= 1
+            if bucket.units >= cost {
+                bucket.units -= cost
                 return nil
             }
-            return now + Int64(((1 - bucket.tokens) / refillPerMillisecond).rounded(.up))
+            let missing = cost - bucket.units
+            return now + (missing + refill - 1) / refill
         }
     }
 }

@@ -330,9 +330,11 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
             port.recorder.record(.replaced(seq: older.seq, atMilliseconds: now))
         }
         heldBackground[topic] = delivery
+        port.logger.debug("background push held", metadata: ["apns_id": "\(delivery.notification.apnsID)", "until": "\(nextAt)"])
         guard releaseTimers[topic] == nil, let context else { return }
-        // The budget is computed on the injected clock; the wait itself is real time (at least 1 s).
-        let wait = TimeAmount.milliseconds(max(1000, nextAt - now))
+        // The budget is computed on the injected clock, which real time does not drive: look
+        // again at least every second while something is held.
+        let wait = TimeAmount.milliseconds(min(1000, max(100, nextAt - now)))
         releaseTimers[topic] = context.eventLoop.scheduleTask(in: wait) { [self] in
             releaseTimers[topic] = nil
             guard let held = heldBackground.removeValue(forKey: topic) else { return }

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HeraldClient
 import HeraldCore
+import HeraldDevice
 import HeraldGateway
 import HeraldStore
 import Logging
@@ -35,6 +36,7 @@ public final class TestGateway: Sendable {
         configuration.providerPort = 0
         configuration.h2cPort = h2c ? 0 : nil
         configuration.adminPort = admin ? 0 : nil
+        configuration.devicePort = 0
         configuration.drainTimeout = .seconds(5)
         configure(&configuration)
         let store = store ?? InMemoryStore()
@@ -88,6 +90,23 @@ public final class TestGateway: Sendable {
     /// An h2c connection to the development port.
     public func connectH2C() async throws -> HTTP2Connection {
         try await HTTP2Connection.connect(host: "127.0.0.1", port: ports.h2cPort!, tls: nil)
+    }
+
+    /// A device connected to the device port (its connection runs until ``TestDevice/stop()``).
+    public func startDevice(
+        identity: DeviceIdentity = DeviceIdentity(), topics: [String] = ["com.example.app"],
+        knownTokens: [String: DeviceToken] = [:]
+    ) throws -> TestDevice {
+        let tls = try DeviceTLS.makeContext(trustRootsPath: certificates.caCertificatePath)
+        var logger = Logger(label: "herald.test.device")
+        logger.logLevel = ProcessInfo.processInfo.environment["HERALD_TEST_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
+        let connection = DeviceConnection(
+            identity: identity,
+            configuration: .init(
+                host: "localhost", port: ports.devicePort!, tls: tls, topics: topics, knownTokens: knownTokens,
+                backoff: ReconnectBackoff(initialMilliseconds: 50, maximumMilliseconds: 500)),
+            logger: logger)
+        return TestDevice(connection: connection)
     }
 
     // MARK: fixtures
