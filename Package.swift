@@ -142,7 +142,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldCLITests",
-            dependencies: ["herald", "HeraldTesting", "HeraldCore", "HeraldStore", "HeraldStoreSQLite", "HeraldClient"]
+            dependencies: [
+                "herald", "HeraldTesting", "HeraldCore", "HeraldStore", "HeraldStoreSQLite", "HeraldClient",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
         ),
     ]
 )

@@ -4,6 +4,7 @@ import HeraldCore
 import HeraldStore
 import HeraldStoreSQLite
 import HeraldTesting
+import NIOConcurrencyHelpers
 import Testing
 
 /// The `herald` command, run as a person or a script would.
@@ -120,6 +121,109 @@ struct CLITests {
         #expect(tls.stderr.contains("give both --tls-cert and --tls-key"))
         let push = try Herald.run(["push", "send", "--url", "ftp://x", "--key", "k", "--key-id", "K", "--team", "T", "--topic", "t", "--token", "00", "--alert", "a"])
         #expect(push.stderr.contains("--url must look like https://HOST:PORT"))
+    }
+
+    @Test("herald device run and unregister: register, receive what herald push send sends, 410 after removal")
+    func deviceWalkThrough() async throws {
+        let dir = try TemporaryDirectory.make(prefix: "herald-cli")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let gateway = try GatewayProcess(dataDirectory: dir + "/gw", extraArguments: ["--device-port", "0"])
+        #expect(gateway.devicePort > 0)
+        let keyPath = dir + "/key.p8"
+        let keyID = try Herald.run(["keys", "create", "--data-dir", dir + "/gw", "--team", "TEAM123456", "--topic", "com.example.app", "--out", keyPath]).stdout
+        let device = try DeviceProcess(
+            dataDirectory: dir + "/phone", gateway: "wss://localhost:\(gateway.devicePort)", ca: gateway.caPath, apps: ["com.example.app"])
+        let connected = try await device.next("connected")
+        #expect(connected["enrolled"] as? Bool == true)
+        let registered = try await device.next("registered")
+        #expect(registered["topic"] as? String == "com.example.app")
+        let token = try #require(registered["token"] as? String)
+
+        let send = ["push", "send", "--url", "https://localhost:\(gateway.providerPort)", "--ca", gateway.caPath,
+                    "--key", keyPath, "--key-id", keyID, "--team", "TEAM123456", "--topic", "com.example.app",
+                    "--token", token, "--alert", "Hello", "--collapse-id", "greeting"]
+        let ok = try Herald.run(send)
+        #expect(ok.status == 0, "\(ok.stdout) \(ok.stderr)")
+        let notification = try await device.next("notification")
+        #expect(notification["apns-id"] as? String == ok.stdout)
+        #expect(notification["topic"] as? String == "com.example.app")
+        #expect(notification["priority"] as? Int == 10)
+        #expect(notification["collapse-id"] as? String == "greeting")
+        let aps = (notification["payload"] as? [String: Any])?["aps"] as? [String: Any]
+        #expect(aps?["alert"] as? String == "Hello")
+        device.stop()
+
+        // A new launch asks for the token again and gets the same one (no token-changed).
+        let again = try DeviceProcess(dataDirectory: dir + "/phone", gateway: nil, ca: nil, apps: ["com.example.app"])
+        #expect(try await again.next("registered")["token"] as? String == token)
+        again.stop()
+        #expect(!again.allLines.contains { $0["event"] as? String == "token-changed" })
+
+        let removed = try Herald.run(["device", "unregister", "--data-dir", dir + "/phone", "--app", "com.example.app"])
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(removed.stdout.hasPrefix("unregistered com.example.app at "))
+        let timestamp = removed.stdout.split(separator: " ").last.map(String.init) ?? ""
+        let gone = try Herald.run(send)
+        #expect(gone.status == 1)
+        #expect(gone.stdout == "410 Unregistered timestamp=\(timestamp)")
+
+        let bad = try Herald.run(["device", "run", "--data-dir", dir + "/other", "--app", "com.x", "--gateway", "https://x:1"])
+        #expect(bad.status != 0)
+        #expect(bad.stderr.contains("--gateway must be wss://HOST:PORT"))
+        #expect(gateway.stop(signal: SIGTERM) == 0)
+    }
+
+    @Test("SIGKILL during a stream of pushes to an offline device: after a restart the device gets every accepted one")
+    func crashDuringStream() async throws {
+        let dir = try TemporaryDirectory.make(prefix: "herald-cli")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let gwDir = dir + "/gw"
+        // Keep everything per app, so that "what the policy keeps" is every accepted notification.
+        let flags = ["--device-port", "0", "--offline-queue", "100000", "--token-burst", "0"]
+        var gateway = try GatewayProcess(dataDirectory: gwDir, extraArguments: flags)
+        let keyPath = dir + "/key.p8"
+        let keyID = try Herald.run(["keys", "create", "--data-dir", gwDir, "--team", "TEAM123456", "--topic", "com.example.app", "--out", keyPath]).stdout
+        let signer = try ProviderTokenSigner(keyID: keyID, teamID: "TEAM123456", pem: String(contentsOfFile: keyPath, encoding: .utf8))
+        var device = try DeviceProcess(
+            dataDirectory: dir + "/phone", gateway: "wss://localhost:\(gateway.devicePort)", ca: gateway.caPath, apps: ["com.example.app"])
+        let token = try #require(DeviceToken(hex: try await device.next("registered")["token"] as? String ?? ""))
+        device.stop()
+
+        // Stream pushes (32 in flight) and kill the gateway once 300 have been accepted.
+        let connection = try await HTTP2Connection.connect(host: "127.0.0.1", port: gateway.h2cPort, tls: nil)
+        let bearer = "bearer " + (try signer.token(issuedAt: SystemWallClock().nowSeconds()))
+        let accepted = NIOLockedValueBox<[String: Int]>([:])
+        let killer = gateway
+        await withTaskGroup(of: Void.self) { group in
+            for worker in 0..<32 {
+                group.addTask {
+                    var n = worker
+                    while true {
+                        let payload = #"{"aps":{"alert":"x"},"n":\#(n)}"#
+                        guard let response = try? await connection.send(.push(token: token, authorization: bearer, payload: payload)),
+                              response.status == 200, let id = response.apnsID else { return }
+                        let count = accepted.withLockedValue { $0[id] = n; return $0.count }
+                        if count == 300 { killer.stop(signal: SIGKILL) }
+                        n += 32
+                    }
+                }
+            }
+        }
+        await connection.close()
+        let acceptedIDs = accepted.withLockedValue { $0 }
+        #expect(acceptedIDs.count >= 300)
+
+        gateway = try GatewayProcess(dataDirectory: gwDir, extraArguments: flags)
+        device = try DeviceProcess(
+            dataDirectory: dir + "/phone", gateway: "wss://localhost:\(gateway.devicePort)", ca: gateway.caPath, apps: ["com.example.app"])
+        var received = Set<String>()
+        while !acceptedIDs.keys.allSatisfy(received.contains) {
+            let line = try await device.next("notification", timeout: .seconds(30))
+            if let id = line["apns-id"] as? String { received.insert(id) }
+        }
+        #expect(acceptedIDs.keys.allSatisfy(received.contains), "every accepted notification arrived")
+        device.stop()
+        gateway.stop()
     }
 
     /// A plain HTTP/1.1 GET (the admin port), through a real socket.

@@ -39,7 +39,7 @@ enum Herald {
 }
 
 /// `herald gateway` as a child process.
-final class GatewayProcess {
+final class GatewayProcess: @unchecked Sendable {
     let process = Process()
     let dataDirectory: String
     private let stdout = Pipe()
@@ -67,6 +67,7 @@ final class GatewayProcess {
     var h2cPort: Int { startup["h2c_port"] as? Int ?? 0 }
     var adminPort: Int { startup["admin_port"] as? Int ?? 0 }
     var caPath: String { startup["ca"] as? String ?? "" }
+    var devicePort: Int { startup["device_port"] as? Int ?? 0 }
     var stderrText: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
     private func readLine() throws -> String {
@@ -97,4 +98,69 @@ final class GatewayProcess {
 enum GatewayProcessError: Error {
     case badStartupLine(String)
     case exited(String)
+}
+
+/// `herald device run --json` as a child process; its JSON lines are collected by a thread.
+final class DeviceProcess: @unchecked Sendable {
+    let process = Process()
+    private let stdout = Pipe()
+    private let lock = NSLock()
+    private var lines: [[String: Any]] = []
+    private var consumed = 0
+
+    init(dataDirectory: String, gateway: String?, ca: String?, apps: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: Herald.executable)
+        var arguments = ["device", "run", "--data-dir", dataDirectory, "--json"]
+        if let gateway { arguments += ["--gateway", gateway] }
+        if let ca { arguments += ["--ca", ca] }
+        for app in apps { arguments += ["--app", app] }
+        process.arguments = arguments
+        process.standardOutput = stdout
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let handle = stdout.fileHandleForReading
+        Thread.detachNewThread { [self] in
+            var buffer = [UInt8]()
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { return }
+                for byte in chunk {
+                    if byte == UInt8(ascii: "\n") {
+                        if let object = try? JSONSerialization.jsonObject(with: Data(buffer)) as? [String: Any] {
+                            lock.withLock { lines.append(object) }
+                        }
+                        buffer.removeAll()
+                    } else {
+                        buffer.append(byte)
+                    }
+                }
+            }
+        }
+    }
+
+    /// The next line (after those taken) whose event is `event`; earlier lines are skipped.
+    func next(_ event: String, timeout: Duration = .seconds(20)) async throws -> [String: Any] {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let found = lock.withLock { () -> [String: Any]? in
+                while consumed < lines.count {
+                    defer { consumed += 1 }
+                    if lines[consumed]["event"] as? String == event { return lines[consumed] }
+                }
+                return nil
+            }
+            if let found { return found }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        throw GatewayProcessError.exited("no \(event) event within \(timeout); lines: \(lock.withLock { lines })")
+    }
+
+    var allLines: [[String: Any]] { lock.withLock { lines } }
+
+    func stop() {
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        process.waitUntilExit()
+    }
+
+    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
 }
