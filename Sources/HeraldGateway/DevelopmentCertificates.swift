@@ -85,6 +85,55 @@ public struct DevelopmentCertificates: Sendable {
         return files
     }
 
+    /// The subject attribute that names the app in a push certificate (Apple's: `UID=<bundle id>`).
+    public static let userIDAttribute: ASN1ObjectIdentifier = [0, 9, 2342, 19_200_300, 100, 1, 1]
+
+    /// Issues a client certificate for an app, signed by the development CA of `dataDirectory`,
+    /// with Apple's subject layout (`UID=<topic>, CN=Apple Push Services: <topic>`): what the
+    /// legacy feedback port identifies the app by. Returns the certificate and key in PEM.
+    public static func issueClientCertificate(
+        topic: String, in dataDirectory: String, clock: any WallClock
+    ) throws -> (certificatePEM: String, privateKeyPEM: String) {
+        let files = try loadOrCreate(in: dataDirectory, clock: clock)
+        let caKeyPath = ((files.caCertificatePath as NSString).deletingLastPathComponent as NSString).appendingPathComponent("ca-key.pem")
+        let caKey = try P256.Signing.PrivateKey(pemRepresentation: String(contentsOfFile: caKeyPath, encoding: .utf8))
+        let caCertificate = try Certificate(pemEncoded: String(contentsOfFile: files.caCertificatePath, encoding: .utf8))
+        let now = Date(timeIntervalSince1970: Double(clock.nowMilliseconds()) / 1000)
+        let key = P256.Signing.PrivateKey()
+        let subject = DistinguishedName([
+            RelativeDistinguishedName(RelativeDistinguishedName.Attribute(type: userIDAttribute, utf8String: topic)),
+            RelativeDistinguishedName(RelativeDistinguishedName.Attribute(
+                type: .RDNAttributeType.commonName, utf8String: "Apple Push Services: \(topic)")),
+        ])
+        let certificate = try Certificate(
+            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: Certificate.PublicKey(key.publicKey),
+            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(365 * 86400),
+            issuer: caCertificate.subject, subject: subject, signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.notCertificateAuthority)
+                Critical(KeyUsage(digitalSignature: true))
+                try ExtendedKeyUsage([.clientAuth])
+            },
+            issuerPrivateKey: Certificate.PrivateKey(caKey))
+        return (try certificate.serializeAsPEM().pemString + "\n", key.pemRepresentation + "\n")
+    }
+
+    /// The app a client certificate names: its `UID`, else the part of its CN after
+    /// "Apple Push Services: ". `nil` when it names none.
+    public static func topic(ofClientCertificate der: [UInt8]) -> String? {
+        guard let certificate = try? Certificate(derEncoded: der) else { return nil }
+        var commonName: String?
+        for rdn in certificate.subject {
+            for attribute in rdn {
+                if attribute.type == userIDAttribute, let uid = String(attribute.value) { return uid }
+                if attribute.type == .RDNAttributeType.commonName { commonName = String(attribute.value) }
+            }
+        }
+        let prefix = "Apple Push Services: "
+        if let commonName, commonName.hasPrefix(prefix) { return String(commonName.dropFirst(prefix.count)) }
+        return nil
+    }
+
     private static func write(_ text: String, to path: String, mode: Int) throws {
         guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: mode]) else {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])

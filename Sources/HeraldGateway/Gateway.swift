@@ -59,6 +59,7 @@ public final class Gateway: Service, Sendable {
 
         var listeners: [ProviderListener] = []
         var deviceListener: DeviceListener?
+        var feedbackListener: LegacyFeedbackListener?
         var admin: AdminServer?
         do {
             let tls = try configuration.makeTLSContext()
@@ -81,6 +82,16 @@ public final class Gateway: Service, Sendable {
                 deviceListener = listener
                 ports.devicePort = listener.port
             }
+            if let port = configuration.feedbackPort {
+                let listener = try await LegacyFeedbackListener.bind(
+                    host: configuration.host, port: port, tls: try configuration.makeFeedbackTLSContext(),
+                    context: .init(
+                        store: store, clock: clock, environment: configuration.environment,
+                        inactivityMilliseconds: configuration.inactivityPeriodMilliseconds, logger: logger),
+                    group: group)
+                feedbackListener = listener
+                ports.feedbackPort = listener.port
+            }
             if let adminPort = configuration.adminPort {
                 let server = try await AdminServer.bind(
                     host: configuration.host, port: adminPort, metrics: metrics, store: store, group: group, logger: logger)
@@ -97,6 +108,7 @@ public final class Gateway: Service, Sendable {
             portsPromise.fail(error)
             for listener in listeners { try? await listener.serverChannel.close() }
             await deviceListener?.close()
+            await feedbackListener?.close()
             await admin?.close()
             throw error
         }
@@ -109,6 +121,7 @@ public final class Gateway: Service, Sendable {
         await waitForGracefulShutdown()
         logger.info("gateway draining")
         await deviceListener?.close()
+        await feedbackListener?.close()
         await withTaskGroup(of: Void.self) { group in
             for listener in listeners {
                 group.addTask { await listener.drain(timeout: self.configuration.drainTimeout) }

@@ -39,6 +39,11 @@ public struct GatewayConfiguration: Sendable {
     public var receiptRetentionMilliseconds: Int64 = 7 * 24 * 3600 * 1000
     /// How often expired notifications are marked and old receipts deleted.
     public var sweepInterval: TimeAmount = .seconds(5)
+    /// The legacy binary feedback port (TLS with client certificates, reference §7); `nil` for none.
+    public var feedbackPort: Int?
+    /// The CA (PEM) whose client certificates the feedback port accepts; `nil` trusts none
+    /// (`herald gateway` passes its development CA).
+    public var feedbackClientCAPath: String?
     /// How long shutdown waits for open streams to be answered.
     public var drainTimeout: TimeAmount = .seconds(10)
 
@@ -66,17 +71,41 @@ public struct GatewayConfiguration: Sendable {
     }
 }
 
+extension GatewayConfiguration {
+    /// The feedback port's TLS: client certificates required, verified against `feedbackClientCAPath`.
+    func makeFeedbackTLSContext() throws -> NIOSSLContext {
+        guard let caPath = feedbackClientCAPath else {
+            throw GatewayConfigurationError("the feedback port needs a CA for client certificates (feedbackClientCAPath)")
+        }
+        let chain = try NIOSSLCertificate.fromPEMFile(tls.certificateChainPath).map { NIOSSLCertificateSource.certificate($0) }
+        let key = try NIOSSLPrivateKey(file: tls.privateKeyPath, format: .pem)
+        var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
+        configuration.minimumTLSVersion = .tlsv12
+        configuration.certificateVerification = .noHostnameVerification
+        configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caPath))
+        return try NIOSSLContext(configuration: configuration)
+    }
+}
+
+/// A configuration that cannot work, in words.
+public struct GatewayConfigurationError: Error, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}
+
 /// The ports a running gateway listens on (what `herald gateway` prints as one JSON line).
 public struct GatewayPorts: Sendable, Hashable, Codable {
     public var providerPort: Int
     public var h2cPort: Int?
     public var adminPort: Int?
     public var devicePort: Int?
+    public var feedbackPort: Int?
 
     enum CodingKeys: String, CodingKey {
         case providerPort = "provider_port"
         case h2cPort = "h2c_port"
         case adminPort = "admin_port"
         case devicePort = "device_port"
+        case feedbackPort = "feedback_port"
     }
 }

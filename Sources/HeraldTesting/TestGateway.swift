@@ -37,6 +37,8 @@ public final class TestGateway: Sendable {
         configuration.h2cPort = h2c ? 0 : nil
         configuration.adminPort = admin ? 0 : nil
         configuration.devicePort = 0
+        configuration.feedbackPort = 0
+        configuration.feedbackClientCAPath = certificates.caCertificatePath
         configuration.drainTimeout = .seconds(5)
         configure(&configuration)
         let store = store ?? InMemoryStore()

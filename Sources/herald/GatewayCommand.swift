@@ -35,6 +35,12 @@ struct GatewayCommand: AsyncParsableCommand {
     @Option(help: "The device port: one WebSocket over TLS per device (docs/device-protocol.md). 0 picks a free port.")
     var devicePort: Int?
 
+    @Option(help: "The legacy binary feedback port (TLS with an app's client certificate, Apple's retired Feedback Service format).")
+    var feedbackPort: Int?
+
+    @Option(help: ArgumentHelp("The CA (PEM) whose client certificates the feedback port accepts. Default: the development CA (see `herald feedback certificate`).", valueName: "PEM"))
+    var feedbackClientCa: String?
+
     @Option(help: ArgumentHelp("Seconds of quiet after which the gateway pings a device.", valueName: "SECONDS"))
     var devicePingInterval: Int = 30
 
@@ -81,9 +87,12 @@ struct GatewayCommand: AsyncParsableCommand {
         if (tlsCert == nil) != (tlsKey == nil) {
             throw ValidationError("give both --tls-cert and --tls-key, or neither (a development certificate is then created)")
         }
-        for (name, port) in [("--provider-port", providerPort), ("--h2c-port", h2cPort ?? 0), ("--admin-port", adminPort ?? 0), ("--device-port", devicePort ?? 0)]
+        for (name, port) in [("--provider-port", providerPort), ("--h2c-port", h2cPort ?? 0), ("--admin-port", adminPort ?? 0), ("--device-port", devicePort ?? 0), ("--feedback-port", feedbackPort ?? 0)]
         where !(0...65535).contains(port) {
             throw ValidationError("\(name) must be between 0 and 65535, not \(port)")
+        }
+        if feedbackPort != nil && feedbackClientCa == nil && tlsCert != nil {
+            throw ValidationError("with --tls-cert, the feedback port needs --feedback-client-ca (the CA of the apps' client certificates)")
         }
         if devicePingInterval < 1 || deviceIdleTimeout <= devicePingInterval {
             throw ValidationError("--device-ping-interval must be ≥ 1 and --device-idle-timeout greater than it")
@@ -123,6 +132,8 @@ struct GatewayCommand: AsyncParsableCommand {
         configuration.tokenRateLimit = tokenBurst == 0 ? nil : .init(burst: tokenBurst, perSecond: tokenRate)
         configuration.storePolicy = StorePolicy(maximumPerApp: offlineQueue)
         configuration.devicePort = devicePort
+        configuration.feedbackPort = feedbackPort
+        configuration.feedbackClientCAPath = feedbackClientCa ?? caPath
         configuration.devicePingInterval = .seconds(Int64(devicePingInterval))
         configuration.deviceIdleTimeout = .seconds(Int64(deviceIdleTimeout))
         configuration.backgroundBudget = backgroundPerHour == 0 ? nil : .init(count: backgroundPerHour, windowMilliseconds: 3_600_000)
@@ -139,7 +150,7 @@ struct GatewayCommand: AsyncParsableCommand {
             let ports = try await gateway.ports
             let announcement = StartupLine(
                 provider_port: ports.providerPort, h2c_port: ports.h2cPort, admin_port: ports.adminPort,
-                device_port: ports.devicePort,
+                device_port: ports.devicePort, feedback_port: ports.feedbackPort,
                 ca: caPath, environment: environment.rawValue, database: data.databasePath)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
@@ -157,6 +168,7 @@ struct GatewayCommand: AsyncParsableCommand {
         var h2c_port: Int?
         var admin_port: Int?
         var device_port: Int?
+        var feedback_port: Int?
         var ca: String?
         var environment: String
         var database: String
@@ -167,10 +179,11 @@ struct GatewayCommand: AsyncParsableCommand {
             try c.encode(h2c_port, forKey: .h2c_port)
             try c.encode(admin_port, forKey: .admin_port)
             try c.encode(device_port, forKey: .device_port)
+            try c.encode(feedback_port, forKey: .feedback_port)
             try c.encode(ca, forKey: .ca)
             try c.encode(environment, forKey: .environment)
             try c.encode(database, forKey: .database)
         }
-        enum CodingKeys: String, CodingKey { case provider_port, h2c_port, admin_port, device_port, ca, environment, database }
+        enum CodingKeys: String, CodingKey { case provider_port, h2c_port, admin_port, device_port, feedback_port, ca, environment, database }
     }
 }

@@ -127,8 +127,9 @@ struct CLITests {
     func deviceWalkThrough() async throws {
         let dir = try TemporaryDirectory.make(prefix: "herald-cli")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let gateway = try GatewayProcess(dataDirectory: dir + "/gw", extraArguments: ["--device-port", "0"])
+        let gateway = try GatewayProcess(dataDirectory: dir + "/gw", extraArguments: ["--device-port", "0", "--feedback-port", "0"])
         #expect(gateway.devicePort > 0)
+        let feedbackPort = try #require(gateway.startup["feedback_port"] as? Int)
         let keyPath = dir + "/key.p8"
         let keyID = try Herald.run(["keys", "create", "--data-dir", dir + "/gw", "--team", "TEAM123456", "--topic", "com.example.app", "--out", keyPath]).stdout
         let device = try DeviceProcess(
@@ -166,6 +167,18 @@ struct CLITests {
         let gone = try Herald.run(send)
         #expect(gone.status == 1)
         #expect(gone.stdout == "410 Unregistered timestamp=\(timestamp)")
+
+        // The legacy feedback port reports it once, for the app named by the client certificate.
+        let certificate = try Herald.run([
+            "feedback", "certificate", "--data-dir", dir + "/gw", "--topic", "com.example.app",
+            "--out-cert", dir + "/fb.pem", "--out-key", dir + "/fb-key.pem",
+        ])
+        #expect(certificate.status == 0, "\(certificate.stderr)")
+        let read = ["feedback", "read", "--address", "localhost:\(feedbackPort)", "--cert", dir + "/fb.pem", "--key", dir + "/fb-key.pem", "--ca", gateway.caPath]
+        let feedback = try Herald.run(read)
+        #expect(feedback.status == 0, "\(feedback.stderr)")
+        #expect(feedback.stdout == "\(token) \((Int64(timestamp) ?? 0) / 1000)")
+        #expect(try Herald.run(read).stdout == "", "read and cleared")
 
         let bad = try Herald.run(["device", "run", "--data-dir", dir + "/other", "--app", "com.x", "--gateway", "https://x:1"])
         #expect(bad.status != 0)

@@ -6,6 +6,7 @@ import HeraldGateway
 import HeraldStore
 import HeraldStoreSQLite
 import HeraldTesting
+import NIOSSL
 import Testing
 
 /// Devices end to end: a provider pushes over HTTP/2, devices receive over the device port
@@ -214,6 +215,39 @@ struct DeviceTests {
         #expect(try await reinstalled.token() != token)
         await reinstalled.stop()
         await provider.stop()
+        try await gateway.stop()
+    }
+
+    @Test("the legacy feedback port: binary tuples for the app named by the client certificate, read and cleared")
+    func legacyFeedbackPort() async throws {
+        let gateway = try await TestGateway.start()
+        let identity = DeviceIdentity()
+        let device = try gateway.startDevice(identity: identity, topics: ["com.example.app", "com.other.app"])
+        let token = try await device.token(for: "com.example.app")
+        _ = try await device.token(for: "com.other.app")
+        await device.stop()
+        let tls = try DeviceTLS.makeContext(trustRootsPath: gateway.certificates.caCertificatePath)
+        let at = try await DeviceConnection.unregister(
+            topic: "com.example.app", identity: identity, host: "localhost", port: gateway.ports.devicePort!, tls: tls)
+        _ = try await DeviceConnection.unregister(
+            topic: "com.other.app", identity: identity, host: "localhost", port: gateway.ports.devicePort!, tls: tls)
+
+        let issued = try DevelopmentCertificates.issueClientCertificate(topic: "com.example.app", in: gateway.directory, clock: SystemWallClock())
+        let certPath = gateway.directory + "/feedback.pem", keyPath = gateway.directory + "/feedback-key.pem"
+        try issued.certificatePEM.write(toFile: certPath, atomically: true, encoding: .utf8)
+        try issued.privateKeyPEM.write(toFile: keyPath, atomically: true, encoding: .utf8)
+        func fetch() async throws -> [LegacyFeedbackClient.Entry] {
+            try await LegacyFeedbackClient.fetch(
+                host: "127.0.0.1", port: gateway.ports.feedbackPort!, certificatePath: certPath, privateKeyPath: keyPath,
+                trustRootsPath: gateway.certificates.caCertificatePath)
+        }
+        // A certificate that names no app (the server's own) gets nothing, and clears nothing.
+        let stranger = try? await LegacyFeedbackClient.fetch(
+            host: "127.0.0.1", port: gateway.ports.feedbackPort!, certificatePath: gateway.certificates.serverCertificatePath,
+            privateKeyPath: gateway.certificates.serverKeyPath, trustRootsPath: gateway.certificates.caCertificatePath)
+        #expect(stranger == nil || stranger == [])
+        #expect(try await fetch() == [.init(timestampSeconds: UInt32(at / 1000), token: token)], "only this app's tokens")
+        #expect(try await fetch().isEmpty, "read and cleared")
         try await gateway.stop()
     }
 
