@@ -1,0 +1,279 @@
+import ArgumentParser
+import Crypto
+import Dispatch
+import Foundation
+import HeraldClient
+import HeraldCore
+import HeraldDevice
+import HeraldStore
+import Logging
+import NIOConcurrencyHelpers
+import NIOSSL
+
+struct BenchDelivery: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delivery",
+        abstract: "End-to-end delivery benchmark against a running gateway: devices connected, a provider pushing.",
+        discussion: """
+            Connects --devices devices (one app each) to the device port, then measures, against the same
+            gateway in one run:
+              1. acceptance: --requests pushes to those devices while they are offline (stored only);
+              2. delivery: the same with every device connected (stored, sent, acked), as fast as possible;
+              3. latency: the same again, paced at --pace times the rate of step 2;
+            Latency is from just before the provider sends to the device's receipt of the frame. With
+            --idle-devices N and --gateway-pid PID it instead connects N idle devices and reports the
+            gateway's resident memory per device. See scripts/bench-delivery.sh.
+            """)
+
+    @OptionGroup var data: DataDirectoryOptions
+
+    @Option(help: "The provider port, https://HOST:PORT.")
+    var url: String
+
+    @Option(help: "The device port, wss://HOST:PORT.")
+    var gateway: String
+
+    @Option(help: "The gateway's CA (PEM).")
+    var ca: String
+
+    @Option(help: "Connected devices.")
+    var devices: Int = 1000
+
+    @Option(help: "Provider HTTP/2 connections.")
+    var connections: Int = 4
+
+    @Option(help: "Concurrent streams per provider connection.")
+    var streams: Int = 100
+
+    @Option(help: "Pushes per measurement.")
+    var requests: Int = 50_000
+
+    @Option(help: "The paced step's rate, as a fraction of the delivery rate of step 2.")
+    var pace: Double = 0.5
+
+    @Option(help: "Only measure memory: connect this many idle devices (needs --gateway-pid).")
+    var idleDevices: Int?
+
+    @Option(help: "The gateway's process id (for its resident memory).")
+    var gatewayPid: Int32?
+
+    static let topic = "com.example.delivery"
+
+    func run() async throws {
+        let address = try GatewayAddress(gateway)
+        let tls = try DeviceTLS.makeContext(trustRootsPath: ca)
+        var logger = Logger(label: "herald.bench")
+        logger.logLevel = .error
+
+        if let idleDevices {
+            guard let gatewayPid else { throw ValidationError("--idle-devices needs --gateway-pid") }
+            let before = Self.residentKiB(gatewayPid)
+            let fleet = try await Fleet.connect(count: idleDevices, host: address.host, port: address.port, tls: tls, logger: logger)
+            try await Task.sleep(for: .seconds(3))
+            let after = Self.residentKiB(gatewayPid)
+            let perDevice = Double(after - before) * 1024 / Double(idleDevices)
+            print("idle devices: \(idleDevices); gateway RSS \(before / 1024) MiB -> \(after / 1024) MiB; \(String(format: "%.1f", perDevice / 1024)) KiB per device")
+            await fleet.stop()
+            return
+        }
+
+        // A provider key for the bench topic, registered in the gateway's store.
+        let store = try data.openStore(durability: .normal)
+        let privateKey = P256.Signing.PrivateKey()
+        let keyID = KeyID.random().value
+        try? await store.registerKey(
+            ProviderKey(keyID: keyID, teamID: "BENCHTEAM2", publicKey: privateKey.publicKey),
+            topics: [Self.topic], atMilliseconds: SystemWallClock().nowMilliseconds())
+        let signer = ProviderTokenSigner(keyID: keyID, teamID: "BENCHTEAM2", privateKey: privateKey)
+        let authorization = "bearer " + (try signer.token(issuedAt: SystemWallClock().nowSeconds()))
+
+        guard let provider = URLComponents(string: url), provider.scheme == "https", let host = provider.host, let port = provider.port else {
+            throw ValidationError("--url must be https://HOST:PORT")
+        }
+        var pushers: [HTTP2Connection] = []
+        for _ in 0..<connections {
+            pushers.append(try await HTTP2Connection.connect(
+                host: host, port: port, tls: ClientTLS(trustRootsPath: ca, serverName: "localhost")))
+        }
+
+        // Enroll the devices and learn their tokens, then take them offline.
+        var fleet = try await Fleet.connect(count: devices, host: address.host, port: address.port, tls: tls, logger: logger)
+        let identities = fleet.identities
+        let tokens = fleet.tokens
+        await fleet.stop()
+
+        let sender = Sender(pushers: pushers, streams: streams, authorization: authorization, tokens: tokens)
+        let accepted = try await sender.send(count: requests, rate: nil)
+        print(String(format: "1. acceptance (devices offline): %.0f pushes/s (%d accepted, %d refused)", accepted.rate, accepted.ok, accepted.refused))
+
+        fleet = try await Fleet.connect(identities: identities, host: address.host, port: address.port, tls: tls, logger: logger)
+        _ = await fleet.waitForDeliveries(atLeast: 1, perDevice: true, timeout: .seconds(60))  // the stored ones
+        fleet.resetLatencies()
+        let delivery = try await sender.send(count: requests, rate: nil)
+        let deliveredAll = await fleet.waitForDeliveries(atLeast: delivery.ok, perDevice: false, timeout: .seconds(120))
+        let endToEnd = Double(deliveredAll.count) / deliveredAll.seconds
+        let fast = fleet.latencySummary()
+        print(String(format: "2. delivery (devices connected): accepted %.0f pushes/s; delivered %.0f/s end to end (%d of %d); latency p50 %.1f ms, p99 %.1f ms",
+                     delivery.rate, endToEnd, deliveredAll.count, delivery.ok, fast.p50, fast.p99))
+        print(String(format: "   delivery / acceptance: %.2f", min(delivery.rate, endToEnd) / accepted.rate))
+
+        let target = min(delivery.rate, endToEnd) * pace
+        fleet.resetLatencies()
+        let paced = try await sender.send(count: requests, rate: target)
+        let pacedAll = await fleet.waitForDeliveries(atLeast: paced.ok, perDevice: false, timeout: .seconds(120))
+        let slow = fleet.latencySummary()
+        print(String(format: "3. paced at %.0f pushes/s (%.0f%% of step 2): sent %.0f/s; delivered %d of %d; latency p50 %.1f ms, p99 %.1f ms",
+                     target, pace * 100, paced.rate, pacedAll.count, paced.ok, slow.p50, slow.p99))
+        await fleet.stop()
+        for pusher in pushers { await pusher.close() }
+    }
+
+    static func residentKiB(_ pid: Int32) -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+        }
+        return 0
+    }
+
+    static func nanos() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+}
+
+/// Pushes to the fleet's tokens over several connections, many streams each.
+private struct Sender: Sendable {
+    let pushers: [HTTP2Connection]
+    let streams: Int
+    let authorization: String
+    let tokens: [DeviceToken]
+
+    struct Result { var ok: Int; var refused: Int; var rate: Double }
+
+    func send(count: Int, rate: Double?) async throws -> Result {
+        let next = NIOLockedValueBox(0)
+        let outcome = NIOLockedValueBox((ok: 0, refused: 0))
+        let start = BenchDelivery.nanos()
+        await withTaskGroup(of: Void.self) { group in
+            for pusher in pushers {
+                for _ in 0..<streams {
+                    group.addTask {
+                        while true {
+                            let i = next.withLockedValue { value -> Int in defer { value += 1 }; return value }
+                            guard i < count else { return }
+                            if let rate {
+                                let due = start + UInt64(Double(i) / rate * 1e9)
+                                let now = BenchDelivery.nanos()
+                                if due > now { try? await Task.sleep(for: .nanoseconds(Int64(due - now))) }
+                            }
+                            let payload = #"{"aps":{"alert":"bench"},"t":\#(BenchDelivery.nanos())}"#
+                            let response = try? await pusher.send(.init(
+                                method: "POST", path: "/3/device/\(tokens[i % tokens.count].hex)",
+                                headers: [("authorization", authorization), ("apns-topic", BenchDelivery.topic), ("apns-push-type", "alert")],
+                                body: Array(payload.utf8)))
+                            outcome.withLockedValue { if response?.status == 200 { $0.ok += 1 } else { $0.refused += 1 } }
+                        }
+                    }
+                }
+            }
+        }
+        let seconds = Double(BenchDelivery.nanos() - start) / 1e9
+        let (ok, refused) = outcome.withLockedValue { $0 }
+        return Result(ok: ok, refused: refused, rate: Double(ok) / seconds)
+    }
+}
+
+/// Many devices in this process, each with its own connection.
+private final class Fleet: Sendable {
+    let identities: [DeviceIdentity]
+    let tokens: [DeviceToken]
+    private let tasks: [Task<Void, Never>]
+    private let received = NIOLockedValueBox((count: 0, perDevice: [Int](), latencies: [UInt64](), first: UInt64(0), last: UInt64(0)))
+
+    private init(identities: [DeviceIdentity], tokens: [DeviceToken], tasks: [Task<Void, Never>], received: Int) {
+        self.identities = identities
+        self.tokens = tokens
+        self.tasks = tasks
+    }
+
+    static func connect(count: Int, host: String, port: Int, tls: NIOSSLContext, logger: Logger) async throws -> Fleet {
+        try await connect(identities: (0..<count).map { _ in DeviceIdentity() }, host: host, port: port, tls: tls, logger: logger)
+    }
+
+    static func connect(identities: [DeviceIdentity], host: String, port: Int, tls: NIOSSLContext, logger: Logger) async throws -> Fleet {
+        let tokens = NIOLockedValueBox([DeviceToken?](repeating: nil, count: identities.count))
+        let fleetBox = NIOLockedValueBox<Fleet?>(nil)
+        var tasks: [Task<Void, Never>] = []
+        for (index, identity) in identities.enumerated() {
+            let connection = DeviceConnection(
+                identity: identity,
+                configuration: .init(host: host, port: port, tls: tls, topics: [BenchDelivery.topic]),
+                logger: logger)
+            tasks.append(Task { await connection.run() })
+            tasks.append(Task {
+                for await event in connection.events {
+                    switch event {
+                    case .registered(_, let token): tokens.withLockedValue { $0[index] = token }
+                    case .notification(let n):
+                        let now = BenchDelivery.nanos()
+                        var sent: UInt64 = now
+                        if case .object(let object) = n.payload, case .int(let t)? = object["t"] { sent = UInt64(t) }
+                        fleetBox.withLockedValue { $0 }?.record(device: index, latency: now &- sent, at: now)
+                    default: break
+                    }
+                }
+            })
+        }
+        let deadline = ContinuousClock.now + .seconds(120)
+        while tokens.withLockedValue({ $0.contains(nil) }) {
+            guard ContinuousClock.now < deadline else { throw ValidationError("not every device registered within 120 s") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let fleet = Fleet(identities: identities, tokens: tokens.withLockedValue { $0.map { $0! } }, tasks: tasks, received: 0)
+        fleet.received.withLockedValue { $0.perDevice = Array(repeating: 0, count: identities.count) }
+        fleetBox.withLockedValue { $0 = fleet }
+        return fleet
+    }
+
+    func record(device: Int, latency: UInt64, at now: UInt64) {
+        received.withLockedValue { r in
+            if r.count == 0 { r.first = now }
+            r.count += 1
+            r.last = now
+            r.perDevice[device] += 1
+            r.latencies.append(latency)
+        }
+    }
+
+    func resetLatencies() {
+        received.withLockedValue { r in
+            r.count = 0
+            r.latencies.removeAll(keepingCapacity: true)
+            r.perDevice = Array(repeating: 0, count: r.perDevice.count)
+        }
+    }
+
+    /// Waits until `atLeast` notifications arrived (in all, or on every device); returns how many
+    /// and over how long (first to last arrival).
+    func waitForDeliveries(atLeast: Int, perDevice: Bool, timeout: Duration) async -> (count: Int, seconds: Double) {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let done = received.withLockedValue { r in perDevice ? r.perDevice.allSatisfy { $0 >= atLeast } : r.count >= atLeast }
+            if done { break }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return received.withLockedValue { r in (r.count, max(1e-9, Double(r.last &- r.first) / 1e9)) }
+    }
+
+    func latencySummary() -> (p50: Double, p99: Double) {
+        let sorted = received.withLockedValue { $0.latencies }.sorted()
+        guard !sorted.isEmpty else { return (0, 0) }
+        func at(_ q: Double) -> Double { Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))]) / 1e6 }
+        return (at(0.5), at(0.99))
+    }
+
+    func stop() async {
+        for task in tasks { task.cancel() }
+        for task in tasks { await task.value }
+    }
+}
+
+
