@@ -222,57 +222,82 @@ public enum DeviceServerFrame: Sendable, Hashable {
         bytes.append(UInt8(ascii: "}"))
     }
 
-    /// Parses a text frame from the gateway.
+    /// Parses a text frame from the gateway, in one decoding pass (the device's hot path).
     public static func decode(_ bytes: [UInt8]) -> Result<DeviceServerFrame, DeviceFrameError> {
-        let fields: FrameFields
-        switch FrameFields.parse(bytes) {
-        case .failure(let error): return .failure(error)
-        case .success(let parsed): fields = parsed
+        let f: Fields
+        do { f = try decoder.decode(Fields.self, from: Data(bytes)) } catch {
+            return .failure(DeviceFrameError("the frame is not a JSON object of the protocol (\(error))"))
         }
-        switch fields.type {
-        case "challenge":
-            guard let version = fields.integer("version"), let nonce = fields.string("nonce") else {
-                return .failure(DeviceFrameError("a challenge needs version and nonce"))
-            }
-            return .success(.challenge(version: version, nonce: nonce))
-        case "welcome":
-            guard let device = fields.string("device"), let env = fields.string("environment").flatMap(APNsEnvironment.init(rawValue:)) else {
-                return .failure(DeviceFrameError("a welcome needs device and environment"))
-            }
-            return .success(.welcome(
-                deviceID: device, environment: env, enrolled: fields.object["enrolled"] as? Bool ?? false,
-                pingIntervalSeconds: fields.integer("ping-interval") ?? 0))
-        case "registered":
-            guard let topic = fields.string("topic"), let token = fields.string("token").flatMap({ DeviceToken(hex: $0) }) else {
-                return .failure(DeviceFrameError("a registered frame needs topic and token"))
-            }
-            return .success(.registered(topic: topic, token: token))
-        case "unregistered":
-            guard let topic = fields.string("topic"), let at = fields.object["timestamp"] as? NSNumber else {
-                return .failure(DeviceFrameError("an unregistered frame needs topic and timestamp"))
-            }
-            return .success(.unregistered(topic: topic, atMilliseconds: at.int64Value))
-        case "error":
-            let code = fields.string("code").flatMap(DeviceErrorCode.init(rawValue:)) ?? .internalError
-            return .success(.error(code: code, message: fields.string("message") ?? ""))
+        switch f.type {
         case "notification":
-            guard let id = fields.string("apns-id").flatMap(APNsID.init(header:)), let topic = fields.string("topic"),
-                  let type = fields.string("push-type"), let priority = fields.integer("priority").flatMap(Priority.init(rawValue:))
+            guard let id = f.apnsID.flatMap(APNsID.init(header:)), let topic = f.topic, let type = f.pushType,
+                  let priority = f.priority.flatMap(Priority.init(rawValue:))
             else { return .failure(DeviceFrameError("a notification needs apns-id, topic, push-type and priority")) }
-            // The payload keeps its integers and doubles apart, so it decodes with JSONValue.
-            guard let payload = try? JSONDecoder().decode(NotificationFramePayload.self, from: Data(bytes)).payload else {
+            guard case .object? = f.payload, let payload = f.payload else {
                 return .failure(DeviceFrameError("a notification needs a JSON object payload"))
             }
             return .success(.notification(DeviceNotification(
                 apnsID: id, topic: topic, pushType: PushType(rawValue: type), priority: priority,
-                collapseID: fields.string("collapse-id"), expiration: (fields.object["expiration"] as? NSNumber)?.int64Value,
-                payload: payload)))
+                collapseID: f.collapseID, expiration: f.expiration, payload: payload)))
+        case "challenge":
+            guard let version = f.version, let nonce = f.nonce else {
+                return .failure(DeviceFrameError("a challenge needs version and nonce"))
+            }
+            return .success(.challenge(version: version, nonce: nonce))
+        case "welcome":
+            guard let device = f.device, let env = f.environment.flatMap(APNsEnvironment.init(rawValue:)) else {
+                return .failure(DeviceFrameError("a welcome needs device and environment"))
+            }
+            return .success(.welcome(deviceID: device, environment: env, enrolled: f.enrolled ?? false, pingIntervalSeconds: f.pingInterval ?? 0))
+        case "registered":
+            guard let topic = f.topic, let token = f.token.flatMap({ DeviceToken(hex: $0) }) else {
+                return .failure(DeviceFrameError("a registered frame needs topic and token"))
+            }
+            return .success(.registered(topic: topic, token: token))
+        case "unregistered":
+            guard let topic = f.topic, let at = f.timestamp else {
+                return .failure(DeviceFrameError("an unregistered frame needs topic and timestamp"))
+            }
+            return .success(.unregistered(topic: topic, atMilliseconds: at))
+        case "error":
+            return .success(.error(code: f.code.flatMap(DeviceErrorCode.init(rawValue:)) ?? .internalError, message: f.message ?? ""))
         default:
-            return .failure(DeviceFrameError("unknown frame type \"\(fields.type)\""))
+            return .failure(DeviceFrameError("unknown frame type \"\(f.type)\""))
         }
     }
 
-    private struct NotificationFramePayload: Decodable { var payload: JSONValue }
+    private static let decoder = JSONDecoder()
+
+    /// Every field a gateway frame may carry.
+    private struct Fields: Decodable {
+        var type: String
+        var version: Int?
+        var nonce: String?
+        var device: String?
+        var environment: String?
+        var enrolled: Bool?
+        var pingInterval: Int?
+        var topic: String?
+        var token: String?
+        var timestamp: Int64?
+        var code: String?
+        var message: String?
+        var apnsID: String?
+        var pushType: String?
+        var priority: Int?
+        var collapseID: String?
+        var expiration: Int64?
+        var payload: JSONValue?
+
+        enum CodingKeys: String, CodingKey {
+            case type, version, nonce, device, environment, enrolled, topic, token, timestamp, code, message, priority, expiration, payload
+            case pingInterval = "ping-interval"
+            case apnsID = "apns-id"
+            case pushType = "push-type"
+            case collapseID = "collapse-id"
+        }
+    }
+
 }
 
 /// What is wrong with a frame, in words for the person reading the error frame.

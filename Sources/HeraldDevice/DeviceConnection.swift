@@ -148,7 +148,7 @@ public final class DeviceConnection: Sendable {
                     state.knownTokens[topic] = token
                     continuation.yield(.registered(topic: topic, token: token))
                 case .notification(let notification):
-                    socket.send(.ack(ids: [notification.apnsID]))
+                    // The socket has acked it already (acks go out per read burst).
                     if state.remember(notification.apnsID) { continuation.yield(.notification(notification)) }
                 case .unregistered(let topic, let at):
                     state.knownTokens[topic] = nil

@@ -172,15 +172,36 @@ private final class UpgradeRequestHandler: ChannelInboundHandler, RemovableChann
     }
 }
 
-/// Turns WebSocket frames into ``DeviceSocket/Event``s; answers pings.
+/// Turns WebSocket frames into ``DeviceSocket/Event``s; answers pings; acks every notification
+/// it has handed on (the device runtime drops repeats by apns-id).
 private final class DeviceSocketHandler: ChannelInboundHandler {
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
 
     private let continuation: AsyncStream<DeviceSocket.Event>.Continuation
+    /// Notifications read since the last ack: acked together once the read burst ends.
+    private var unacked: [APNsID] = []
 
     init(continuation: AsyncStream<DeviceSocket.Event>.Continuation) {
         self.continuation = continuation
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if !unacked.isEmpty {
+            // One ack frame per read burst (and per 1024 ids), rather than one per notification.
+            var start = unacked.startIndex
+            while start < unacked.endIndex {
+                let end = min(start + DeviceProtocol.maximumAcksPerFrame, unacked.endIndex)
+                let bytes = DeviceClientFrame.ack(ids: Array(unacked[start..<end])).encoded()
+                var buffer = context.channel.allocator.buffer(capacity: bytes.count)
+                buffer.writeBytes(bytes)
+                context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: buffer)), promise: nil)
+                start = end
+            }
+            unacked.removeAll(keepingCapacity: true)
+            context.flush()
+        }
+        context.fireChannelReadComplete()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -190,7 +211,9 @@ private final class DeviceSocketHandler: ChannelInboundHandler {
             var data = frame.unmaskedData
             let bytes = data.readBytes(length: data.readableBytes) ?? []
             switch DeviceServerFrame.decode(bytes) {
-            case .success(let decoded): continuation.yield(.frame(decoded))
+            case .success(let decoded):
+                if case .notification(let n) = decoded { unacked.append(n.apnsID) }
+                continuation.yield(.frame(decoded))
             case .failure(let error): continuation.yield(.malformed(error.message))
             }
         case .ping:
