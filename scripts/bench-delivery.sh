@@ -33,7 +33,7 @@ trap 'kill $GW 2>/dev/null || true' EXIT
 
 start_gateway
 "$HERALD" bench delivery --data-dir "$WORK/data" --url "https://127.0.0.1:$PORT" --gateway "wss://localhost:$DPORT" \
-    --ca "$WORK/data/tls/ca.pem" --devices "$DEVICES" --connections 4 --requests "$REQUESTS"
+    --ca "$WORK/data/tls/ca.pem" --devices "$DEVICES" --connections 4 --requests "$REQUESTS" --gateway-pid "$GW"
 
 # Memory per idle device, on a fresh gateway.
 kill $GW; wait $GW 2>/dev/null || true

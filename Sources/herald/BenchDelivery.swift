@@ -103,19 +103,28 @@ struct BenchDelivery: AsyncParsableCommand {
         await fleet.stop()
 
         let sender = Sender(pushers: pushers, streams: streams, authorization: authorization, tokens: tokens)
+        var cpu = CPUMeter(gatewayPid: gatewayPid)
         let accepted = try await sender.send(count: requests, rate: nil)
-        print(String(format: "1. acceptance (devices offline): %.0f pushes/s (%d accepted, %d refused)", accepted.rate, accepted.ok, accepted.refused))
+        let acceptCPU = cpu.lap(per: accepted.ok)
+        print(String(format: "1. acceptance (devices offline): %.0f pushes/s (%d accepted, %d refused); CPU per push: gateway %.1f µs, this load generator %.1f µs",
+                     accepted.rate, accepted.ok, accepted.refused, acceptCPU.gateway, acceptCPU.generator))
 
         fleet = try await Fleet.connect(identities: identities, host: address.host, port: address.port, tls: tls, logger: logger)
         _ = await fleet.waitForDeliveries(atLeast: 1, perDevice: true, timeout: .seconds(60))  // the stored ones
         fleet.resetLatencies()
+        _ = cpu.lap(per: 1)
         let delivery = try await sender.send(count: requests, rate: nil)
         let deliveredAll = await fleet.waitForDeliveries(atLeast: delivery.ok, perDevice: false, timeout: .seconds(120))
+        let deliverCPU = cpu.lap(per: delivery.ok)
         let endToEnd = Double(deliveredAll.count) / deliveredAll.seconds
         let fast = fleet.latencySummary()
         print(String(format: "2. delivery (devices connected): accepted %.0f pushes/s; delivered %.0f/s end to end (%d of %d); latency p50 %.1f ms, p99 %.1f ms",
                      delivery.rate, endToEnd, deliveredAll.count, delivery.ok, fast.p50, fast.p99))
-        print(String(format: "   delivery / acceptance: %.2f", min(delivery.rate, endToEnd) / accepted.rate))
+        print(String(format: "   delivery / acceptance: %.2f by throughput; CPU per push: gateway %.1f µs, this load generator (devices included) %.1f µs",
+                     min(delivery.rate, endToEnd) / accepted.rate, deliverCPU.gateway, deliverCPU.generator))
+        if deliverCPU.gateway > 0 {
+            print(String(format: "   delivery / acceptance by the gateway's own CPU per push: %.2f", acceptCPU.gateway / deliverCPU.gateway))
+        }
 
         let target = min(delivery.rate, endToEnd) * pace
         fleet.resetLatencies()
@@ -128,6 +137,17 @@ struct BenchDelivery: AsyncParsableCommand {
         for pusher in pushers { await pusher.close() }
     }
 
+    /// CPU seconds (user + system) a process has used.
+    static func cpuSeconds(_ pid: Int32?) -> Double {
+        let path = pid.map { "/proc/\($0)/stat" } ?? "/proc/self/stat"
+        guard let stat = try? String(contentsOfFile: path, encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return 0 }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // After the command: state is field 3, utime 14 and stime 15 (1-based in proc(5)).
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / 100
+    }
+
     static func residentKiB(_ pid: Int32) -> Int {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
         for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
@@ -137,6 +157,28 @@ struct BenchDelivery: AsyncParsableCommand {
     }
 
     static func nanos() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+}
+
+/// CPU used by the gateway and by this process between laps.
+private struct CPUMeter {
+    let gatewayPid: Int32?
+    var gateway: Double
+    var generator: Double
+
+    init(gatewayPid: Int32?) {
+        self.gatewayPid = gatewayPid
+        gateway = gatewayPid.map { BenchDelivery.cpuSeconds($0) } ?? 0
+        generator = BenchDelivery.cpuSeconds(nil)
+    }
+
+    /// Microseconds of CPU per item since the last lap.
+    mutating func lap(per items: Int) -> (gateway: Double, generator: Double) {
+        let g = gatewayPid.map { BenchDelivery.cpuSeconds($0) } ?? 0
+        let s = BenchDelivery.cpuSeconds(nil)
+        defer { gateway = g; generator = s }
+        let n = Double(max(1, items))
+        return ((g - gateway) * 1e6 / n, (s - generator) * 1e6 / n)
+    }
 }
 
 /// Pushes to the fleet's tokens over several connections, many streams each.
