@@ -16,13 +16,7 @@ public final class NotificationIntake: Sendable {
         var promise: EventLoopPromise<SubmissionOutcome>
     }
 
-    private struct State {
-        var queue: [Pending] = []
-        var waiter: CheckedContinuation<Void, Never>?
-        var isClosed = false
-    }
-
-    private let state = NIOLockedValueBox(State())
+    private let queue: BatchQueue<Pending>
     private let store: any HeraldStore
     private let policy: StorePolicy
     private let environment: APNsEnvironment
@@ -45,6 +39,7 @@ public final class NotificationIntake: Sendable {
         self.environment = environment
         self.clock = clock
         self.maximumBatchSize = maximumBatchSize
+        self.queue = BatchQueue(maximumBatchSize: maximumBatchSize)
         self.metrics = metrics
         self.logger = logger
     }
@@ -53,62 +48,19 @@ public final class NotificationIntake: Sendable {
     /// After ``close()`` it fails with 503 `Shutdown`.
     func submit(_ notification: StoredNotification, on eventLoop: EventLoop) -> EventLoopFuture<SubmissionOutcome> {
         let promise = eventLoop.makePromise(of: SubmissionOutcome.self)
-        let (accepted, waiter) = state.withLockedValue { state -> (Bool, CheckedContinuation<Void, Never>?) in
-            guard !state.isClosed else { return (false, nil) }
-            state.queue.append(Pending(notification: notification, promise: promise))
-            defer { state.waiter = nil }
-            return (true, state.waiter)
+        if !queue.append(Pending(notification: notification, promise: promise)) {
+            promise.fail(APNsRejection(.shutdown))
         }
-        if !accepted { promise.fail(APNsRejection(.shutdown)) }
-        waiter?.resume()
         return promise.futureResult
     }
 
     /// Refuses new submissions; ``run()`` returns once everything queued has been committed.
-    func close() {
-        let waiter = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
-            state.isClosed = true
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume()
-    }
+    func close() { queue.close() }
 
     /// Commits batches until closed and drained.
     func run() async {
-        while let batch = await nextBatch() {
+        while let batch = await queue.nextBatch() {
             await commit(batch)
-        }
-    }
-
-    private func nextBatch() async -> [Pending]? {
-        while true {
-            enum Next { case batch([Pending]), finished, wait }
-            let next = state.withLockedValue { state -> Next in
-                if !state.queue.isEmpty {
-                    if state.queue.count <= maximumBatchSize {
-                        defer { state.queue.removeAll(keepingCapacity: true) }
-                        return .batch(state.queue)
-                    }
-                    let batch = Array(state.queue.prefix(maximumBatchSize))
-                    state.queue.removeFirst(maximumBatchSize)
-                    return .batch(batch)
-                }
-                return state.isClosed ? .finished : .wait
-            }
-            switch next {
-            case .batch(let batch): return batch
-            case .finished: return nil
-            case .wait:
-                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                    let resumeNow = state.withLockedValue { state -> Bool in
-                        if !state.queue.isEmpty || state.isClosed { return true }
-                        state.waiter = continuation
-                        return false
-                    }
-                    if resumeNow { continuation.resume() }
-                }
-            }
         }
     }
 
