@@ -128,6 +128,10 @@ let package = Package(
             dependencies: ["HeraldCore"]
         ),
         .testTarget(
+            name: "HeraldDeviceTests",
+            dependencies: ["HeraldCore", "HeraldDevice"]
+        ),
+        .testTarget(
             name: "HeraldStoreTests",
             dependencies: ["HeraldCore", "HeraldStore", "HeraldStoreSQLite", "HeraldTesting"]
         ),

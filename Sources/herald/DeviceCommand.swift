@@ -8,7 +8,7 @@ struct DeviceCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "device",
         abstract: "Be a device: keep a connection to a gateway's device port for some apps, and print what arrives.",
-        subcommands: [DeviceRunCommand.self, DeviceUnregisterCommand.self]
+        subcommands: [DeviceRunCommand.self, DeviceUnregisterCommand.self, DevicePlanCommand.self]
     )
 }
 
