@@ -239,6 +239,40 @@ struct CLITests {
         gateway.stop()
     }
 
+    @Test("herald device plan prints the deliveries of a window, in order, and explains bad input")
+    func devicePlan() throws {
+        let dir = try TemporaryDirectory.make(prefix: "herald-cli")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let requests = """
+            [{"id":"daily","content":{"title":"Wake","body":"up","sound":"default"},"trigger":{"type":"calendar","components":{"hour":2,"minute":30},"repeats":true}},
+             {"id":"alarm","content":{"body":"alarm"},"trigger":{"type":"date","date":"2026-03-08T09:00:00","timeZone":"America/New_York"}},
+             {"id":"now","content":{"badge":3}}]
+            """
+        let events = #"[{"at":"2026-03-08T12:00:00Z","timeZone":"America/Los_Angeles"},{"at":"2026-03-08T12:00:00Z","authorization":{"sound":false}}]"#
+        try requests.write(toFile: dir + "/requests.json", atomically: true, encoding: .utf8)
+        try events.write(toFile: dir + "/events.json", atomically: true, encoding: .utf8)
+        let plan = try Herald.run([
+            "device", "plan", "--requests", dir + "/requests.json", "--events", dir + "/events.json",
+            "--from", "2026-03-07T12:00:00Z", "--until", "2026-03-09T12:00:00Z", "--time-zone", "America/New_York",
+        ])
+        #expect(plan.status == 0, "\(plan.stderr)")
+        let lines = plan.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(lines.map { $0["id"] as? String ?? "" } == ["now", "daily", "alarm", "daily"])
+        #expect(lines.map { $0["fire"] as? String ?? "" } == [
+            "2026-03-07T12:00:00Z", "2026-03-08T07:30:00Z", "2026-03-08T16:00:00Z", "2026-03-09T09:30:00Z",
+        ])
+        #expect(lines[1]["local"] as? String == "2026-03-08T03:30:00-04:00")
+        #expect(lines[2]["local"] as? String == "2026-03-08T09:00:00-07:00", "the wall-clock alarm follows the device to Los Angeles")
+        #expect(lines[3]["presented"] as? [String] == ["alert"], "sound was turned off")
+
+        try #"[{"id":"x","trigger":{"type":"interval","seconds":59,"repeats":true}}]"#.write(toFile: dir + "/bad.json", atomically: true, encoding: .utf8)
+        let bad = try Herald.run(["device", "plan", "--requests", dir + "/bad.json", "--from", "2026-03-07T12:00:00Z", "--until", "2026-03-08T12:00:00Z", "--time-zone", "America/New_York"])
+        #expect(bad.status != 0)
+        #expect(bad.stderr.contains("request 1: request \"x\": a repeating time interval must be at least 60 seconds"))
+        let zone = try Herald.run(["device", "plan", "--requests", dir + "/requests.json", "--from", "2026-03-07T12:00:00Z", "--until", "2026-03-08T12:00:00Z", "--time-zone", "Mars/Olympus"])
+        #expect(zone.stderr.contains("is not an IANA time zone"))
+    }
+
     /// A plain HTTP/1.1 GET (the admin port), through a real socket.
     private func httpGet(port: Int, path: String) async throws -> String {
         let process = Process()
