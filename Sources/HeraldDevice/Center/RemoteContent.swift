@@ -1,0 +1,169 @@
+import HeraldCore
+
+/// Silent (background) pushes on the device (reference user-notifications §7).
+public enum SilentPushes {
+    /// How long an app woken for a silent push has to report its result.
+    public static let timeLimitMilliseconds: Int64 = 30_000
+
+    public enum FetchResult: Int, Sendable, Hashable { case newData = 0, noData = 1, failed = 2 }
+
+    /// The app's lifecycle as far as background work goes.
+    public enum Lifecycle: Sendable, Hashable {
+        case foreground, background, suspended
+        /// Terminated by the system (memory, reboot): a silent push launches it in the background.
+        case terminatedBySystem
+        /// The user swiped it away: no silent pushes until the user launches it again.
+        case forceQuitByUser
+    }
+
+    public enum Wake: Sendable, Hashable {
+        /// The fetch handler runs now (the app was running or suspended).
+        case handleNow
+        /// The app is launched in the background first, then the fetch handler runs.
+        case launchInBackground
+        /// Not delivered (the reason says why).
+        case notDelivered(String)
+    }
+
+    /// A silent push: `aps` holds `content-available: 1` and no alert, sound or badge.
+    public static func isSilent(_ payload: JSONValue) -> Bool {
+        guard case .object(let root) = payload, case .object(let aps)? = root["aps"] else { return false }
+        guard aps["content-available"]?.numberValue == 1 else { return false }
+        return aps["alert"] == nil && aps["sound"] == nil && aps["badge"] == nil
+    }
+
+    public static func wake(_ lifecycle: Lifecycle) -> Wake {
+        switch lifecycle {
+        case .foreground, .background, .suspended: .handleNow
+        case .terminatedBySystem: .launchInBackground
+        case .forceQuitByUser: .notDelivered("the user force-quit the app; silent pushes wait until the user launches it")
+        }
+    }
+
+    /// How the fetch ended: the result the app reported in time, or `nil` when it did not report
+    /// within the time limit (the system terminates it).
+    public static func outcome(startedAt: Int64, reported: (result: FetchResult, at: Int64)?) -> FetchResult? {
+        guard let reported, reported.at - startedAt <= timeLimitMilliseconds else { return nil }
+        return reported.result
+    }
+
+    /// The device's own budget for silent pushes per app: `count` per hour; over it, the newest is
+    /// held (older held ones dropped), discarded if the user force-quits the app, handed over at
+    /// the next launch or when the budget allows.
+    public struct Budget: Sendable {
+        public let count: Int
+        public let windowMilliseconds: Int64
+        private var sent: [Int64] = []
+        public private(set) var held: JSONValue?
+        public private(set) var dropped = 0
+
+        public init(count: Int = 3, windowMilliseconds: Int64 = 3_600_000) {
+            self.count = count
+            self.windowMilliseconds = windowMilliseconds
+        }
+
+        /// A silent push arrives: returns it if it may be handled now, else holds it.
+        public mutating func receive(_ payload: JSONValue, now: Int64) -> JSONValue? {
+            sent.removeAll { $0 <= now - windowMilliseconds }
+            if sent.count < count {
+                sent.append(now)
+                return payload
+            }
+            if held != nil { dropped += 1 }
+            held = payload
+            return nil
+        }
+
+        /// The held push, if the budget allows it now.
+        public mutating func release(now: Int64) -> JSONValue? {
+            guard let payload = held else { return nil }
+            sent.removeAll { $0 <= now - windowMilliseconds }
+            guard sent.count < count else { return nil }
+            sent.append(now)
+            held = nil
+            return payload
+        }
+
+        public mutating func userForceQuit() {
+            if held != nil { dropped += 1 }
+            held = nil
+        }
+
+        /// The user launched the app: what was held is handed over.
+        public mutating func launched() -> JSONValue? {
+            defer { held = nil }
+            return held
+        }
+    }
+}
+
+/// The notification service extension (reference §8): may rewrite a remote alert with
+/// `mutable-content: 1` within about 30 seconds.
+public enum ServiceExtension {
+    public static let timeLimitMilliseconds: Int64 = 30_000
+
+    /// Runs only for remote alerts with `mutable-content: 1`: never for silent, sound-only or badge-only pushes.
+    public static func runs(for payload: JSONValue) -> Bool {
+        guard case .object(let root) = payload, case .object(let aps)? = root["aps"],
+              aps["mutable-content"]?.numberValue == 1 else { return false }
+        return hasAlertText(aps)
+    }
+
+    static func hasAlertText(_ aps: [String: JSONValue]) -> Bool {
+        switch aps["alert"] {
+        case .string(let text)?: return !text.isEmpty
+        case .object(let alert)?:
+            return ["title", "subtitle", "body", "loc-key", "title-loc-key", "subtitle-loc-key"].contains { alert[$0] != nil }
+        default: return false
+        }
+    }
+
+    /// What is shown: the extension's content if it called its handler in time and kept an
+    /// alert, else the original; `timeWillExpire` tells whether the extension was warned.
+    public static func outcome(
+        original: JSONValue, startedAt: Int64, handlerCalled: (content: JSONValue, at: Int64)?
+    ) -> (shown: JSONValue, timeWillExpire: Bool) {
+        guard let handlerCalled, handlerCalled.at - startedAt <= timeLimitMilliseconds else { return (original, true) }
+        guard case .object(let root) = handlerCalled.content, case .object(let aps)? = root["aps"], hasAlertText(aps) else {
+            return (original, false)  // removing the alert text voids the changes
+        }
+        return (handlerCalled.content, false)
+    }
+}
+
+/// Grouping and importance (reference §8).
+public enum NotificationGrouping {
+    public enum InterruptionLevel: String, Sendable, Hashable, CaseIterable {
+        case passive, active, timeSensitive = "time-sensitive", critical
+        /// Passive: listed only, silently; time-sensitive breaks through Focus; critical bypasses mute and Do Not Disturb.
+        public var breaksThroughFocus: Bool { self == .timeSensitive || self == .critical }
+        public var isSilent: Bool { self == .passive }
+    }
+
+    public struct Item: Sendable, Hashable {
+        public var id: String
+        public var threadID: String?
+        public var relevance: Double
+        public var level: InterruptionLevel
+        public init(id: String, payload: JSONValue) {
+            self.id = id
+            var aps: [String: JSONValue] = [:]
+            if case .object(let root) = payload, case .object(let a)? = root["aps"] { aps = a }
+            threadID = aps["thread-id"]?.stringValue
+            relevance = min(1, max(0, aps["relevance-score"]?.numberValue ?? 0))
+            level = aps["interruption-level"]?.stringValue.flatMap(InterruptionLevel.init(rawValue:)) ?? .active
+        }
+    }
+
+    /// Groups by thread id (equal strings together; no thread id: the app's own group, keyed ""),
+    /// each group ordered with its featured item (highest relevance, earliest on ties) first.
+    public static func groups(_ items: [Item]) -> [String: [Item]] {
+        var groups: [String: [Item]] = [:]
+        for item in items { groups[item.threadID ?? "", default: []].append(item) }
+        return groups.mapValues { group in
+            group.enumerated().sorted { a, b in
+                a.element.relevance != b.element.relevance ? a.element.relevance > b.element.relevance : a.offset < b.offset
+            }.map(\.element)
+        }
+    }
+}
