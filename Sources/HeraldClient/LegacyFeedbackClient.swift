@@ -32,7 +32,8 @@ public enum LegacyFeedbackClient {
         if let trustRootsPath { configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(trustRootsPath)) }
         let context = try NIOSSLContext(configuration: configuration)
         let received = group.any().makePromise(of: ByteBuffer.self)
-        let channel = try await ClientBootstrap(group: group)
+        // The server writes its tuples and closes; the collector completes when it has.
+        _ = try await ClientBootstrap(group: group)
             .connectTimeout(.seconds(10))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -41,9 +42,7 @@ public enum LegacyFeedbackClient {
                 }
             }
             .connect(host: host, port: port).get()
-        let bytes = try await received.futureResult.get()
-        _ = channel
-        return try decode(bytes)
+        return try decode(try await received.futureResult.get())
     }
 
     /// Decodes tuples `u32 timestamp | u16 token length | token`, big-endian.

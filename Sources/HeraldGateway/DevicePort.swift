@@ -16,7 +16,6 @@ struct DevicePort: Sendable {
     var idleTimeout: TimeAmount
     /// How long priority 5 and 1 notifications may wait to be sent together.
     var lowPriorityDelay: TimeAmount
-    var storePolicy: StorePolicy
     var metrics: GatewayMetrics
     var logger: Logger
 }

@@ -15,10 +15,6 @@ final class DeviceRegistry: Sendable {
 
     private let sessions = NIOLockedValueBox([String: Session]())
 
-    var count: Int { sessions.withLockedValue { $0.count } }
-
-    func isConnected(_ deviceID: String) -> Bool { sessions.withLockedValue { $0[deviceID] != nil } }
-
     /// Makes `session` the device's session; tells the one it replaces (if any) to close.
     func register(deviceID: String, session: Session) {
         let previous = sessions.withLockedValue { sessions in

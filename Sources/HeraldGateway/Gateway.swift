@@ -54,8 +54,7 @@ public final class Gateway: Service, Sendable {
             environment: configuration.environment, clock: clock, store: store, registry: registry, recorder: recorder,
             backgroundThrottle: configuration.backgroundBudget.map(BackgroundThrottle.init(budget:)),
             pingInterval: configuration.devicePingInterval, idleTimeout: configuration.deviceIdleTimeout,
-            lowPriorityDelay: configuration.lowPriorityDelay, storePolicy: configuration.storePolicy,
-            metrics: metrics, logger: logger)
+            lowPriorityDelay: configuration.lowPriorityDelay, metrics: metrics, logger: logger)
 
         var listeners: [ProviderListener] = []
         var deviceListener: DeviceListener?

@@ -62,12 +62,18 @@ public struct GatewayConfiguration: Sendable {
     /// The TLS context of the provider port: TLS 1.2 or later, ALPN `h2` only (a client that
     /// offers `http/1.1,h2` is given h2).
     func makeTLSContext(applicationProtocols: [String] = ["h2"]) throws -> NIOSSLContext {
+        var configuration = try serverTLSConfiguration()
+        configuration.applicationProtocols = applicationProtocols
+        return try NIOSSLContext(configuration: configuration)
+    }
+
+    /// The server certificate and key, TLS 1.2 or later: what every TLS port starts from.
+    private func serverTLSConfiguration() throws -> TLSConfiguration {
         let chain = try NIOSSLCertificate.fromPEMFile(tls.certificateChainPath).map { NIOSSLCertificateSource.certificate($0) }
         let key = try NIOSSLPrivateKey(file: tls.privateKeyPath, format: .pem)
         var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
         configuration.minimumTLSVersion = .tlsv12
-        configuration.applicationProtocols = applicationProtocols
-        return try NIOSSLContext(configuration: configuration)
+        return configuration
     }
 }
 
@@ -77,10 +83,7 @@ extension GatewayConfiguration {
         guard let caPath = feedbackClientCAPath else {
             throw GatewayConfigurationError("the feedback port needs a CA for client certificates (feedbackClientCAPath)")
         }
-        let chain = try NIOSSLCertificate.fromPEMFile(tls.certificateChainPath).map { NIOSSLCertificateSource.certificate($0) }
-        let key = try NIOSSLPrivateKey(file: tls.privateKeyPath, format: .pem)
-        var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
-        configuration.minimumTLSVersion = .tlsv12
+        var configuration = try serverTLSConfiguration()
         configuration.certificateVerification = .noHostnameVerification
         configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caPath))
         return try NIOSSLContext(configuration: configuration)

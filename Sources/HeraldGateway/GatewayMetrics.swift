@@ -30,7 +30,7 @@ public final class GatewayMetrics: Sendable {
         acceptedPushes = registry.makeCounter(
             descriptor: Self.name("pushes_accepted", "total", "Pushes answered 200 on the provider port"))
         storedNotifications = registry.makeCounter(
-            descriptor: Self.name("notifications_stored", "total", "Notifications stored for devices until they ack"))
+            descriptor: Self.name("notifications_stored", "total", "Notifications stored (held until their device acks them, they expire or are replaced)"))
         batches = registry.makeCounter(
             descriptor: Self.name("intake_batches", "total", "Store transactions committed by the intake"))
         batchedNotifications = registry.makeCounter(

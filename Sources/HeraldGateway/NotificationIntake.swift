@@ -1,7 +1,6 @@
 import HeraldCore
 import HeraldStore
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 
 /// Collects accepted requests from every connection and hands them to the store in batches: one
@@ -21,7 +20,6 @@ public final class NotificationIntake: Sendable {
     private let policy: StorePolicy
     private let environment: APNsEnvironment
     private let clock: any WallClock
-    private let maximumBatchSize: Int
     private let logger: Logger
     private let metrics: GatewayMetrics
     /// Where stored notifications go next: the sessions of connected devices.
@@ -38,7 +36,6 @@ public final class NotificationIntake: Sendable {
         self.policy = policy
         self.environment = environment
         self.clock = clock
-        self.maximumBatchSize = maximumBatchSize
         self.queue = BatchQueue(maximumBatchSize: maximumBatchSize)
         self.metrics = metrics
         self.logger = logger
@@ -83,15 +80,17 @@ public final class NotificationIntake: Sendable {
     private func route(_ batch: [Pending], _ outcomes: [SubmissionOutcome], now: Int64) {
         var deliveries: [Delivery] = []
         var dropped: [DeliveryEvent] = []
+        var stored = 0
         for (pending, outcome) in zip(batch, outcomes) {
             guard case .stored(let seq, let deviceID) = outcome else { continue }
+            stored += 1
             if let deviceID {
                 deliveries.append(Delivery(seq: seq, deviceID: deviceID, notification: pending.notification))
             } else if pending.notification.expiration == .immediately {
                 dropped.append(.dropped(seq: seq, atMilliseconds: now))
             }
         }
-        if !deliveries.isEmpty { metrics.storedNotifications.increment(by: Int64(deliveries.count)) }
+        if stored > 0 { metrics.storedNotifications.increment(by: Int64(stored)) }
         for delivery in registry.deliver(deliveries) where delivery.notification.expiration == .immediately {
             dropped.append(.dropped(seq: delivery.seq, atMilliseconds: now))
         }

@@ -177,16 +177,20 @@ public final class SQLiteStore: HeraldStore {
                 if try Bool.fetchOne(db, sql: "SELECT 1 FROM device_tokens WHERE token = ?", arguments: [Data(registration.token.bytes)]) == true {
                     throw StoreError(.tokenExists, "token \(registration.token) is already registered")
                 }
-                try db.cachedStatement(sql: """
-                    INSERT INTO device_tokens (token, bundle_id, environment, device_id, created_at_ms, unregistered_at_ms, expired_at_ms)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
-                    """).execute(arguments: [
-                        Data(registration.token.bytes), registration.bundleID, registration.environment.rawValue,
-                        registration.deviceID, registration.createdAtMilliseconds,
-                        registration.unregisteredAtMilliseconds, registration.expiredAtMilliseconds,
-                    ])
+                try Self.insert(registration, in: db)
             }
         }
+    }
+
+    private static func insert(_ registration: TokenRegistration, in db: Database) throws {
+        try db.cachedStatement(sql: """
+            INSERT INTO device_tokens (token, bundle_id, environment, device_id, created_at_ms, unregistered_at_ms, expired_at_ms)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [
+                Data(registration.token.bytes), registration.bundleID, registration.environment.rawValue,
+                registration.deviceID, registration.createdAtMilliseconds,
+                registration.unregisteredAtMilliseconds, registration.expiredAtMilliseconds,
+            ])
     }
 
     public func unregisterToken(_ token: DeviceToken, atMilliseconds: Int64) async throws -> Bool {
@@ -382,15 +386,7 @@ public final class SQLiteStore: HeraldStore {
                 return existing
             }
             cache.remove(candidate.token)
-            try db.execute(
-                sql: """
-                    INSERT INTO device_tokens (token, bundle_id, environment, device_id, created_at_ms)
-                    VALUES (?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    Data(candidate.token.bytes), candidate.bundleID, candidate.environment.rawValue,
-                    candidate.deviceID, candidate.createdAtMilliseconds,
-                ])
+            try Self.insert(candidate, in: db)
             return candidate
         }
     }

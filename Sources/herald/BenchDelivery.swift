@@ -230,7 +230,7 @@ private final class Fleet: Sendable {
     private let tasks: [Task<Void, Never>]
     private let received = NIOLockedValueBox((count: 0, perDevice: [Int](), latencies: [UInt64](), first: UInt64(0), last: UInt64(0)))
 
-    private init(identities: [DeviceIdentity], tokens: [DeviceToken], tasks: [Task<Void, Never>], received: Int) {
+    private init(identities: [DeviceIdentity], tokens: [DeviceToken], tasks: [Task<Void, Never>]) {
         self.identities = identities
         self.tokens = tokens
         self.tasks = tasks
@@ -269,7 +269,7 @@ private final class Fleet: Sendable {
             guard ContinuousClock.now < deadline else { throw ValidationError("not every device registered within 120 s") }
             try await Task.sleep(for: .milliseconds(50))
         }
-        let fleet = Fleet(identities: identities, tokens: tokens.withLockedValue { $0.map { $0! } }, tasks: tasks, received: 0)
+        let fleet = Fleet(identities: identities, tokens: tokens.withLockedValue { $0.map { $0! } }, tasks: tasks)
         fleet.received.withLockedValue { $0.perDevice = Array(repeating: 0, count: identities.count) }
         fleetBox.withLockedValue { $0 = fleet }
         return fleet

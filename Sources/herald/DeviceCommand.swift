@@ -3,6 +3,7 @@ import Foundation
 import HeraldCore
 import HeraldDevice
 import Logging
+import NIOSSL
 
 struct DeviceCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -117,15 +118,15 @@ struct DeviceRunCommand: AsyncParsableCommand {
         if let ca { state.ca = ca.hasPrefix("/") ? ca : URL(fileURLWithPath: ca).standardizedFileURL.path }
         try state.save(to: dir)
         let address = try GatewayAddress(state.gateway)
-        let tls: NIOSSLContextBox
-        do { tls = NIOSSLContextBox(try DeviceTLS.makeContext(trustRootsPath: state.ca)) } catch {
+        let tls: NIOSSLContext
+        do { tls = try DeviceTLS.makeContext(trustRootsPath: state.ca) } catch {
             throw ValidationError("cannot use the CA file \(state.ca ?? "(system roots)"): \(error)")
         }
 
         let known = state.tokens.compactMapValues { DeviceToken(hex: $0) }
         let connection = DeviceConnection(
             identity: identity,
-            configuration: .init(host: address.host, port: address.port, tls: tls.context, topics: apps, knownTokens: known),
+            configuration: .init(host: address.host, port: address.port, tls: tls, topics: apps, knownTokens: known),
             logger: logger)
         let printer = DeviceEventPrinter(json: json)
         let task = Task { await connection.run() }
@@ -188,13 +189,6 @@ struct DeviceUnregisterCommand: AsyncParsableCommand {
     }
 }
 
-import NIOSSL
-
-/// Keeps a TLS context across the `ValidationError` mapping above.
-struct NIOSSLContextBox {
-    let context: NIOSSLContext
-    init(_ context: NIOSSLContext) { self.context = context }
-}
 
 /// Prints device events for people or as JSON lines.
 struct DeviceEventPrinter {

@@ -69,14 +69,9 @@ public struct LocalScheduler: Sendable {
             return ([LocalFiring(request: request, atMilliseconds: now, timeZone: timeZone)], [])
         }
         sequence += 1
-        var entry = Pending(request: request, scheduledAt: now, nextFire: nil, inside: nil, sequence: sequence)
-        if case .date(let fireDate, let unit) = trigger,
-           let first = trigger.occurrence(fireDate, unit: unit, index: 0, timeZone: timeZone), first > now {
-            entry.nextFire = first
-        } else {
-            entry.nextFire = trigger.nextFire(after: now, scheduledAt: now, timeZone: timeZone)
-        }
-        pending.append(entry)
+        pending.append(Pending(
+            request: request, scheduledAt: now, nextFire: trigger.nextFire(after: now, scheduledAt: now, timeZone: timeZone),
+            inside: nil, sequence: sequence))
         return ([], enforceLimit())
     }
 
@@ -146,7 +141,7 @@ public struct LocalScheduler: Sendable {
         // A wall-clock one-shot whose time, in the new zone, is already past fires now.
         for i in pending.indices {
             if case .date(.wallClock(let time), nil)? = pending[i].request.trigger, pending[i].nextFire == nil,
-               let at = NotificationTrigger.resolve(time.componentsForResolution, in: zone), at <= now {
+               let at = NotificationTrigger.resolve(time.components, in: zone), at <= now {
                 pending[i].nextFire = now
             }
         }
@@ -185,8 +180,4 @@ public struct LocalScheduler: Sendable {
         pending.removeAll { removed.contains($0.sequence) }
         return fired
     }
-}
-
-extension NotificationTrigger.WallClockTime {
-    var componentsForResolution: DateComponents { DateComponents(year: year, month: month, day: day, hour: hour, minute: minute, second: second) }
 }

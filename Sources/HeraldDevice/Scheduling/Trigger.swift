@@ -124,19 +124,15 @@ public enum NotificationTrigger: Sendable, Hashable {
             return scheduledAt + k * step
         case .calendar(let match, let repeats):
             let calendar = Self.calendar(timeZone)
-            if repeats { return Self.firstMatch(match, after: after, calendar: calendar) }
+            if repeats { return Self.nextMatch(match, after: after, calendar: calendar) }
             // A one-shot fires at its first match after it was scheduled.
-            guard let fire = Self.firstMatch(match, after: scheduledAt, calendar: calendar) else { return nil }
+            guard let fire = Self.nextMatch(match, after: scheduledAt, calendar: calendar) else { return nil }
             return fire > after ? fire : nil
         case .date(let fireDate, let unit):
             return nextDateFire(fireDate, unit: unit, after: after, timeZone: timeZone)
         case .location:
             return nil
         }
-    }
-
-    private static func firstMatch(_ match: CalendarMatch, after: Int64, calendar: Calendar) -> Int64? {
-        nextMatch(match, after: after, calendar: calendar)
     }
 
     /// The n-th occurrence (n ≥ 0) of a fire date.
