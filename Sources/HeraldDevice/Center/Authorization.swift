@@ -77,6 +77,13 @@ public struct AppAuthorization: Sendable, Hashable {
 
     public init(entitlements: AuthorizationOptions = []) { self.entitlements = entitlements }
 
+    /// Saved settings, put back (the device runtime's persistence).
+    init(restoring settings: NotificationSettings, promptCount: Int, entitlements: AuthorizationOptions) {
+        self.settings = settings
+        self.promptCount = promptCount
+        self.entitlements = entitlements
+    }
+
     /// Requests authorization. Returns the settings and whether the user was prompted.
     public mutating func request(
         _ options: AuthorizationOptions, appID: String, user: some UserSettingsSource

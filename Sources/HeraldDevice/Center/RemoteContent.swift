@@ -84,6 +84,13 @@ public enum SilentPushes {
             return payload
         }
 
+        /// When the held push may be released (the oldest use leaves the window); `nil` when none is held.
+        public var nextRelease: Int64? {
+            guard held != nil else { return nil }
+            guard sent.count >= count, let oldest = sent.min() else { return Int64.min }
+            return oldest + windowMilliseconds
+        }
+
         public mutating func userForceQuit() {
             if held != nil { dropped += 1 }
             held = nil

@@ -93,6 +93,13 @@ public struct LocalScheduler: Sendable {
         return dropped
     }
 
+    /// Puts back a saved pending request as it was (its scheduling instant and next fire).
+    public mutating func restore(_ request: LocalRequest, scheduledAt: Int64, nextFire: Int64?) {
+        pending.removeAll { $0.request.id == request.id }
+        sequence += 1
+        pending.append(Pending(request: request, scheduledAt: scheduledAt, nextFire: nextFire, inside: nil, sequence: sequence))
+    }
+
     public mutating func remove(ids: Set<String>) { pending.removeAll { ids.contains($0.request.id) } }
     public mutating func removeAll() { pending.removeAll() }
 

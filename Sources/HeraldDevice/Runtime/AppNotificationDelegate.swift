@@ -1,0 +1,94 @@
+import HeraldCore
+
+/// A notification as the device delivered it: what the app and the user see.
+public struct DeliveredNotification: Sendable, Hashable {
+    public enum Origin: Sendable, Hashable {
+        /// A local request; the trigger kind (`now`, `interval`, `calendar`, `date`, `location`).
+        case local(trigger: String)
+        /// A push that came over the device connection.
+        case remote(apnsID: String)
+    }
+
+    /// The request identifier (local) or the apns-id (remote).
+    public var id: String
+    public var origin: Origin
+    public var content: NotificationContent
+    /// When it was delivered (milliseconds since 1970, the runtime's clock).
+    public var deliveredAt: Int64
+    /// When it was due: its fire time (local) or its arrival (remote). `deliveredAt - dueAt` is its lateness.
+    public var dueAt: Int64
+    /// What the device showed.
+    public var presentation: DeliveryByAppState.Presentation
+    /// The sound that played: a file's path, `"default"`, or `nil`.
+    public var playedSound: String?
+    /// The actions offered, in the minimal context (banner, lock screen, Notification Center).
+    public var actions: [NotificationAction]
+}
+
+/// What an app implements to hear from the runtime: the UserNotifications delegate and the
+/// `UIApplicationDelegate` notification methods in one protocol. Every method has a default,
+/// and a method with a ``CallbackHandler`` must call it (the defaults do) within its time limit,
+/// or the runtime reports a contract violation.
+public protocol AppNotificationDelegate: Sendable {
+    /// UserNotifications, app in the foreground: how to present it. Not implemented (the default)
+    /// or `[]`: nothing is shown.
+    func willPresent(_ notification: DeliveredNotification, completion: CallbackHandler<DeliveryByAppState.ForegroundOptions>) async
+    /// UserNotifications: the user tapped the notification (default action id), chose an action,
+    /// or dismissed it (with `customDismissAction`). Legacy apps receive actions here too
+    /// (`handleActionWithIdentifier:…completionHandler:`).
+    func didReceive(_ response: NotificationResponse, for notification: DeliveredNotification, completion: CallbackHandler<Void>) async
+    /// Legacy: `didReceiveLocalNotification:` / `didReceiveRemoteNotification:` with the app's state.
+    func didReceiveLegacy(_ notification: DeliveredNotification, state: DeliveryByAppState.LegacyState) async
+    /// The app was launched; `notification` is the one the user tapped (legacy launch options), if any.
+    func didLaunch(with notification: DeliveredNotification?) async
+    /// The user allowed nothing to be presented, yet the app is handed the notification (while it runs).
+    func didDeliverWithoutPresentation(_ notification: DeliveredNotification) async
+    /// A silent push (`content-available: 1`): report new data, no data or failed within 30 s.
+    func didReceiveSilentPush(_ payload: JSONValue, completion: CallbackHandler<SilentPushes.FetchResult>) async
+    /// The device token: after `registerForRemoteNotifications`, and unprompted when it changes.
+    func didRegisterForRemoteNotifications(token: DeviceToken) async
+    /// The device's preferred languages changed (`NSCurrentLocaleDidChangeNotification`).
+    func preferredLanguagesDidChange(_ languages: [String]) async
+}
+
+extension AppNotificationDelegate {
+    public func willPresent(_ notification: DeliveredNotification, completion: CallbackHandler<DeliveryByAppState.ForegroundOptions>) async { completion([]) }
+    public func didReceive(_ response: NotificationResponse, for notification: DeliveredNotification, completion: CallbackHandler<Void>) async { completion() }
+    public func didReceiveLegacy(_ notification: DeliveredNotification, state: DeliveryByAppState.LegacyState) async {}
+    public func didLaunch(with notification: DeliveredNotification?) async {}
+    public func didDeliverWithoutPresentation(_ notification: DeliveredNotification) async {}
+    public func didReceiveSilentPush(_ payload: JSONValue, completion: CallbackHandler<SilentPushes.FetchResult>) async { completion(.noData) }
+    public func didRegisterForRemoteNotifications(token: DeviceToken) async {}
+    public func preferredLanguagesDidChange(_ languages: [String]) async {}
+}
+
+/// An app's notification service extension: may rewrite a remote alert with `mutable-content: 1`
+/// by calling the handler with a new payload within 30 seconds; otherwise the original is shown.
+public protocol NotificationServiceExtension: Sendable {
+    func didReceive(_ payload: JSONValue, contentHandler: CallbackHandler<JSONValue>) async
+    /// The time is about to run out; the original content will be shown.
+    func timeWillExpire() async
+}
+
+extension NotificationServiceExtension {
+    public func timeWillExpire() async {}
+}
+
+/// What the runtime did, for observers: `herald device run --json` prints these; tests and the
+/// scheduler benchmark read them.
+public enum RuntimeEvent: Sendable {
+    case prompted(app: String, requested: AuthorizationOptions, granted: AuthorizationOptions)
+    case delivered(app: String, DeliveredNotification)
+    /// Requests dropped for good by the 64 limit.
+    case dropped(app: String, ids: [String])
+    /// An entry left Notification Center (tapped, dismissed, cancelled, cleared).
+    case dismissed(app: String, id: String)
+    case badgeChanged(app: String, badge: Int)
+    /// A named sound was not played; the default was, for this reason.
+    case soundReplaced(app: String, name: String, reason: String)
+    case lifecycleChanged(app: String, SilentPushes.Lifecycle)
+    case silentPush(app: String, outcome: String)
+    case tokenDelivered(app: String, token: DeviceToken)
+    /// The app broke a rule (a handler never called, called twice, too late).
+    case contractViolation(app: String, message: String)
+}

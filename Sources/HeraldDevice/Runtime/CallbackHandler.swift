@@ -1,0 +1,58 @@
+import NIOConcurrencyHelpers
+
+/// A completion handler the runtime gives an app: the app must call it once, within its time
+/// limit. Called in time, the runtime goes on with the value; not called by the deadline, the
+/// runtime goes on with its fallback and reports a contract violation (as iOS does when an app
+/// never calls a handler); called again or too late, the call is reported and ignored.
+public final class CallbackHandler<Value: Sendable>: Sendable {
+    public enum Outcome: Sendable {
+        case answered(Value)
+        case timedOut(fallback: Value)
+    }
+
+    private struct State {
+        var done = false
+        var alarm: ClockAlarm?
+    }
+    private let state = NIOLockedValueBox(State())
+    private let then: @Sendable (Outcome) -> Void
+    private let misuse: @Sendable (String) -> Void
+    /// What the handler is for, in the violation reports ("the action handler of …").
+    public let purpose: String
+
+    init(
+        purpose: String, clock: DeviceClock, limitMilliseconds: Int64, fallback: Value,
+        misuse: @escaping @Sendable (String) -> Void, then: @escaping @Sendable (Outcome) -> Void
+    ) {
+        self.purpose = purpose
+        self.then = then
+        self.misuse = misuse
+        let alarm = clock.setAlarm(at: clock.nowMilliseconds() + limitMilliseconds) { [weak self] in
+            self?.finish(.timedOut(fallback: fallback), late: nil)
+        }
+        state.withLockedValue { $0.alarm = alarm }
+    }
+
+    /// Answers.
+    public func callAsFunction(_ value: Value) { finish(.answered(value), late: "\(purpose) was called more than once, or after its time ran out") }
+
+    private func finish(_ outcome: Outcome, late: String?) {
+        let (first, alarm) = state.withLockedValue { s -> (Bool, ClockAlarm?) in
+            defer { s.done = true; s.alarm = nil }
+            return (!s.done, s.alarm)
+        }
+        guard first else {
+            if let late { misuse(late) }
+            return
+        }
+        alarm?.cancel()
+        then(outcome)
+    }
+
+    /// Whether it has been answered or has timed out.
+    public var isDone: Bool { state.withLockedValue { $0.done } }
+}
+
+extension CallbackHandler where Value == Void {
+    public func callAsFunction() { self(()) }
+}

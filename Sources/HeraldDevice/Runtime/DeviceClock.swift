@@ -1,0 +1,132 @@
+import Foundation
+import HeraldCore
+import NIOConcurrencyHelpers
+
+/// The device runtime's time: the current instant, and alarms that call back when the clock
+/// reaches an instant. The runtime arms one alarm for the soonest due time and sleeps until it
+/// rings (it never polls). ``SystemDeviceClock`` follows the machine's clock;
+/// ``SimulatedDeviceClock`` stands still until tests or benchmarks move it.
+public protocol DeviceClock: WallClock {
+    /// Calls `action` once when the clock reaches `deadline` (milliseconds since 1970), at once
+    /// if it has already. Cancelling the returned alarm before it rings means it never rings.
+    func setAlarm(at deadline: Int64, _ action: @escaping @Sendable () -> Void) -> ClockAlarm
+}
+
+/// An armed alarm of a ``DeviceClock``.
+public final class ClockAlarm: Sendable {
+    public let deadline: Int64
+    private let state = NIOLockedValueBox<(cancelled: Bool, cancel: (@Sendable () -> Void)?)>((false, nil))
+
+    init(deadline: Int64) { self.deadline = deadline }
+
+    /// Stops the alarm; it will not ring (if it is ringing right now, it finishes).
+    public func cancel() {
+        let cancel = state.withLockedValue { s -> (@Sendable () -> Void)? in
+            s.cancelled = true
+            defer { s.cancel = nil }
+            return s.cancel
+        }
+        cancel?()
+    }
+
+    public var isCancelled: Bool { state.withLockedValue { $0.cancelled } }
+
+    func onCancel(_ action: @escaping @Sendable () -> Void) {
+        let already = state.withLockedValue { s -> Bool in
+            if !s.cancelled { s.cancel = action }
+            return s.cancelled
+        }
+        if already { action() }
+    }
+}
+
+/// The machine's clock. An alarm sleeps a task for the remaining time and checks the clock again
+/// when it wakes (the wall clock may have been set while it slept).
+public struct SystemDeviceClock: DeviceClock {
+    private let wall = SystemWallClock()
+    public init() {}
+
+    public func nowMilliseconds() -> Int64 { wall.nowMilliseconds() }
+
+    public func setAlarm(at deadline: Int64, _ action: @escaping @Sendable () -> Void) -> ClockAlarm {
+        let alarm = ClockAlarm(deadline: deadline)
+        let wall = self.wall
+        let task = Task {
+            while !Task.isCancelled {
+                let remaining = deadline - wall.nowMilliseconds()
+                if remaining <= 0 { break }
+                try? await Task.sleep(for: .milliseconds(remaining))
+            }
+            if !Task.isCancelled && !alarm.isCancelled { action() }
+        }
+        alarm.onCancel { task.cancel() }
+        return alarm
+    }
+}
+
+/// A clock that stands still until ``advance(to:)`` moves it. Alarms ring in deadline order
+/// during `advance`, each with the clock reading exactly its deadline. Counts what was armed and
+/// what rang, so a benchmark can show that the runtime slept between due times.
+public final class SimulatedDeviceClock: DeviceClock, Sendable {
+    private struct State {
+        var now: Int64
+        var alarms: [(alarm: ClockAlarm, action: @Sendable () -> Void, sequence: Int)] = []
+        var sequence = 0
+        var armed = 0
+        var rung = 0
+    }
+    private let state: NIOLockedValueBox<State>
+
+    /// Starts at `startMilliseconds` (by default 2026-11-21T12:00:00Z).
+    public init(startMilliseconds: Int64 = 1_795_262_400_000) {
+        state = NIOLockedValueBox(State(now: startMilliseconds))
+    }
+
+    public func nowMilliseconds() -> Int64 { state.withLockedValue { $0.now } }
+
+    /// How many alarms were armed and how many rang.
+    public var alarmCounts: (armed: Int, rung: Int) { state.withLockedValue { ($0.armed, $0.rung) } }
+
+    /// The soonest armed alarm's deadline.
+    public var nextAlarm: Int64? {
+        state.withLockedValue { s in s.alarms.filter { !$0.alarm.isCancelled }.map(\.alarm.deadline).min() }
+    }
+
+    public func setAlarm(at deadline: Int64, _ action: @escaping @Sendable () -> Void) -> ClockAlarm {
+        let alarm = ClockAlarm(deadline: deadline)
+        let ringNow = state.withLockedValue { s -> Bool in
+            s.armed += 1
+            if deadline <= s.now { s.rung += 1; return true }
+            s.sequence += 1
+            s.alarms.append((alarm, action, s.sequence))
+            return false
+        }
+        if ringNow { action() } else {
+            alarm.onCancel { [weak self] in self?.state.withLockedValue { s in s.alarms.removeAll { $0.alarm === alarm } } }
+        }
+        return alarm
+    }
+
+    /// Moves the clock forward to `instant`, ringing every alarm due on the way, in order.
+    public func advance(to instant: Int64) {
+        while true {
+            let next = state.withLockedValue { s -> (@Sendable () -> Void)? in
+                guard let index = s.alarms.indices.filter({ s.alarms[$0].alarm.deadline <= instant })
+                    .min(by: { (s.alarms[$0].alarm.deadline, s.alarms[$0].sequence) < (s.alarms[$1].alarm.deadline, s.alarms[$1].sequence) })
+                else {
+                    s.now = max(s.now, instant)
+                    return nil
+                }
+                let entry = s.alarms.remove(at: index)
+                s.now = max(s.now, entry.alarm.deadline)
+                s.rung += 1
+                return entry.action
+            }
+            guard let next else { return }
+            next()
+        }
+    }
+
+    public func advance(milliseconds: Int64) { advance(to: nowMilliseconds() + milliseconds) }
+    public func advance(seconds: Int64) { advance(milliseconds: seconds * 1000) }
+}

@@ -1,0 +1,531 @@
+import Foundation
+import HeraldCore
+import NIOConcurrencyHelpers
+
+/// The device's notification system, what a phone's notification center does for all of its
+/// apps: authorization, categories, local scheduling (one alarm for the soonest due time across
+/// every app; it never polls), delivery by app state, badges, sounds, localization, silent
+/// pushes, the service extension, remote registration, and persistence of each app's state.
+///
+/// Time comes only from the injected ``DeviceClock``; the device's time zone, position, language
+/// and connectivity only from the calls that set them. Apps use it through
+/// ``AppNotificationCenter``; the methods named `user…` and `system…` are what the person holding
+/// the device and the operating system do.
+public actor DeviceRuntime {
+    /// How long an app has to call a `willPresent` or action completion handler.
+    public static let callbackTimeLimitMilliseconds: Int64 = 30_000
+
+    public let clock: DeviceClock
+    public private(set) var timeZone: TimeZone
+    public private(set) var preferredLanguages: [String]
+    public internal(set) var isOnline = false
+    public private(set) var locationServicesEnabled = true
+    public private(set) var isLocked = false
+    let user: UserSettingsSource
+    let storage: RuntimeStorage?
+    private let observer: (@Sendable (RuntimeEvent) -> Void)?
+    let work = WorkTracker()
+
+    var apps: [String: AppSlot] = [:]
+    private var dueHeap = DueHeap()
+    private var alarm: ClockAlarm?
+
+    /// - Parameters:
+    ///   - storageDirectory: where each app's state is kept across restarts (`nil`: memory only).
+    ///   - observer: told of everything the runtime does, synchronously, on the runtime's executor.
+    public init(
+        clock: DeviceClock, timeZone: TimeZone, preferredLanguages: [String] = ["en"], user: UserSettingsSource,
+        storageDirectory: String? = nil, observer: (@Sendable (RuntimeEvent) -> Void)? = nil
+    ) throws {
+        self.clock = clock
+        self.timeZone = timeZone
+        self.preferredLanguages = preferredLanguages
+        self.user = user
+        self.storage = try storageDirectory.map(RuntimeStorage.init(directory:))
+        self.observer = observer
+    }
+
+    // MARK: apps
+
+    /// What an app brings with it when installed.
+    public struct AppBundle: Sendable {
+        public var api: DeliveryByAppState.API
+        public var entitlements: AuthorizationOptions
+        public var sounds: NotificationSounds.Locations
+        public var localization: AlertLocalization
+        public init(
+            api: DeliveryByAppState.API = .userNotifications, entitlements: AuthorizationOptions = [],
+            sounds: NotificationSounds.Locations = .init(), localization: AlertLocalization = .init(tables: [:])
+        ) {
+            self.api = api
+            self.entitlements = entitlements
+            self.sounds = sounds
+            self.localization = localization
+        }
+    }
+
+    /// Installs an app (its id is its bundle id, the push topic), or returns the installed one.
+    /// Saved state (settings, categories, pending requests, delivered list, badge, token) comes
+    /// back; a request whose fire time passed while the runtime was stopped is delivered now, once.
+    public func install(_ appID: String, bundle: AppBundle = AppBundle()) throws -> AppNotificationCenter {
+        if apps[appID] == nil {
+            let slot = AppSlot(id: appID, bundle: bundle, timeZone: timeZone)
+            if let storage, let saved = try storage.load(appID) {
+                saved.restore(into: slot, now: clock.nowMilliseconds(), timeZone: timeZone)
+            }
+            slot.scheduler.setLocation(servicesEnabled: locationServicesEnabled)
+            apps[appID] = slot
+            reschedule(slot)
+            armAlarm()
+        }
+        return AppNotificationCenter(runtime: self, appID: appID)
+    }
+
+    /// The center of an installed app.
+    public func center(for appID: String) -> AppNotificationCenter? {
+        apps[appID] == nil ? nil : AppNotificationCenter(runtime: self, appID: appID)
+    }
+
+    public var installedApps: [String] { apps.keys.sorted() }
+
+    func slot(_ appID: String) throws(RuntimeError) -> AppSlot {
+        guard let slot = apps[appID] else { throw RuntimeError("no app \"\(appID)\" is installed on this device") }
+        return slot
+    }
+
+    /// Waits until everything the runtime started (alarm handling, delegate calls) has finished.
+    /// Tests and benchmarks call it after moving a ``SimulatedDeviceClock``.
+    public nonisolated func settle() async { await work.settle() }
+
+    /// Moves a simulated clock to `instant` one alarm at a time, letting the runtime finish each
+    /// step, so that every fire happens at its own instant.
+    public nonisolated func advance(_ clock: SimulatedDeviceClock, to instant: Int64) async {
+        await settle()
+        while let next = clock.nextAlarm, next <= instant {
+            clock.advance(to: next)
+            await settle()
+        }
+        clock.advance(to: instant)
+        await settle()
+    }
+
+    func emit(_ event: RuntimeEvent) { observer?(event) }
+
+    nonisolated func report(_ appID: String, _ message: String) {
+        work.spawn { await self.emit(.contractViolation(app: appID, message: message)) }
+    }
+
+    // MARK: scheduling
+
+    /// Recomputes an app's soonest due time (its scheduler and its held silent push).
+    func reschedule(_ slot: AppSlot) {
+        slot.version &+= 1
+        let due = [slot.scheduler.nextDue, slot.silentBudget.nextRelease].compactMap { $0 }.min()
+        if let due { dueHeap.push(due: due, app: slot.id, version: slot.version) }
+    }
+
+    /// Arms the one alarm for the soonest due time (or none).
+    func armAlarm() {
+        while let top = dueHeap.top, apps[top.app]?.version != top.version { dueHeap.pop() }
+        let next = dueHeap.top?.due
+        if alarm?.deadline == next, alarm?.isCancelled == false { return }
+        alarm?.cancel()
+        alarm = nil
+        guard let next else { return }
+        alarm = clock.setAlarm(at: next) { [work] in work.spawn { await self.alarmRang() } }
+    }
+
+    private func alarmRang() {
+        alarm = nil
+        let now = clock.nowMilliseconds()
+        while let top = dueHeap.top, top.due <= now {
+            dueHeap.pop()
+            guard let slot = apps[top.app], slot.version == top.version else { continue }
+            for firing in slot.scheduler.fireDue(upTo: now) { deliverLocal(slot, firing, now: now) }
+            if let payload = slot.silentBudget.release(now: now) { startSilentPush(slot, payload) }
+            reschedule(slot)
+            save(slot)
+        }
+        armAlarm()
+    }
+
+    func deliverLocal(_ slot: AppSlot, _ firing: LocalFiring, now: Int64) {
+        arrive(slot, id: firing.request.id, origin: .local(trigger: LocalPlanner.triggerName(firing.request.trigger)),
+               content: NotificationContent.local(firing.request.content), dueAt: firing.atMilliseconds, now: now)
+    }
+
+    /// Saves an app's state (when the runtime has storage).
+    func save(_ slot: AppSlot) {
+        guard let storage else { return }
+        do { try storage.save(SavedApp(slot), appID: slot.id) } catch {
+            emit(.contractViolation(app: slot.id, message: "could not save the app's state: \(error)"))
+        }
+    }
+
+    // MARK: delivery by app state
+
+    /// A notification arrives for an app, local or remote: sound lookup, then (UserNotifications
+    /// in the foreground) the app's `willPresent`, then the presentation the reference's table gives.
+    func arrive(_ slot: AppSlot, id: String, origin: DeliveredNotification.Origin, content: NotificationContent, dueAt: Int64, now: Int64) {
+        var played: String?
+        if let name = content.sound {
+            switch NotificationSounds.resolve(named: name, in: slot.bundle.sounds) {
+            case .custom(let file): played = file.path
+            case .defaultSound(let reason):
+                played = "default"
+                if name != "default" { emit(.soundReplaced(app: slot.id, name: name, reason: reason)) }
+            }
+        }
+        let category = slot.categories.category(named: content.category)
+        var notification = DeliveredNotification(
+            id: id, origin: origin, content: content, deliveredAt: now, dueAt: dueAt, presentation: .init(),
+            playedSound: played, actions: category?.actions(in: .minimal) ?? [])
+        if slot.appState == .foreground, slot.bundle.api == .userNotifications, let delegate = slot.delegate {
+            let preview = notification
+            let handler = CallbackHandler<DeliveryByAppState.ForegroundOptions>(
+                purpose: "the willPresent completion handler for \(id)", clock: clock,
+                limitMilliseconds: Self.callbackTimeLimitMilliseconds, fallback: [],
+                misuse: { [appID = slot.id] in self.report(appID, $0) },
+                then: { [work, appID = slot.id] outcome in
+                    work.spawn {
+                        if case .timedOut = outcome {
+                            await self.emit(.contractViolation(app: appID, message: "the willPresent completion handler for \(id) was not called within 30 s; nothing was shown"))
+                        }
+                        let options: DeliveryByAppState.ForegroundOptions = switch outcome {
+                        case .answered(let o): o
+                        case .timedOut(let o): o
+                        }
+                        await self.present(appID, preview, foregroundOptions: options)
+                    }
+                })
+            work.spawn { await delegate.willPresent(preview, completion: handler) }
+            return
+        }
+        notification.deliveredAt = now
+        present(slot, notification, foregroundOptions: nil)
+    }
+
+    private func present(_ appID: String, _ notification: DeliveredNotification, foregroundOptions: DeliveryByAppState.ForegroundOptions?) {
+        guard let slot = apps[appID] else { return }
+        present(slot, notification, foregroundOptions: foregroundOptions)
+        save(slot)
+    }
+
+    private func present(_ slot: AppSlot, _ arriving: DeliveredNotification, foregroundOptions: DeliveryByAppState.ForegroundOptions?) {
+        var notification = arriving
+        let settings = slot.authorization.settings
+        var (presentation, callback) = DeliveryByAppState.arrive(
+            state: slot.appState, api: slot.bundle.api, kinds: notification.content.kinds, badge: notification.content.badge,
+            settings: settings, foregroundOptions: foregroundOptions)
+        if notification.content.interruptionLevel == .passive {
+            presentation.banner = false
+            presentation.sound = false
+        }
+        if !presentation.sound { notification.playedSound = nil }
+        notification.presentation = presentation
+        if let badge = presentation.badge, badge != slot.badge {
+            slot.badge = badge
+            emit(.badgeChanged(app: slot.id, badge: badge))
+        }
+        if presentation.listed {
+            slot.delivered.removeAll { $0.id == notification.id }
+            slot.delivered.append(notification)
+        } else {
+            slot.shownOnly[notification.id] = notification
+        }
+        emit(.delivered(app: slot.id, notification))
+        guard let delegate = slot.delegate else { return }
+        let told = notification
+        let nothingShown = !presentation.banner && !presentation.listed && !presentation.sound && presentation.badge == nil
+        switch callback {
+        case .legacyDidReceive(let state):
+            work.spawn { await delegate.didReceiveLegacy(told, state: state) }
+        case .none where nothingShown && slot.appState != .notRunning:
+            work.spawn { await delegate.didDeliverWithoutPresentation(told) }
+        default: break
+        }
+    }
+
+    /// A delivered notification the user can still act on: in Notification Center, or shown only.
+    func shown(_ slot: AppSlot, _ id: String) -> DeliveredNotification? {
+        slot.delivered.last { $0.id == id } ?? slot.shownOnly[id]
+    }
+
+    func forget(_ slot: AppSlot, _ id: String) {
+        let wasListed = slot.delivered.contains { $0.id == id }
+        slot.delivered.removeAll { $0.id == id }
+        slot.shownOnly[id] = nil
+        if wasListed { emit(.dismissed(app: slot.id, id: id)) }
+    }
+
+    // MARK: the user
+
+    /// The user tapped a notification's body.
+    public func userTapped(app appID: String, notification id: String) throws(RuntimeError) {
+        let slot = try slot(appID)
+        guard let notification = shown(slot, id) else { throw RuntimeError("\(appID) has no notification \"\(id)\" on screen or in Notification Center") }
+        forget(slot, id)
+        let callback = DeliveryByAppState.tap(state: slot.appState, api: slot.bundle.api)
+        setLifecycle(slot, .foreground)
+        guard let delegate = slot.delegate else { return save(slot) }
+        switch callback {
+        case .launch(let api):
+            if api == .legacy {
+                work.spawn { await delegate.didLaunch(with: notification) }
+            } else {
+                work.spawn { await delegate.didLaunch(with: nil) }
+                respond(slot, delegate, NotificationResponse(actionIdentifier: NotificationResponse.defaultActionIdentifier, userText: nil, requiredUnlock: isLocked), notification)
+            }
+        case .legacyDidReceive(let state):
+            work.spawn { await delegate.didReceiveLegacy(notification, state: state) }
+        case .didReceive(let actionID):
+            respond(slot, delegate, NotificationResponse(actionIdentifier: actionID, userText: nil, requiredUnlock: isLocked), notification)
+        case .none, .willPresent: break
+        }
+        save(slot)
+    }
+
+    /// The user chose an action (with text for a text-input action).
+    public func userChoseAction(app appID: String, notification id: String, action: String, text: String? = nil) throws(RuntimeError) {
+        let slot = try slot(appID)
+        guard let notification = shown(slot, id) else { throw RuntimeError("\(appID) has no notification \"\(id)\" on screen or in Notification Center") }
+        let category = slot.categories.category(named: notification.content.category)
+        let response: NotificationResponse?
+        do { response = try NotificationResponse.response(to: .action(action, text: text), category: category, locked: isLocked) } catch {
+            throw RuntimeError(error.message)
+        }
+        forget(slot, id)
+        guard let response else { return save(slot) }
+        let foreground = category.flatMap { c in (c.actions + (c.minimalActions ?? [])).first { $0.identifier == action } }?.options.contains(.foreground) ?? false
+        if foreground { setLifecycle(slot, .foreground) } else if slot.appState == .notRunning { setLifecycle(slot, .background) }
+        if response.requiredUnlock { isLocked = false }
+        if let delegate = slot.delegate { respond(slot, delegate, response, notification) }
+        save(slot)
+    }
+
+    /// The user dismissed a notification explicitly ("Clear"): the app hears of it only with `customDismissAction`.
+    public func userDismissed(app appID: String, notification id: String) throws(RuntimeError) {
+        let slot = try slot(appID)
+        guard let notification = shown(slot, id) else { throw RuntimeError("\(appID) has no notification \"\(id)\" on screen or in Notification Center") }
+        forget(slot, id)
+        let category = slot.categories.category(named: notification.content.category)
+        if let response = try? NotificationResponse.response(to: .dismiss, category: category, locked: isLocked), let delegate = slot.delegate {
+            respond(slot, delegate, response, notification)
+        }
+        save(slot)
+    }
+
+    private func respond(_ slot: AppSlot, _ delegate: AppNotificationDelegate, _ response: NotificationResponse, _ notification: DeliveredNotification) {
+        let appID = slot.id
+        let handler = CallbackHandler<Void>(
+            purpose: "the completion handler of action \(response.actionIdentifier) on \(notification.id)", clock: clock,
+            limitMilliseconds: Self.callbackTimeLimitMilliseconds, fallback: (),
+            misuse: { self.report(appID, $0) },
+            then: { [clock] outcome in
+                if case .timedOut = outcome {
+                    self.report(appID, "the completion handler of action \(response.actionIdentifier) on \(notification.id) was not called within \(Self.callbackTimeLimitMilliseconds / 1000) s (at \(clock.nowMilliseconds()))")
+                }
+            })
+        work.spawn { await delegate.didReceive(response, for: notification, completion: handler) }
+    }
+
+    /// The user tapped the app's icon: the app launches (or comes forward) with no notification;
+    /// entries and badge stay. A silent push held for it is handed over.
+    public func userLaunched(app appID: String) throws(RuntimeError) {
+        let slot = try slot(appID)
+        let wasRunning = slot.appState != .notRunning
+        setLifecycle(slot, .foreground)
+        if !wasRunning, let delegate = slot.delegate { work.spawn { await delegate.didLaunch(with: nil) } }
+        if let held = slot.silentBudget.launched() { startSilentPush(slot, held) }
+        reschedule(slot)
+        armAlarm()
+    }
+
+    /// The user went to the home screen (the app moves to the background, then is suspended).
+    public func userLeftApp(_ appID: String) throws(RuntimeError) { setLifecycle(try slot(appID), .background) }
+
+    /// The user swiped the app away: no silent pushes until the user launches it again; a held one is discarded.
+    public func userForceQuit(_ appID: String) throws(RuntimeError) {
+        let slot = try slot(appID)
+        setLifecycle(slot, .forceQuitByUser)
+        slot.silentBudget.userForceQuit()
+        reschedule(slot)
+        armAlarm()
+    }
+
+    /// The system suspended a background app.
+    public func systemSuspended(_ appID: String) throws(RuntimeError) { setLifecycle(try slot(appID), .suspended) }
+
+    /// The system terminated the app (memory, reboot): unlike a force-quit, silent pushes launch it.
+    public func systemTerminated(_ appID: String) throws(RuntimeError) { setLifecycle(try slot(appID), .terminatedBySystem) }
+
+    func setLifecycle(_ slot: AppSlot, _ lifecycle: SilentPushes.Lifecycle) {
+        guard slot.lifecycle != lifecycle else { return }
+        slot.lifecycle = lifecycle
+        emit(.lifecycleChanged(app: slot.id, lifecycle))
+    }
+
+    /// The user changed a type in the app's notification settings.
+    public func userChangedSetting(app appID: String, _ option: AuthorizationOptions, to setting: NotificationSetting) throws(RuntimeError) {
+        let slot = try slot(appID)
+        slot.authorization.userSet(option, setting)
+        save(slot)
+    }
+
+    /// The user changed the app's authorization (promoted a provisional app, turned it off).
+    public func userChangedStatus(app appID: String, to status: AuthorizationStatus) throws(RuntimeError) {
+        let slot = try slot(appID)
+        slot.authorization.userSetStatus(status)
+        save(slot)
+    }
+
+    public func setLocked(_ locked: Bool) { isLocked = locked }
+
+    // MARK: the device
+
+    /// The device's zone changed: calendar and wall-clock triggers are resolved again.
+    public func setTimeZone(_ zone: TimeZone) {
+        timeZone = zone
+        let now = clock.nowMilliseconds()
+        for slot in apps.values {
+            slot.scheduler.setTimeZone(zone, now: now)
+            reschedule(slot)
+            save(slot)
+        }
+        armAlarm()
+    }
+
+    /// The device is at a position: region triggers of every app may fire.
+    public func setLocation(latitude: Double, longitude: Double) {
+        let now = clock.nowMilliseconds()
+        for slot in apps.values {
+            let fired = slot.scheduler.updateLocation(latitude: latitude, longitude: longitude, now: now)
+            for firing in fired { deliverLocal(slot, firing, now: now) }
+            if !fired.isEmpty { save(slot) }
+        }
+    }
+
+    public func setLocationServices(enabled: Bool) {
+        locationServicesEnabled = enabled
+        for slot in apps.values { slot.scheduler.setLocation(servicesEnabled: enabled) }
+    }
+
+    /// The user granted or denied an app location authorization (when in use or better).
+    public func setLocationAuthorization(app appID: String, authorized: Bool) throws(RuntimeError) {
+        let slot = try slot(appID)
+        slot.scheduler.setLocation(authorized: authorized)
+        slot.locationAuthorized = authorized
+        save(slot)
+    }
+
+    /// The user changed the device's languages: every running app is told (and should send the
+    /// first language to its provider again, with its token).
+    public func setPreferredLanguages(_ languages: [String]) {
+        guard languages != preferredLanguages else { return }
+        preferredLanguages = languages
+        for slot in apps.values where slot.appState != .notRunning {
+            if let delegate = slot.delegate { work.spawn { await delegate.preferredLanguagesDidChange(languages) } }
+        }
+    }
+}
+
+/// A runtime call that cannot be done, in words.
+public struct RuntimeError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// One installed app's state inside the runtime.
+final class AppSlot {
+    let id: String
+    var bundle: DeviceRuntime.AppBundle
+    var scheduler: LocalScheduler
+    var authorization: AppAuthorization
+    var categories = CategoryRegistry()
+    /// In Notification Center, oldest first.
+    var delivered: [DeliveredNotification] = []
+    /// Shown (a banner) but not listed: the user can still tap it.
+    var shownOnly: [String: DeliveredNotification] = [:]
+    var badge = 0
+    var lifecycle: SilentPushes.Lifecycle = .terminatedBySystem
+    var silentBudget = SilentPushes.Budget()
+    var delegate: AppNotificationDelegate?
+    var serviceExtension: NotificationServiceExtension?
+    var locationAuthorized = true
+    /// The token the app was last given, and whether it asked for remote notifications.
+    var token: DeviceToken?
+    var wantsRemote = false
+    var version = 0
+
+    init(id: String, bundle: DeviceRuntime.AppBundle, timeZone: TimeZone) {
+        self.id = id
+        self.bundle = bundle
+        self.scheduler = LocalScheduler(timeZone: timeZone)
+        self.authorization = AppAuthorization(entitlements: bundle.entitlements)
+    }
+
+    var appState: DeliveryByAppState.AppState {
+        switch lifecycle {
+        case .foreground: .foreground
+        case .background, .suspended: .background
+        case .terminatedBySystem, .forceQuitByUser: .notRunning
+        }
+    }
+}
+
+/// A min-heap of (due time, app) with lazy invalidation by version.
+struct DueHeap {
+    struct Entry { var due: Int64; var app: String; var version: Int }
+    private var items: [Entry] = []
+
+    var top: Entry? { items.first }
+    var count: Int { items.count }
+
+    mutating func push(due: Int64, app: String, version: Int) {
+        items.append(Entry(due: due, app: app, version: version))
+        var i = items.count - 1
+        while i > 0 {
+            let parent = (i - 1) / 2
+            guard items[i].due < items[parent].due else { break }
+            items.swapAt(i, parent)
+            i = parent
+        }
+    }
+
+    mutating func pop() {
+        guard !items.isEmpty else { return }
+        items.swapAt(0, items.count - 1)
+        items.removeLast()
+        var i = 0
+        while true {
+            let l = 2 * i + 1, r = l + 1
+            var m = i
+            if l < items.count, items[l].due < items[m].due { m = l }
+            if r < items.count, items[r].due < items[m].due { m = r }
+            if m == i { break }
+            items.swapAt(i, m)
+            i = m
+        }
+    }
+}
+
+/// Tasks the runtime started, so that ``DeviceRuntime/settle()`` can wait for them.
+final class WorkTracker: Sendable {
+    private let tasks = NIOLockedValueBox<(next: Int, running: [Int: Task<Void, Never>])>((0, [:]))
+
+    func spawn(_ body: @escaping @Sendable () async -> Void) {
+        tasks.withLockedValue { state in
+            let id = state.next
+            state.next += 1
+            state.running[id] = Task {
+                await body()
+                self.tasks.withLockedValue { _ = $0.running.removeValue(forKey: id) }
+            }
+        }
+    }
+
+    func settle() async {
+        while let task = tasks.withLockedValue({ $0.running.values.first }) { await task.value }
+    }
+}

@@ -1,0 +1,109 @@
+import HeraldCore
+
+/// What a notification shows, the same for local requests and remote pushes: a local request's
+/// `content` object (`title`, `subtitle`, `body`, `badge`, `sound`, `category`, `thread`,
+/// `userInfo`, `interruptionLevel`, `relevance`) or a push's `aps` dictionary, with its alert
+/// already localized for the device's languages.
+public struct NotificationContent: Sendable, Hashable {
+    public var title: String?
+    public var subtitle: String?
+    public var body: String?
+    /// Absolute: `nil` leaves the badge as it is, 0 removes it.
+    public var badge: Int?
+    /// A file name, or `"default"`; `nil` is silent.
+    public var sound: String?
+    /// A critical sound (bypasses mute and Do Not Disturb; needs the critical-alert entitlement).
+    public var criticalSound = false
+    public var category: String?
+    public var thread: String?
+    public var interruptionLevel: NotificationGrouping.InterruptionLevel = .active
+    /// 0…1; the highest of a thread is featured in its summary.
+    public var relevance: Double = 0
+    /// The app's own keys (a push's keys beside `aps`; a request's `userInfo`).
+    public var userInfo: JSONValue = .object([:])
+
+    public init(title: String? = nil, subtitle: String? = nil, body: String? = nil, badge: Int? = nil, sound: String? = nil,
+                category: String? = nil, thread: String? = nil) {
+        (self.title, self.subtitle, self.body, self.badge, self.sound, self.category, self.thread) =
+            (title, subtitle, body, badge, sound, category, thread)
+    }
+
+    /// What it asks to present.
+    public var kinds: PresentationKinds {
+        var kinds: PresentationKinds = []
+        if [title, subtitle, body].contains(where: { !($0 ?? "").isEmpty }) { kinds.insert(.alert) }
+        if sound != nil { kinds.insert(.sound) }
+        if badge != nil { kinds.insert(.badge) }
+        return kinds
+    }
+
+    /// A local request's content object.
+    public static func local(_ json: JSONValue) -> NotificationContent {
+        guard case .object(let c) = json else { return NotificationContent() }
+        var content = NotificationContent(
+            title: c["title"]?.stringValue, subtitle: c["subtitle"]?.stringValue, body: c["body"]?.stringValue,
+            badge: c["badge"]?.numberValue.map { Int($0) }, sound: c["sound"]?.stringValue,
+            category: c["category"]?.stringValue, thread: c["thread"]?.stringValue)
+        if let level = c["interruptionLevel"]?.stringValue.flatMap(NotificationGrouping.InterruptionLevel.init(rawValue:)) {
+            content.interruptionLevel = level
+        }
+        content.relevance = min(1, max(0, c["relevance"]?.numberValue ?? 0))
+        content.userInfo = c["userInfo"] ?? .object([:])
+        return content
+    }
+
+    /// A push's payload, its alert localized from the app's tables for `languages`.
+    public static func remote(_ payload: JSONValue, localization: AlertLocalization, languages: [String]) -> NotificationContent {
+        guard case .object(var root) = payload, case .object(let aps)? = root["aps"] else { return NotificationContent() }
+        root["aps"] = nil
+        var content = NotificationContent()
+        content.userInfo = .object(root)
+        switch aps["alert"] {
+        case .string(let body)?: content.body = body
+        case .object(let alert)?:
+            func text(_ plain: String, _ key: String, _ args: String) -> String? {
+                if let locKey = alert[key]?.stringValue {
+                    let arguments: [String] = {
+                        guard case .array(let items)? = alert[args] else { return [] }
+                        return items.map { $0.stringValue ?? $0.numberValue.map { n in n == n.rounded() ? String(Int64(n)) : String(n) } ?? "" }
+                    }()
+                    return localization.text(key: locKey, arguments: arguments, preferredLanguages: languages)
+                }
+                return alert[plain]?.stringValue
+            }
+            content.title = text("title", "title-loc-key", "title-loc-args")
+            content.subtitle = text("subtitle", "subtitle-loc-key", "subtitle-loc-args")
+            content.body = text("body", "loc-key", "loc-args")
+        default: break
+        }
+        content.badge = aps["badge"]?.numberValue.map { Int($0) }
+        switch aps["sound"] {
+        case .string(let name)?: content.sound = name
+        case .object(let sound)?:
+            content.sound = sound["name"]?.stringValue ?? "default"
+            content.criticalSound = sound["critical"]?.numberValue == 1
+        default: break
+        }
+        content.category = aps["category"]?.stringValue
+        content.thread = aps["thread-id"]?.stringValue
+        let grouping = NotificationGrouping.Item(id: "", payload: payload)
+        content.interruptionLevel = grouping.level
+        content.relevance = grouping.relevance
+        return content
+    }
+
+    /// As JSON, in the local request's content shape (what the agent and `--json` print).
+    public var json: JSONValue {
+        var object: [String: JSONValue] = ["userInfo": userInfo]
+        object["title"] = title.map(JSONValue.string)
+        object["subtitle"] = subtitle.map(JSONValue.string)
+        object["body"] = body.map(JSONValue.string)
+        object["badge"] = badge.map { .int(Int64($0)) }
+        object["sound"] = sound.map(JSONValue.string)
+        object["category"] = category.map(JSONValue.string)
+        object["thread"] = thread.map(JSONValue.string)
+        if interruptionLevel != .active { object["interruptionLevel"] = .string(interruptionLevel.rawValue) }
+        if relevance != 0 { object["relevance"] = .double(relevance) }
+        return .object(object)
+    }
+}

@@ -1,0 +1,138 @@
+import HeraldCore
+
+/// Remote notifications through the runtime: registration (tokens from the device connection),
+/// pushes presented by the same rules as local notifications, silent pushes, the service extension.
+extension DeviceRuntime {
+    /// Feeds the runtime from a device connection until the connection's events end: connectivity,
+    /// tokens and pushes. Run it in a task beside ``DeviceConnection/run()``.
+    public func follow(_ events: AsyncStream<DeviceEvent>, onEvent: (@Sendable (DeviceEvent) -> Void)? = nil) async {
+        for await event in events {
+            onEvent?(event)
+            switch event {
+            case .connected, .reconnected: setConnectivity(true)
+            case .disconnected: setConnectivity(false)
+            case .registered(let topic, let token): gatewayIssued(token: token, topic: topic)
+            case .tokenChanged: break  // `registered` follows with the new token
+            case .unregistered(let topic, _): apps[topic]?.token = nil
+            case .notification(let notification): receive(notification)
+            case .gatewayError: break
+            }
+        }
+        setConnectivity(false)
+    }
+
+    /// The device has (or lost) a connection to its gateway.
+    public func setConnectivity(_ online: Bool) { isOnline = online }
+
+    /// The gateway gave an app its token (at every connection). The app hears of it if it asked
+    /// for remote notifications and the token is new to it (first registration, or a change:
+    /// reinstall, restore to a new device).
+    public func gatewayIssued(token: DeviceToken, topic: String) {
+        guard let slot = apps[topic] else { return }
+        let changed = slot.token != token
+        slot.token = token
+        if changed, slot.wantsRemote { tellToken(slot, token) }
+        save(slot)
+    }
+
+    func registerForRemote(_ slot: AppSlot) {
+        slot.wantsRemote = true
+        // Already registered: the stored token comes back at once, even offline. Otherwise
+        // nothing happens (neither success nor failure) until the gateway issues one.
+        if let token = slot.token { tellToken(slot, token) }
+        save(slot)
+    }
+
+    private func tellToken(_ slot: AppSlot, _ token: DeviceToken) {
+        emit(.tokenDelivered(app: slot.id, token: token))
+        if let delegate = slot.delegate { work.spawn { await delegate.didRegisterForRemoteNotifications(token: token) } }
+    }
+
+    /// A push for one of the device's apps: silent pushes wake the app; alerts go through the
+    /// service extension (when `mutable-content` asks and the app has one), then are presented
+    /// by the app's state and settings, like local notifications.
+    public func receive(_ push: DeviceNotification) {
+        guard let slot = apps[push.topic] else { return }
+        let now = clock.nowMilliseconds()
+        if SilentPushes.isSilent(push.payload) {
+            switch SilentPushes.wake(slot.lifecycle) {
+            case .notDelivered(let reason):
+                emit(.silentPush(app: slot.id, outcome: "not delivered: \(reason)"))
+            case .handleNow, .launchInBackground:
+                if let payload = slot.silentBudget.receive(push.payload, now: now) {
+                    startSilentPush(slot, payload)
+                } else {
+                    emit(.silentPush(app: slot.id, outcome: "held: over the device's budget of \(slot.silentBudget.count) per hour (the newest is kept)"))
+                    reschedule(slot)
+                    armAlarm()
+                }
+            }
+            return
+        }
+        let id = push.apnsID.description
+        if let ext = slot.serviceExtension, ServiceExtension.runs(for: push.payload) {
+            let original = push.payload
+            let appID = slot.id
+            let handler = CallbackHandler<JSONValue>(
+                purpose: "the service extension's content handler for \(id)", clock: clock,
+                limitMilliseconds: ServiceExtension.timeLimitMilliseconds, fallback: original,
+                misuse: { self.report(appID, $0) },
+                then: { [work, clock] outcome in
+                    work.spawn {
+                        let handlerCalled: (JSONValue, Int64)? = if case .answered(let content) = outcome { (content, clock.nowMilliseconds()) } else { nil }
+                        let shown = ServiceExtension.outcome(original: original, startedAt: now, handlerCalled: handlerCalled)
+                        if shown.timeWillExpire { await ext.timeWillExpire() }
+                        await self.presentRemote(appID, id: id, payload: shown.shown, arrivedAt: now)
+                    }
+                })
+            work.spawn { await ext.didReceive(original, contentHandler: handler) }
+            return
+        }
+        presentRemote(slot, id: id, payload: push.payload, arrivedAt: now)
+    }
+
+    private func presentRemote(_ appID: String, id: String, payload: JSONValue, arrivedAt: Int64) {
+        guard let slot = apps[appID] else { return }
+        presentRemote(slot, id: id, payload: payload, arrivedAt: arrivedAt)
+    }
+
+    private func presentRemote(_ slot: AppSlot, id: String, payload: JSONValue, arrivedAt: Int64) {
+        let content = NotificationContent.remote(payload, localization: slot.bundle.localization, languages: preferredLanguages)
+        arrive(slot, id: id, origin: .remote(apnsID: id), content: content, dueAt: arrivedAt, now: clock.nowMilliseconds())
+        save(slot)
+    }
+
+    /// Wakes (or launches in the background) the app for a silent push, with 30 s to report.
+    func startSilentPush(_ slot: AppSlot, _ payload: JSONValue) {
+        if slot.lifecycle == .terminatedBySystem {
+            setLifecycle(slot, .background)
+            if let delegate = slot.delegate { work.spawn { await delegate.didLaunch(with: nil) } }
+        } else if slot.lifecycle == .suspended {
+            setLifecycle(slot, .background)
+        }
+        guard let delegate = slot.delegate else {
+            emit(.silentPush(app: slot.id, outcome: "woken; the app has no delegate to handle it"))
+            return
+        }
+        emit(.silentPush(app: slot.id, outcome: "woken"))
+        let appID = slot.id
+        let handler = CallbackHandler<SilentPushes.FetchResult>(
+            purpose: "the fetch completion handler", clock: clock, limitMilliseconds: SilentPushes.timeLimitMilliseconds,
+            fallback: .failed, misuse: { self.report(appID, $0) },
+            then: { [work] outcome in
+                work.spawn { await self.silentPushEnded(appID, outcome) }
+            })
+        work.spawn { await delegate.didReceiveSilentPush(payload, completion: handler) }
+    }
+
+    private func silentPushEnded(_ appID: String, _ outcome: CallbackHandler<SilentPushes.FetchResult>.Outcome) {
+        guard let slot = apps[appID] else { return }
+        switch outcome {
+        case .answered(let result):
+            emit(.silentPush(app: appID, outcome: "finished: \(result)"))
+        case .timedOut:
+            emit(.contractViolation(app: appID, message: "the fetch completion handler was not called within 30 s; the app was terminated"))
+            setLifecycle(slot, .terminatedBySystem)
+        }
+    }
+}
