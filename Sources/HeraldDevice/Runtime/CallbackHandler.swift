@@ -27,8 +27,10 @@ public final class CallbackHandler<Value: Sendable>: Sendable {
         self.purpose = purpose
         self.then = then
         self.misuse = misuse
-        let alarm = clock.setAlarm(at: clock.nowMilliseconds() + limitMilliseconds) { [weak self] in
-            self?.finish(.timedOut(fallback: fallback), late: nil)
+        // The alarm holds the handler until it rings or the handler is answered (which cancels
+        // it): an app that drops the handler without calling it is still caught.
+        let alarm = clock.setAlarm(at: clock.nowMilliseconds() + limitMilliseconds) {
+            self.finish(.timedOut(fallback: fallback), late: nil)
         }
         state.withLockedValue { $0.alarm = alarm }
     }
