@@ -99,16 +99,23 @@ public final class TestGateway: Sendable {
         identity: DeviceIdentity = DeviceIdentity(), topics: [String] = ["com.example.app"],
         knownTokens: [String: DeviceToken] = [:]
     ) throws -> TestDevice {
+        TestDevice(connection: try makeDeviceConnection(identity: identity, topics: topics, knownTokens: knownTokens))
+    }
+
+    /// A device connection to the device port, not yet running (for a ``DeviceRuntime`` to follow).
+    public func makeDeviceConnection(
+        identity: DeviceIdentity = DeviceIdentity(), topics: [String] = ["com.example.app"],
+        knownTokens: [String: DeviceToken] = [:]
+    ) throws -> DeviceConnection {
         let tls = try DeviceTLS.makeContext(trustRootsPath: certificates.caCertificatePath)
         var logger = Logger(label: "herald.test.device")
         logger.logLevel = ProcessInfo.processInfo.environment["HERALD_TEST_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
-        let connection = DeviceConnection(
+        return DeviceConnection(
             identity: identity,
             configuration: .init(
                 host: "localhost", port: ports.devicePort!, tls: tls, topics: topics, knownTokens: knownTokens,
                 backoff: ReconnectBackoff(initialMilliseconds: 50, maximumMilliseconds: 500)),
             logger: logger)
-        return TestDevice(connection: connection)
     }
 
     // MARK: fixtures
