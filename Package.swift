@@ -129,7 +129,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldDeviceTests",
-            dependencies: ["HeraldCore", "HeraldDevice", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]
+            dependencies: ["HeraldCore", "HeraldDevice", "HeraldTesting", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]
         ),
         .testTarget(
             name: "HeraldStoreTests",

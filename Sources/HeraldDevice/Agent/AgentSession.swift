@@ -1,0 +1,303 @@
+import Foundation
+import HeraldCore
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// One connection to the agent socket. Messages are handled in order; answers carry the
+/// request's `id`. After `hello` the connection is the app: the runtime's callbacks for it are
+/// written here, and those that need an answer carry a `callback` number that the app answers
+/// with `{"op":"complete","callback":N,…}`.
+final class AgentSession: Sendable {
+    let runtime: DeviceRuntime
+    let channel: Channel
+    private let bound = NIOLockedValueBox<(app: String?, delegate: AgentAppDelegate?)>((nil, nil))
+
+    init(runtime: DeviceRuntime, channel: Channel) {
+        self.runtime = runtime
+        self.channel = channel
+    }
+
+    func run(_ lines: AsyncStream<String>) async {
+        for await line in lines where !line.trimmingCharacters(in: .whitespaces).isEmpty {
+            var id: JSONValue = .null
+            do {
+                guard case .object(let message)? = try? JSONDecoder().decode(JSONValue.self, from: Data(line.utf8)) else {
+                    throw RuntimeError("not a JSON object: each line must be one JSON object")
+                }
+                id = message["id"] ?? .null
+                var reply = try await handle(message)
+                reply["ok"] = .bool(true)
+                reply["id"] = id
+                send(.object(reply))
+            } catch {
+                send(.object(["id": id, "ok": .bool(false), "error": .string("\(error)")]))
+            }
+        }
+        // The app's process went away: its callbacks have nobody to answer them.
+        let (app, delegate) = bound.withLockedValue { $0 }
+        if let app {
+            delegate?.disconnected()
+            if let center = await runtime.center(for: app) { try? await center.setDelegate(nil) }
+            try? await runtime.systemTerminated(app)
+        }
+    }
+
+    func send(_ value: JSONValue) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard var data = try? encoder.encode(value) else { return }
+        data.append(UInt8(ascii: "\n"))
+        channel.writeAndFlush(channel.allocator.buffer(bytes: data), promise: nil)
+    }
+
+    private func app() throws -> (String, AgentAppDelegate) {
+        let (app, delegate) = bound.withLockedValue { $0 }
+        guard let app, let delegate else { throw RuntimeError("say hello first: {\"op\":\"hello\",\"app\":\"<bundle id>\"}") }
+        return (app, delegate)
+    }
+
+    private func center() async throws -> AppNotificationCenter {
+        let (app, _) = try app()
+        guard let center = await runtime.center(for: app) else { throw RuntimeError("\(app) is no longer installed") }
+        return center
+    }
+
+    // MARK: messages
+
+    private func handle(_ m: [String: JSONValue]) async throws -> [String: JSONValue] {
+        guard case .string(let op)? = m["op"] else { throw RuntimeError("a message needs \"op\" (see docs/device-agent.md)") }
+        switch op {
+        case "hello":
+            guard case .string(let app)? = m["app"] else { throw RuntimeError("hello needs \"app\": the app's bundle id") }
+            guard let center = await runtime.center(for: app) else {
+                throw RuntimeError("\(app) is not installed on this device: start herald device run with --app \(app)")
+            }
+            if bound.withLockedValue({ $0.app }) != nil { throw RuntimeError("this connection is already an app") }
+            let delegate = AgentAppDelegate(session: self, zone: await runtime.timeZone)
+            bound.withLockedValue { $0 = (app, delegate) }
+            try await center.setDelegate(delegate)
+            if case .bool(true)? = m["serviceExtension"] { try await center.setServiceExtension(delegate) }
+            let state = m["state"]?.stringValue ?? "foreground"
+            try await setState(app, state)
+            return ["app": .string(app), "settings": RuntimeJSON.json(try await center.settings())]
+        case "state":
+            let (app, _) = try app()
+            try await setState(app, m["state"]?.stringValue ?? "")
+            return [:]
+        case "requestAuthorization":
+            let result = try await center().requestAuthorization(try RuntimeJSON.authorizationOptions(m["options"]))
+            return ["granted": .bool(result.granted), "prompted": .bool(result.prompted), "settings": RuntimeJSON.json(result.settings)]
+        case "settings":
+            return ["settings": RuntimeJSON.json(try await center().settings())]
+        case "setCategories":
+            guard case .array(let items)? = m["categories"] else { throw RuntimeError("setCategories needs \"categories\": an array") }
+            var categories: [NotificationCategory] = []
+            for item in items { categories.append(try RuntimeJSON.category(item)) }
+            let ignored = try await center().setCategories(categories)
+            return ["ignored": .array(ignored.map { .string($0.identifier) })]
+        case "categories":
+            return ["categories": .array(try await center().categories().map(RuntimeJSON.json))]
+        case "add", "presentNow":
+            guard let raw = m["request"] else { throw RuntimeError("\(op) needs \"request\": {\"id\", \"content\", \"trigger\"}") }
+            let request = try PlanFormat.request(raw)
+            if op == "presentNow" {
+                try await center().presentNow(request)
+                return [:]
+            }
+            return ["dropped": .array(try await center().add(request).map(JSONValue.string))]
+        case "pending":
+            let pending = try await center().pendingRequests()
+            return ["requests": .array(pending.map { entry in
+                guard case .object(var object) = RuntimeJSON.json(entry.request) else { return .null }
+                object["nextFire"] = entry.nextFire.map { .string(PlanFormat.utcString($0)) } ?? .null
+                return .object(object)
+            })]
+        case "removePending": try await center().removePendingRequests(try ids(m)); return [:]
+        case "removeAllPending": try await center().removeAllPendingRequests(); return [:]
+        case "cancel": try await center().cancelLocalNotifications(try ids(m)); return [:]
+        case "cancelAll": try await center().cancelAllLocalNotifications(); return [:]
+        case "delivered":
+            let zone = await runtime.timeZone
+            return ["notifications": .array(try await center().deliveredNotifications().map { RuntimeJSON.json($0, in: zone) })]
+        case "removeDelivered": try await center().removeDeliveredNotifications(try ids(m)); return [:]
+        case "removeAllDelivered": try await center().removeAllDeliveredNotifications(); return [:]
+        case "badge": return ["badge": .int(Int64(try await center().badge()))]
+        case "setBadge":
+            guard let badge = m["badge"]?.numberValue, badge == badge.rounded() else { throw RuntimeError("setBadge needs \"badge\": an integer") }
+            try await center().setBadge(Int(badge))
+            return [:]
+        case "registerForRemote": try await center().registerForRemoteNotifications(); return [:]
+        case "complete":
+            let (_, delegate) = try app()
+            guard let number = m["callback"]?.numberValue else { throw RuntimeError("complete needs \"callback\": the number of the callback answered") }
+            try delegate.complete(Int(number), m)
+            return [:]
+        case "user": return try await user(m)
+        case "device": return try await device(m)
+        default:
+            throw RuntimeError("unknown op \"\(op)\" (see docs/device-agent.md)")
+        }
+    }
+
+    private func ids(_ m: [String: JSONValue]) throws -> [String] {
+        guard case .array(let items)? = m["ids"] else { throw RuntimeError("\"ids\" must be an array of request identifiers") }
+        return items.compactMap(\.stringValue)
+    }
+
+    private func setState(_ app: String, _ state: String) async throws {
+        switch state {
+        case "foreground": try await runtime.userLaunched(app: app)
+        case "background": try await runtime.userLeftApp(app)
+        case "suspended": try await runtime.systemSuspended(app)
+        default: throw RuntimeError("\"state\" must be foreground, background or suspended, not \"\(state)\"")
+        }
+    }
+
+    /// What the person holding the device does (for tools that test apps end to end).
+    private func user(_ m: [String: JSONValue]) async throws -> [String: JSONValue] {
+        guard case .string(let action)? = m["action"] else {
+            throw RuntimeError("user needs \"action\": tap, action, dismiss, launch, leave, forceQuit, setting, status, lock, unlock")
+        }
+        let app = m["app"]?.stringValue ?? bound.withLockedValue { $0.app } ?? ""
+        func notification() throws -> String {
+            guard let id = m["notification"]?.stringValue else { throw RuntimeError("user \(action) needs \"notification\": its id") }
+            return id
+        }
+        switch action {
+        case "tap": try await runtime.userTapped(app: app, notification: try notification())
+        case "action":
+            guard let actionID = m["actionId"]?.stringValue else { throw RuntimeError("user action needs \"actionId\"") }
+            try await runtime.userChoseAction(app: app, notification: try notification(), action: actionID, text: m["text"]?.stringValue)
+        case "dismiss": try await runtime.userDismissed(app: app, notification: try notification())
+        case "launch": try await runtime.userLaunched(app: app)
+        case "leave": try await runtime.userLeftApp(app)
+        case "forceQuit": try await runtime.userForceQuit(app)
+        case "setting":
+            let options = try RuntimeJSON.authorizationOptions(m["options"])
+            let setting: NotificationSetting = switch m["setting"]?.stringValue {
+            case "enabled": .enabled
+            case "disabled": .disabled
+            default: throw RuntimeError("user setting needs \"setting\": enabled or disabled")
+            }
+            try await runtime.userChangedSetting(app: app, options, to: setting)
+        case "status":
+            let status: AuthorizationStatus = switch m["status"]?.stringValue {
+            case "authorized": .authorized
+            case "denied": .denied
+            case "provisional": .provisional
+            default: throw RuntimeError("user status needs \"status\": authorized, denied or provisional")
+            }
+            try await runtime.userChangedStatus(app: app, to: status)
+        case "lock": await runtime.setLocked(true)
+        case "unlock": await runtime.setLocked(false)
+        default: throw RuntimeError("unknown user action \"\(action)\"")
+        }
+        return [:]
+    }
+
+    /// What happens to the device: a new zone, a position, location services, languages.
+    private func device(_ m: [String: JSONValue]) async throws -> [String: JSONValue] {
+        if case .string(let zone)? = m["timeZone"] { await runtime.setTimeZone(try PlanFormat.timeZone(zone)) }
+        if case .bool(let on)? = m["locationServices"] { await runtime.setLocationServices(enabled: on) }
+        if case .object(let l)? = m["location"] {
+            guard let lat = l["latitude"]?.numberValue, let lon = l["longitude"]?.numberValue else {
+                throw RuntimeError("a location needs \"latitude\" and \"longitude\"")
+            }
+            await runtime.setLocation(latitude: lat, longitude: lon)
+        }
+        if case .object(let a)? = m["locationAuthorization"], let app = a["app"]?.stringValue, case .bool(let ok)? = a["authorized"] {
+            try await runtime.setLocationAuthorization(app: app, authorized: ok)
+        }
+        if case .array(let languages)? = m["languages"] { await runtime.setPreferredLanguages(languages.compactMap(\.stringValue)) }
+        return ["timeZone": .string(await runtime.timeZone.identifier), "languages": .array(await runtime.preferredLanguages.map(JSONValue.string))]
+    }
+}
+
+/// The app behind an agent connection, as the runtime's delegate (and service extension).
+final class AgentAppDelegate: AppNotificationDelegate, NotificationServiceExtension {
+    private enum Waiting {
+        case presentation(CallbackHandler<DeliveryByAppState.ForegroundOptions>)
+        case action(CallbackHandler<Void>)
+        case fetch(CallbackHandler<SilentPushes.FetchResult>)
+        case content(CallbackHandler<JSONValue>)
+    }
+    private let session: AgentSession
+    private let zone: TimeZone
+    private let waiting = NIOLockedValueBox<(next: Int, handlers: [Int: Waiting])>((1, [:]))
+
+    init(session: AgentSession, zone: TimeZone) {
+        self.session = session
+        self.zone = zone
+    }
+
+    private func call(_ event: String, _ fields: [String: JSONValue], waiting handler: Waiting?) {
+        var object = fields
+        object["event"] = .string(event)
+        if let handler {
+            let number = waiting.withLockedValue { w -> Int in
+                defer { w.next += 1 }
+                w.handlers[w.next] = handler
+                return w.next
+            }
+            object["callback"] = .int(Int64(number))
+        }
+        session.send(.object(object))
+    }
+
+    private func json(_ n: DeliveredNotification) -> JSONValue { RuntimeJSON.json(n, in: zone) }
+
+    func complete(_ number: Int, _ m: [String: JSONValue]) throws {
+        guard let handler = waiting.withLockedValue({ $0.handlers.removeValue(forKey: number) }) else {
+            throw RuntimeError("no callback \(number) is waiting (answered already, or its time ran out)")
+        }
+        switch handler {
+        case .presentation(let h):
+            h(try RuntimeJSON.flags(m["options"], RuntimeJSON.foregroundOptionNames, what: "presentation option"))
+        case .action(let h): h()
+        case .fetch(let h):
+            let result: SilentPushes.FetchResult = switch m["result"]?.stringValue {
+            case "newData": .newData
+            case "noData": .noData
+            case "failed": .failed
+            default: throw RuntimeError("complete a silent push with \"result\": newData, noData or failed")
+            }
+            h(result)
+        case .content(let h): h(m["content"] ?? .null)
+        }
+    }
+
+    /// The app went away: nothing will answer; the runtime's time limits take over.
+    func disconnected() { waiting.withLockedValue { $0.handlers.removeAll() } }
+
+    func willPresent(_ n: DeliveredNotification, completion: CallbackHandler<DeliveryByAppState.ForegroundOptions>) async {
+        call("willPresent", ["notification": json(n)], waiting: .presentation(completion))
+    }
+    func didReceive(_ response: NotificationResponse, for n: DeliveredNotification, completion: CallbackHandler<Void>) async {
+        call("didReceive", [
+            "notification": json(n), "actionId": .string(response.actionIdentifier),
+            "text": response.userText.map(JSONValue.string) ?? .null, "requiredUnlock": .bool(response.requiredUnlock),
+        ], waiting: .action(completion))
+    }
+    func didReceiveLegacy(_ n: DeliveredNotification, state: DeliveryByAppState.LegacyState) async {
+        call("didReceiveNotification", ["notification": json(n), "state": .string(state == .active ? "active" : "inactive")], waiting: nil)
+    }
+    func didLaunch(with n: DeliveredNotification?) async {
+        call("launched", ["notification": n.map(json) ?? .null], waiting: nil)
+    }
+    func didDeliverWithoutPresentation(_ n: DeliveredNotification) async {
+        call("deliveredWithoutPresentation", ["notification": json(n)], waiting: nil)
+    }
+    func didReceiveSilentPush(_ payload: JSONValue, completion: CallbackHandler<SilentPushes.FetchResult>) async {
+        call("silentPush", ["payload": payload], waiting: .fetch(completion))
+    }
+    func didRegisterForRemoteNotifications(token: DeviceToken) async {
+        call("registered", ["token": .string(token.description)], waiting: nil)
+    }
+    func preferredLanguagesDidChange(_ languages: [String]) async {
+        call("languagesChanged", ["languages": .array(languages.map(JSONValue.string))], waiting: nil)
+    }
+    func didReceive(_ payload: JSONValue, contentHandler: CallbackHandler<JSONValue>) async {
+        call("serviceExtension", ["payload": payload], waiting: .content(contentHandler))
+    }
+    func timeWillExpire() async { call("serviceExtensionTimeWillExpire", [:], waiting: nil) }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import HeraldCore
+import HeraldTesting
+import Testing
+
+@testable import HeraldDevice
+
+/// The agent's local socket, used as an app in another language would: JSON lines over a Unix
+/// domain socket, against a runtime on a simulated clock.
+@Suite("Device agent socket")
+struct AgentSocketTests {
+    static func json(_ text: String) -> JSONValue { try! JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) }
+
+    struct Setup {
+        let clock = SimulatedDeviceClock(startMilliseconds: DeviceRuntimeTests.at("2026-06-10T12:00:00Z"))
+        let runtime: DeviceRuntime
+        let agent: AgentSocket
+        let journal = DeviceRuntimeTests.Journal()
+
+        init() async throws {
+            runtime = try DeviceRuntime(clock: clock, timeZone: TimeZone(identifier: "Asia/Tokyo")!, user: DeviceRuntimeTests.Allow(), observer: journal.observer)
+            _ = try await runtime.install("com.example.app")
+            let path = NSTemporaryDirectory() + "herald-agent-\(UUID().uuidString.prefix(8)).sock"
+            agent = try await AgentSocket.start(path: path, runtime: runtime)
+        }
+    }
+
+    @Test("an app over the socket: hello, authorization, categories, a scheduled request, willPresent answered, an action completed")
+    func appSession() async throws {
+        let s = try await Setup()
+        let app = try await AgentClient.connect(path: s.agent.path)
+        let hello = try await app.request(["op": .string("hello"), "app": .string("com.example.app")])
+        #expect(hello["ok"] == .bool(true))
+        let auth = try await app.request(["op": .string("requestAuthorization"), "options": Self.json(#"["alert","sound","badge"]"#)])
+        #expect(auth["granted"] == .bool(true) && auth["prompted"] == .bool(true))
+        try await app.request(["op": .string("setCategories"), "categories": Self.json(
+            #"[{"id":"chat","actions":[{"id":"reply","title":"Reply","textInput":{"buttonTitle":"Send"}}],"options":["customDismissAction"]}]"#)])
+        let added = try await app.request(["op": .string("add"), "request": Self.json(
+            #"{"id":"standup","content":{"title":"Stand-up","body":"in 5","category":"chat","sound":"default"},"trigger":{"type":"calendar","components":{"hour":9,"minute":55},"repeats":true}}"#)])
+        #expect(added["ok"] == .bool(true) && added["dropped"] == .array([]))
+        let pending = try await app.request(["op": .string("pending")])
+        guard case .array(let requests)? = pending["requests"], case .object(let first)? = requests.first else { Issue.record("\(pending)"); return }
+        #expect(first["nextFire"] == .string("2026-06-11T00:55:00Z"))  // 09:55 in Tokyo
+
+        // The app is in the foreground: willPresent comes as a callback, answered with options.
+        await s.runtime.advance(s.clock, to: DeviceRuntimeTests.at("2026-06-11T00:55:00Z"))
+        let willPresent = try await app.event("willPresent", notification: "standup")
+        try await app.request(["op": .string("complete"), "callback": willPresent["callback"]!, "options": Self.json(#"["banner","sound","list"]"#)])
+        await s.runtime.settle()
+        let shown = try #require(s.journal.delivered.last)
+        #expect(shown.presentation.banner && shown.presentation.sound && shown.presentation.listed)
+        #expect(shown.deliveredAt == DeviceRuntimeTests.at("2026-06-11T00:55:00Z"))
+
+        // The user answers with text from another connection (a test tool).
+        let user = try await AgentClient.connect(path: s.agent.path)
+        let acted = try await user.request(["op": .string("user"), "action": .string("action"), "app": .string("com.example.app"),
+                                            "notification": .string("standup"), "actionId": .string("reply"), "text": .string("on my way")])
+        #expect(acted["ok"] == .bool(true))
+        let didReceive = try await app.event("didReceive", notification: "standup")
+        #expect(didReceive["actionId"] == .string("reply") && didReceive["text"] == .string("on my way"))
+        let completed = try await app.request(["op": .string("complete"), "callback": didReceive["callback"]!])
+        #expect(completed["ok"] == .bool(true))
+        await s.runtime.advance(s.clock, to: s.clock.nowMilliseconds() + 60_000)
+        #expect(s.journal.violations.isEmpty)
+
+        // Errors are specific and the connection lives on.
+        let bad = try await app.request(["op": .string("add"), "request": Self.json(#"{"id":"x","trigger":{"type":"interval","seconds":30,"repeats":true}}"#)])
+        #expect(bad["ok"] == .bool(false) && bad["error"]?.stringValue?.contains("at least 60 seconds") == true)
+        try await app.write(line: "not json")
+        let garbled = try await app.first("the error for a garbled line") { $0["ok"] == .bool(false) && $0["id"] == .null }
+        #expect(garbled["error"]?.stringValue?.contains("JSON object") == true)
+        let unknown = try await user.request(["op": .string("hello"), "app": .string("com.not.installed")])
+        #expect(unknown["error"]?.stringValue?.contains("--app com.not.installed") == true)
+
+        await app.close()
+        await user.close()
+        await s.agent.close()
+    }
+
+    @Test("a callback never answered is reported at its time-out; a silent push answered with a result; the app leaving terminates it")
+    func callbacksAndLifecycle() async throws {
+        let s = try await Setup()
+        let app = try await AgentClient.connect(path: s.agent.path)
+        try await app.request(["op": .string("hello"), "app": .string("com.example.app"), "state": .string("background")])
+        try await app.request(["op": .string("requestAuthorization"), "options": Self.json(#"["alert"]"#)])
+        try await app.request(["op": .string("presentNow"), "request": Self.json(#"{"id":"n","content":{"body":"hi"}}"#)])
+        let user = try await AgentClient.connect(path: s.agent.path)
+        try await user.request(["op": .string("user"), "action": .string("tap"), "app": .string("com.example.app"), "notification": .string("n")])
+        _ = try await app.event("didReceive", notification: "n")
+        await s.runtime.advance(s.clock, to: s.clock.nowMilliseconds() + 30_000)
+        #expect(s.journal.violations.count == 1)
+
+        await s.runtime.receive(DeviceRuntimeTests.push(#"{"aps":{"content-available":1}}"#))
+        let silent = try await app.event("silentPush")
+        try await app.request(["op": .string("complete"), "callback": silent["callback"]!, "result": .string("newData")])
+        await s.runtime.settle()
+        let outcomes = s.journal.events.withLockedValue { $0.compactMap { if case .silentPush(_, let o) = $0 { o } else { nil } } }
+        #expect(outcomes.last == "finished: newData")
+
+        await app.close()
+        try await user.first("nothing") { _ in true }  // the user connection has answers
+        for _ in 0..<200 where await s.runtime.center(for: "com.example.app") != nil {
+            let states = s.journal.events.withLockedValue { $0.compactMap { if case .lifecycleChanged(_, let l) = $0 { l } else { nil } } }
+            if states.last == .terminatedBySystem { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let states = s.journal.events.withLockedValue { $0.compactMap { if case .lifecycleChanged(_, let l) = $0 { l } else { nil } } }
+        #expect(states.last == .terminatedBySystem)
+        await user.close()
+        await s.agent.close()
+    }
+}
