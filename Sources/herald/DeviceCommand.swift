@@ -67,12 +67,20 @@ struct DeviceDirectoryOption: ParsableArguments {
 struct DeviceRunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
-        abstract: "Enroll (on first use), connect, register the apps, and print one line per event until stopped.",
+        abstract: "Be a device: connect to a gateway, run the notification center for the apps, serve them on a local socket.",
         discussion: """
-            With --json every line is a JSON object with an "event" field: connected, reconnected, registered
-            (topic, token), token-changed (topic, previous, token), notification (apns-id, topic, push-type,
-            priority, collapse-id, expiration, payload), unregistered (topic, timestamp), error (code, message),
-            disconnected (reason). The device reconnects by itself with exponential backoff and jitter.
+            The device's notification center runs the apps' local notifications and presents what arrives, by
+            each app's state and settings (docs/device-runtime.md). Apps in any language use it over the agent
+            socket (--agent-socket, default DIR/agent.sock; JSON lines, docs/device-agent.md). Pending requests,
+            settings, categories, delivered entries and badges are kept in DIR/apps.
+
+            With --json every line is a JSON object with an "event" field. From the connection: connected,
+            reconnected, registered (topic, token), token-changed (topic, previous, token), notification
+            (apns-id, topic, push-type, priority, collapse-id, expiration, payload), unregistered (topic,
+            timestamp), error (code, message), disconnected (reason). From the notification center: delivered
+            (app, notification), dropped (app, ids), dismissed, badge, sound-replaced, app-state, silent-push,
+            token-delivered, prompted, contract-violation (app, message). The device reconnects by itself with
+            exponential backoff and jitter.
             """
     )
 
@@ -84,8 +92,28 @@ struct DeviceRunCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A PEM file of trusted roots (the gateway's DIR/tls/ca.pem). Remembered in DIR.", valueName: "PEM"))
     var ca: String?
 
-    @Option(name: .customLong("app"), help: ArgumentHelp("An app on this device: its topic (bundle id). Repeat for more apps.", valueName: "TOPIC"))
+    @Option(name: .customLong("app"), help: ArgumentHelp("An app using UserNotifications: its topic (bundle id). Repeat for more apps.", valueName: "TOPIC"))
     var apps: [String] = []
+
+    @Option(name: .customLong("legacy-app"), help: ArgumentHelp("An app using the iOS 8–9 UIApplication API (legacy delivery rules).", valueName: "TOPIC"))
+    var legacyApps: [String] = []
+
+    @Option(name: .customLong("bundle"), help: ArgumentHelp(
+        "An app's bundle directory: <lang>.lproj/Localizable.strings (or .json) for alert localization, Library/Sounds and the directory itself for sounds.",
+        valueName: "TOPIC=DIR"))
+    var bundles: [String] = []
+
+    @Option(help: ArgumentHelp("The device's time zone (IANA). Default: the machine's.", valueName: "ZONE"))
+    var timeZone: String?
+
+    @Option(name: .customLong("language"), help: ArgumentHelp("A preferred language (BCP 47), most preferred first. Default: from LANG, else en.", valueName: "LANG"))
+    var languages: [String] = []
+
+    @Option(help: ArgumentHelp("How the device's user answers an authorization prompt: allow (what was asked) or deny.", valueName: "ANSWER"))
+    var prompts: String = "allow"
+
+    @Option(help: ArgumentHelp("The agent's Unix domain socket. Default: DIR/agent.sock.", valueName: "PATH"))
+    var agentSocket: String?
 
     @Flag(help: "Print one JSON object per line instead of text for people.")
     var json = false
@@ -94,11 +122,20 @@ struct DeviceRunCommand: AsyncParsableCommand {
     var logLevel: String = "warning"
 
     func validate() throws {
-        if apps.isEmpty { throw ValidationError("give at least one --app TOPIC (an app's bundle id)") }
-        for app in apps where !DeviceProtocol.isValidTopic(app) {
+        if apps.isEmpty && legacyApps.isEmpty { throw ValidationError("give at least one --app TOPIC (an app's bundle id)") }
+        for app in apps + legacyApps where !DeviceProtocol.isValidTopic(app) {
             throw ValidationError("--app \"\(app)\" is not a bundle id (printable ASCII, no spaces, no push-type suffix such as .voip)")
         }
         if let gateway { _ = try GatewayAddress(gateway) }
+        if let timeZone, TimeZone(identifier: timeZone) == nil {
+            throw ValidationError("--time-zone \"\(timeZone)\" is not an IANA time zone (e.g. Europe/Paris)")
+        }
+        guard prompts == "allow" || prompts == "deny" else { throw ValidationError("--prompts must be allow or deny, not \"\(prompts)\"") }
+        for bundle in bundles {
+            guard let eq = bundle.firstIndex(of: "="), apps.contains(String(bundle[..<eq])) || legacyApps.contains(String(bundle[..<eq])) else {
+                throw ValidationError("--bundle must be TOPIC=DIR for one of the --app topics, not \"\(bundle)\"")
+            }
+        }
     }
 
     func run() async throws {
@@ -122,28 +159,86 @@ struct DeviceRunCommand: AsyncParsableCommand {
         do { tls = try DeviceTLS.makeContext(trustRootsPath: state.ca) } catch {
             throw ValidationError("cannot use the CA file \(state.ca ?? "(system roots)"): \(error)")
         }
+        let socketPath = agentSocket ?? (dir as NSString).appendingPathComponent("agent.sock")
+        guard socketPath.utf8.count < 104 else {
+            throw ValidationError("the agent socket path \(socketPath) is too long for a Unix socket (103 bytes at most): give --agent-socket PATH")
+        }
+
+        // The notification center.
+        let printer = DeviceEventPrinter(json: json)
+        let zone = timeZone.flatMap(TimeZone.init(identifier:)) ?? TimeZone.current
+        let runtime = try DeviceRuntime(
+            clock: SystemDeviceClock(), timeZone: zone, preferredLanguages: languages.isEmpty ? Self.languagesFromEnvironment() : languages,
+            user: FixedPromptAnswer(allow: prompts == "allow"), storageDirectory: dir,
+            observer: { [printer] event in printer.print(event, in: zone) })
+        for app in apps + legacyApps {
+            var bundle = DeviceRuntime.AppBundle(api: legacyApps.contains(app) ? .legacy : .userNotifications)
+            if let entry = bundles.first(where: { $0.hasPrefix(app + "=") }) {
+                let path = String(entry.dropFirst(app.count + 1))
+                bundle.localization = try AlertLocalization.load(bundle: path)
+                bundle.sounds = .init(appLibrarySounds: (path as NSString).appendingPathComponent("Library/Sounds"), bundle: path)
+            }
+            _ = try await runtime.install(app, bundle: bundle)
+        }
+        let agent: AgentSocket
+        do { agent = try await AgentSocket.start(path: socketPath, runtime: runtime) } catch {
+            throw ValidationError("cannot listen on the agent socket \(socketPath): \(error)")
+        }
+        logger.info("agent socket ready", metadata: ["path": "\(socketPath)"])
 
         let known = state.tokens.compactMapValues { DeviceToken(hex: $0) }
         let connection = DeviceConnection(
             identity: identity,
-            configuration: .init(host: address.host, port: address.port, tls: tls, topics: apps, knownTokens: known),
+            configuration: .init(host: address.host, port: address.port, tls: tls, topics: apps + legacyApps, knownTokens: known),
             logger: logger)
-        let printer = DeviceEventPrinter(json: json)
         let task = Task { await connection.run() }
-        for await event in connection.events {
+        let tokens = TokenMemory(state: state, directory: dir)
+        await runtime.follow(connection.events) { event in
             printer.print(event)
-            switch event {
-            case .registered(let topic, let token):
-                state.tokens[topic] = token.description
-                try? state.save(to: dir)
-            case .unregistered(let topic, _):
-                state.tokens[topic] = nil
-                try? state.save(to: dir)
-            default: break
-            }
+            tokens.note(event)
         }
         task.cancel()
+        await agent.close()
     }
+
+    static func languagesFromEnvironment() -> [String] {
+        // LANG=fr_FR.UTF-8 → fr-FR
+        guard let lang = ProcessInfo.processInfo.environment["LANG"], !lang.isEmpty, lang != "C", lang != "POSIX" else { return ["en"] }
+        let code = lang.split(separator: ".").first.map(String.init)?.replacingOccurrences(of: "_", with: "-") ?? "en"
+        return [code]
+    }
+}
+
+/// Remembers the apps' last tokens in the device's data directory.
+final class TokenMemory: @unchecked Sendable {
+    private var state: DeviceState
+    private let directory: String
+    private let lock = NSLock()
+
+    init(state: DeviceState, directory: String) {
+        self.state = state
+        self.directory = directory
+    }
+
+    func note(_ event: DeviceEvent) {
+        lock.lock()
+        defer { lock.unlock() }
+        switch event {
+        case .registered(let topic, let token):
+            state.tokens[topic] = token.description
+            try? state.save(to: directory)
+        case .unregistered(let topic, _):
+            state.tokens[topic] = nil
+            try? state.save(to: directory)
+        default: break
+        }
+    }
+}
+
+/// The device's user answering every authorization prompt the same way.
+struct FixedPromptAnswer: UserSettingsSource {
+    var allow: Bool
+    func answerPrompt(appID: String, requested: AuthorizationOptions) async -> AuthorizationOptions { allow ? requested : [] }
 }
 
 struct DeviceUnregisterCommand: AsyncParsableCommand {
@@ -240,6 +335,29 @@ struct DeviceEventPrinter {
             object = ["event": .string("error"), "code": .string(code.rawValue), "message": .string(message)]
         }
         return (try? encoder.encode(object)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    func print(_ event: RuntimeEvent, in zone: TimeZone) {
+        let object: [String: JSONValue]
+        switch event {
+        case .prompted(let app, let requested, let granted):
+            object = ["event": .string("prompted"), "app": .string(app), "requested": RuntimeJSON.names(requested), "granted": RuntimeJSON.names(granted)]
+        case .delivered(let app, let n):
+            object = ["event": .string("delivered"), "app": .string(app), "notification": RuntimeJSON.json(n, in: zone)]
+        case .dropped(let app, let ids):
+            object = ["event": .string("dropped"), "app": .string(app), "ids": .array(ids.map(JSONValue.string))]
+        case .dismissed(let app, let id): object = ["event": .string("dismissed"), "app": .string(app), "id": .string(id)]
+        case .badgeChanged(let app, let badge): object = ["event": .string("badge"), "app": .string(app), "badge": .int(Int64(badge))]
+        case .soundReplaced(let app, let name, let reason):
+            object = ["event": .string("sound-replaced"), "app": .string(app), "sound": .string(name), "reason": .string(reason)]
+        case .lifecycleChanged(let app, let lifecycle): object = ["event": .string("app-state"), "app": .string(app), "state": .string("\(lifecycle)")]
+        case .silentPush(let app, let outcome): object = ["event": .string("silent-push"), "app": .string(app), "outcome": .string(outcome)]
+        case .tokenDelivered(let app, let token): object = ["event": .string("token-delivered"), "app": .string(app), "token": .string(token.description)]
+        case .contractViolation(let app, let message):
+            object = ["event": .string("contract-violation"), "app": .string(app), "message": .string(message)]
+        }
+        let line = (try? Self.encoder.encode(object)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        if json { printLineFlushed(line) } else { printLineFlushed("center: \(line)") }
     }
 
     private static let encoder: JSONEncoder = {

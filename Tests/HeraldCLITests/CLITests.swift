@@ -186,6 +186,73 @@ struct CLITests {
         #expect(gateway.stop(signal: SIGTERM) == 0)
     }
 
+    @Test("herald device run's agent socket: an app process registers, gets its token, a push is presented after willPresent, its state survives a restart")
+    func deviceAgent() async throws {
+        let dir = try TemporaryDirectory.make(prefix: "herald-cli")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let gateway = try GatewayProcess(dataDirectory: dir + "/gw", extraArguments: ["--device-port", "0"])
+        let keyPath = dir + "/key.p8"
+        let keyID = try Herald.run(["keys", "create", "--data-dir", dir + "/gw", "--team", "TEAM123456", "--topic", "com.example.app", "--out", keyPath]).stdout
+        let flags = ["--time-zone", "Asia/Tokyo", "--language", "ja"]
+        var device = try DeviceProcess(
+            dataDirectory: dir + "/phone", gateway: "wss://localhost:\(gateway.devicePort)", ca: gateway.caPath, apps: ["com.example.app"],
+            extraArguments: flags)
+        _ = try await device.next("registered")
+        let socket = dir + "/phone/agent.sock"
+        var app = try await Self.connectAgent(socket)
+        #expect(try await app.request(["op": .string("hello"), "app": .string("com.example.app")])["ok"] == .bool(true))
+        let auth = try await app.request(["op": .string("requestAuthorization"), "options": .array([.string("alert"), .string("badge")])])
+        #expect(auth["granted"] == .bool(true))
+        try await app.request(["op": .string("registerForRemote")])
+        let token = try #require(try await app.event("registered")["token"]?.stringValue)
+        try await app.request(["op": .string("add"), "request": .object([
+            "id": .string("later"), "content": .object(["body": .string("tomorrow")]),
+            "trigger": .object(["type": .string("calendar"), "components": .object(["hour": .int(9)]), "repeats": .bool(true)]),
+        ])])
+
+        let send = try Herald.run([
+            "push", "send", "--url", "https://localhost:\(gateway.providerPort)", "--ca", gateway.caPath, "--key", keyPath,
+            "--key-id", keyID, "--team", "TEAM123456", "--topic", "com.example.app", "--token", token, "--alert", "Hello",
+        ])
+        #expect(send.status == 0, "\(send.stderr)")
+        let willPresent = try await app.event("willPresent")
+        try await app.request(["op": .string("complete"), "callback": willPresent["callback"]!, "options": .array([.string("banner")])])
+        let delivered = try await device.next("delivered")
+        let notification = delivered["notification"] as? [String: Any]
+        #expect(notification?["apns-id"] as? String == send.stdout)
+        #expect(notification?["presented"] as? [String] == ["banner"])
+        #expect((notification?["local"] as? String)?.hasSuffix("+09:00") == true)
+        await app.close()
+        device.stop()
+
+        // A restart keeps the pending request and the settings (no second prompt).
+        device = try DeviceProcess(dataDirectory: dir + "/phone", gateway: nil, ca: nil, apps: ["com.example.app"], extraArguments: flags)
+        _ = try await device.next("registered")
+        app = try await Self.connectAgent(socket)
+        try await app.request(["op": .string("hello"), "app": .string("com.example.app"), "state": .string("background")])
+        let again = try await app.request(["op": .string("requestAuthorization"), "options": .array([.string("alert")])])
+        #expect(again["prompted"] == .bool(false) && again["granted"] == .bool(true))
+        let pending = try await app.request(["op": .string("pending")])
+        guard case .array(let requests)? = pending["requests"], case .object(let first)? = requests.first else {
+            Issue.record("no pending request after the restart: \(pending)")
+            return
+        }
+        #expect(first["id"] == .string("later"))
+        #expect(first["nextFire"]?.stringValue?.hasSuffix(":00:00Z") == true)
+        await app.close()
+        device.stop()
+        #expect(gateway.stop(signal: SIGTERM) == 0)
+    }
+
+    /// The agent's socket appears once the device runs; connect when it does.
+    static func connectAgent(_ path: String) async throws -> AgentClient {
+        for _ in 0..<500 {
+            if let client = try? await AgentClient.connect(path: path) { return client }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return try await AgentClient.connect(path: path)
+    }
+
     @Test("SIGKILL during a stream of pushes to an offline device: after a restart the device gets every accepted one")
     func crashDuringStream() async throws {
         let dir = try TemporaryDirectory.make(prefix: "herald-cli")

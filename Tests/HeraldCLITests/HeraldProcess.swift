@@ -108,13 +108,13 @@ final class DeviceProcess: @unchecked Sendable {
     private var lines: [[String: Any]] = []
     private var consumed = 0
 
-    init(dataDirectory: String, gateway: String?, ca: String?, apps: [String]) throws {
+    init(dataDirectory: String, gateway: String?, ca: String?, apps: [String], extraArguments: [String] = []) throws {
         process.executableURL = URL(fileURLWithPath: Herald.executable)
         var arguments = ["device", "run", "--data-dir", dataDirectory, "--json"]
         if let gateway { arguments += ["--gateway", gateway] }
         if let ca { arguments += ["--ca", ca] }
         for app in apps { arguments += ["--app", app] }
-        process.arguments = arguments
+        process.arguments = arguments + extraArguments
         process.standardOutput = stdout
         process.standardError = FileHandle.nullDevice
         try process.run()
