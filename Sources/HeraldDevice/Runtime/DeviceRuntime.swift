@@ -14,6 +14,9 @@ import NIOConcurrencyHelpers
 public actor DeviceRuntime {
     /// How long an app has to call a `willPresent` or action completion handler.
     public static let callbackTimeLimitMilliseconds: Int64 = 30_000
+    /// How many entries an app keeps in Notification Center; older ones leave as new ones come
+    /// (Herald's choice: the reference sets no number, and an unbounded list would grow forever).
+    public let deliveredLimit: Int
 
     public let clock: DeviceClock
     public private(set) var timeZone: TimeZone
@@ -35,8 +38,9 @@ public actor DeviceRuntime {
     ///   - observer: told of everything the runtime does, synchronously, on the runtime's executor.
     public init(
         clock: DeviceClock, timeZone: TimeZone, preferredLanguages: [String] = ["en"], user: UserSettingsSource,
-        storageDirectory: String? = nil, observer: (@Sendable (RuntimeEvent) -> Void)? = nil
+        storageDirectory: String? = nil, deliveredLimit: Int = 100, observer: (@Sendable (RuntimeEvent) -> Void)? = nil
     ) throws {
+        self.deliveredLimit = max(1, deliveredLimit)
         self.clock = clock
         self.timeZone = timeZone
         self.preferredLanguages = preferredLanguages
@@ -230,8 +234,10 @@ public actor DeviceRuntime {
         if presentation.listed {
             slot.delivered.removeAll { $0.id == notification.id }
             slot.delivered.append(notification)
+            if slot.delivered.count > deliveredLimit { slot.delivered.removeFirst(slot.delivered.count - deliveredLimit) }
         } else {
-            slot.shownOnly[notification.id] = notification
+            // A banner that is not listed stays tappable only while it is on screen: until the next one.
+            slot.shownOnly = [notification.id: notification]
         }
         emit(.delivered(app: slot.id, notification))
         guard let delegate = slot.delegate else { return }

@@ -196,17 +196,31 @@ public enum NotificationTrigger: Sendable, Hashable {
         return Int64((seconds - before) * 1000)
     }
 
-    /// The first instant after `after` matching `match` in `calendar`'s zone: Foundation's answer,
-    /// corrected where a matching day's time fell into a DST gap Foundation skipped.
+    /// The first instant after `after` matching `match` in `calendar`'s zone. A daily or weekly
+    /// match (an hour, with at most a weekday among the date components) is found by checking the
+    /// next days by hand, which also handles DST gaps of any size; anything else is Foundation's
+    /// answer, corrected where a matching day's time fell into a gap Foundation skipped.
     static func nextMatch(_ match: CalendarMatch, after: Int64, calendar: Calendar) -> Int64? {
-        let foundation = calendar.nextDate(
+        guard match.hour != nil else { return foundationMatch(match, after: after, calendar: calendar) }
+        if match.year == nil && match.month == nil && match.day == nil {
+            // Some day within the next 8 matches (2 suffice without a weekday).
+            return handMatch(match, after: after, days: match.weekday == nil ? 3 : 9, bound: nil, calendar: calendar)
+        }
+        let foundation = foundationMatch(match, after: after, calendar: calendar)
+        return handMatch(match, after: after, days: 3, bound: foundation, calendar: calendar)
+    }
+
+    private static func foundationMatch(_ match: CalendarMatch, after: Int64, calendar: Calendar) -> Int64? {
+        calendar.nextDate(
             after: date(after), matching: match.components, matchingPolicy: .nextTimePreservingSmallerComponents,
             repeatedTimePolicy: .first, direction: .forward).map(milliseconds)
-        guard match.hour != nil else { return foundation }
-        // Check the days from `after` up to Foundation's answer (at most two) by hand.
-        var best = foundation
+    }
+
+    /// The earliest of `bound` and the matches on the `days` days from `after`'s day, by hand.
+    private static func handMatch(_ match: CalendarMatch, after: Int64, days: Int, bound: Int64?, calendar: Calendar) -> Int64? {
+        var best = bound
         var day = calendar.startOfDay(for: date(after))
-        for _ in 0..<3 {
+        for _ in 0..<days {
             let c = calendar.dateComponents([.year, .month, .day, .weekday], from: day)
             let dayMatches = (match.year == nil || match.year == c.year) && (match.month == nil || match.month == c.month)
                 && (match.day == nil || match.day == c.day) && (match.weekday == nil || match.weekday == c.weekday)
@@ -214,6 +228,7 @@ public enum NotificationTrigger: Sendable, Hashable {
                 DateComponents(year: c.year, month: c.month, day: c.day, hour: match.hour, minute: match.minute ?? 0, second: match.second ?? 0),
                 in: calendar.timeZone), at > after, best.map({ at < $0 }) ?? true {
                 best = at
+                if bound == nil { return best }  // days are in order: the first found is the earliest
             }
             guard let next = calendar.date(byAdding: .day, value: 1, to: day) else { break }
             day = next
