@@ -1,0 +1,386 @@
+import Foundation
+import HeraldCore
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// One notification to send: what goes in `:path`, the `apns-*` headers and the body.
+public struct APNsNotification: Sendable {
+    /// The device token in hex.
+    public var token: String
+    public var topic: String
+    public var pushType: String?
+    public var priority: Int?
+    /// `apns-expiration` (seconds since 1970; 0 = one attempt only).
+    public var expiration: Int64?
+    public var collapseID: String?
+    /// `apns-id`; when absent the client sets one, so that every attempt of this notification carries the same id.
+    public var apnsID: String?
+    public var payload: [UInt8]
+
+    public init(token: String, topic: String, pushType: String? = "alert", priority: Int? = nil, expiration: Int64? = nil,
+                collapseID: String? = nil, apnsID: String? = nil, payload: [UInt8]) {
+        (self.token, self.topic, self.pushType, self.priority, self.expiration, self.collapseID, self.apnsID, self.payload) =
+            (token, topic, pushType, priority, expiration, collapseID, apnsID, payload)
+    }
+}
+
+/// The outcome of one notification, after any retries.
+public struct APNsResult: Sendable, Hashable {
+    /// The apns-id the server answered with (or the one sent, when the server never answered).
+    public var apnsID: String?
+    /// The HTTP status; 0 when no answer came (the connection failed on every attempt).
+    public var status: Int
+    /// The reason of a rejection (known or not: unknown reasons decode with `isKnown == false`).
+    public var reason: APNsReason?
+    /// For 410: when the token stopped being valid (milliseconds since 1970).
+    public var timestamp: Int64?
+    /// How many times it was sent.
+    public var attempts: Int
+    /// The transport error of the last attempt, when there was no answer.
+    public var transportError: String?
+
+    public var isAccepted: Bool { status == 200 }
+}
+
+/// When to send again (reference §2): 429 and 5xx with exponential backoff and jitter, a new
+/// provider token after `ExpiredProviderToken`, a fresh connection after a transport failure;
+/// never the reasons that a retry cannot fix (`BadDeviceToken`, `DeviceTokenNotForTopic`,
+/// `Forbidden`, `ExpiredToken`, `Unregistered`, `PayloadTooLarge`, and every other 4xx).
+public struct APNsRetryPolicy: Sendable, Hashable {
+    public var maximumAttempts: Int
+    /// The first delay; doubled at every attempt, up to `maximumDelay`.
+    public var initialDelay: Duration
+    public var maximumDelay: Duration
+
+    /// Apple's guidance for 5xx is to back off for as long as 15 minutes; a client that must
+    /// answer its caller sooner lowers `maximumDelay` and `maximumAttempts`.
+    public init(maximumAttempts: Int = 5, initialDelay: Duration = .milliseconds(500), maximumDelay: Duration = .seconds(60)) {
+        self.maximumAttempts = max(1, maximumAttempts)
+        self.initialDelay = initialDelay
+        self.maximumDelay = maximumDelay
+    }
+
+    public enum Decision: Sendable, Hashable {
+        case done
+        case retryAfterBackoff
+        case retryWithNewToken
+    }
+
+    public static func decide(status: Int, reason: APNsReason?) -> Decision {
+        switch status {
+        case 200: return .done
+        case 429: return .retryAfterBackoff
+        case 500...599: return .retryAfterBackoff
+        case 403 where reason == .expiredProviderToken: return .retryWithNewToken
+        default: return .done
+        }
+    }
+
+    /// The delay before attempt `attempt + 1` (attempt ≥ 1): equal jitter over the exponential step.
+    public func delay(afterAttempt attempt: Int, random: Double = Double.random(in: 0...1)) -> Duration {
+        let step = min(maximumDelay, initialDelay * Int(1 << min(attempt - 1, 30)))
+        return step / 2 + step / 2 * random
+    }
+}
+
+/// The provider token of an APNs client: signed once, reused, refreshed after `refreshInterval`
+/// (clamped to 20–60 minutes: APNs refuses tokens older than an hour, and answers
+/// `TooManyProviderTokenUpdates` to tokens changed more often than every 20 minutes).
+public final class ProviderTokenManager: Sendable {
+    public static let minimumAgeSeconds: Int64 = 20 * 60
+    public static let maximumAgeSeconds: Int64 = 60 * 60
+    public let signer: ProviderTokenSigner
+    public let refreshIntervalSeconds: Int64
+    private let clock: WallClock
+    private let state = NIOLockedValueBox<(token: String, issuedAt: Int64)?>(nil)
+
+    public init(signer: ProviderTokenSigner, clock: WallClock, refreshIntervalSeconds: Int64 = 50 * 60) {
+        self.signer = signer
+        self.clock = clock
+        self.refreshIntervalSeconds = min(Self.maximumAgeSeconds - 60, max(Self.minimumAgeSeconds, refreshIntervalSeconds))
+    }
+
+    /// The `authorization` header value to send now.
+    public func authorization() throws -> String {
+        let now = clock.nowSeconds()
+        return "bearer " + (try state.withLockedValue { current in
+            if let current, now - current.issuedAt < refreshIntervalSeconds { return current.token }
+            let token = try signer.token(issuedAt: now)
+            current = (token, now)
+            return token
+        })
+    }
+
+    /// The server said the token expired (its clock or ours is off). A new one is signed only if
+    /// the current one is at least 20 minutes old; returns whether it was.
+    public func expired() -> Bool {
+        let now = clock.nowSeconds()
+        return state.withLockedValue { current in
+            guard let c = current, now - c.issuedAt >= Self.minimumAgeSeconds else { return false }
+            current = nil
+            return true
+        }
+    }
+
+    /// When the current token was signed (seconds), if any.
+    public var issuedAt: Int64? { state.withLockedValue { $0?.issuedAt } }
+}
+
+/// A complete APNs client: works against Apple's hosts and against Herald unchanged (only host,
+/// port and trust roots differ). A pool of HTTP/2 connections, each used up to the stream limit
+/// the server announces (re-read at every request, so changes are honoured); at most
+/// `maximumInFlight` requests at once — callers beyond that wait (backpressure, not memory);
+/// connections that fail or receive GOAWAY are replaced; a provider token refreshed between 20
+/// and 60 minutes; retries by ``APNsRetryPolicy``; a typed ``APNsResult`` per notification.
+public final class APNsClient: Sendable {
+    public struct Configuration: Sendable {
+        public var host: String
+        public var port: Int
+        /// `nil`: HTTP/2 without TLS (h2c, prior knowledge) — for tests and Herald's h2c port only.
+        public var tls: ClientTLS?
+        public var connections: Int
+        public var maximumInFlight: Int
+        public var retry: APNsRetryPolicy
+        public var tokenRefreshSeconds: Int64
+
+        public init(host: String, port: Int = 443, tls: ClientTLS? = ClientTLS(), connections: Int = 2, maximumInFlight: Int = 1_000,
+                    retry: APNsRetryPolicy = APNsRetryPolicy(), tokenRefreshSeconds: Int64 = 50 * 60) {
+            (self.host, self.port, self.tls, self.connections, self.maximumInFlight, self.retry, self.tokenRefreshSeconds) =
+                (host, port, tls, max(1, connections), max(1, maximumInFlight), retry, tokenRefreshSeconds)
+        }
+
+        /// Apple's production host.
+        public static let production = Configuration(host: "api.push.apple.com")
+        /// Apple's development (sandbox) host.
+        public static let development = Configuration(host: "api.sandbox.push.apple.com")
+    }
+
+    public let configuration: Configuration
+    public let tokens: ProviderTokenManager?
+    private let pool: ConnectionPool
+    private let sleep: @Sendable (Duration) async throws -> Void
+
+    /// - Parameters:
+    ///   - signer: signs provider tokens; `nil` sends no `authorization` (certificate-authenticated setups).
+    ///   - clock: the time provider tokens are signed with.
+    ///   - sleep: how backoff waits (tests pass one that records instead of sleeping).
+    public init(
+        configuration: Configuration, signer: ProviderTokenSigner?, clock: WallClock = SystemWallClock(),
+        group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+    ) {
+        self.configuration = configuration
+        self.tokens = signer.map { ProviderTokenManager(signer: $0, clock: clock, refreshIntervalSeconds: configuration.tokenRefreshSeconds) }
+        self.pool = ConnectionPool(configuration: configuration, group: group)
+        self.sleep = sleep
+    }
+
+    /// Sends one notification, retrying as the policy says; returns its outcome. Throws only
+    /// `CancellationError`.
+    public func send(_ notification: APNsNotification) async throws -> APNsResult {
+        var notification = notification
+        if notification.apnsID == nil { notification.apnsID = UUID().uuidString.lowercased() }
+        var attempt = 0
+        var result = APNsResult(apnsID: notification.apnsID, status: 0, reason: nil, timestamp: nil, attempts: 0, transportError: nil)
+        var refreshedToken = false
+        while attempt < configuration.retry.maximumAttempts {
+            try Task.checkCancellation()
+            attempt += 1
+            result = await sendOnce(notification)
+            result.attempts = attempt
+            let decision: APNsRetryPolicy.Decision = result.status == 0
+                ? .retryAfterBackoff : APNsRetryPolicy.decide(status: result.status, reason: result.reason)
+            switch decision {
+            case .done: return result
+            case .retryWithNewToken:
+                // One new token per expiry, and only if the current one is old enough to replace.
+                guard !refreshedToken, tokens?.expired() == true else { return result }
+                refreshedToken = true
+            case .retryAfterBackoff:
+                if attempt < configuration.retry.maximumAttempts { try await sleep(configuration.retry.delay(afterAttempt: attempt)) }
+            }
+        }
+        return result
+    }
+
+    private func sendOnce(_ n: APNsNotification) async -> APNsResult {
+        var headers: [(name: String, value: String)] = []
+        do {
+            if let tokens { headers.append(("authorization", try tokens.authorization())) }
+        } catch {
+            return APNsResult(apnsID: n.apnsID, status: 0, reason: nil, timestamp: nil, attempts: 0, transportError: "cannot sign a provider token: \(error)")
+        }
+        headers.append(("apns-topic", n.topic))
+        if let pushType = n.pushType { headers.append(("apns-push-type", pushType)) }
+        if let priority = n.priority { headers.append(("apns-priority", String(priority))) }
+        if let expiration = n.expiration { headers.append(("apns-expiration", String(expiration))) }
+        if let collapseID = n.collapseID { headers.append(("apns-collapse-id", collapseID)) }
+        if let apnsID = n.apnsID { headers.append(("apns-id", apnsID)) }
+        let request = HTTP2Request(method: "POST", path: "/3/device/\(n.token)", headers: headers, body: n.payload)
+        do {
+            let response = try await pool.send(request)
+            let rejection = response.rejection
+            return APNsResult(
+                apnsID: response.apnsID ?? n.apnsID, status: response.status, reason: rejection?.reason,
+                timestamp: rejection?.timestampMilliseconds, attempts: 0, transportError: nil)
+        } catch is CancellationError {
+            return APNsResult(apnsID: n.apnsID, status: 0, reason: nil, timestamp: nil, attempts: 0, transportError: "cancelled")
+        } catch {
+            return APNsResult(apnsID: n.apnsID, status: 0, reason: nil, timestamp: nil, attempts: 0, transportError: "\(error)")
+        }
+    }
+
+    /// Requests in flight now, and the most there have been at once.
+    public var inFlight: (now: Int, peak: Int) { pool.inFlight }
+    /// How many connections were opened so far (replacements included).
+    public var connectionsOpened: Int { pool.opened }
+
+    public func close() async { await pool.close() }
+}
+
+/// The connections of a client and the requests in flight on each.
+final class ConnectionPool: Sendable {
+    private struct Slot {
+        var id: Int
+        var connection: HTTP2Connection
+        var inFlight = 0
+    }
+    private struct State {
+        var slots: [Slot] = []
+        var connecting = 0
+        var nextID = 0
+        var inFlight = 0
+        var peak = 0
+        var opened = 0
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        var closed = false
+    }
+    private let state = NIOLockedValueBox(State())
+    private let configuration: APNsClient.Configuration
+    private let group: EventLoopGroup
+
+    /// Streams assumed before the server's SETTINGS arrive (APNs announces 1000; Herald 1000 too).
+    static let defaultStreams = 100
+
+    init(configuration: APNsClient.Configuration, group: EventLoopGroup) {
+        self.configuration = configuration
+        self.group = group
+    }
+
+    var inFlight: (now: Int, peak: Int) { state.withLockedValue { ($0.inFlight, $0.peak) } }
+    var opened: Int { state.withLockedValue { $0.opened } }
+
+    private enum Step {
+        case use(Int, HTTP2Connection)
+        case connect
+        case wait
+        case closed
+    }
+
+    func send(_ request: HTTP2Request) async throws -> HTTP2Response {
+        let (id, connection) = try await acquire()
+        defer { release(id) }
+        do {
+            return try await connection.send(request)
+        } catch {
+            retire(id)
+            throw error
+        }
+    }
+
+    private func acquire() async throws -> (Int, HTTP2Connection) {
+        while true {
+            try Task.checkCancellation()
+            let step = state.withLockedValue { s -> Step in
+                if s.closed { return .closed }
+                // Drop connections that went away or were told to.
+                s.slots.removeAll { !$0.connection.isActive || $0.connection.goAway != nil }
+                guard s.inFlight < configuration.maximumInFlight else { return .wait }
+                let best = s.slots.indices
+                    .filter { s.slots[$0].inFlight < (s.slots[$0].connection.serverMaxConcurrentStreams ?? Self.defaultStreams) }
+                    .min { s.slots[$0].inFlight < s.slots[$1].inFlight }
+                if let best, s.slots[best].inFlight == 0 || s.slots.count + s.connecting >= configuration.connections {
+                    s.slots[best].inFlight += 1
+                    s.inFlight += 1
+                    s.peak = max(s.peak, s.inFlight)
+                    return .use(s.slots[best].id, s.slots[best].connection)
+                }
+                if s.slots.count + s.connecting < configuration.connections {
+                    s.connecting += 1
+                    return .connect
+                }
+                if let best {
+                    s.slots[best].inFlight += 1
+                    s.inFlight += 1
+                    s.peak = max(s.peak, s.inFlight)
+                    return .use(s.slots[best].id, s.slots[best].connection)
+                }
+                return .wait
+            }
+            switch step {
+            case .use(let id, let connection): return (id, connection)
+            case .closed: throw CancellationError()
+            case .connect:
+                do {
+                    let connection = try await HTTP2Connection.connect(
+                        host: configuration.host, port: configuration.port, tls: configuration.tls, group: group)
+                    let waiters = state.withLockedValue { s -> [CheckedContinuation<Void, Never>] in
+                        s.connecting -= 1
+                        s.opened += 1
+                        s.slots.append(Slot(id: s.nextID, connection: connection))
+                        s.nextID += 1
+                        defer { s.waiters.removeAll() }
+                        return s.waiters
+                    }
+                    for waiter in waiters { waiter.resume() }
+                } catch {
+                    state.withLockedValue { $0.connecting -= 1 }
+                    throw error
+                }
+            case .wait:
+                await withCheckedContinuation { continuation in
+                    let resumeNow = state.withLockedValue { s -> Bool in
+                        // Re-check under the lock: something may have been released meanwhile.
+                        if s.closed || s.inFlight < configuration.maximumInFlight && s.slots.contains(where: {
+                            $0.inFlight < ($0.connection.serverMaxConcurrentStreams ?? Self.defaultStreams)
+                        }) || s.slots.count + s.connecting < configuration.connections { return true }
+                        s.waiters.append(continuation)
+                        return false
+                    }
+                    if resumeNow { continuation.resume() }
+                }
+            }
+        }
+    }
+
+    private func release(_ id: Int) {
+        let waiter = state.withLockedValue { s -> CheckedContinuation<Void, Never>? in
+            if let index = s.slots.firstIndex(where: { $0.id == id }) { s.slots[index].inFlight -= 1 }
+            s.inFlight -= 1
+            return s.waiters.isEmpty ? nil : s.waiters.removeFirst()
+        }
+        waiter?.resume()
+    }
+
+    /// A request failed at the transport: the connection is not used for new requests.
+    private func retire(_ id: Int) {
+        let retired = state.withLockedValue { s -> HTTP2Connection? in
+            guard let index = s.slots.firstIndex(where: { $0.id == id }) else { return nil }
+            return s.slots[index].connection
+        }
+        if let retired, !retired.isActive || retired.goAway != nil {
+            state.withLockedValue { s in s.slots.removeAll { $0.id == id } }
+        }
+    }
+
+    func close() async {
+        let (connections, waiters) = state.withLockedValue { s -> ([HTTP2Connection], [CheckedContinuation<Void, Never>]) in
+            s.closed = true
+            defer { s.slots.removeAll(); s.waiters.removeAll() }
+            return (s.slots.map(\.connection), s.waiters)
+        }
+        for waiter in waiters { waiter.resume() }
+        for connection in connections { await connection.close() }
+    }
+}
