@@ -9,10 +9,22 @@ struct PushCommand: AsyncParsableCommand {
 
     struct Send: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Send one notification to an APNs-compatible server (a Herald gateway, or Apple's).",
+            abstract: "Send a notification to one or many device tokens on an APNs-compatible server (a Herald gateway, or Apple's).",
             discussion: """
-                Prints the apns-id on success. On failure prints the status and the reason (and the
-                timestamp of a 410) and exits with status 1. An https:// URL uses TLS (ALPN h2); an
+                The payload comes from flags (--alert, --title, --badge, --sound, --category, --thread-id,
+                --content-available, --mutable-content, --data KEY=JSON) or whole from --payload FILE.
+
+                One token (--token): prints the apns-id on success; on a rejection prints "STATUS REASON"
+                (with "timestamp=MS" for a 410). Many tokens (--token repeated, or --tokens FILE, "-" for
+                standard input, one hex token per line, blank lines and # comments skipped): prints one line
+                per token as answers come, "TOKEN APNS-ID" or "TOKEN STATUS REASON [timestamp=MS]", shows a
+                progress bar on standard error when it is a terminal, and ends with a summary on standard
+                error (sent, failed by reason).
+
+                Exit status: 0 every notification accepted; 1 at least one rejected (none unanswered);
+                2 at least one got no answer (connection failures after retries, or the --timeout).
+                429 and 5xx answers and connection failures are retried (--attempts) with exponential
+                backoff and jitter; other rejections are final. An https:// URL uses TLS (ALPN h2); an
                 http:// URL uses h2c with prior knowledge (a gateway's --h2c-port).
                 """)
 
@@ -34,45 +46,144 @@ struct PushCommand: AsyncParsableCommand {
         @Option(help: "apns-topic: the bundle id, plus the push type's suffix where it has one.")
         var topic: String
 
-        @Option(help: "The device token (hex).")
-        var token: String
+        @Option(name: .customLong("token"), help: "A device token (hex). Repeat for more.")
+        var tokens: [String] = []
 
-        @Option(help: "The alert text (sends {\"aps\":{\"alert\":TEXT}}).")
+        @Option(name: .customLong("tokens"), help: ArgumentHelp("A file of device tokens, one per line; - reads standard input.", valueName: "FILE"))
+        var tokensFile: String?
+
+        @Option(help: "The alert body.")
         var alert: String?
 
-        @Option(help: ArgumentHelp("A file holding the whole JSON payload.", valueName: "FILE"))
+        @Option(help: "The alert title.")
+        var title: String?
+
+        @Option(help: "The alert subtitle.")
+        var subtitle: String?
+
+        @Option(help: "The badge (0 removes it).")
+        var badge: Int?
+
+        @Option(help: "A sound file name, or default.")
+        var sound: String?
+
+        @Option(help: "The notification's category (its actions).")
+        var category: String?
+
+        @Option(help: "thread-id: notifications with the same one are grouped.")
+        var threadID: String?
+
+        @Flag(help: "content-available: 1 (a background update; with no alert, badge or sound it is silent).")
+        var contentAvailable = false
+
+        @Flag(help: "mutable-content: 1 (the app's service extension may change it).")
+        var mutableContent = false
+
+        @Option(name: .customLong("data"), help: ArgumentHelp("A custom key beside aps: KEY=JSON (e.g. id=42, or name=\"\\\"Ana\\\"\"). Repeat for more.", valueName: "KEY=JSON"))
+        var data: [String] = []
+
+        @Option(help: ArgumentHelp("A file holding the whole JSON payload (instead of the payload flags).", valueName: "FILE"))
         var payload: String?
 
         @Option(help: "apns-priority: 10, 5 or 1.")
-        var priority: String?
+        var priority: Int?
 
         @Option(help: "apns-expiration: UNIX seconds, or 0 for a single delivery attempt.")
-        var expiration: String?
+        var expiration: Int64?
 
         @Option(help: "apns-collapse-id (at most 64 bytes).")
         var collapseID: String?
 
-        @Option(help: "apns-push-type: alert, background, voip, …")
+        @Option(help: "apns-push-type: alert, background, voip, … (default: background for a silent payload, else alert)")
         var pushType: String?
 
-        @Option(help: "apns-id to send (a UUID); by default the server generates one.")
+        @Option(help: "apns-id to send (a UUID; one token only); by default a fresh one per notification.")
         var apnsID: String?
 
-        @Option(help: "Seconds to wait for the connection and the answer before giving up.")
+        @Option(help: "Requests in flight at once.")
+        var concurrency: Int = 100
+
+        @Option(help: "HTTP/2 connections to open.")
+        var connections: Int = 2
+
+        @Option(help: "Attempts per notification (429, 5xx and connection failures are retried).")
+        var attempts: Int = 3
+
+        @Flag(inversion: .prefixedNo, help: "Show a progress bar on standard error (default: when it is a terminal).")
+        var progress: Bool?
+
+        @Option(help: "Seconds to wait for everything before giving up (unanswered notifications count as failures).")
         var timeout: Double = 30
 
         func validate() throws {
-            if (alert == nil) == (payload == nil) { throw ValidationError("give exactly one of --alert TEXT or --payload FILE") }
+            let flags = alert != nil || title != nil || subtitle != nil || badge != nil || sound != nil || category != nil
+                || threadID != nil || contentAvailable || mutableContent || !data.isEmpty
+            if payload != nil && flags { throw ValidationError("give either --payload FILE or payload flags (--alert, --badge, …), not both") }
+            if payload == nil && !flags { throw ValidationError("give the payload: --alert TEXT (and other payload flags) or --payload FILE") }
+            if tokens.isEmpty && tokensFile == nil { throw ValidationError("give --token HEX (repeatable) or --tokens FILE (- for standard input)") }
+            if apnsID != nil && (tokens.count > 1 || tokensFile != nil) { throw ValidationError("--apns-id is for a single token") }
             guard let components = URLComponents(string: url), let scheme = components.scheme, ["https", "http"].contains(scheme),
                   components.host != nil
             else { throw ValidationError("--url must look like https://HOST:PORT or http://HOST:PORT; got '\(url)'") }
+            if concurrency < 1 || connections < 1 || attempts < 1 { throw ValidationError("--concurrency, --connections and --attempts must be at least 1") }
+            for entry in data where !entry.contains("=") { throw ValidationError("--data must be KEY=JSON, not \"\(entry)\"") }
+        }
+
+        /// The payload from the flags.
+        func flagPayload() throws -> [UInt8] {
+            var aps: [String: JSONValue] = [:]
+            if title != nil || subtitle != nil {
+                var fields: [String: JSONValue] = [:]
+                fields["title"] = title.map(JSONValue.string)
+                fields["subtitle"] = subtitle.map(JSONValue.string)
+                fields["body"] = alert.map(JSONValue.string)
+                aps["alert"] = .object(fields)
+            } else if let alert {
+                aps["alert"] = .string(alert)
+            }
+            aps["badge"] = badge.map { .int(Int64($0)) }
+            aps["sound"] = sound.map(JSONValue.string)
+            aps["category"] = category.map(JSONValue.string)
+            aps["thread-id"] = threadID.map(JSONValue.string)
+            if contentAvailable { aps["content-available"] = .int(1) }
+            if mutableContent { aps["mutable-content"] = .int(1) }
+            var root: [String: JSONValue] = ["aps": .object(aps)]
+            for entry in data {
+                let key = String(entry[..<entry.firstIndex(of: "=")!])
+                let text = String(entry[entry.index(after: entry.firstIndex(of: "=")!)...])
+                guard key != "aps", !key.isEmpty else { throw ValidationError("--data key \"\(key)\" is not allowed (custom keys go beside aps)") }
+                guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) else {
+                    throw ValidationError("--data \(key)=\(text): the value must be JSON (quote strings: \(key)='\"\(text)\"')")
+                }
+                root[key] = value
+            }
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            return Array(try encoder.encode(JSONValue.object(root)))
+        }
+
+        func readTokens() throws -> [String] {
+            var all = tokens
+            if let tokensFile {
+                let text: String
+                if tokensFile == "-" {
+                    text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+                } else {
+                    text = try readText(tokensFile, what: "--tokens")
+                }
+                for line in text.split(whereSeparator: \.isNewline) {
+                    let trimmed = line.trimmingCharacters(in: .whitespaces)
+                    if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
+                    all.append(trimmed)
+                }
+            }
+            if all.isEmpty { throw ValidationError("--tokens \(tokensFile ?? "") holds no tokens") }
+            return all
         }
 
         func run() async throws {
             let components = URLComponents(string: url)!
             let isTLS = components.scheme == "https"
-            let host = components.host!
-            let port = components.port ?? (isTLS ? 443 : 80)
             let signer: ProviderTokenSigner
             do {
                 signer = try ProviderTokenSigner(keyID: keyID, teamID: team, pem: try readText(key, what: "--key"))
@@ -81,65 +192,122 @@ struct PushCommand: AsyncParsableCommand {
             } catch {
                 throw ValidationError("--key \(key) is not a PEM PKCS#8 P-256 private key (.p8): \(error)")
             }
-            let body: [UInt8]
-            if let alert {
-                body = try NotificationPayload(aps: APS(alert: .body(alert))).encoded()
-            } else {
-                body = Array(try readText(payload!, what: "--payload").utf8)
-            }
-            var headers: [(name: String, value: String)] = [
-                ("authorization", "bearer " + (try signer.token(issuedAt: SystemWallClock().nowSeconds()))),
-                ("apns-topic", topic),
-            ]
-            if let pushType { headers.append(("apns-push-type", pushType)) }
-            if let priority { headers.append(("apns-priority", priority)) }
-            if let expiration { headers.append(("apns-expiration", expiration)) }
-            if let collapseID { headers.append(("apns-collapse-id", collapseID)) }
-            if let apnsID { headers.append(("apns-id", apnsID)) }
+            let body = payload != nil ? Array(try readText(payload!, what: "--payload").utf8) : try flagPayload()
+            let kind = pushType ?? ((try? JSONDecoder().decode(NotificationPayload.self, from: Data(body)))?.isBackgroundOnly == true ? "background" : "alert")
+            let targets = try readTokens()
+            let client = APNsClient(
+                configuration: .init(
+                    host: components.host!, port: components.port ?? (isTLS ? 443 : 80), tls: isTLS ? ClientTLS(trustRootsPath: ca) : nil,
+                    connections: connections, maximumInFlight: concurrency,
+                    retry: APNsRetryPolicy(maximumAttempts: attempts, initialDelay: .milliseconds(500), maximumDelay: .seconds(5))),
+                signer: signer)
+            let single = targets.count == 1 && tokensFile == nil
+            let bar = ProgressBar(total: targets.count, enabled: progress ?? (!single && isatty(STDERR_FILENO) == 1))
+            var tally = Tally()
 
-            let request = HTTP2Request(path: "/3/device/\(token)", headers: headers, body: body)
-            let tls = isTLS ? ClientTLS(trustRootsPath: ca) : nil
-            let response: HTTP2Response
-            do {
-                response = try await withThrowingTaskGroup(of: HTTP2Response?.self) { group in
-                    group.addTask {
-                        let connection = try await HTTP2Connection.connect(host: host, port: port, tls: tls)
-                        do {
-                            let response = try await connection.send(request)
-                            await connection.close()
-                            return response
-                        } catch {
-                            await connection.close()
-                            throw error
-                        }
-                    }
-                    group.addTask {
-                        try await Task.sleep(for: .seconds(timeout))
-                        return nil
-                    }
-                    let first = try await group.next() ?? nil
-                    group.cancelAll()
-                    guard let first else { throw TimedOut() }
-                    return first
+            let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
+            let outcome = await withTaskGroup(of: (String, APNsResult?).self) { group -> Tally in
+                var next = targets.makeIterator()
+                func addNext() -> Bool {
+                    guard let token = next.next() else { return false }
+                    let notification = APNsNotification(
+                        token: token, topic: topic, pushType: kind, priority: priority, expiration: expiration, collapseID: collapseID,
+                        apnsID: apnsID, payload: body)
+                    group.addTask { (token, try? await client.send(notification)) }
+                    return true
                 }
-            } catch is TimedOut {
-                printError("herald: no answer from \(url) within \(timeout) seconds")
-                throw ExitCode(2)
-            } catch {
+                for _ in 0..<min(concurrency, targets.count) { _ = addNext() }
+                group.addTask {
+                    // The overall time limit: a sentinel that ends the run when it wakes.
+                    try? await Task.sleep(until: deadline)
+                    return ("", nil)
+                }
+                while let (token, result) = await group.next() {
+                    if token.isEmpty {
+                        if tally.done < targets.count { group.cancelAll() } else { continue }
+                        break
+                    }
+                    tally.add(result)
+                    bar.update(tally.done)
+                    if let line = Self.line(token: token, result: result, single: single) { printLineFlushed(line) }
+                    if !addNext() && tally.done == targets.count { group.cancelAll() }
+                }
+                return tally
+            }
+            tally = outcome
+            bar.finish()
+            await client.close()
+            tally.unanswered += targets.count - tally.done
+            if single, let error = tally.lastTransportError ?? (tally.unanswered > 0 ? "no answer within \(timeout) seconds" : nil) {
                 printError("herald: cannot push to \(url): \(error)")
-                throw ExitCode(2)
             }
-            if response.status == 200 {
-                print(response.apnsID ?? "")
-                return
-            }
-            let rejection = response.rejection
-            var line = "\(response.status) \(rejection?.reason.rawValue ?? "(no reason)")"
-            if let ts = rejection?.timestampMilliseconds { line += " timestamp=\(ts)" }
-            print(line)
-            throw ExitCode(1)
+            if !single { printError(tally.summary) }
+            if tally.unanswered > 0 || tally.transportFailures > 0 { throw ExitCode(2) }
+            if tally.rejected > 0 { throw ExitCode(1) }
+        }
+
+        static func line(token: String, result: APNsResult?, single: Bool) -> String? {
+            guard let result, result.status != 0 else { return single ? nil : "\(token) no-answer \(result?.transportError ?? "")" }
+            var text = result.isAccepted ? (result.apnsID ?? "") : "\(result.status) \(result.reason?.rawValue ?? "(no reason)")"
+            if let ts = result.timestamp { text += " timestamp=\(ts)" }
+            return single ? text : "\(token) \(text)"
         }
     }
 }
 
-private struct TimedOut: Error {}
+/// What a run of `herald push send` came to.
+struct Tally {
+    var done = 0
+    var accepted = 0
+    var rejected = 0
+    var transportFailures = 0
+    var unanswered = 0
+    var byReason: [String: Int] = [:]
+    var lastTransportError: String?
+
+    mutating func add(_ result: APNsResult?) {
+        done += 1
+        guard let result else { unanswered += 1; return }
+        if result.isAccepted { accepted += 1 } else if result.status == 0 {
+            transportFailures += 1
+            lastTransportError = result.transportError
+        } else {
+            rejected += 1
+            byReason["\(result.status) \(result.reason?.rawValue ?? "(no reason)")", default: 0] += 1
+        }
+    }
+
+    var summary: String {
+        var text = "sent \(accepted), failed \(rejected + transportFailures + unanswered)"
+        let parts = byReason.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.map { "\($0.key): \($0.value)" }
+            + (transportFailures > 0 ? ["no answer (connection): \(transportFailures)"] : [])
+            + (unanswered > 0 ? ["no answer (time-out): \(unanswered)"] : [])
+        if !parts.isEmpty { text += " (" + parts.joined(separator: ", ") + ")" }
+        return text
+    }
+}
+
+/// A one-line progress bar on standard error.
+final class ProgressBar: @unchecked Sendable {
+    let total: Int
+    let enabled: Bool
+    private var lastDrawn = -1
+
+    init(total: Int, enabled: Bool) {
+        self.total = total
+        self.enabled = enabled
+    }
+
+    func update(_ done: Int) {
+        guard enabled, total > 0 else { return }
+        let percent = done * 100 / total
+        guard percent != lastDrawn || done == total else { return }
+        lastDrawn = percent
+        let width = 30
+        let filled = done * width / total
+        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+        FileHandle.standardError.write(Data("\r[\(bar)] \(done)/\(total) \(percent)%".utf8))
+    }
+
+    func finish() { if enabled { FileHandle.standardError.write(Data("\n".utf8)) } }
+}

@@ -57,6 +57,28 @@ struct CLITests {
         #expect(metrics.contains("herald_pushes_accepted_total 2"))
         #expect(try await httpGet(port: gateway.adminPort, path: "/health").contains("ok"))
 
+        // Many tokens from a file: one line each, a summary, exit 1 when some are rejected.
+        var fresh: [String] = []
+        for _ in 0..<3 { fresh.append(try Herald.run(["tokens", "create", "--data-dir", dir, "--topic", "com.example.app"]).stdout) }
+        let list = dir + "/tokens.txt"
+        try (["# a comment", fresh[0], "", fresh[1], token.stdout, "00ff", fresh[2]].joined(separator: "\n") + "\n")
+            .write(toFile: list, atomically: true, encoding: .utf8)
+        let batchFlags = Array(send.prefix(send.count - 4)) + ["--tokens", list, "--title", "Hi", "--alert", "there", "--badge", "3", "--data", "id=42"]
+        let batch = try Herald.run(batchFlags)
+        #expect(batch.status == 1, "\(batch.stderr)")
+        let lines = batch.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 5)
+        for t in fresh { #expect(lines.contains { $0.hasPrefix(t + " ") && APNsID(header: String($0.dropFirst(t.count + 1))) != nil }) }
+        #expect(lines.contains { $0.hasPrefix(token.stdout + " 410 Unregistered timestamp=") })
+        #expect(lines.contains("00ff 400 BadDeviceToken"))
+        #expect(batch.stderr.contains("sent 3, failed 2 (400 BadDeviceToken: 1, 410 Unregistered: 1)"))
+        let allGood = try Herald.run(Array(send.prefix(send.count - 4)) + ["--token", fresh[0], "--token", fresh[1], "--alert", "x"])
+        #expect(allGood.status == 0 && allGood.stderr.contains("sent 2, failed 0"))
+        let unreachable = try Herald.run(send.map { $0.hasPrefix("https://") ? "https://127.0.0.1:1" : $0 } + ["--attempts", "1"])
+        #expect(unreachable.status == 2 && unreachable.stderr.contains("cannot push to https://127.0.0.1:1"))
+        let both = try Herald.run(send + ["--payload", list])
+        #expect(both.status != 0 && both.stderr.contains("give either --payload FILE or payload flags"))
+
         #expect(gateway.stop(signal: SIGTERM) == 0)
     }
 
