@@ -37,11 +37,13 @@ struct BenchPrepare: AsyncParsableCommand {
             ProviderKey(keyID: keyID, teamID: team, publicKey: privateKey.publicKey),
             topics: [topic], atMilliseconds: clock.nowMilliseconds())
         var uris = ""
+        var hexTokens = ""
         var batch: [TokenRegistration] = []
         for i in 0..<tokens {
             let token = DeviceToken.random()
             batch.append(TokenRegistration(token: token, bundleID: topic, environment: .development, createdAtMilliseconds: clock.nowMilliseconds()))
             uris += "\(url)/3/device/\(token.hex)\n"
+            hexTokens += token.hex + "\n"
             if batch.count == 10_000 || i == tokens - 1 {
                 try await store.registerTokens(batch)
                 batch.removeAll(keepingCapacity: true)
@@ -50,6 +52,10 @@ struct BenchPrepare: AsyncParsableCommand {
         try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
         let signer = ProviderTokenSigner(keyID: keyID, teamID: team, privateKey: privateKey)
         try uris.write(toFile: "\(out)/uris.txt", atomically: true, encoding: .utf8)
+        // For clients that sign their own tokens (herald push send, Python): the key, its id, the tokens.
+        try hexTokens.write(toFile: "\(out)/tokens.txt", atomically: true, encoding: .utf8)
+        try privateKey.pemRepresentation.write(toFile: "\(out)/key.p8", atomically: true, encoding: .utf8)
+        try "\(keyID) \(team)".write(toFile: "\(out)/key-id.txt", atomically: true, encoding: .utf8)
         try ("bearer " + signer.token(issuedAt: clock.nowSeconds())).write(toFile: "\(out)/authorization.txt", atomically: true, encoding: .utf8)
         let alert = String(repeating: "x", count: 200 - #"{"aps":{"alert":""}}"#.utf8.count)
         try #"{"aps":{"alert":"\#(alert)"}}"#.write(toFile: "\(out)/payload.json", atomically: true, encoding: .utf8)
