@@ -98,7 +98,9 @@ public actor DeviceRuntime {
     }
 
     /// Waits until everything the runtime started (alarm handling, delegate calls) has finished.
-    /// Tests and benchmarks call it after moving a ``SimulatedDeviceClock``.
+    /// Tests and benchmarks call it after moving a ``SimulatedDeviceClock``. Delegate *methods*
+    /// are awaited (a method that never returns keeps `settle` waiting); what the time limits
+    /// cover are the *handlers* those methods receive.
     public nonisolated func settle() async { await work.settle() }
 
     /// Moves a simulated clock to `instant` one alarm at a time, letting the runtime finish each
