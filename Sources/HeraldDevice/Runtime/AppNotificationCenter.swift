@@ -51,7 +51,7 @@ public struct AppNotificationCenter: Sendable {
 
     /// Legacy `presentLocalNotificationNow:`: delivered at once whatever its trigger, never pending.
     public func presentNow(_ request: LocalRequest) async throws(RuntimeError) {
-        try await runtime.add(appID, LocalRequest(id: request.id, content: request.content, trigger: nil))
+        _ = try await runtime.add(appID, LocalRequest(id: request.id, content: request.content, trigger: nil))
     }
 
     /// The pending requests with their next fire (milliseconds; `nil` for location triggers), soonest first.
