@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 
 /// Alert localization on the device (reference user-notifications §10): `loc-key`/`loc-args`,
 /// `title-loc-key`/`title-loc-args` and `subtitle-loc-key`/`subtitle-loc-args` resolved from the
@@ -50,40 +51,8 @@ public struct AlertLocalization: Sendable {
         Self.format(table(for: preferredLanguages)[key] ?? key, arguments)
     }
 
-    /// Substitutes `%@`, `%n$@` (and `%d`/`%i`/`%s`-style specifiers, which APNs arguments, being
-    /// strings, fill the same way) and `%%`. A specifier without an argument becomes empty.
-    public static func format(_ format: String, _ arguments: [String]) -> String {
-        var result = ""
-        var next = 0
-        var chars = format[...]
-        while let percent = chars.firstIndex(of: "%") {
-            result += chars[..<percent]
-            chars = chars[chars.index(after: percent)...]
-            if chars.first == "%" {
-                result += "%"
-                chars = chars.dropFirst()
-                continue
-            }
-            var position: Int?
-            let digits = chars.prefix(while: { $0.isASCII && $0.isNumber })
-            if !digits.isEmpty, chars.dropFirst(digits.count).first == "$" {
-                position = Int(digits)
-                chars = chars.dropFirst(digits.count + 1)
-            }
-            // Length modifiers, then the conversion.
-            chars = chars.drop(while: { "lhqLzjt".contains($0) })
-            guard let conversion = chars.first, "@dDiuUxXoOfeEgGcCsSp".contains(conversion) else {
-                result += "%"
-                continue
-            }
-            chars = chars.dropFirst()
-            let index: Int
-            if let position { index = position - 1 } else { index = next; next += 1 }
-            if index >= 0 && index < arguments.count { result += arguments[index] }
-        }
-        result += chars
-        return result
-    }
+    /// Substitutes the arguments into a format (``LocalizedFormat/format(_:_:)``).
+    public static func format(_ format: String, _ arguments: [String]) -> String { LocalizedFormat.format(format, arguments) }
 }
 
 /// Apple's `.strings` format: `"key" = "value";` pairs, `/* */` and `//` comments, escapes
