@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "HeraldGateway", targets: ["HeraldGateway"]),
         .library(name: "HeraldClient", targets: ["HeraldClient"]),
         .library(name: "HeraldDevice", targets: ["HeraldDevice"]),
+        .library(name: "HeraldProvider", targets: ["HeraldProvider"]),
         .library(name: "HeraldTesting", targets: ["HeraldTesting"]),
     ],
     dependencies: [
@@ -98,6 +99,18 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The provider service: registrations, localization, sending, pruning, its REST API.
+        .target(
+            name: "HeraldProvider",
+            dependencies: [
+                "HeraldCore", "HeraldClient",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Test support: in-process gateway on port 0, test clock, key fixtures.
         .target(
             name: "HeraldTesting",
@@ -112,7 +125,7 @@ let package = Package(
         .executableTarget(
             name: "herald",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldStoreSQLite", "HeraldGateway", "HeraldClient", "HeraldDevice",
+                "HeraldCore", "HeraldStore", "HeraldStoreSQLite", "HeraldGateway", "HeraldClient", "HeraldDevice", "HeraldProvider",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -139,7 +152,7 @@ let package = Package(
             name: "HeraldGatewayTests",
             dependencies: [
                 "HeraldCore", "HeraldStore", "HeraldStoreSQLite", "HeraldGateway", "HeraldClient", "HeraldDevice",
-                "HeraldTesting",
+                "HeraldProvider", "HeraldTesting",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),

@@ -1,0 +1,248 @@
+import Foundation
+import HeraldCore
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// The provider service's REST API over HTTP/1.1 (JSON in and out), described by
+/// ``ProviderOpenAPI/document`` and served at `/openapi.json`.
+public final class ProviderHTTPServer: Sendable {
+    public let port: Int
+    private let channel: Channel
+
+    private init(port: Int, channel: Channel) {
+        self.port = port
+        self.channel = channel
+    }
+
+    public static func start(
+        service: ProviderService, host: String = "127.0.0.1", port: Int, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> ProviderHTTPServer {
+        let router = ProviderRouter(service: service)
+        let channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.pipeline.configureHTTPServerPipeline().flatMap {
+                    channel.pipeline.addHandler(ProviderHTTPHandler(router: router))
+                }
+            }
+            .bind(host: host, port: port).get()
+        return ProviderHTTPServer(port: channel.localAddress?.port ?? port, channel: channel)
+    }
+
+    public func close() async { try? await channel.close() }
+}
+
+/// Collects a request and hands it to the router; answers in order (one at a time per connection).
+final class ProviderHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+    let router: ProviderRouter
+    private var head: HTTPRequestHead?
+    private var body: [UInt8] = []
+    static let maximumBody = 1 << 20
+
+    init(router: ProviderRouter) { self.router = router }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let h):
+            head = h
+            body = []
+        case .body(var buffer):
+            if body.count + buffer.readableBytes <= Self.maximumBody { body += buffer.readBytes(length: buffer.readableBytes) ?? [] }
+        case .end:
+            guard let head else { return }
+            self.head = nil
+            let request = ProviderRouter.Request(
+                method: head.method.rawValue, uri: head.uri, headers: head.headers.map { ($0.name.lowercased(), $0.value) }, body: body)
+            let keepAlive = head.isKeepAlive
+            let channel = context.channel
+            let router = self.router
+            Task {
+                let response = await router.handle(request)
+                var headers = HTTPHeaders()
+                headers.add(name: "content-type", value: response.contentType)
+                headers.add(name: "content-length", value: String(response.body.count))
+                for (name, value) in response.headers { headers.add(name: name, value: value) }
+                if !keepAlive { headers.add(name: "connection", value: "close") }
+                let responseHead = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: response.status), headers: headers)
+                channel.write(HTTPServerResponsePart.head(responseHead), promise: nil)
+                channel.write(HTTPServerResponsePart.body(.byteBuffer(channel.allocator.buffer(bytes: response.body))), promise: nil)
+                let done = channel.eventLoop.makePromise(of: Void.self)
+                channel.writeAndFlush(HTTPServerResponsePart.end(nil), promise: done)
+                if !keepAlive { done.futureResult.whenComplete { _ in channel.close(promise: nil) } }
+            }
+        }
+    }
+}
+
+/// Maps HTTP requests to the service.
+struct ProviderRouter: Sendable {
+    struct Request: Sendable {
+        var method: String
+        var uri: String
+        var headers: [(String, String)]
+        var body: [UInt8]
+        func header(_ name: String) -> String? { headers.first { $0.0 == name }?.1 }
+    }
+    struct Response: Sendable {
+        var status: Int
+        var body: [UInt8]
+        var contentType = "application/json"
+        var headers: [(String, String)] = []
+    }
+
+    let service: ProviderService
+
+    static func json(_ status: Int, _ value: JSONValue, headers: [(String, String)] = []) -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Response(status: status, body: Array((try? encoder.encode(value)) ?? Data("{}".utf8)), headers: headers)
+    }
+
+    static func error(_ error: ProviderError) -> Response { json(error.status, .object(["error": .string(error.message)])) }
+
+    func handle(_ request: Request) async -> Response {
+        let path = request.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.uri
+        let parts = path.split(separator: "/").map(String.init)
+        // "/v1/registrations/abc" → ("v1/registrations/{}", "abc")
+        let argument = parts.count == 3 ? parts[2] : ""
+        let shape = parts.count == 3 ? parts[0] + "/" + parts[1] + "/{}" : parts.joined(separator: "/")
+        do {
+            switch (request.method, shape) {
+            case ("GET", "openapi.json"):
+                return Response(status: 200, body: Array(ProviderOpenAPI.document.utf8))
+            case ("GET", "health"):
+                return Self.json(200, .object(["status": .string("ok")]))
+            case ("POST", "v1/registrations"):
+                let o = try object(request.body)
+                let r = try await service.register(
+                    token: try string(o, "token"), topic: try string(o, "topic"), language: try string(o, "language"),
+                    timeZone: try string(o, "timeZone"), userID: o["userId"]?.stringValue,
+                    tags: Self.strings(o["tags"]))
+                return Self.json(200, Self.json(r))
+            case ("GET", "v1/registrations/{}"):
+                let token = argument
+                guard let r = try await service.database.registration(token: token.lowercased()) else {
+                    throw ProviderError(404, "no registration for token \(token)")
+                }
+                return Self.json(200, Self.json(r))
+            case ("DELETE", "v1/registrations/{}"):
+                let token = argument
+                try await service.unregister(token: token)
+                return Response(status: 204, body: [])
+            case ("PUT", "v1/templates/{}"):
+                let id = argument
+                let o = try object(request.body)
+                guard case .object(let t)? = o["translations"] else { throw ProviderError(400, "a template needs \"translations\": {\"en\": {\"body\": …}, …}") }
+                var translations: [String: MessageTemplate.Text] = [:]
+                for (language, value) in t {
+                    guard case .object(let text) = value, let body = text["body"]?.stringValue else {
+                        throw ProviderError(400, "translation \"\(language)\" needs a \"body\" string")
+                    }
+                    translations[language] = .init(title: text["title"]?.stringValue, subtitle: text["subtitle"]?.stringValue, body: body)
+                }
+                try await service.putTemplate(MessageTemplate(id: id, translations: translations))
+                return Self.json(200, .object(["id": .string(id), "languages": .array(translations.keys.sorted().map(JSONValue.string))]))
+            case ("POST", "v1/sends"):
+                let send = try Self.sendRequest(try object(request.body), idempotencyHeader: request.header("idempotency-key"))
+                let (report, replayed) = try await service.send(send)
+                return Self.json(200, Self.json(report, replayed: replayed), headers: replayed ? [("idempotent-replayed", "true")] : [])
+            case ("GET", "v1/sends/{}"):
+                let id = argument
+                return Self.json(200, Self.json(try await service.report(id: id), replayed: false))
+            default:
+                return Self.error(ProviderError(404, "no route \(request.method) \(path) (see /openapi.json)"))
+            }
+        } catch let error as ProviderError {
+            return Self.error(error)
+        } catch {
+            return Self.error(ProviderError(500, "\(error)"))
+        }
+    }
+
+    private func object(_ body: [UInt8]) throws -> [String: JSONValue] {
+        guard case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: Data(body)) else {
+            throw ProviderError(400, "the body must be a JSON object")
+        }
+        return o
+    }
+
+    private func string(_ o: [String: JSONValue], _ key: String) throws -> String {
+        guard let value = o[key]?.stringValue, !value.isEmpty else { throw ProviderError(400, "\"\(key)\" is required (a string)") }
+        return value
+    }
+
+    static func strings(_ value: JSONValue?) -> [String] {
+        guard case .array(let items)? = value else { return [] }
+        return items.map { $0.stringValue ?? $0.numberValue.map { n in n == n.rounded() ? String(Int64(n)) : String(n) } ?? "" }
+    }
+
+    static func sendRequest(_ o: [String: JSONValue], idempotencyHeader: String?) throws -> SendRequest {
+        guard case .object(let to)? = o["to"] else {
+            throw ProviderError(400, "\"to\" is required: {\"token\": …}, {\"user\": …} or {\"segment\": {\"topic\", \"tags\", \"languages\"}}")
+        }
+        let target: SendTarget
+        if let token = to["token"]?.stringValue {
+            target = .token(token)
+        } else if let user = to["user"]?.stringValue {
+            target = .user(user)
+        } else if case .object(let segment)? = to["segment"] {
+            target = .segment(topic: segment["topic"]?.stringValue, tags: strings(segment["tags"]), languages: strings(segment["languages"]))
+        } else {
+            throw ProviderError(400, "\"to\" needs \"token\", \"user\" or \"segment\"")
+        }
+        let message: SendMessage
+        if case .object(let t)? = o["template"] {
+            guard let id = t["id"]?.stringValue else { throw ProviderError(400, "\"template\" needs \"id\"") }
+            message = .template(id: id, arguments: strings(t["args"]))
+        } else if case .object(let a)? = o["alert"] {
+            guard let body = a["body"]?.stringValue else { throw ProviderError(400, "\"alert\" needs \"body\"") }
+            message = .alert(title: a["title"]?.stringValue, subtitle: a["subtitle"]?.stringValue, body: body)
+        } else if case .object(let l)? = o["locKey"] {
+            guard let key = l["key"]?.stringValue else { throw ProviderError(400, "\"locKey\" needs \"key\"") }
+            message = .deviceLocalized(key: key, arguments: strings(l["args"]), titleKey: l["titleKey"]?.stringValue, titleArguments: strings(l["titleArgs"]))
+        } else {
+            message = .none
+        }
+        var data: [String: JSONValue] = [:]
+        if case .object(let d)? = o["data"] {
+            guard d["aps"] == nil else { throw ProviderError(400, "\"data\" may not hold \"aps\" (use the send's fields)") }
+            data = d
+        }
+        let contentAvailable = o["contentAvailable"] == .bool(true)
+        if case .none = message, o["badge"] == nil, o["sound"] == nil, !contentAvailable {
+            throw ProviderError(400, "say something: \"template\", \"alert\", \"locKey\", \"badge\", \"sound\" or \"contentAvailable\": true")
+        }
+        return SendRequest(
+            target: target, message: message, badge: o["badge"]?.numberValue.map { Int($0) }, sound: o["sound"]?.stringValue,
+            contentAvailable: contentAvailable, category: o["category"]?.stringValue, threadID: o["threadId"]?.stringValue, data: data,
+            pushType: o["pushType"]?.stringValue, priority: o["priority"]?.numberValue.map { Int($0) },
+            expiration: o["expiration"]?.numberValue.map { Int64($0) }, collapseID: o["collapseId"]?.stringValue,
+            idempotencyKey: idempotencyHeader ?? o["idempotencyKey"]?.stringValue)
+    }
+
+    static func json(_ r: Registration) -> JSONValue {
+        .object([
+            "token": .string(r.token), "topic": .string(r.topic), "language": .string(r.language), "timeZone": .string(r.timeZone),
+            "userId": r.userID.map(JSONValue.string) ?? .null, "tags": .array(r.tags.map(JSONValue.string)), "registeredAt": .int(r.registeredAt),
+        ])
+    }
+
+    static func json(_ report: SendReport, replayed: Bool) -> JSONValue {
+        .object([
+            "id": .string(report.id), "createdAt": .int(report.createdAt), "replayed": .bool(replayed),
+            "counts": .object(report.counts.mapValues { .int(Int64($0)) }),
+            "pruned": .array(report.pruned.map(JSONValue.string)),
+            "deliveries": .array(report.deliveries.map { d in
+                .object([
+                    "token": .string(d.token), "language": d.language.map(JSONValue.string) ?? .null, "status": .int(Int64(d.status)),
+                    "reason": d.reason.map(JSONValue.string) ?? .null, "apnsId": d.apnsID.map(JSONValue.string) ?? .null,
+                    "attempts": .int(Int64(d.attempts)),
+                ])
+            }),
+        ])
+    }
+}

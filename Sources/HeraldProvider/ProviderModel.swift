@@ -1,0 +1,138 @@
+import Foundation
+import HeraldCore
+
+/// A device's registration with the provider: what the app posts at every launch and whenever
+/// its language or time zone changes (the seeds' `sendProviderDeviceToken` and
+/// `sendProviderCurrentLanguage`).
+public struct Registration: Sendable, Hashable, Codable {
+    /// The device token, lowercase hex.
+    public var token: String
+    public var topic: String
+    /// BCP 47, e.g. `fr-CA`.
+    public var language: String
+    /// IANA, e.g. `Europe/Paris`.
+    public var timeZone: String
+    public var userID: String?
+    public var tags: [String]
+    /// The last time the app registered (milliseconds since 1970).
+    public var registeredAt: Int64
+
+    public init(token: String, topic: String, language: String, timeZone: String, userID: String? = nil, tags: [String] = [], registeredAt: Int64) {
+        (self.token, self.topic, self.language, self.timeZone, self.userID, self.tags, self.registeredAt) =
+            (token, topic, language, timeZone, userID, tags, registeredAt)
+    }
+}
+
+/// A message in several languages: `%@` / `%n$@` take the send's arguments.
+public struct MessageTemplate: Sendable, Hashable, Codable {
+    public struct Text: Sendable, Hashable, Codable {
+        public var title: String?
+        public var subtitle: String?
+        public var body: String
+        public init(title: String? = nil, subtitle: String? = nil, body: String) {
+            (self.title, self.subtitle, self.body) = (title, subtitle, body)
+        }
+    }
+    public var id: String
+    /// By language tag (`en`, `fr`, `pt-BR`, …).
+    public var translations: [String: Text]
+
+    public init(id: String, translations: [String: Text]) {
+        self.id = id
+        self.translations = translations
+    }
+
+    /// The text for `language`: the language itself, then its base language (`fr-CA` → `fr`), then
+    /// `fallback` (the service's default language), then any translation (alphabetically first).
+    /// Returns the language used.
+    public func text(for language: String, fallback: String) -> (language: String, text: Text)? {
+        let byLowercase = Dictionary(translations.map { ($0.key.lowercased(), $0) }, uniquingKeysWith: { a, _ in a })
+        var chain = [language.lowercased()]
+        if let base = language.lowercased().split(whereSeparator: { $0 == "-" || $0 == "_" }).first.map(String.init), base != chain[0] {
+            chain.append(base)
+        }
+        chain.append(fallback.lowercased())
+        for candidate in chain { if let hit = byLowercase[candidate] { return (hit.key, hit.value) } }
+        return translations.keys.sorted().first.map { ($0, translations[$0]!) }
+    }
+}
+
+/// Who a send goes to.
+public enum SendTarget: Sendable, Hashable {
+    case token(String)
+    case user(String)
+    /// Registrations of a topic, optionally with all of some tags and one of some languages (base-language match).
+    case segment(topic: String?, tags: [String], languages: [String])
+}
+
+/// What a send says.
+public enum SendMessage: Sendable, Hashable {
+    /// A template localized on the provider for each registration's language.
+    case template(id: String, arguments: [String])
+    /// The same alert for everyone.
+    case alert(title: String?, subtitle: String?, body: String)
+    /// `loc-key`/`loc-args` passed through for the device to localize.
+    case deviceLocalized(key: String, arguments: [String], titleKey: String?, titleArguments: [String])
+    /// No alert (badge, sound or silent data only).
+    case none
+}
+
+public struct SendRequest: Sendable, Hashable {
+    public var target: SendTarget
+    public var message: SendMessage
+    /// The topic for token and user targets that match several apps; defaults to each registration's.
+    public var badge: Int?
+    public var sound: String?
+    public var contentAvailable: Bool
+    public var category: String?
+    public var threadID: String?
+    public var data: [String: JSONValue]
+    public var pushType: String?
+    public var priority: Int?
+    public var expiration: Int64?
+    public var collapseID: String?
+    public var idempotencyKey: String?
+
+    public init(target: SendTarget, message: SendMessage, badge: Int? = nil, sound: String? = nil, contentAvailable: Bool = false,
+                category: String? = nil, threadID: String? = nil, data: [String: JSONValue] = [:], pushType: String? = nil,
+                priority: Int? = nil, expiration: Int64? = nil, collapseID: String? = nil, idempotencyKey: String? = nil) {
+        (self.target, self.message, self.badge, self.sound, self.contentAvailable, self.category, self.threadID, self.data,
+         self.pushType, self.priority, self.expiration, self.collapseID, self.idempotencyKey) =
+            (target, message, badge, sound, contentAvailable, category, threadID, data, pushType, priority, expiration, collapseID, idempotencyKey)
+    }
+}
+
+/// What a send did, per registration and in counts.
+public struct SendReport: Sendable, Hashable, Codable {
+    public struct Delivery: Sendable, Hashable, Codable {
+        public var token: String
+        public var language: String?
+        public var status: Int
+        public var reason: String?
+        public var apnsID: String?
+        public var attempts: Int
+    }
+    public var id: String
+    public var createdAt: Int64
+    public var deliveries: [Delivery]
+    /// Tokens removed because the gateway said they were unregistered after their last registration.
+    public var pruned: [String]
+
+    /// Counts by outcome: `accepted`, `"410 Unregistered"`, `"no-answer"`, …
+    public var counts: [String: Int] {
+        var counts: [String: Int] = [:]
+        for d in deliveries {
+            let key = d.status == 200 ? "accepted" : d.status == 0 ? "no-answer" : "\(d.status) \(d.reason ?? "")"
+            counts[key, default: 0] += 1
+        }
+        return counts
+    }
+}
+
+/// A request the service refuses, with the HTTP status to answer and what to fix.
+public struct ProviderError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var status: Int
+    public var message: String
+    public init(_ status: Int, _ message: String) { (self.status, self.message) = (status, message) }
+    public var description: String { message }
+}

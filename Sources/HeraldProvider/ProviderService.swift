@@ -1,0 +1,200 @@
+import Foundation
+import HeraldClient
+import HeraldCore
+
+/// Sends one notification and says what became of it; `APNsClient` is the real one.
+public protocol PushSending: Sendable {
+    func send(_ notification: APNsNotification) async throws -> APNsResult
+}
+
+extension APNsClient: PushSending {}
+
+/// The provider service: the app's own server. Keeps registrations, localizes, sends to a
+/// token, a user or a segment through an APNs client, prunes tokens the gateway reports
+/// unregistered, and remembers every send (its report, by id and by idempotency key).
+public actor ProviderService {
+    public let database: ProviderDatabase
+    public let defaultLanguage: String
+    private let sender: PushSending
+    private let clock: WallClock
+    private var inFlight: [String: Task<SendReport, Error>] = [:]
+
+    public init(database: ProviderDatabase, sender: PushSending, clock: WallClock = SystemWallClock(), defaultLanguage: String = "en") {
+        self.database = database
+        self.sender = sender
+        self.clock = clock
+        self.defaultLanguage = defaultLanguage
+    }
+
+    // MARK: registrations
+
+    /// Registers (or registers again) a device: at every launch, and when its language or zone changes.
+    @discardableResult
+    public func register(token: String, topic: String, language: String, timeZone: String, userID: String?, tags: [String]) throws(ProviderError) -> Registration {
+        let token = token.lowercased()
+        guard token.count >= 2, token.count % 2 == 0, token.allSatisfy(\.isHexDigit) else {
+            throw ProviderError(400, "\"token\" must be the device token in hex, not \"\(token)\"")
+        }
+        guard DeviceProtocol.isValidTopic(topic) else { throw ProviderError(400, "\"topic\" must be the app's bundle id, not \"\(topic)\"") }
+        guard Self.isLanguageTag(language) else {
+            throw ProviderError(400, "\"language\" must be a BCP 47 tag such as en, fr-CA or zh-Hant-TW, not \"\(language)\"")
+        }
+        guard TimeZone(identifier: timeZone) != nil else {
+            throw ProviderError(400, "\"timeZone\" must be an IANA time zone such as Europe/Paris, not \"\(timeZone)\"")
+        }
+        let registration = Registration(token: token, topic: topic, language: language, timeZone: timeZone, userID: userID, tags: tags,
+                                        registeredAt: clock.nowMilliseconds())
+        do { try database.upsert(registration) } catch { throw ProviderError(500, "could not store the registration: \(error)") }
+        return registration
+    }
+
+    static func isLanguageTag(_ tag: String) -> Bool {
+        let parts = tag.split(separator: "-", omittingEmptySubsequences: false)
+        guard let first = parts.first, (2...3).contains(first.count), first.allSatisfy({ $0.isASCII && $0.isLetter }) else { return false }
+        return parts.dropFirst().allSatisfy { (1...8).contains($0.count) && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } }
+    }
+
+    public func unregister(token: String) throws(ProviderError) {
+        do {
+            guard try database.deleteRegistration(token.lowercased()) else { throw ProviderError(404, "no registration for token \(token)") }
+        } catch let error as ProviderError { throw error } catch { throw ProviderError(500, "\(error)") }
+    }
+
+    public func putTemplate(_ template: MessageTemplate) throws(ProviderError) {
+        guard !template.id.isEmpty, !template.translations.isEmpty else {
+            throw ProviderError(400, "a template needs an id and at least one translation")
+        }
+        for language in template.translations.keys where !Self.isLanguageTag(language) {
+            throw ProviderError(400, "translation key \"\(language)\" is not a BCP 47 language tag")
+        }
+        do { try database.put(template) } catch { throw ProviderError(500, "\(error)") }
+    }
+
+    // MARK: sending
+
+    /// Sends, or — for an idempotency key already used — returns the first send's report without
+    /// sending again (`replayed` true). Two requests with the same key at once send once.
+    public func send(_ request: SendRequest) async throws(ProviderError) -> (report: SendReport, replayed: Bool) {
+        do {
+            if let key = request.idempotencyKey {
+                if let done = try database.send(idempotencyKey: key) { return (done, true) }
+                if let running = inFlight[key] { return (try await running.value, true) }
+            }
+            let task = Task { try await self.perform(request) }
+            if let key = request.idempotencyKey { inFlight[key] = task }
+            defer { if let key = request.idempotencyKey { inFlight[key] = nil } }
+            return (try await task.value, false)
+        } catch let error as ProviderError { throw error } catch { throw ProviderError(500, "\(error)") }
+    }
+
+    private func perform(_ request: SendRequest) async throws -> SendReport {
+        let targets = try resolve(request.target)
+        var template: MessageTemplate?
+        if case .template(let id, _) = request.message {
+            guard let found = try database.template(id) else { throw ProviderError(404, "no template \"\(id)\": PUT /v1/templates/\(id) first") }
+            template = found
+        }
+        let plans = try targets.map { registration in try plan(request, for: registration, template: template) }
+        let results = try await withThrowingTaskGroup(of: (Int, APNsResult).self) { group in
+            for (index, plan) in plans.enumerated() {
+                group.addTask { (index, try await self.sender.send(plan.notification)) }
+            }
+            var results = [APNsResult?](repeating: nil, count: plans.count)
+            for try await (index, result) in group { results[index] = result }
+            return results.map { $0! }
+        }
+        var report = SendReport(id: UUID().uuidString.lowercased(), createdAt: clock.nowMilliseconds(), deliveries: [], pruned: [])
+        for (plan, result) in zip(plans, results) {
+            report.deliveries.append(.init(
+                token: plan.registration.token, language: plan.language, status: result.status, reason: result.reason?.rawValue,
+                apnsID: result.apnsID, attempts: result.attempts))
+            if result.status == 410 {
+                let at = result.timestamp ?? clock.nowMilliseconds()
+                if try database.prune(plan.registration.token, unregisteredAt: at) { report.pruned.append(plan.registration.token) }
+            }
+        }
+        try database.save(report, idempotencyKey: request.idempotencyKey)
+        return report
+    }
+
+    private func resolve(_ target: SendTarget) throws -> [Registration] {
+        switch target {
+        case .token(let token):
+            guard let registration = try database.registration(token: token.lowercased()) else {
+                throw ProviderError(404, "no registration for token \(token)")
+            }
+            return [registration]
+        case .user(let user):
+            return try database.registrations(user: user)
+        case .segment(let topic, let tags, let languages):
+            let wanted = Set(languages.map { $0.lowercased() })
+            return try database.registrations(topic: topic).filter { r in
+                let language = r.language.lowercased()
+                let base = language.split(separator: "-").first.map(String.init) ?? language
+                return Set(tags).isSubset(of: Set(r.tags)) && (wanted.isEmpty || wanted.contains(language) || wanted.contains(base))
+            }
+        }
+    }
+
+    struct Plan: Sendable {
+        var registration: Registration
+        var language: String?
+        var notification: APNsNotification
+    }
+
+    private func plan(_ request: SendRequest, for registration: Registration, template: MessageTemplate?) throws -> Plan {
+        var aps: [String: JSONValue] = [:]
+        var language: String?
+        switch request.message {
+        case .template(let id, let arguments):
+            guard let (used, text) = template?.text(for: registration.language, fallback: defaultLanguage) else {
+                throw ProviderError(500, "template \(id) has no translations")
+            }
+            language = used
+            aps["alert"] = Self.alert(
+                title: text.title.map { LocalizedFormat.format($0, arguments) },
+                subtitle: text.subtitle.map { LocalizedFormat.format($0, arguments) },
+                body: LocalizedFormat.format(text.body, arguments))
+        case .alert(let title, let subtitle, let body):
+            aps["alert"] = Self.alert(title: title, subtitle: subtitle, body: body)
+        case .deviceLocalized(let key, let arguments, let titleKey, let titleArguments):
+            var alert: [String: JSONValue] = ["loc-key": .string(key), "loc-args": .array(arguments.map(JSONValue.string))]
+            if let titleKey {
+                alert["title-loc-key"] = .string(titleKey)
+                alert["title-loc-args"] = .array(titleArguments.map(JSONValue.string))
+            }
+            aps["alert"] = .object(alert)
+        case .none: break
+        }
+        aps["badge"] = request.badge.map { .int(Int64($0)) }
+        aps["sound"] = request.sound.map(JSONValue.string)
+        aps["category"] = request.category.map(JSONValue.string)
+        aps["thread-id"] = request.threadID.map(JSONValue.string)
+        if request.contentAvailable { aps["content-available"] = .int(1) }
+        var root = request.data
+        root["aps"] = .object(aps)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let payload = Array(try encoder.encode(JSONValue.object(root)))
+        let silent = request.contentAvailable && aps["alert"] == nil && aps["badge"] == nil && aps["sound"] == nil
+        return Plan(registration: registration, language: language, notification: APNsNotification(
+            token: registration.token, topic: registration.topic, pushType: request.pushType ?? (silent ? "background" : "alert"),
+            priority: request.priority ?? (silent ? 5 : nil), expiration: request.expiration, collapseID: request.collapseID,
+            payload: payload))
+    }
+
+    static func alert(title: String?, subtitle: String?, body: String) -> JSONValue {
+        guard title != nil || subtitle != nil else { return .string(body) }
+        var object: [String: JSONValue] = ["body": .string(body)]
+        object["title"] = title.map(JSONValue.string)
+        object["subtitle"] = subtitle.map(JSONValue.string)
+        return .object(object)
+    }
+
+    public func report(id: String) throws(ProviderError) -> SendReport {
+        do {
+            guard let report = try database.send(id: id) else { throw ProviderError(404, "no send \(id)") }
+            return report
+        } catch let error as ProviderError { throw error } catch { throw ProviderError(500, "\(error)") }
+    }
+}

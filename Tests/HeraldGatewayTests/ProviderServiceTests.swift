@@ -1,0 +1,171 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HeraldClient
+import HeraldCore
+import HeraldDevice
+import HeraldProvider
+import HeraldTesting
+import NIOConcurrencyHelpers
+import Testing
+
+/// The provider service end to end: its REST API over HTTP, an APNs client, the in-process
+/// gateway, and device runtimes whose apps register with the provider.
+@Suite("Provider service")
+struct ProviderServiceTests {
+    static func http(_ method: String, _ url: String, _ body: String? = nil, headers: [String: String] = [:]) async throws -> (status: Int, json: JSONValue?) {
+        var request = URLRequest(url: URL(string: url)!)
+        request.httpMethod = method
+        if let body {
+            request.httpBody = Data(body.utf8)
+            request.setValue("application/json", forHTTPHeaderField: "content-type")
+        }
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return ((response as! HTTPURLResponse).statusCode, data.isEmpty ? nil : try? JSONDecoder().decode(JSONValue.self, from: data))
+    }
+
+    /// An app that registers with its provider at launch and whenever its token or language changes.
+    final class RegisteringApp: AppNotificationDelegate {
+        let provider: String
+        let runtime: DeviceRuntime
+        let user: String
+        let registered = NIOLockedValueBox(0)
+        init(provider: String, runtime: DeviceRuntime, user: String) { (self.provider, self.runtime, self.user) = (provider, runtime, user) }
+        func didRegisterForRemoteNotifications(token: DeviceToken) async {
+            let language = await runtime.preferredLanguages.first ?? "en"
+            let zone = await runtime.timeZone.identifier
+            let body = #"{"token":"\#(token.hex)","topic":"com.example.app","language":"\#(language)","timeZone":"\#(zone)","userId":"\#(user)","tags":["beta"]}"#
+            if (try? await ProviderServiceTests.http("POST", provider + "/v1/registrations", body))?.status == 200 {
+                registered.withLockedValue { $0 += 1 }
+            }
+        }
+    }
+
+    final class Shown: Sendable {
+        let items = NIOLockedValueBox<[DeliveredNotification]>([])
+        var observer: @Sendable (RuntimeEvent) -> Void { { [items] e in if case .delivered(_, let n) = e { items.withLockedValue { $0.append(n) } } } }
+        var bodies: [String] { items.withLockedValue { $0.compactMap(\.content.body) } }
+    }
+
+    struct Phone {
+        let runtime: DeviceRuntime
+        let shown: Shown
+        let app: RegisteringApp
+        let identity: DeviceIdentity
+        let tasks: [Task<Void, Never>]
+
+        static func start(_ gateway: TestGateway, provider: String, language: String, zone: String, user: String) async throws -> Phone {
+            let shown = Shown()
+            let runtime = try DeviceRuntime(clock: SystemDeviceClock(), timeZone: TimeZone(identifier: zone)!, preferredLanguages: [language],
+                                            user: DeviceRuntimeEndToEndTests.FixedAnswer(), observer: shown.observer)
+            let center = try await runtime.install("com.example.app")
+            let app = RegisteringApp(provider: provider, runtime: runtime, user: user)
+            try await center.setDelegate(app)
+            try await center.requestAuthorization([.alert, .badge])
+            try await center.registerForRemoteNotifications()
+            let identity = DeviceIdentity()
+            let connection = try gateway.makeDeviceConnection(identity: identity)
+            let tasks = [Task { await connection.run() }, Task { await runtime.follow(connection.events) }]
+            return Phone(runtime: runtime, shown: shown, app: app, identity: identity, tasks: tasks)
+        }
+
+        func stop() async {
+            tasks[0].cancel()
+            await tasks[1].value
+        }
+    }
+
+    @Test("register, send a template localized with fallback to a user's devices, idempotent retries, prune on 410, OpenAPI served")
+    func endToEnd() async throws {
+        let gateway = try await TestGateway.start()
+        let signer = try await gateway.makeKey(team: "TEAM000001", topics: ["com.example.app"])
+        let client = APNsClient(
+            configuration: .init(host: "localhost", port: gateway.ports.providerPort, tls: ClientTLS(trustRootsPath: gateway.certificates.caCertificatePath)),
+            signer: signer, clock: gateway.clock)
+        let service = ProviderService(database: try ProviderDatabase(directory: nil), sender: client, clock: gateway.clock, defaultLanguage: "en")
+        let server = try await ProviderHTTPServer.start(service: service, port: 0)
+        let base = "http://127.0.0.1:\(server.port)"
+
+        let paris = try await Phone.start(gateway, provider: base, language: "fr-CA", zone: "America/Montreal", user: "ana")
+        let madrid = try await Phone.start(gateway, provider: base, language: "es", zone: "Europe/Madrid", user: "ana")
+        try await DeviceRuntimeEndToEndTests.eventually("both registrations") {
+            paris.app.registered.withLockedValue { $0 } == 1 && madrid.app.registered.withLockedValue { $0 } == 1
+        }
+        let template = #"{"translations":{"en":{"title":"Hello","body":"%1$@ sent you %2$@"},"fr":{"title":"Bonjour","body":"%1$@ vous a envoyé %2$@"}}}"#
+        #expect(try await Self.http("PUT", base + "/v1/templates/gift", template).status == 200)
+
+        let send = #"{"to":{"user":"ana"},"template":{"id":"gift","args":["Ben","a gift"]},"badge":1}"#
+        let first = try await Self.http("POST", base + "/v1/sends", send, headers: ["Idempotency-Key": "gift-1"])
+        #expect(first.status == 200)
+        guard case .object(let report)? = first.json else { Issue.record("no report"); return }
+        #expect(report["counts"] == .object(["accepted": .int(2)]))
+        try await DeviceRuntimeEndToEndTests.eventually("both devices") { !paris.shown.bodies.isEmpty && !madrid.shown.bodies.isEmpty }
+        #expect(paris.shown.bodies == ["Ben vous a envoyé a gift"])  // fr-CA → fr
+        #expect(madrid.shown.bodies == ["Ben sent you a gift"])  // es → the default, en
+
+        // The same request again (a retry after a lost answer): the first report, nothing sent.
+        let again = try await Self.http("POST", base + "/v1/sends", send, headers: ["Idempotency-Key": "gift-1"])
+        guard case .object(let replay)? = again.json else { Issue.record("no replay"); return }
+        #expect(replay["replayed"] == .bool(true) && replay["id"] == report["id"])
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(paris.shown.bodies.count == 1 && madrid.shown.bodies.count == 1)
+
+        // The Madrid app is removed: the next send gets 410 and the provider prunes the token.
+        await madrid.stop()
+        guard case .array(let deliveries)? = report["deliveries"] else { Issue.record("no deliveries"); return }
+        let tokens = deliveries.compactMap { d -> String? in if case .object(let o) = d { o["token"]?.stringValue } else { nil } }
+        let madridRegistration = try await service.database.registrations(user: "ana").first { $0.language == "es" }
+        let removedToken = try #require(madridRegistration?.token)
+        #expect(tokens.contains(removedToken))
+        gateway.clock.advance(seconds: 5)
+        _ = try await DeviceConnection.unregister(
+            topic: "com.example.app", identity: madrid.identity, host: "localhost", port: gateway.ports.devicePort!,
+            tls: try DeviceTLS.makeContext(trustRootsPath: gateway.certificates.caCertificatePath))
+        let afterRemoval = try await Self.http("POST", base + "/v1/sends", #"{"to":{"user":"ana"},"alert":{"body":"still there?"}}"#)
+        guard case .object(let pruneReport)? = afterRemoval.json else { Issue.record("no report"); return }
+        #expect(pruneReport["counts"] == .object(["accepted": .int(1), "410 Unregistered": .int(1)]))
+        #expect(pruneReport["pruned"] == .array([.string(removedToken)]))
+        #expect(try await Self.http("GET", base + "/v1/registrations/\(removedToken)").status == 404)
+
+        // A stored report reads back; errors say what to fix.
+        guard case .string(let id)? = report["id"] else { return }
+        #expect(try await Self.http("GET", base + "/v1/sends/\(id)").status == 200)
+        let bad = try await Self.http("POST", base + "/v1/registrations", #"{"token":"xyz","topic":"com.example.app","language":"fr","timeZone":"Europe/Paris"}"#)
+        #expect(bad.status == 400)
+        let badZone = try await Self.http("POST", base + "/v1/registrations", #"{"token":"abcd","topic":"com.example.app","language":"fr","timeZone":"Mars/Base"}"#)
+        if case .object(let e)? = badZone.json { #expect(e["error"]?.stringValue?.contains("IANA") == true) } else { Issue.record("no error body") }
+        #expect(try await Self.http("POST", base + "/v1/sends", #"{"to":{"user":"ana"},"template":{"id":"nope"}}"#).status == 404)
+
+        // Every path of the OpenAPI document is routed.
+        let openapi = try await Self.http("GET", base + "/openapi.json")
+        guard case .object(let doc)? = openapi.json, case .object(let paths)? = doc["paths"] else { Issue.record("no document"); return }
+        for (path, value) in paths {
+            guard case .object(let methods) = value else { continue }
+            for method in methods.keys where method != "parameters" {
+                let concrete = path.replacingOccurrences(of: "{token}", with: "00").replacingOccurrences(of: "{id}", with: "x")
+                let answer = try await Self.http(method.uppercased(), base + concrete, method == "get" || method == "delete" ? nil : "{}")
+                if case .object(let e)? = answer.json, let message = e["error"]?.stringValue { #expect(!message.hasPrefix("no route"), "\(method) \(path)") }
+            }
+        }
+
+        await paris.stop()
+        await server.close()
+        await client.close()
+        try await gateway.stop()
+    }
+
+    @Test("a token registered again after its unregistration stays; the language fallback chain")
+    func pruningAndFallback() async throws {
+        let database = try ProviderDatabase(directory: nil)
+        try database.upsert(Registration(token: "aa", topic: "t", language: "en", timeZone: "UTC", registeredAt: 2_000))
+        #expect(try database.prune("aa", unregisteredAt: 1_000) == false)  // registered again after it was unregistered
+        #expect(try database.prune("aa", unregisteredAt: 3_000) == true)
+        let template = MessageTemplate(id: "x", translations: ["en": .init(body: "en"), "pt-BR": .init(body: "pt-BR"), "fr": .init(body: "fr")])
+        #expect(template.text(for: "fr-CA", fallback: "en")?.language == "fr")
+        #expect(template.text(for: "PT-br", fallback: "en")?.language == "pt-BR")
+        #expect(template.text(for: "de", fallback: "en")?.language == "en")
+        #expect(MessageTemplate(id: "y", translations: ["ja": .init(body: "ja")]).text(for: "de", fallback: "en")?.language == "ja")
+    }
+}
