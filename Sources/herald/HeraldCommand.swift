@@ -17,7 +17,8 @@ struct HeraldCommand: AsyncParsableCommand {
                   --key-id KEYID --team TEAM123456 --topic com.example.app --token TOKEN --alert "Hello"
             """,
         subcommands: [
-            GatewayCommand.self, DeviceCommand.self, KeysCommand.self, FeedbackCommand.self, TokensCommand.self, PushCommand.self, BenchCommand.self,
+            GatewayCommand.self, DeviceCommand.self, ProviderCommand.self, KeysCommand.self, FeedbackCommand.self, TokensCommand.self,
+            PushCommand.self, BenchCommand.self,
         ]
     )
 }

@@ -1,0 +1,80 @@
+import ArgumentParser
+import Foundation
+import HeraldClient
+import HeraldCore
+import HeraldProvider
+
+struct ProviderCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "provider",
+        abstract: "Run the provider service: the app's own server (registrations, localized sends, pruning) with a REST API.",
+        discussion: """
+            Keeps its state in DIR/provider.sqlite and sends through an APNs client to --gateway (a Herald
+            gateway's provider port, or Apple's https://api.push.apple.com). The REST API and its OpenAPI
+            document (GET /openapi.json) are described in docs/provider-service.md. Prints one JSON line when
+            ready: {"port":N}.
+            """)
+
+    @Option(name: .customLong("data-dir"), help: ArgumentHelp("Where the provider keeps its database.", valueName: "DIR"))
+    var dataDirectory: String
+
+    @Option(help: "The port of the REST API (0: any free port).")
+    var port: Int = 8443
+
+    @Option(help: "The address to listen on.")
+    var host: String = "127.0.0.1"
+
+    @Option(help: "The APNs server: https://HOST:PORT.")
+    var gateway: String
+
+    @Option(help: ArgumentHelp("A PEM file of trusted roots for the gateway (a Herald gateway's DIR/tls/ca.pem).", valueName: "PEM"))
+    var ca: String?
+
+    @Option(help: ArgumentHelp("The provider's private key (PEM PKCS#8).", valueName: "FILE.p8"))
+    var key: String
+
+    @Option(help: "The key's 10-character id.")
+    var keyID: String
+
+    @Option(help: "The 10-character team id.")
+    var team: String
+
+    @Option(help: "The language templates fall back to when neither a device's language nor its base language is translated.")
+    var defaultLanguage: String = "en"
+
+    @Option(help: "Requests to the gateway in flight at once.")
+    var concurrency: Int = 500
+
+    func validate() throws {
+        guard let url = URLComponents(string: gateway), url.scheme == "https" || url.scheme == "http", url.host != nil else {
+            throw ValidationError("--gateway must be https://HOST:PORT (or http:// for a gateway's h2c port), not \"\(gateway)\"")
+        }
+        guard (0...65_535).contains(port) else { throw ValidationError("--port must be 0…65535") }
+    }
+
+    func run() async throws {
+        let url = URLComponents(string: gateway)!
+        let isTLS = url.scheme == "https"
+        let signer: ProviderTokenSigner
+        do { signer = try ProviderTokenSigner(keyID: keyID, teamID: team, pem: try readText(key, what: "--key")) } catch let error as ValidationError {
+            throw error
+        } catch {
+            throw ValidationError("--key \(key) is not a PEM PKCS#8 P-256 private key (.p8): \(error)")
+        }
+        let client = APNsClient(
+            configuration: .init(host: url.host!, port: url.port ?? (isTLS ? 443 : 80), tls: isTLS ? ClientTLS(trustRootsPath: ca) : nil,
+                                 maximumInFlight: concurrency),
+            signer: signer)
+        let database = try ProviderDatabase(directory: dataDirectory)
+        let service = ProviderService(database: database, sender: client, defaultLanguage: defaultLanguage)
+        let server: ProviderHTTPServer
+        do { server = try await ProviderHTTPServer.start(service: service, host: host, port: port) } catch {
+            throw ValidationError("cannot listen on \(host):\(port): \(error)")
+        }
+        printLineFlushed(#"{"port":\#(server.port)}"#)
+        // Runs until the process is stopped.
+        while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
+        await server.close()
+        await client.close()
+    }
+}
