@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import HeraldClient
 import HeraldCore
 import HeraldStore
@@ -273,6 +276,46 @@ struct CLITests {
             try await Task.sleep(for: .milliseconds(20))
         }
         return try await AgentClient.connect(path: path)
+    }
+
+    @Test("herald provider: a registration and a send over its REST API reach the gateway; its OpenAPI document is served")
+    func providerService() async throws {
+        let dir = try TemporaryDirectory.make(prefix: "herald-cli")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let gateway = try GatewayProcess(dataDirectory: dir + "/gw")
+        let keyPath = dir + "/key.p8"
+        let keyID = try Herald.run(["keys", "create", "--data-dir", dir + "/gw", "--team", "TEAM123456", "--topic", "com.example.app", "--out", keyPath]).stdout
+        let token = try Herald.run(["tokens", "create", "--data-dir", dir + "/gw", "--topic", "com.example.app"]).stdout
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Herald.executable)
+        process.arguments = ["provider", "--data-dir", dir + "/provider", "--port", "0", "--gateway", "https://localhost:\(gateway.providerPort)",
+                             "--ca", gateway.caPath, "--key", keyPath, "--key-id", keyID, "--team", "TEAM123456"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGTERM); process.waitUntilExit() } }
+        var line = [UInt8]()
+        while let byte = try out.fileHandleForReading.read(upToCount: 1)?.first, byte != 10 { line.append(byte) }
+        let port = try #require((try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any])?["port"] as? Int)
+        func call(_ method: String, _ path: String, _ body: String?) async throws -> (Int, [String: Any]) {
+            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+            request.httpMethod = method
+            request.httpBody = body.map { Data($0.utf8) }
+            let (data, response) = try await URLSession.shared.data(for: request)
+            return ((response as! HTTPURLResponse).statusCode, (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:])
+        }
+        let registered = try await call("POST", "/v1/registrations",
+            #"{"token":"\#(token)","topic":"com.example.app","language":"en-GB","timeZone":"Europe/London","userId":"u1"}"#)
+        #expect(registered.0 == 200)
+        let sent = try await call("POST", "/v1/sends", #"{"to":{"user":"u1"},"alert":{"title":"Hi","body":"there"},"idempotencyKey":"k"}"#)
+        #expect(sent.0 == 200)
+        #expect(sent.1["counts"] as? [String: Int] == ["accepted": 1])
+        let openapi = try await call("GET", "/openapi.json", nil)
+        #expect(openapi.0 == 200 && openapi.1["openapi"] as? String == "3.1.0")
+        let bad = try Herald.run(["provider", "--data-dir", dir + "/p2", "--gateway", "ftp://x", "--key", keyPath, "--key-id", keyID, "--team", "T"])
+        #expect(bad.status != 0 && bad.stderr.contains("--gateway must be https://HOST:PORT"))
+        #expect(gateway.stop(signal: SIGTERM) == 0)
     }
 
     @Test("SIGKILL during a stream of pushes to an offline device: after a restart the device gets every accepted one")
