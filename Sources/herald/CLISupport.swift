@@ -41,3 +41,30 @@ func readText(_ path: String, what: String) throws -> String {
 func printLineFlushed(_ text: String) {
     FileHandle.standardOutput.write(Data((text + "\n").utf8))
 }
+
+/// What a provider needs to reach an APNs server: the server's trust roots and the provider
+/// token's key. Shared by `herald push send` and `herald provider`.
+struct ProviderCredentialOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("A PEM file of trusted roots (the gateway's DIR/tls/ca.pem).", valueName: "PEM"))
+    var ca: String?
+
+    @Option(help: ArgumentHelp("The provider's private key (PEM PKCS#8).", valueName: "FILE.p8"))
+    var key: String
+
+    @Option(help: "The key's 10-character id.")
+    var keyID: String
+
+    @Option(help: "The 10-character team id.")
+    var team: String
+
+    /// The signer of provider tokens, or a message that says what is wrong with the key.
+    func signer() throws -> ProviderTokenSigner {
+        do {
+            return try ProviderTokenSigner(keyID: keyID, teamID: team, pem: try readText(key, what: "--key"))
+        } catch let error as ValidationError {
+            throw error
+        } catch {
+            throw ValidationError("--key \(key) is not a PEM PKCS#8 P-256 private key (.p8): \(error)")
+        }
+    }
+}

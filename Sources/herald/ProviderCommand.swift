@@ -27,17 +27,10 @@ struct ProviderCommand: AsyncParsableCommand {
     @Option(help: "The APNs server: https://HOST:PORT.")
     var gateway: String
 
-    @Option(help: ArgumentHelp("A PEM file of trusted roots for the gateway (a Herald gateway's DIR/tls/ca.pem).", valueName: "PEM"))
-    var ca: String?
 
-    @Option(help: ArgumentHelp("The provider's private key (PEM PKCS#8).", valueName: "FILE.p8"))
-    var key: String
+    @OptionGroup var credentials: ProviderCredentialOptions
 
-    @Option(help: "The key's 10-character id.")
-    var keyID: String
 
-    @Option(help: "The 10-character team id.")
-    var team: String
 
     @Option(help: "The language templates fall back to when neither a device's language nor its base language is translated.")
     var defaultLanguage: String = "en"
@@ -55,14 +48,9 @@ struct ProviderCommand: AsyncParsableCommand {
     func run() async throws {
         let url = URLComponents(string: gateway)!
         let isTLS = url.scheme == "https"
-        let signer: ProviderTokenSigner
-        do { signer = try ProviderTokenSigner(keyID: keyID, teamID: team, pem: try readText(key, what: "--key")) } catch let error as ValidationError {
-            throw error
-        } catch {
-            throw ValidationError("--key \(key) is not a PEM PKCS#8 P-256 private key (.p8): \(error)")
-        }
+        let signer = try credentials.signer()
         let client = APNsClient(
-            configuration: .init(host: url.host!, port: url.port ?? (isTLS ? 443 : 80), tls: isTLS ? ClientTLS(trustRootsPath: ca) : nil,
+            configuration: .init(host: url.host!, port: url.port ?? (isTLS ? 443 : 80), tls: isTLS ? ClientTLS(trustRootsPath: credentials.ca) : nil,
                                  maximumInFlight: concurrency),
             signer: signer)
         let database = try ProviderDatabase(directory: dataDirectory)

@@ -31,17 +31,10 @@ struct PushCommand: AsyncParsableCommand {
         @Option(help: "The server, e.g. https://localhost:2197 or http://127.0.0.1:8080.")
         var url: String
 
-        @Option(help: ArgumentHelp("A PEM file of trusted roots (the gateway's DIR/tls/ca.pem).", valueName: "PEM"))
-        var ca: String?
 
-        @Option(help: ArgumentHelp("The provider's private key (PEM PKCS#8).", valueName: "FILE.p8"))
-        var key: String
+        @OptionGroup var credentials: ProviderCredentialOptions
 
-        @Option(help: "The key's 10-character id.")
-        var keyID: String
 
-        @Option(help: "The 10-character team id.")
-        var team: String
 
         @Option(help: "apns-topic: the bundle id, plus the push type's suffix where it has one.")
         var topic: String
@@ -184,20 +177,13 @@ struct PushCommand: AsyncParsableCommand {
         func run() async throws {
             let components = URLComponents(string: url)!
             let isTLS = components.scheme == "https"
-            let signer: ProviderTokenSigner
-            do {
-                signer = try ProviderTokenSigner(keyID: keyID, teamID: team, pem: try readText(key, what: "--key"))
-            } catch let error as ValidationError {
-                throw error
-            } catch {
-                throw ValidationError("--key \(key) is not a PEM PKCS#8 P-256 private key (.p8): \(error)")
-            }
+            let signer = try credentials.signer()
             let body = payload != nil ? Array(try readText(payload!, what: "--payload").utf8) : try flagPayload()
             let kind = pushType ?? ((try? JSONDecoder().decode(NotificationPayload.self, from: Data(body)))?.isBackgroundOnly == true ? "background" : "alert")
             let targets = try readTokens()
             let client = APNsClient(
                 configuration: .init(
-                    host: components.host!, port: components.port ?? (isTLS ? 443 : 80), tls: isTLS ? ClientTLS(trustRootsPath: ca) : nil,
+                    host: components.host!, port: components.port ?? (isTLS ? 443 : 80), tls: isTLS ? ClientTLS(trustRootsPath: credentials.ca) : nil,
                     connections: connections, maximumInFlight: concurrency,
                     retry: APNsRetryPolicy(maximumAttempts: attempts, initialDelay: .milliseconds(500), maximumDelay: .seconds(5))),
                 signer: signer)
