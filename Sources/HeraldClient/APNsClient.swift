@@ -41,6 +41,11 @@ public struct APNsResult: Sendable, Hashable {
     public var transportError: String?
 
     public var isAccepted: Bool { status == 200 }
+
+    /// No answer came: the transport failed (or signing the token did).
+    static func unanswered(_ apnsID: String?, _ error: String) -> APNsResult {
+        APNsResult(apnsID: apnsID, status: 0, reason: nil, timestamp: nil, attempts: 0, transportError: error)
+    }
 }
 
 /// When to send again (reference §2): 429 and 5xx with exponential backoff and jitter, a new
@@ -182,7 +187,7 @@ public final class APNsClient: Sendable {
         var notification = notification
         if notification.apnsID == nil { notification.apnsID = UUID().uuidString.lowercased() }
         var attempt = 0
-        var result = APNsResult(apnsID: notification.apnsID, status: 0, reason: nil, timestamp: nil, attempts: 0, transportError: nil)
+        var result = APNsResult.unanswered(notification.apnsID, "not sent")
         var refreshedToken = false
         while attempt < configuration.retry.maximumAttempts {
             try Task.checkCancellation()
@@ -209,7 +214,7 @@ public final class APNsClient: Sendable {
         do {
             if let tokens { headers.append(("authorization", try tokens.authorization())) }
         } catch {
-            return APNsResult(apnsID: n.apnsID, status: 0, reason: nil, timestamp: nil, attempts: 0, transportError: "cannot sign a provider token: \(error)")
+            return .unanswered(n.apnsID, "cannot sign a provider token: \(error)")
         }
         headers.append(("apns-topic", n.topic))
         if let pushType = n.pushType { headers.append(("apns-push-type", pushType)) }
@@ -225,9 +230,9 @@ public final class APNsClient: Sendable {
                 apnsID: response.apnsID ?? n.apnsID, status: response.status, reason: rejection?.reason,
                 timestamp: rejection?.timestampMilliseconds, attempts: 0, transportError: nil)
         } catch is CancellationError {
-            return APNsResult(apnsID: n.apnsID, status: 0, reason: nil, timestamp: nil, attempts: 0, transportError: "cancelled")
+            return .unanswered(n.apnsID, "cancelled")
         } catch {
-            return APNsResult(apnsID: n.apnsID, status: 0, reason: nil, timestamp: nil, attempts: 0, transportError: "\(error)")
+            return .unanswered(n.apnsID, "\(error)")
         }
     }
 
@@ -300,21 +305,17 @@ final class ConnectionPool: Sendable {
                 let best = s.slots.indices
                     .filter { s.slots[$0].inFlight < (s.slots[$0].connection.serverMaxConcurrentStreams ?? Self.defaultStreams) }
                     .min { s.slots[$0].inFlight < s.slots[$1].inFlight }
-                if let best, s.slots[best].inFlight == 0 || s.slots.count + s.connecting >= configuration.connections {
+                let mayOpen = s.slots.count + s.connecting < configuration.connections
+                // An idle connection, or the least busy one when no more may be opened; else open one.
+                if let best, s.slots[best].inFlight == 0 || !mayOpen {
                     s.slots[best].inFlight += 1
                     s.inFlight += 1
                     s.peak = max(s.peak, s.inFlight)
                     return .use(s.slots[best].id, s.slots[best].connection)
                 }
-                if s.slots.count + s.connecting < configuration.connections {
+                if mayOpen {
                     s.connecting += 1
                     return .connect
-                }
-                if let best {
-                    s.slots[best].inFlight += 1
-                    s.inFlight += 1
-                    s.peak = max(s.peak, s.inFlight)
-                    return .use(s.slots[best].id, s.slots[best].connection)
                 }
                 return .wait
             }

@@ -2,6 +2,14 @@
 /// one implementation for the device, which localizes `loc-key`/`loc-args`, and the provider,
 /// which localizes its own templates.
 public enum LocalizedFormat {
+    /// A `loc-args`/template argument as text: strings as they are, whole numbers without a
+    /// fraction, other numbers as Swift prints them, anything else empty.
+    public static func argument(_ value: JSONValue) -> String {
+        if let text = value.stringValue { return text }
+        guard let number = value.numberValue else { return "" }
+        return number == number.rounded() && abs(number) < 1e18 ? String(Int64(number)) : String(number)
+    }
+
     /// Substitutes `%@`, `%n$@` (and `%d`/`%i`/`%s`-style specifiers, which APNs arguments, being
     /// strings, fill the same way) and `%%`. A specifier without an argument becomes empty.
     public static func format(_ format: String, _ arguments: [String]) -> String {

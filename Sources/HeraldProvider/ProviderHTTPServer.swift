@@ -177,7 +177,7 @@ struct ProviderRouter: Sendable {
 
     static func strings(_ value: JSONValue?) -> [String] {
         guard case .array(let items)? = value else { return [] }
-        return items.map { $0.stringValue ?? $0.numberValue.map { n in n == n.rounded() ? String(Int64(n)) : String(n) } ?? "" }
+        return items.map(LocalizedFormat.argument)
     }
 
     static func sendRequest(_ o: [String: JSONValue], idempotencyHeader: String?) throws -> SendRequest {

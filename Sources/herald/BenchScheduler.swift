@@ -26,10 +26,6 @@ struct BenchScheduler: AsyncParsableCommand {
     @Option(help: "Simulated days to run.") var days = 7
     @Option(help: "The device's time zone.") var timeZone = "America/New_York"
 
-    struct Allow: UserSettingsSource {
-        func answerPrompt(appID: String, requested: AuthorizationOptions) async -> AuthorizationOptions { requested }
-    }
-
     final class Tally: @unchecked Sendable {
         let lock = NSLock()
         var delivered = 0
@@ -53,7 +49,7 @@ struct BenchScheduler: AsyncParsableCommand {
         let clock = SimulatedDeviceClock(startMilliseconds: start)
         let tally = Tally()
         let runtime = try DeviceRuntime(
-            clock: clock, timeZone: zone, user: Allow(), deliveredLimit: 20,
+            clock: clock, timeZone: zone, user: FixedPromptAnswer(allow: true), deliveredLimit: 20,
             observer: { event in if case .delivered(_, let n) = event { tally.add(n) } })
 
         func trigger(app: Int, index: Int) -> NotificationTrigger {

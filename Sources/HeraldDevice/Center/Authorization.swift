@@ -35,6 +35,13 @@ public struct NotificationSettings: Sendable, Hashable {
     public var carPlay: NotificationSetting = .notSupported
     public init() {}
 
+    /// The types the user has enabled.
+    public var enabledOptions: AuthorizationOptions {
+        AppAuthorization.types.reduce(into: AuthorizationOptions()) { set, entry in
+            if self[keyPath: entry.1] == .enabled { set.insert(entry.0) }
+        }
+    }
+
     /// Provisional delivery is quiet: to Notification Center only, no banner, sound or badge.
     public var isQuiet: Bool { status == .provisional }
 
@@ -109,7 +116,7 @@ public struct AppAuthorization: Sendable, Hashable {
         return (settings, true)
     }
 
-    private static var types: [(AuthorizationOptions, WritableKeyPath<NotificationSettings, NotificationSetting>)] { [
+    static var types: [(AuthorizationOptions, WritableKeyPath<NotificationSettings, NotificationSetting>)] { [
         (.alert, \.alert), (.sound, \.sound), (.badge, \.badge), (.criticalAlert, \.criticalAlert),
         (.timeSensitive, \.timeSensitive), (.carPlay, \.carPlay),
     ] }

@@ -126,16 +126,7 @@ extension DeviceRuntime {
         var authorization = slot.authorization
         let (settings, prompted) = await authorization.request(options, appID: appID, user: user)
         slot.authorization = authorization
-        if prompted {
-            var granted: AuthorizationOptions = []
-            if settings.alert == .enabled { granted.insert(.alert) }
-            if settings.sound == .enabled { granted.insert(.sound) }
-            if settings.badge == .enabled { granted.insert(.badge) }
-            if settings.criticalAlert == .enabled { granted.insert(.criticalAlert) }
-            if settings.timeSensitive == .enabled { granted.insert(.timeSensitive) }
-            if settings.carPlay == .enabled { granted.insert(.carPlay) }
-            emit(.prompted(app: appID, requested: options, granted: granted))
-        }
+        if prompted { emit(.prompted(app: appID, requested: options, granted: settings.enabledOptions)) }
         save(slot)
         let granted = settings.status == .authorized || settings.status == .provisional || settings.status == .ephemeral
         return (granted, settings, prompted)

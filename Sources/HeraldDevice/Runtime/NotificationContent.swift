@@ -65,7 +65,7 @@ public struct NotificationContent: Sendable, Hashable {
                 if let locKey = alert[key]?.stringValue {
                     let arguments: [String] = {
                         guard case .array(let items)? = alert[args] else { return [] }
-                        return items.map { $0.stringValue ?? $0.numberValue.map { n in n == n.rounded() ? String(Int64(n)) : String(n) } ?? "" }
+                        return items.map(LocalizedFormat.argument)
                     }()
                     return localization.text(key: locKey, arguments: arguments, preferredLanguages: languages)
                 }
