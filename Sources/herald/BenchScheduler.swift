@@ -46,7 +46,7 @@ struct BenchScheduler: AsyncParsableCommand {
     func run() async throws {
         guard let zone = TimeZone(identifier: timeZone) else { throw ValidationError("--time-zone \(timeZone) is not an IANA zone") }
         let start: Int64 = 1_795_262_400_000  // 2026-11-21T12:00:00Z
-        let clock = SimulatedDeviceClock(startMilliseconds: start)
+        let clock = SimulatedAlarmClock(startMilliseconds: start)
         let tally = Tally()
         let runtime = try DeviceRuntime(
             clock: clock, timeZone: zone, user: FixedPromptAnswer(allow: true), deliveredLimit: 20,

@@ -168,7 +168,7 @@ struct DeviceRunCommand: AsyncParsableCommand {
         let printer = DeviceEventPrinter(json: json)
         let zone = timeZone.flatMap(TimeZone.init(identifier:)) ?? TimeZone.current
         let runtime = try DeviceRuntime(
-            clock: SystemDeviceClock(), timeZone: zone, preferredLanguages: languages.isEmpty ? Self.languagesFromEnvironment() : languages,
+            clock: SystemAlarmClock(), timeZone: zone, preferredLanguages: languages.isEmpty ? Self.languagesFromEnvironment() : languages,
             user: FixedPromptAnswer(allow: prompts == "allow"), storageDirectory: dir,
             observer: { [printer] event in printer.print(event, in: zone) })
         for app in apps + legacyApps {

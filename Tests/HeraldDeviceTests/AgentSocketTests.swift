@@ -12,7 +12,7 @@ struct AgentSocketTests {
     static func json(_ text: String) -> JSONValue { try! JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) }
 
     struct Setup {
-        let clock = SimulatedDeviceClock(startMilliseconds: DeviceRuntimeTests.at("2026-06-10T12:00:00Z"))
+        let clock = SimulatedAlarmClock(startMilliseconds: DeviceRuntimeTests.at("2026-06-10T12:00:00Z"))
         let runtime: DeviceRuntime
         let agent: AgentSocket
         let journal = DeviceRuntimeTests.Journal()

@@ -65,7 +65,7 @@ struct DeviceRuntimeTests {
     }
 
     struct Fixture {
-        let clock: SimulatedDeviceClock
+        let clock: SimulatedAlarmClock
         let runtime: DeviceRuntime
         let journal: Journal
         let center: AppNotificationCenter
@@ -73,7 +73,7 @@ struct DeviceRuntimeTests {
 
         init(start: String = "2026-03-07T12:00:00Z", api: DeliveryByAppState.API = .userNotifications, zone: TimeZone = newYork,
              storage: String? = nil, granted: AuthorizationOptions = [.alert, .sound, .badge], behaviour: App.Behaviour = .init()) async throws {
-            clock = SimulatedDeviceClock(startMilliseconds: DeviceRuntimeTests.at(start))
+            clock = SimulatedAlarmClock(startMilliseconds: DeviceRuntimeTests.at(start))
             journal = Journal()
             runtime = try DeviceRuntime(clock: clock, timeZone: zone, user: Allow(granted: granted), storageDirectory: storage, observer: journal.observer)
             center = try await runtime.install("com.example.app", bundle: .init(api: api))
@@ -368,7 +368,7 @@ struct DeviceRuntimeTests {
             try await f.center.add(Self.request("now", nil, badge: 4))
         }
         // Restarted five hours later: the one-shot (13:00Z) and the daily fire (14:00Z) were missed.
-        let clock = SimulatedDeviceClock(startMilliseconds: Self.at("2026-03-07T17:00:00Z"))
+        let clock = SimulatedAlarmClock(startMilliseconds: Self.at("2026-03-07T17:00:00Z"))
         let journal = Journal()
         let runtime = try DeviceRuntime(clock: clock, timeZone: Self.newYork, user: Allow(granted: []), storageDirectory: dir, observer: journal.observer)
         let center = try await runtime.install("com.example.app")
@@ -395,7 +395,7 @@ struct DeviceRuntimeTests {
 
     @Test("remote alerts: localized from the app's tables, presented by app state like local ones")
     func remoteAlert() async throws {
-        let clock = SimulatedDeviceClock()
+        let clock = SimulatedAlarmClock()
         let journal = Journal()
         let runtime = try DeviceRuntime(clock: clock, timeZone: Self.newYork, preferredLanguages: ["de-AT", "en"], user: Allow(), observer: journal.observer)
         let center = try await runtime.install("com.example.app", bundle: .init(localization: AlertLocalization(tables: [

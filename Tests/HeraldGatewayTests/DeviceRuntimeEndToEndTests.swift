@@ -56,7 +56,7 @@ struct DeviceRuntimeEndToEndTests {
         static func start(_ gateway: TestGateway, storage: String, recorder: ProviderRecorder, languages: [String]) async throws -> Phone {
             let delivered = Delivered()
             let runtime = try DeviceRuntime(
-                clock: SystemDeviceClock(), timeZone: TimeZone(identifier: "Europe/Paris")!, preferredLanguages: languages,
+                clock: SystemAlarmClock(), timeZone: TimeZone(identifier: "Europe/Paris")!, preferredLanguages: languages,
                 user: FixedAnswer(), storageDirectory: storage, observer: delivered.observer)
             let center = try await runtime.install("com.example.app", bundle: .init(localization: AlertLocalization(tables: [
                 "fr": ["NEW_MESSAGE": "Nouveau message de %@"], "de": ["NEW_MESSAGE": "Neue Nachricht von %@"],

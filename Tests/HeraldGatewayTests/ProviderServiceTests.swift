@@ -58,7 +58,7 @@ struct ProviderServiceTests {
 
         static func start(_ gateway: TestGateway, provider: String, language: String, zone: String, user: String) async throws -> Phone {
             let shown = Shown()
-            let runtime = try DeviceRuntime(clock: SystemDeviceClock(), timeZone: TimeZone(identifier: zone)!, preferredLanguages: [language],
+            let runtime = try DeviceRuntime(clock: SystemAlarmClock(), timeZone: TimeZone(identifier: zone)!, preferredLanguages: [language],
                                             user: DeviceRuntimeEndToEndTests.FixedAnswer(), observer: shown.observer)
             let center = try await runtime.install("com.example.app")
             let app = RegisteringApp(provider: provider, runtime: runtime, user: user)

@@ -1,3 +1,4 @@
+import HeraldCore
 import NIOConcurrencyHelpers
 
 /// A completion handler the runtime gives an app: the app must call it once, within its time
@@ -21,7 +22,7 @@ public final class CallbackHandler<Value: Sendable>: Sendable {
     public let purpose: String
 
     init(
-        purpose: String, clock: DeviceClock, limitMilliseconds: Int64, fallback: Value,
+        purpose: String, clock: AlarmClock, limitMilliseconds: Int64, fallback: Value,
         misuse: @escaping @Sendable (String) -> Void, then: @escaping @Sendable (Outcome) -> Void
     ) {
         self.purpose = purpose

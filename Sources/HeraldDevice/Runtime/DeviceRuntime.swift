@@ -7,7 +7,7 @@ import NIOConcurrencyHelpers
 /// every app; it never polls), delivery by app state, badges, sounds, localization, silent
 /// pushes, the service extension, remote registration, and persistence of each app's state.
 ///
-/// Time comes only from the injected ``DeviceClock``; the device's time zone, position, language
+/// Time comes only from the injected ``AlarmClock``; the device's time zone, position, language
 /// and connectivity only from the calls that set them. Apps use it through
 /// ``AppNotificationCenter``; the methods named `user…` and `system…` are what the person holding
 /// the device and the operating system do.
@@ -18,7 +18,7 @@ public actor DeviceRuntime {
     /// (Herald's choice: the reference sets no number, and an unbounded list would grow forever).
     public let deliveredLimit: Int
 
-    public let clock: DeviceClock
+    public let clock: AlarmClock
     public private(set) var timeZone: TimeZone
     public private(set) var preferredLanguages: [String]
     public internal(set) var isOnline = false
@@ -37,7 +37,7 @@ public actor DeviceRuntime {
     ///   - storageDirectory: where each app's state is kept across restarts (`nil`: memory only).
     ///   - observer: told of everything the runtime does, synchronously, on the runtime's executor.
     public init(
-        clock: DeviceClock, timeZone: TimeZone, preferredLanguages: [String] = ["en"], user: UserSettingsSource,
+        clock: AlarmClock, timeZone: TimeZone, preferredLanguages: [String] = ["en"], user: UserSettingsSource,
         storageDirectory: String? = nil, deliveredLimit: Int = 100, observer: (@Sendable (RuntimeEvent) -> Void)? = nil
     ) throws {
         self.deliveredLimit = max(1, deliveredLimit)
@@ -98,14 +98,14 @@ public actor DeviceRuntime {
     }
 
     /// Waits until everything the runtime started (alarm handling, delegate calls) has finished.
-    /// Tests and benchmarks call it after moving a ``SimulatedDeviceClock``. Delegate *methods*
+    /// Tests and benchmarks call it after moving a ``SimulatedAlarmClock``. Delegate *methods*
     /// are awaited (a method that never returns keeps `settle` waiting); what the time limits
     /// cover are the *handlers* those methods receive.
     public nonisolated func settle() async { await work.settle() }
 
     /// Moves a simulated clock to `instant` one alarm at a time, letting the runtime finish each
     /// step, so that every fire happens at its own instant.
-    public nonisolated func advance(_ clock: SimulatedDeviceClock, to instant: Int64) async {
+    public nonisolated func advance(_ clock: SimulatedAlarmClock, to instant: Int64) async {
         await settle()
         while let next = clock.nextAlarm, next <= instant {
             clock.advance(to: next)

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 
 /// When a local notification fires (reference user-notifications §3, §11). Every computation
 /// takes the current instant and the device's current time zone as arguments: nothing here reads
@@ -175,25 +176,15 @@ public enum NotificationTrigger: Sendable, Hashable {
         return nil
     }
 
-    /// Wall-clock components in a zone: a time that exists once is that instant; a time in a gap
-    /// (spring forward) moves forward by the gap (02:30 → 03:30 for a one-hour gap, 02:15 → 02:45
-    /// on Lord Howe's half hour); a repeated time (fall back) takes its first occurrence. Done by
-    /// hand because Foundation's `nextDate` skips the whole day when the gap is not an hour.
+    /// Wall-clock components in a zone, resolved by ``LocalTime/instant(_:hour:minute:second:in:)``
+    /// (gaps move forward by the gap, repeated times take their first occurrence). Done by hand
+    /// because Foundation's `nextDate` skips the whole day when the gap is not an hour.
     static func resolve(_ components: DateComponents, in timeZone: TimeZone) -> Int64? {
-        guard let naive = utcCalendar.date(from: DateComponents(
-            year: components.year, month: components.month, day: components.day,
-            hour: components.hour ?? 0, minute: components.minute ?? 0, second: components.second ?? 0)) else { return nil }
-        let seconds = naive.timeIntervalSince1970
-        let offsets = Set([-129_600.0, 0, 129_600].map { Double(timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: seconds + $0))) })
-        var exact: [Double] = []
-        for offset in offsets {
-            let candidate = seconds - offset
-            if Double(timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: candidate))) == offset { exact.append(candidate) }
-        }
-        if let first = exact.min() { return Int64(first * 1000) }
-        // In a gap: read the time with the offset before it (the smaller one).
-        guard let before = offsets.min() else { return nil }
-        return Int64((seconds - before) * 1000)
+        guard let year = components.year, let month = components.month, let day = components.day else { return nil }
+        // Components may overflow (day 32, month 13): normalise them as Foundation would.
+        guard let naive = utcCalendar.date(from: DateComponents(year: year, month: month, day: day)) else { return nil }
+        let date = LocalDate(dayNumber: Int((naive.timeIntervalSince1970 / 86_400).rounded(.down)))
+        return LocalTime.instant(date, hour: components.hour ?? 0, minute: components.minute ?? 0, second: components.second ?? 0, in: timeZone)
     }
 
     /// The first instant after `after` matching `match` in `calendar`'s zone. A daily or weekly

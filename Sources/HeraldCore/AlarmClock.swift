@@ -1,27 +1,27 @@
 import Foundation
-import HeraldCore
-import NIOConcurrencyHelpers
+import Synchronization
 
-/// The device runtime's time: the current instant, and alarms that call back when the clock
-/// reaches an instant. The runtime arms one alarm for the soonest due time and sleeps until it
-/// rings (it never polls). ``SystemDeviceClock`` follows the machine's clock;
-/// ``SimulatedDeviceClock`` stands still until tests or benchmarks move it.
-public protocol DeviceClock: WallClock {
+/// Time for components that act at instants (the device runtime's notification center, the
+/// provider's schedules): the current instant, and alarms that call back when the clock reaches
+/// an instant. Users arm one alarm for their soonest due time and sleep until it rings (they
+/// never poll). ``SystemAlarmClock`` follows the machine's clock; ``SimulatedAlarmClock`` stands
+/// still until tests or benchmarks move it.
+public protocol AlarmClock: WallClock {
     /// Calls `action` once when the clock reaches `deadline` (milliseconds since 1970), at once
     /// if it has already. Cancelling the returned alarm before it rings means it never rings.
     func setAlarm(at deadline: Int64, _ action: @escaping @Sendable () -> Void) -> ClockAlarm
 }
 
-/// An armed alarm of a ``DeviceClock``.
+/// An armed alarm of a ``AlarmClock``.
 public final class ClockAlarm: Sendable {
     public let deadline: Int64
-    private let state = NIOLockedValueBox<(cancelled: Bool, cancel: (@Sendable () -> Void)?)>((false, nil))
+    private let state = Mutex<(cancelled: Bool, cancel: (@Sendable () -> Void)?)>((false, nil))
 
-    init(deadline: Int64) { self.deadline = deadline }
+    public init(deadline: Int64) { self.deadline = deadline }
 
     /// Stops the alarm; it will not ring (if it is ringing right now, it finishes).
     public func cancel() {
-        let cancel = state.withLockedValue { s -> (@Sendable () -> Void)? in
+        let cancel = state.withLock { s -> (@Sendable () -> Void)? in
             s.cancelled = true
             defer { s.cancel = nil }
             return s.cancel
@@ -29,10 +29,11 @@ public final class ClockAlarm: Sendable {
         cancel?()
     }
 
-    public var isCancelled: Bool { state.withLockedValue { $0.cancelled } }
+    public var isCancelled: Bool { state.withLock { $0.cancelled } }
 
-    func onCancel(_ action: @escaping @Sendable () -> Void) {
-        let already = state.withLockedValue { s -> Bool in
+    /// Runs `action` when the alarm is cancelled (at once if it already was).
+    public func onCancel(_ action: @escaping @Sendable () -> Void) {
+        let already = state.withLock { s -> Bool in
             if !s.cancelled { s.cancel = action }
             return s.cancelled
         }
@@ -42,7 +43,7 @@ public final class ClockAlarm: Sendable {
 
 /// The machine's clock. An alarm sleeps a task for the remaining time and checks the clock again
 /// when it wakes (the wall clock may have been set while it slept).
-public struct SystemDeviceClock: DeviceClock {
+public struct SystemAlarmClock: AlarmClock {
     private let wall = SystemWallClock()
     public init() {}
 
@@ -67,7 +68,7 @@ public struct SystemDeviceClock: DeviceClock {
 /// A clock that stands still until ``advance(to:)`` moves it. Alarms ring in deadline order
 /// during `advance`, each with the clock reading exactly its deadline. Counts what was armed and
 /// what rang, so a benchmark can show that the runtime slept between due times.
-public final class SimulatedDeviceClock: DeviceClock, Sendable {
+public final class SimulatedAlarmClock: AlarmClock, Sendable {
     private struct State {
         var now: Int64
         var alarms: [(alarm: ClockAlarm, action: @Sendable () -> Void, sequence: Int)] = []
@@ -75,26 +76,26 @@ public final class SimulatedDeviceClock: DeviceClock, Sendable {
         var armed = 0
         var rung = 0
     }
-    private let state: NIOLockedValueBox<State>
+    private let state: Mutex<State>
 
     /// Starts at `startMilliseconds` (by default 2026-11-21T12:00:00Z).
     public init(startMilliseconds: Int64 = 1_795_262_400_000) {
-        state = NIOLockedValueBox(State(now: startMilliseconds))
+        state = Mutex(State(now: startMilliseconds))
     }
 
-    public func nowMilliseconds() -> Int64 { state.withLockedValue { $0.now } }
+    public func nowMilliseconds() -> Int64 { state.withLock { $0.now } }
 
     /// How many alarms were armed and how many rang.
-    public var alarmCounts: (armed: Int, rung: Int) { state.withLockedValue { ($0.armed, $0.rung) } }
+    public var alarmCounts: (armed: Int, rung: Int) { state.withLock { ($0.armed, $0.rung) } }
 
     /// The soonest armed alarm's deadline.
     public var nextAlarm: Int64? {
-        state.withLockedValue { s in s.alarms.filter { !$0.alarm.isCancelled }.map(\.alarm.deadline).min() }
+        state.withLock { s in s.alarms.filter { !$0.alarm.isCancelled }.map(\.alarm.deadline).min() }
     }
 
     public func setAlarm(at deadline: Int64, _ action: @escaping @Sendable () -> Void) -> ClockAlarm {
         let alarm = ClockAlarm(deadline: deadline)
-        let ringNow = state.withLockedValue { s -> Bool in
+        let ringNow = state.withLock { s -> Bool in
             s.armed += 1
             if deadline <= s.now { s.rung += 1; return true }
             s.sequence += 1
@@ -102,7 +103,7 @@ public final class SimulatedDeviceClock: DeviceClock, Sendable {
             return false
         }
         if ringNow { action() } else {
-            alarm.onCancel { [weak self] in self?.state.withLockedValue { s in s.alarms.removeAll { $0.alarm === alarm } } }
+            alarm.onCancel { [weak self] in self?.state.withLock { s in s.alarms.removeAll { $0.alarm === alarm } } }
         }
         return alarm
     }
@@ -110,7 +111,7 @@ public final class SimulatedDeviceClock: DeviceClock, Sendable {
     /// Moves the clock forward to `instant`, ringing every alarm due on the way, in order.
     public func advance(to instant: Int64) {
         while true {
-            let next = state.withLockedValue { s -> (@Sendable () -> Void)? in
+            let next = state.withLock { s -> (@Sendable () -> Void)? in
                 guard let index = s.alarms.indices.filter({ s.alarms[$0].alarm.deadline <= instant })
                     .min(by: { (s.alarms[$0].alarm.deadline, s.alarms[$0].sequence) < (s.alarms[$1].alarm.deadline, s.alarms[$1].sequence) })
                 else {
