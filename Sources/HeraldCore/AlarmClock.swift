@@ -131,3 +131,42 @@ public final class SimulatedAlarmClock: AlarmClock, Sendable {
     public func advance(milliseconds: Int64) { advance(to: nowMilliseconds() + milliseconds) }
     public func advance(seconds: Int64) { advance(milliseconds: seconds * 1000) }
 }
+
+extension SimulatedAlarmClock {
+    /// Moves the clock to `instant` alarm by alarm, letting the work each alarm started finish
+    /// (`settling`) before the next one rings — how tests and benchmarks drive a component that
+    /// acts on alarms.
+    public func advance(to instant: Int64, settling settle: () async -> Void) async {
+        await settle()
+        while let next = nextAlarm, next <= instant {
+            advance(to: next)
+            await settle()
+        }
+        advance(to: instant)
+        await settle()
+    }
+}
+
+/// Tasks a component started (from alarms and other callbacks), so that it can wait until they
+/// have all finished.
+public final class WorkTracker: Sendable {
+    private let tasks = Mutex<(next: Int, running: [Int: Task<Void, Never>])>((0, [:]))
+
+    public init() {}
+
+    public func spawn(_ body: @escaping @Sendable () async -> Void) {
+        tasks.withLock { state in
+            let id = state.next
+            state.next += 1
+            state.running[id] = Task {
+                await body()
+                self.tasks.withLock { _ = $0.running.removeValue(forKey: id) }
+            }
+        }
+    }
+
+    /// Returns when no task it started is running (including tasks started while waiting).
+    public func settle() async {
+        while let task = tasks.withLock({ $0.running.values.first }) { await task.value }
+    }
+}

@@ -46,6 +46,30 @@ public final class ProviderDatabase: Sendable {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v2: schedules and their runs") { db in
+            try db.execute(sql: """
+                CREATE INDEX registrations_by_zone ON registrations(time_zone);
+                CREATE TABLE schedules (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    state TEXT NOT NULL,
+                    body TEXT NOT NULL
+                ) WITHOUT ROWID;
+                CREATE TABLE schedule_runs (
+                    schedule_id TEXT NOT NULL,
+                    zone TEXT NOT NULL,
+                    due_at INTEGER NOT NULL,
+                    local_date TEXT,
+                    started_at INTEGER NOT NULL,
+                    finished_at INTEGER NOT NULL,
+                    outcome TEXT NOT NULL,
+                    send_id TEXT,
+                    counts TEXT NOT NULL,
+                    error TEXT,
+                    PRIMARY KEY (schedule_id, zone, due_at)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 
@@ -60,13 +84,19 @@ public final class ProviderDatabase: Sendable {
 
     // MARK: registrations
 
-    public func upsert(_ r: Registration) throws {
+    public func upsert(_ r: Registration) throws { try upsert([r]) }
+
+    /// Stores many registrations in one transaction.
+    public func upsert(_ registrations: [Registration]) throws {
         try writer.write { db in
-            try db.execute(sql: """
+            let statement = try db.cachedStatement(sql: """
                 INSERT INTO registrations (token, topic, language, time_zone, user_id, tags, registered_at) VALUES (?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(token) DO UPDATE SET topic = excluded.topic, language = excluded.language, time_zone = excluded.time_zone,
                     user_id = excluded.user_id, tags = excluded.tags, registered_at = excluded.registered_at
-                """, arguments: [r.token, r.topic, r.language, r.timeZone, r.userID, try Self.json(r.tags), r.registeredAt])
+                """)
+            for r in registrations {
+                try statement.execute(arguments: [r.token, r.topic, r.language, r.timeZone, r.userID, try Self.json(r.tags), r.registeredAt])
+            }
         }
     }
 
@@ -96,19 +126,28 @@ public final class ProviderDatabase: Sendable {
         try writer.read { db in try Row.fetchOne(db, sql: "SELECT * FROM registrations WHERE token = ?", arguments: [token]).map(Self.registration) }
     }
 
-    public func registrations(user: String) throws -> [Registration] {
-        try writer.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM registrations WHERE user_id = ? ORDER BY token", arguments: [user]).map(Self.registration)
+    /// A user's registrations, optionally only those in one time zone.
+    public func registrations(user: String, zone: String? = nil) throws -> [Registration] {
+        try fetch(where: ["user_id = ?"], [user], zone: zone)
+    }
+
+    /// A topic's registrations (every topic's when `nil`), optionally only those in one time zone.
+    public func registrations(topic: String?, zone: String? = nil) throws -> [Registration] {
+        try fetch(where: topic == nil ? [] : ["topic = ?"], topic.map { [$0] } ?? [], zone: zone)
+    }
+
+    private func fetch(where conditions: [String], _ values: [String], zone: String?) throws -> [Registration] {
+        var conditions = conditions, values = values
+        if let zone { conditions.append("time_zone = ?"); values.append(zone) }
+        let clause = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
+        return try writer.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM registrations\(clause) ORDER BY token", arguments: StatementArguments(values)).map(Self.registration)
         }
     }
 
-    public func registrations(topic: String?) throws -> [Registration] {
-        try writer.read { db in
-            if let topic {
-                return try Row.fetchAll(db, sql: "SELECT * FROM registrations WHERE topic = ? ORDER BY token", arguments: [topic]).map(Self.registration)
-            }
-            return try Row.fetchAll(db, sql: "SELECT * FROM registrations ORDER BY token").map(Self.registration)
-        }
+    /// The time zones registrations are in.
+    public func zones() throws -> [String] {
+        try writer.read { db in try String.fetchAll(db, sql: "SELECT DISTINCT time_zone FROM registrations ORDER BY time_zone") }
     }
 
     public func registrationCount() throws -> Int {
@@ -148,6 +187,66 @@ public final class ProviderDatabase: Sendable {
         try writer.read { db in
             try String.fetchOne(db, sql: "SELECT report FROM sends WHERE idempotency_key = ?", arguments: [idempotencyKey])
                 .map { try Self.decode(SendReport.self, $0) }
+        }
+    }
+
+    // MARK: schedules
+
+    public func put(_ schedule: Schedule) throws {
+        try writer.write { db in
+            try db.execute(sql: "INSERT OR REPLACE INTO schedules (id, created_at, state, body) VALUES (?, ?, ?, ?)",
+                           arguments: [schedule.id, schedule.createdAt, schedule.state.rawValue, try Self.json(schedule)])
+        }
+    }
+
+    public func schedule(_ id: String) throws -> Schedule? {
+        try writer.read { db in
+            try String.fetchOne(db, sql: "SELECT body FROM schedules WHERE id = ?", arguments: [id]).map { try Self.decode(Schedule.self, $0) }
+        }
+    }
+
+    /// Schedules, oldest first; only those in `state` when given.
+    public func schedules(state: Schedule.State? = nil) throws -> [Schedule] {
+        try writer.read { db in
+            let rows = state == nil
+                ? try String.fetchAll(db, sql: "SELECT body FROM schedules ORDER BY created_at, id")
+                : try String.fetchAll(db, sql: "SELECT body FROM schedules WHERE state = ? ORDER BY created_at, id", arguments: [state!.rawValue])
+            return try rows.map { try Self.decode(Schedule.self, $0) }
+        }
+    }
+
+    public func save(_ run: ScheduleRun) throws {
+        try writer.write { db in
+            try db.execute(sql: """
+                INSERT OR REPLACE INTO schedule_runs (schedule_id, zone, due_at, local_date, started_at, finished_at, outcome, send_id, counts, error)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [run.scheduleID, run.zone, run.dueAt, run.localDate?.description, run.startedAt, run.finishedAt,
+                                 run.outcome.rawValue, run.sendID, try Self.json(run.counts), run.error])
+        }
+    }
+
+    /// A schedule's runs, in due order.
+    public func runs(scheduleID: String) throws -> [ScheduleRun] {
+        try writer.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM schedule_runs WHERE schedule_id = ? ORDER BY due_at, zone", arguments: [scheduleID]).map { row in
+                ScheduleRun(
+                    scheduleID: row["schedule_id"], zone: row["zone"], localDate: (row["local_date"] as String?).flatMap(LocalDate.init),
+                    dueAt: row["due_at"], startedAt: row["started_at"], finishedAt: row["finished_at"],
+                    outcome: ScheduleRun.Outcome(rawValue: row["outcome"]) ?? .sent, sendID: row["send_id"],
+                    counts: try Self.decode([String: Int].self, row["counts"]), error: row["error"])
+            }
+        }
+    }
+
+    /// The due instant of each zone's last run of a schedule: where its plan resumes after a restart.
+    public func lastRuns(scheduleID: String) throws -> [String: Int64] {
+        try writer.read { db in
+            var last: [String: Int64] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT zone, MAX(due_at) AS due FROM schedule_runs WHERE schedule_id = ? GROUP BY zone",
+                                        arguments: [scheduleID]) {
+                last[row["zone"]] = row["due"]
+            }
+            return last
         }
     }
 }

@@ -153,6 +153,31 @@ struct ProviderRouter: Sendable {
             case ("GET", "v1/sends/{}"):
                 let id = argument
                 return Self.json(200, Self.json(try await service.report(id: id), replayed: false))
+            case ("POST", "v1/schedules"):
+                let o = try object(request.body)
+                let send = try Self.sendRequest(o, idempotencyHeader: nil)
+                let timing = try Self.timing(o)
+                let id = o["id"]?.stringValue ?? request.header("idempotency-key")
+                let (schedule, replayed) = try await service.schedule(timing, send: send, id: id)
+                return Self.json(replayed ? 200 : 201, Self.json(try await service.scheduleStatus(schedule.id)))
+            case ("GET", "v1/schedules"):
+                let query = path == request.uri ? "" : String(request.uri.dropFirst(path.count + 1))
+                var state: Schedule.State?
+                for pair in query.split(separator: "&") where pair.hasPrefix("state=") {
+                    guard let wanted = Schedule.State(rawValue: String(pair.dropFirst(6))) else {
+                        throw ProviderError(400, "state must be active, finished or cancelled")
+                    }
+                    state = wanted
+                }
+                let list = try await service.schedules(state: state)
+                var items: [JSONValue] = []
+                for schedule in list { items.append(Self.json(try await service.scheduleStatus(schedule.id), runs: false)) }
+                return Self.json(200, .object(["schedules": .array(items)]))
+            case ("GET", "v1/schedules/{}"):
+                return Self.json(200, Self.json(try await service.scheduleStatus(argument)))
+            case ("DELETE", "v1/schedules/{}"):
+                _ = try await service.cancelSchedule(argument)
+                return Self.json(200, Self.json(try await service.scheduleStatus(argument)))
             default:
                 return Self.error(ProviderError(404, "no route \(request.method) \(path) (see /openapi.json)"))
             }
@@ -224,6 +249,115 @@ struct ProviderRouter: Sendable {
             idempotencyKey: idempotencyHeader ?? o["idempotencyKey"]?.stringValue)
     }
 
+    static let weekdayNames = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
+
+    /// `"at"` (an ISO 8601 instant with its offset) or `"time"` (HH:MM) with `"timeZone"` (absent:
+    /// each registration's own), `"repeat"` (once, daily, weekly with `"weekdays"`, monthly with
+    /// `"day"`), `"from"` and `"until"` (local dates, inclusive).
+    static func timing(_ o: [String: JSONValue]) throws -> ScheduleTiming {
+        if let at = o["at"] {
+            guard o["time"] == nil else { throw ProviderError(400, "give \"at\" (an instant) or \"time\" (a wall-clock time), not both") }
+            guard let text = at.stringValue, let instant = parseInstant(text) else {
+                throw ProviderError(400, "\"at\" must be an ISO 8601 instant with its offset, such as 2026-11-22T09:00:00Z or 2026-11-22T09:00:00+01:00")
+            }
+            return .instant(instant)
+        }
+        guard let time = o["time"]?.stringValue else {
+            throw ProviderError(400, "a schedule needs \"at\" (an instant) or \"time\" (HH:MM, in each registration's zone or in \"timeZone\")")
+        }
+        let hm = time.split(separator: ":", omittingEmptySubsequences: false)
+        guard hm.count == 2, hm[0].count == 2, hm[1].count == 2, let hour = Int(hm[0]), let minute = Int(hm[1]) else {
+            throw ProviderError(400, "\"time\" must be HH:MM, such as 09:00, not \"\(time)\"")
+        }
+        func date(_ key: String) throws -> LocalDate? {
+            guard let value = o[key] else { return nil }
+            guard let text = value.stringValue, let date = LocalDate(text) else { throw ProviderError(400, "\"\(key)\" must be a date YYYY-MM-DD") }
+            return date
+        }
+        let repeats: WallClockRule.Repeat
+        switch o["repeat"]?.stringValue ?? "once" {
+        case "once": repeats = .once
+        case "daily": repeats = .daily
+        case "weekly":
+            let names = strings(o["weekdays"]).map { $0.lowercased().prefix(3) }
+            let days = names.compactMap { name in weekdayNames.firstIndex(of: String(name)).map { $0 + 1 } }
+            guard !names.isEmpty, days.count == names.count else {
+                throw ProviderError(400, "a weekly schedule needs \"weekdays\", such as [\"mon\", \"wed\", \"fri\"]")
+            }
+            repeats = .weekly(weekdays: days)
+        case "monthly":
+            guard let day = o["day"]?.numberValue, day == day.rounded() else { throw ProviderError(400, "a monthly schedule needs \"day\" (1…31)") }
+            repeats = .monthly(day: Int(day))
+        case let other:
+            throw ProviderError(400, "\"repeat\" must be once, daily, weekly or monthly, not \"\(other)\"")
+        }
+        if o["timeZone"] != nil && o["timeZone"]?.stringValue == nil { throw ProviderError(400, "\"timeZone\" must be a string") }
+        return .wallClock(WallClockRule(
+            hour: hour, minute: minute, timeZone: o["timeZone"]?.stringValue, repeats: repeats, from: try date("from"), until: try date("until")))
+    }
+
+    static func parseInstant(_ text: String) -> Int64? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: text).map { Int64($0.timeIntervalSince1970) * 1000 }
+    }
+
+    static func iso(_ milliseconds: Int64) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(milliseconds) / 1000))
+    }
+
+    static func json(_ timing: ScheduleTiming) -> JSONValue {
+        switch timing {
+        case .instant(let at): return .object(["at": .string(iso(at))])
+        case .wallClock(let rule):
+            func pad(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+            var o: [String: JSONValue] = [
+                "time": .string("\(pad(rule.hour)):\(pad(rule.minute))"),
+                "timeZone": rule.timeZone.map(JSONValue.string) ?? .null,
+                "from": rule.from.map { .string($0.description) } ?? .null,
+                "until": rule.until.map { .string($0.description) } ?? .null,
+            ]
+            switch rule.repeats {
+            case .once: o["repeat"] = .string("once")
+            case .daily: o["repeat"] = .string("daily")
+            case .weekly(let days):
+                o["repeat"] = .string("weekly")
+                o["weekdays"] = .array(days.map { .string(weekdayNames[$0 - 1]) })
+            case .monthly(let day):
+                o["repeat"] = .string("monthly")
+                o["day"] = .int(Int64(day))
+            }
+            return .object(o)
+        }
+    }
+
+    static func json(_ status: ScheduleStatus, runs: Bool = true) -> JSONValue {
+        let s = status.schedule
+        var o: [String: JSONValue] = [
+            "id": .string(s.id), "state": .string(s.state.rawValue), "createdAt": .string(iso(s.createdAt)),
+            "timing": json(s.timing),
+            "send": (try? JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(s.send))) ?? .null,
+            "next": .object(status.next.mapValues { .string(iso($0)) }),
+            "counts": .object(status.counts.mapValues { .int(Int64($0)) }),
+            "runCount": .int(Int64(status.runs.count)),
+        ]
+        if runs {
+            o["runs"] = .array(status.runs.map { run in
+                .object([
+                    "zone": .string(run.zone), "localDate": run.localDate.map { .string($0.description) } ?? .null,
+                    "dueAt": .string(iso(run.dueAt)), "startedAt": .int(run.startedAt), "finishedAt": .int(run.finishedAt),
+                    "outcome": .string(run.outcome.rawValue), "sendId": run.sendID.map(JSONValue.string) ?? .null,
+                    "counts": .object(run.counts.mapValues { .int(Int64($0)) }), "error": run.error.map(JSONValue.string) ?? .null,
+                ])
+            })
+        }
+        return .object(o)
+    }
+
     static func json(_ r: Registration) -> JSONValue {
         .object([
             "token": .string(r.token), "topic": .string(r.topic), "language": .string(r.language), "timeZone": .string(r.timeZone),
@@ -236,6 +370,7 @@ struct ProviderRouter: Sendable {
             "id": .string(report.id), "createdAt": .int(report.createdAt), "replayed": .bool(replayed),
             "counts": .object(report.counts.mapValues { .int(Int64($0)) }),
             "pruned": .array(report.pruned.map(JSONValue.string)),
+            "scheduleId": report.scheduleID.map(JSONValue.string) ?? .null,
             "deliveries": .array(report.deliveries.map { d in
                 .object([
                     "token": .string(d.token), "language": d.language.map(JSONValue.string) ?? .null, "status": .int(Int64(d.status)),

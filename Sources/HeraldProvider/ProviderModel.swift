@@ -58,7 +58,7 @@ public struct MessageTemplate: Sendable, Hashable, Codable {
 }
 
 /// Who a send goes to.
-public enum SendTarget: Sendable, Hashable {
+public enum SendTarget: Sendable, Hashable, Codable {
     case token(String)
     case user(String)
     /// Registrations of a topic, optionally with all of some tags and one of some languages (base-language match).
@@ -66,7 +66,7 @@ public enum SendTarget: Sendable, Hashable {
 }
 
 /// What a send says.
-public enum SendMessage: Sendable, Hashable {
+public enum SendMessage: Sendable, Hashable, Codable {
     /// A template localized on the provider for each registration's language.
     case template(id: String, arguments: [String])
     /// The same alert for everyone.
@@ -77,7 +77,7 @@ public enum SendMessage: Sendable, Hashable {
     case none
 }
 
-public struct SendRequest: Sendable, Hashable {
+public struct SendRequest: Sendable, Hashable, Codable {
     public var target: SendTarget
     public var message: SendMessage
     /// The topic for token and user targets that match several apps; defaults to each registration's.
@@ -117,6 +117,8 @@ public struct SendReport: Sendable, Hashable, Codable {
     public var deliveries: [Delivery]
     /// Tokens removed because the gateway said they were unregistered after their last registration.
     public var pruned: [String]
+    /// The schedule this send was a run of.
+    public var scheduleID: String? = nil
 
     /// Counts by outcome: `accepted`, `"410 Unregistered"`, `"no-answer"`, …
     public var counts: [String: Int] {

@@ -15,15 +15,26 @@ extension APNsClient: PushSending {}
 public actor ProviderService {
     public let database: ProviderDatabase
     public let defaultLanguage: String
-    private let sender: PushSending
-    private let clock: WallClock
+    /// How late a schedule's occurrence may still be sent when the service starts after it was due
+    /// (milliseconds); older ones are recorded as missed.
+    public let missedSendWindow: Int64
+    let sender: PushSending
+    let clock: AlarmClock
     private var inFlight: [String: Task<SendReport, Error>] = [:]
+    /// The schedules' plan (see ProviderScheduling.swift).
+    var plan = SchedulePlan()
+    let work = WorkTracker()
 
-    public init(database: ProviderDatabase, sender: PushSending, clock: WallClock = SystemWallClock(), defaultLanguage: String = "en") {
+    /// - Parameters:
+    ///   - clock: the time of registrations and reports, and the alarms schedules wake on.
+    ///   - missedSendWindow: see ``missedSendWindow``.
+    public init(database: ProviderDatabase, sender: PushSending, clock: AlarmClock = SystemAlarmClock(), defaultLanguage: String = "en",
+                missedSendWindow: Int64 = 3_600_000) {
         self.database = database
         self.sender = sender
         self.clock = clock
         self.defaultLanguage = defaultLanguage
+        self.missedSendWindow = missedSendWindow
     }
 
     // MARK: registrations
@@ -45,6 +56,7 @@ public actor ProviderService {
         let registration = Registration(token: token, topic: topic, language: language, timeZone: timeZone, userID: userID, tags: tags,
                                         registeredAt: clock.nowMilliseconds())
         do { try database.upsert(registration) } catch { throw ProviderError(500, "could not store the registration: \(error)") }
+        zoneSeen(timeZone)
         return registration
     }
 
@@ -88,7 +100,13 @@ public actor ProviderService {
     }
 
     private func perform(_ request: SendRequest) async throws -> SendReport {
-        let targets = try resolve(request.target)
+        let report = try await deliver(request, to: try resolve(request.target))
+        try database.save(report, idempotencyKey: request.idempotencyKey)
+        return report
+    }
+
+    /// Sends `request` to `targets` and prunes the tokens answered 410; the report is not stored.
+    func deliver(_ request: SendRequest, to targets: [Registration]) async throws -> SendReport {
         var template: MessageTemplate?
         if case .template(let id, _) = request.message {
             guard let found = try database.template(id) else { throw ProviderError(404, "no template \"\(id)\": PUT /v1/templates/\(id) first") }
@@ -113,22 +131,22 @@ public actor ProviderService {
                 if try database.prune(plan.registration.token, unregisteredAt: at) { report.pruned.append(plan.registration.token) }
             }
         }
-        try database.save(report, idempotencyKey: request.idempotencyKey)
         return report
     }
 
-    private func resolve(_ target: SendTarget) throws -> [Registration] {
+    /// The registrations a target names, only those in `zone` when given.
+    func resolve(_ target: SendTarget, zone: String? = nil) throws -> [Registration] {
         switch target {
         case .token(let token):
             guard let registration = try database.registration(token: token.lowercased()) else {
                 throw ProviderError(404, "no registration for token \(token)")
             }
-            return [registration]
+            return zone == nil || registration.timeZone == zone ? [registration] : []
         case .user(let user):
-            return try database.registrations(user: user)
+            return try database.registrations(user: user, zone: zone)
         case .segment(let topic, let tags, let languages):
             let wanted = Set(languages.map { $0.lowercased() })
-            return try database.registrations(topic: topic).filter { r in
+            return try database.registrations(topic: topic, zone: zone).filter { r in
                 let language = r.language.lowercased()
                 let base = language.split(separator: "-").first.map(String.init) ?? language
                 return Set(tags).isSubset(of: Set(r.tags)) && (wanted.isEmpty || wanted.contains(language) || wanted.contains(base))

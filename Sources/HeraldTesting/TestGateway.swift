@@ -14,7 +14,7 @@ import ServiceLifecycle
 public final class TestGateway: Sendable {
     public let gateway: Gateway
     public let ports: GatewayPorts
-    public let clock: TestWallClock
+    public let clock: SimulatedAlarmClock
     public let store: any HeraldStore
     public let certificates: DevelopmentCertificates
     public let directory: String
@@ -23,7 +23,7 @@ public final class TestGateway: Sendable {
 
     /// Starts a gateway. `configure` adjusts the configuration (ports are always 0).
     public static func start(
-        store: (any HeraldStore)? = nil, clock: TestWallClock = TestWallClock(),
+        store: (any HeraldStore)? = nil, clock: SimulatedAlarmClock = SimulatedAlarmClock(),
         environment: APNsEnvironment = .development, h2c: Bool = true, admin: Bool = true,
         configure: (inout GatewayConfiguration) -> Void = { _ in }
     ) async throws -> TestGateway {
@@ -58,7 +58,7 @@ public final class TestGateway: Sendable {
     }
 
     private init(
-        gateway: Gateway, ports: GatewayPorts, clock: TestWallClock, store: any HeraldStore,
+        gateway: Gateway, ports: GatewayPorts, clock: SimulatedAlarmClock, store: any HeraldStore,
         certificates: DevelopmentCertificates, directory: String, group: ServiceGroup, task: Task<Void, Error>
     ) {
         self.gateway = gateway

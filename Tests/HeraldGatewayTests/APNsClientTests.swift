@@ -93,7 +93,7 @@ struct APNsClientTests {
         let gateway = try await TestGateway.start()
         let signer = try await gateway.makeKey(team: "TEAM000001", topics: ["com.example.app"])
         let token = try await gateway.makeToken()
-        let clientClock = TestWallClock(startMilliseconds: gateway.clock.nowMilliseconds())
+        let clientClock = SimulatedAlarmClock(startMilliseconds: gateway.clock.nowMilliseconds())
         let client = Self.client(gateway, signer: signer, clock: clientClock)
         #expect(try await client.send(Self.alert(token)).isAccepted)
         let first = try #require(client.tokens?.issuedAt)

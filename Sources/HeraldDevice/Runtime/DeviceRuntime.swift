@@ -30,7 +30,7 @@ public actor DeviceRuntime {
     let work = WorkTracker()
 
     var apps: [String: AppSlot] = [:]
-    private var dueHeap = DueHeap()
+    private var dueHeap = DueHeap<(app: String, version: Int)>()
     private var alarm: ClockAlarm?
 
     /// - Parameters:
@@ -106,13 +106,7 @@ public actor DeviceRuntime {
     /// Moves a simulated clock to `instant` one alarm at a time, letting the runtime finish each
     /// step, so that every fire happens at its own instant.
     public nonisolated func advance(_ clock: SimulatedAlarmClock, to instant: Int64) async {
-        await settle()
-        while let next = clock.nextAlarm, next <= instant {
-            clock.advance(to: next)
-            await settle()
-        }
-        clock.advance(to: instant)
-        await settle()
+        await clock.advance(to: instant, settling: { await self.settle() })
     }
 
     func emit(_ event: RuntimeEvent) { observer?(event) }
@@ -127,12 +121,12 @@ public actor DeviceRuntime {
     func reschedule(_ slot: AppSlot) {
         slot.version &+= 1
         let due = [slot.scheduler.nextDue, slot.silentBudget.nextRelease].compactMap { $0 }.min()
-        if let due { dueHeap.push(due: due, app: slot.id, version: slot.version) }
+        if let due { dueHeap.push(due: due, (slot.id, slot.version)) }
     }
 
     /// Arms the one alarm for the soonest due time (or none).
     func armAlarm() {
-        while let top = dueHeap.top, apps[top.app]?.version != top.version { dueHeap.pop() }
+        while let top = dueHeap.top, apps[top.payload.app]?.version != top.payload.version { dueHeap.pop() }
         let next = dueHeap.top?.due
         if alarm?.deadline == next, alarm?.isCancelled == false { return }
         alarm?.cancel()
@@ -146,7 +140,7 @@ public actor DeviceRuntime {
         let now = clock.nowMilliseconds()
         while let top = dueHeap.top, top.due <= now {
             dueHeap.pop()
-            guard let slot = apps[top.app], slot.version == top.version else { continue }
+            guard let slot = apps[top.payload.app], slot.version == top.payload.version else { continue }
             for firing in slot.scheduler.fireDue(upTo: now) { deliverLocal(slot, firing, now: now) }
             if let payload = slot.silentBudget.release(now: now) { startSilentPush(slot, payload) }
             reschedule(slot)
@@ -483,57 +477,3 @@ final class AppSlot {
 }
 
 /// A min-heap of (due time, app) with lazy invalidation by version.
-struct DueHeap {
-    struct Entry { var due: Int64; var app: String; var version: Int }
-    private var items: [Entry] = []
-
-    var top: Entry? { items.first }
-    var count: Int { items.count }
-
-    mutating func push(due: Int64, app: String, version: Int) {
-        items.append(Entry(due: due, app: app, version: version))
-        var i = items.count - 1
-        while i > 0 {
-            let parent = (i - 1) / 2
-            guard items[i].due < items[parent].due else { break }
-            items.swapAt(i, parent)
-            i = parent
-        }
-    }
-
-    mutating func pop() {
-        guard !items.isEmpty else { return }
-        items.swapAt(0, items.count - 1)
-        items.removeLast()
-        var i = 0
-        while true {
-            let l = 2 * i + 1, r = l + 1
-            var m = i
-            if l < items.count, items[l].due < items[m].due { m = l }
-            if r < items.count, items[r].due < items[m].due { m = r }
-            if m == i { break }
-            items.swapAt(i, m)
-            i = m
-        }
-    }
-}
-
-/// Tasks the runtime started, so that ``DeviceRuntime/settle()`` can wait for them.
-final class WorkTracker: Sendable {
-    private let tasks = NIOLockedValueBox<(next: Int, running: [Int: Task<Void, Never>])>((0, [:]))
-
-    func spawn(_ body: @escaping @Sendable () async -> Void) {
-        tasks.withLockedValue { state in
-            let id = state.next
-            state.next += 1
-            state.running[id] = Task {
-                await body()
-                self.tasks.withLockedValue { _ = $0.running.removeValue(forKey: id) }
-            }
-        }
-    }
-
-    func settle() async {
-        while let task = tasks.withLockedValue({ $0.running.values.first }) { await task.value }
-    }
-}

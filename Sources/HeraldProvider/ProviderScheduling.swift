@@ -1,0 +1,301 @@
+import Foundation
+import HeraldCore
+
+/// The schedules' plan: for every active schedule and every zone it runs in, the next occurrence,
+/// in one heap ordered by due instant. The service keeps one alarm for the top of the heap and
+/// sleeps until it rings; planning a zone's next occurrence happens when its current one runs.
+struct SchedulePlan: Sendable {
+    struct Slot: Sendable, Hashable {
+        var scheduleID: String
+        /// The IANA zone of the occurrence (`""` for a schedule that is one instant for everyone).
+        var zone: String
+    }
+    struct Occurrence: Sendable, Hashable {
+        var slot: Slot
+        var date: LocalDate?
+        var due: Int64
+    }
+    var heap = DueHeap<Occurrence>()
+    /// The due instant each slot waits for; a heap entry with another instant is stale.
+    var planned: [Slot: Int64] = [:]
+    /// Active schedules.
+    var schedules: [String: Schedule] = [:]
+    /// The zones registrations are in (where each-registration schedules run).
+    var zones: Set<String> = []
+    var alarm: ClockAlarm?
+    var started = false
+    /// Runs in progress per schedule (a schedule finishes only when none is left).
+    var running: [String: Int] = [:]
+
+    /// Removes and returns the occurrences due at `now`, skipping stale entries.
+    mutating func takeDue(now: Int64) -> [Occurrence] {
+        var due: [Occurrence] = []
+        while let top = heap.top, top.due <= now {
+            heap.pop()
+            guard planned[top.payload.slot] == top.due else { continue }
+            planned[top.payload.slot] = nil
+            due.append(top.payload)
+        }
+        return due
+    }
+
+    /// The soonest live due instant.
+    mutating func nextDue() -> Int64? {
+        while let top = heap.top, planned[top.payload.slot] != top.due { heap.pop() }
+        return heap.top?.due
+    }
+
+    mutating func put(_ occurrence: Occurrence) {
+        planned[occurrence.slot] = occurrence.due
+        heap.push(due: occurrence.due, occurrence)
+    }
+
+    func hasSlots(_ scheduleID: String) -> Bool { planned.keys.contains { $0.scheduleID == scheduleID } }
+}
+
+/// What a schedule's status shows: the schedule, where it stands and what it did.
+public struct ScheduleStatus: Sendable, Hashable {
+    public var schedule: Schedule
+    /// The next occurrence per zone (`""` for everyone).
+    public var next: [String: Int64]
+    public var runs: [ScheduleRun]
+    /// Counts by outcome over every run.
+    public var counts: [String: Int] {
+        var total: [String: Int] = [:]
+        for run in runs { for (key, n) in run.counts { total[key, default: 0] += n } }
+        return total
+    }
+}
+
+extension ProviderService {
+    // MARK: the schedule API
+
+    /// Loads the active schedules and plans them: occurrences missed while the service was not
+    /// running are sent now if they are at most ``missedSendWindow`` old (only the latest per zone;
+    /// earlier ones are recorded as missed), otherwise recorded as missed. Then arms the alarm.
+    /// Returns how many late occurrences it started sending and how many it recorded as missed.
+    @discardableResult
+    public func startSchedules() throws(ProviderError) -> (late: Int, missed: Int) {
+        guard !plan.started else { return (0, 0) }
+        plan.started = true
+        var late = 0, missed = 0
+        do {
+            plan.zones = Set(try database.zones())
+            let now = clock.nowMilliseconds()
+            for schedule in try database.schedules(state: .active) {
+                plan.schedules[schedule.id] = schedule
+                let last = try database.lastRuns(scheduleID: schedule.id)
+                for zone in zones(of: schedule) {
+                    let tally = try planZone(schedule, zone: zone, after: last[zone] ?? schedule.createdAt - 1, now: now, catchUp: true)
+                    late += tally.late
+                    missed += tally.missed
+                }
+                finishIfDone(schedule.id)
+            }
+        } catch { throw ProviderError(500, "could not load the schedules: \(error)") }
+        armAlarm()
+        return (late, missed)
+    }
+
+    /// Creates a schedule. An `id` already used returns the existing schedule when it is the same
+    /// request (a retried create), and is refused (409) otherwise.
+    public func schedule(_ timing: ScheduleTiming, send: SendRequest, id: String? = nil) throws(ProviderError) -> (schedule: Schedule, replayed: Bool) {
+        let now = clock.nowMilliseconds()
+        var send = send
+        send.idempotencyKey = nil
+        switch timing {
+        case .instant(let at):
+            guard at > now - missedSendWindow else { throw ProviderError(400, "\"at\" is in the past; send now with POST /v1/sends") }
+        case .wallClock(let rule):
+            if let problem = rule.problem { throw ProviderError(400, problem) }
+            if let zone = rule.timeZone, rule.next(after: now - 1, createdAt: now, in: TimeZone(identifier: zone)!) == nil {
+                throw ProviderError(400, "the schedule never happens: every date it allows has passed")
+            }
+        }
+        do {
+            if case .template(let templateID, _) = send.message, try database.template(templateID) == nil {
+                throw ProviderError(404, "no template \"\(templateID)\": PUT /v1/templates/\(templateID) first")
+            }
+            if let id, let existing = try database.schedule(id) {
+                guard existing.timing == timing, existing.send == send else {
+                    throw ProviderError(409, "schedule \"\(id)\" exists with another request; cancel it or use another id")
+                }
+                return (existing, true)
+            }
+            let schedule = Schedule(id: id ?? UUID().uuidString.lowercased(), timing: timing, send: send, createdAt: now)
+            guard !schedule.id.isEmpty, !schedule.id.contains("/") else { throw ProviderError(400, "a schedule id may not be empty or contain \"/\"") }
+            try database.put(schedule)
+            if plan.started {
+                plan.schedules[schedule.id] = schedule
+                for zone in zones(of: schedule) { _ = try planZone(schedule, zone: zone, after: schedule.createdAt - 1, now: now, catchUp: false) }
+                armAlarm()
+            }
+            return (schedule, false)
+        } catch let error as ProviderError { throw error } catch { throw ProviderError(500, "\(error)") }
+    }
+
+    /// Cancels a schedule: it sends no more (a run already sending finishes).
+    public func cancelSchedule(_ id: String) throws(ProviderError) -> Schedule {
+        do {
+            guard var schedule = try database.schedule(id) else { throw ProviderError(404, "no schedule \(id)") }
+            guard schedule.state == .active else { return schedule }
+            schedule.state = .cancelled
+            try database.put(schedule)
+            plan.schedules[id] = nil
+            for slot in plan.planned.keys where slot.scheduleID == id { plan.planned[slot] = nil }
+            armAlarm()
+            return schedule
+        } catch let error as ProviderError { throw error } catch { throw ProviderError(500, "\(error)") }
+    }
+
+    public func schedules(state: Schedule.State? = nil) throws(ProviderError) -> [Schedule] {
+        do { return try database.schedules(state: state) } catch { throw ProviderError(500, "\(error)") }
+    }
+
+    public func scheduleStatus(_ id: String) throws(ProviderError) -> ScheduleStatus {
+        do {
+            guard let schedule = try database.schedule(id) else { throw ProviderError(404, "no schedule \(id)") }
+            var next: [String: Int64] = [:]
+            for (slot, due) in plan.planned where slot.scheduleID == id { next[slot.zone] = due }
+            return ScheduleStatus(schedule: schedule, next: next, runs: try database.runs(scheduleID: id))
+        } catch let error as ProviderError { throw error } catch { throw ProviderError(500, "\(error)") }
+    }
+
+    /// Waits until the runs the alarm started have finished.
+    public nonisolated func settle() async { await work.settle() }
+
+    /// Moves a simulated clock to `instant` alarm by alarm, letting each alarm's runs finish.
+    public nonisolated func advance(_ clock: SimulatedAlarmClock, to instant: Int64) async {
+        await clock.advance(to: instant, settling: { await self.settle() })
+    }
+
+    // MARK: planning
+
+    /// The zones a schedule has occurrences in.
+    func zones(of schedule: Schedule) -> [String] {
+        switch schedule.zoneKey {
+        case .everyone: return [""]
+        case .fixed(let zone): return [zone]
+        case .eachRegistration: return plan.zones.sorted()
+        }
+    }
+
+    /// A registration in a zone the plan has not seen: each-registration schedules get a slot there.
+    func zoneSeen(_ zone: String) {
+        guard plan.started, plan.zones.insert(zone).inserted else { return }
+        let now = clock.nowMilliseconds()
+        for schedule in plan.schedules.values where schedule.zoneKey == .eachRegistration {
+            _ = try? planZone(schedule, zone: zone, after: now, now: now, catchUp: false)
+        }
+        armAlarm()
+    }
+
+    /// Plans a schedule's next occurrence in one zone after `after`. Occurrences already due at
+    /// `now` are missed ones: with `catchUp`, the latest is sent now if inside the window and the
+    /// rest are recorded as missed.
+    private func planZone(_ schedule: Schedule, zone: String, after: Int64, now: Int64, catchUp: Bool) throws -> (late: Int, missed: Int) {
+        let timeZone = TimeZone(identifier: zone) ?? TimeZone(identifier: "UTC")!
+        var after = after
+        var overdue: [(date: LocalDate?, at: Int64)] = []
+        while let next = schedule.timing.next(after: after, createdAt: schedule.createdAt, in: timeZone) {
+            if next.at > now || !catchUp {
+                plan.put(.init(slot: .init(scheduleID: schedule.id, zone: zone), date: next.date, due: next.at))
+                break
+            }
+            overdue.append(next)
+            after = next.at
+        }
+        guard let latest = overdue.last else { return (0, 0) }
+        var missed = Array(overdue.dropLast())
+        var late = 0
+        if now - latest.at <= missedSendWindow {
+            late = 1
+            let occurrence = SchedulePlan.Occurrence(slot: .init(scheduleID: schedule.id, zone: zone), date: latest.date, due: latest.at)
+            plan.running[schedule.id, default: 0] += 1
+            work.spawn { await self.run(occurrence) }
+        } else {
+            missed.append(latest)
+        }
+        for occurrence in missed {
+            let targets = (try? resolve(schedule.send.target, zone: filterZone(schedule, zone)).count) ?? 0
+            guard targets > 0 else { continue }
+            try database.save(ScheduleRun(
+                scheduleID: schedule.id, zone: zone, localDate: occurrence.date, dueAt: occurrence.at, startedAt: now, finishedAt: now,
+                outcome: .missed, sendID: nil, counts: ["missed": targets]))
+        }
+        return (late, missed.count)
+    }
+
+    private func filterZone(_ schedule: Schedule, _ zone: String) -> String? { schedule.zoneKey == .eachRegistration ? zone : nil }
+
+    /// Arms the one alarm for the soonest occurrence (or none).
+    func armAlarm() {
+        let next = plan.nextDue()
+        if plan.alarm?.deadline == next, plan.alarm?.isCancelled == false { return }
+        plan.alarm?.cancel()
+        plan.alarm = nil
+        guard let next else { return }
+        plan.alarm = clock.setAlarm(at: next) { [work] in work.spawn { await self.alarmRang() } }
+    }
+
+    private func alarmRang() async {
+        plan.alarm = nil
+        let due = plan.takeDue(now: clock.nowMilliseconds())
+        for occurrence in due {
+            plan.running[occurrence.slot.scheduleID, default: 0] += 1
+            if let schedule = plan.schedules[occurrence.slot.scheduleID] {
+                _ = try? planZone(schedule, zone: occurrence.slot.zone, after: occurrence.due, now: occurrence.due, catchUp: false)
+            }
+        }
+        armAlarm()
+        // Every zone due now sends at once: their pushes share the client's connections.
+        await withTaskGroup(of: Void.self) { group in
+            for occurrence in due { group.addTask { await self.run(occurrence) } }
+        }
+    }
+
+    /// Sends one occurrence to its zone's targets and records the run.
+    private func run(_ occurrence: SchedulePlan.Occurrence) async {
+        let id = occurrence.slot.scheduleID
+        defer {
+            plan.running[id, default: 1] -= 1
+            finishIfDone(id)
+        }
+        guard let schedule = plan.schedules[id] else { return }
+        let started = clock.nowMilliseconds()
+        var run = ScheduleRun(
+            scheduleID: id, zone: occurrence.slot.zone, localDate: occurrence.date, dueAt: occurrence.due, startedAt: started,
+            finishedAt: started, outcome: .sent, sendID: nil, counts: [:])
+        do {
+            let targets: [Registration]
+            do { targets = try resolve(schedule.send.target, zone: filterZone(schedule, occurrence.slot.zone)) } catch let e as ProviderError where e.status == 404 {
+                targets = []  // the token's registration is gone
+            }
+            var report = try await deliver(schedule.send, to: targets)
+            report.scheduleID = id
+            try database.save(report, idempotencyKey: nil)
+            run.sendID = report.id
+            run.counts = report.counts
+        } catch {
+            run.counts = ["error": 1]
+            run.error = "\(error)"
+        }
+        run.finishedAt = clock.nowMilliseconds()
+        try? database.save(run)
+    }
+
+    /// Marks a schedule finished when no zone has another occurrence and no run is in progress. A
+    /// schedule in each registration's zone also waits until its rule has nothing left even in the
+    /// last zone on Earth (UTC−12), since registrations in new zones may still come.
+    private func finishIfDone(_ id: String) {
+        guard var schedule = plan.schedules[id], plan.running[id, default: 0] == 0, !plan.hasSlots(id) else { return }
+        if schedule.zoneKey == .eachRegistration,
+           schedule.timing.next(after: clock.nowMilliseconds(), createdAt: schedule.createdAt, in: TimeZone(identifier: "Etc/GMT+12")!) != nil {
+            return
+        }
+        plan.running[id] = nil
+        plan.schedules[id] = nil
+        schedule.state = .finished
+        try? database.put(schedule)
+    }
+}
