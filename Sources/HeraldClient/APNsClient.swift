@@ -42,6 +42,10 @@ public struct APNsResult: Sendable, Hashable {
 
     public var isAccepted: Bool { status == 200 }
 
+    public init(apnsID: String?, status: Int, reason: APNsReason? = nil, timestamp: Int64? = nil, attempts: Int = 1, transportError: String? = nil) {
+        (self.apnsID, self.status, self.reason, self.timestamp, self.attempts, self.transportError) = (apnsID, status, reason, timestamp, attempts, transportError)
+    }
+
     /// No answer came: the transport failed (or signing the token did).
     static func unanswered(_ apnsID: String?, _ error: String) -> APNsResult {
         APNsResult(apnsID: apnsID, status: 0, reason: nil, timestamp: nil, attempts: 0, transportError: error)

@@ -35,6 +35,8 @@ public enum JSONValue: Hashable, Sendable, Codable {
     }
 
     public var stringValue: String? { if case .string(let s) = self { return s } else { return nil } }
+    /// A member of an object (`nil` for anything else).
+    public subscript(key: String) -> JSONValue? { if case .object(let o) = self { return o[key] } else { return nil } }
     public var numberValue: Double? {
         switch self {
         case .int(let i): return Double(i)

@@ -161,6 +161,14 @@ extension ProviderService {
         } catch let error as ProviderError { throw error } catch { throw ProviderError(500, "\(error)") }
     }
 
+    /// Stops planning: the alarm is cancelled and no further occurrence starts (runs already
+    /// sending finish; ``settle()`` waits for them). ``startSchedules()`` plans again from the
+    /// database, as after a restart.
+    public func stopSchedules() {
+        plan.alarm?.cancel()
+        plan = SchedulePlan()
+    }
+
     /// Waits until the runs the alarm started have finished.
     public nonisolated func settle() async { await work.settle() }
 

@@ -14,6 +14,12 @@ import Testing
 /// gateway, and device runtimes whose apps register with the provider.
 @Suite("Provider service")
 struct ProviderServiceTests {
+    /// Milliseconds since 1970 of an ISO 8601 instant.
+    static func instant(_ text: String) -> Int64 {
+        let formatter = ISO8601DateFormatter()
+        return Int64(formatter.date(from: text)!.timeIntervalSince1970 * 1000)
+    }
+
     static func http(_ method: String, _ url: String, _ body: String? = nil, headers: [String: String] = [:]) async throws -> (status: Int, json: JSONValue?) {
         var request = URLRequest(url: URL(string: url)!)
         request.httpMethod = method
