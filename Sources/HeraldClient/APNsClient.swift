@@ -52,6 +52,42 @@ public struct APNsResult: Sendable, Hashable {
     }
 }
 
+/// One dead token of a feedback list.
+public struct APNsFeedbackItem: Sendable, Hashable, Codable {
+    public var token: String
+    /// When the gateway learned the token is dead (milliseconds since 1970).
+    public var timestamp: Int64
+}
+
+/// A notification's receipt: its status on each device it went to, with the history.
+public struct APNsReceipt: Sendable, Hashable, Codable {
+    public struct Delivery: Sendable, Hashable, Codable {
+        public struct Event: Sendable, Hashable, Codable {
+            /// accepted, stored, delivered, acked, expired, replaced or dropped.
+            public var status: String
+            public var timestamp: Int64
+        }
+        public var token: String
+        public var topic: String
+        /// The latest status.
+        public var status: String
+        public var events: [Event]
+    }
+    public var apnsID: String
+    public var deliveries: [Delivery]
+    enum CodingKeys: String, CodingKey {
+        case apnsID = "apns-id"
+        case deliveries
+    }
+}
+
+/// A read endpoint answered with something other than 200.
+public struct APNsQueryError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var status: Int
+    public var reason: APNsReason?
+    public var description: String { "\(status) \(reason?.rawValue ?? "")" }
+}
+
 /// When to send again (reference §2): 429 and 5xx with exponential backoff and jitter, a new
 /// provider token after `ExpiredProviderToken`, a fresh connection after a transport failure;
 /// never the reasons that a retry cannot fix (`BadDeviceToken`, `DeviceTokenNotForTopic`,
@@ -238,6 +274,35 @@ public final class APNsClient: Sendable {
         } catch {
             return .unanswered(n.apnsID, "\(error)")
         }
+    }
+
+    // MARK: Herald's read endpoints (docs/provider-api.md; Apple's service does not have them)
+
+    /// Reads and clears a topic's feedback list (`GET /3/feedback/<topic>`): the tokens the
+    /// gateway learned are dead, with when. Throws ``APNsQueryError`` for a refusal (Apple answers
+    /// these paths with 404 or 405).
+    public func feedback(topic: String) async throws -> [APNsFeedbackItem] {
+        try JSONDecoder().decode([APNsFeedbackItem].self, from: Data(try await query("/3/feedback/\(topic)")))
+    }
+
+    /// A notification's delivery receipt (`GET /3/notifications/<apns-id>`): its status on each
+    /// device, with the history; `nil` when the gateway has none for it (404).
+    public func receipt(apnsID: String) async throws -> APNsReceipt? {
+        do {
+            return try JSONDecoder().decode(APNsReceipt.self, from: Data(try await query("/3/notifications/\(apnsID)")))
+        } catch let error as APNsQueryError where error.status == 404 {
+            return nil
+        }
+    }
+
+    private func query(_ path: String) async throws -> [UInt8] {
+        var headers: [(name: String, value: String)] = []
+        if let tokens { headers.append(("authorization", try tokens.authorization())) }
+        let response = try await pool.send(HTTP2Request(method: "GET", path: path, headers: headers))
+        guard response.status == 200 else {
+            throw APNsQueryError(status: response.status, reason: response.rejection?.reason)
+        }
+        return response.body
     }
 
     /// Requests in flight now, and the most there have been at once.

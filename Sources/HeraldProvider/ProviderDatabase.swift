@@ -145,6 +145,11 @@ public final class ProviderDatabase: Sendable {
         }
     }
 
+    /// The topics registrations are for.
+    public func topics() throws -> [String] {
+        try writer.read { db in try String.fetchAll(db, sql: "SELECT DISTINCT topic FROM registrations ORDER BY topic") }
+    }
+
     /// The time zones registrations are in.
     public func zones() throws -> [String] {
         try writer.read { db in try String.fetchAll(db, sql: "SELECT DISTINCT time_zone FROM registrations ORDER BY time_zone") }

@@ -107,9 +107,9 @@ struct ProviderRouter: Sendable {
     func handle(_ request: Request) async -> Response {
         let path = request.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.uri
         let parts = path.split(separator: "/").map(String.init)
-        // "/v1/registrations/abc" → ("v1/registrations/{}", "abc")
-        let argument = parts.count == 3 ? parts[2] : ""
-        let shape = parts.count == 3 ? parts[0] + "/" + parts[1] + "/{}" : parts.joined(separator: "/")
+        // "/v1/registrations/abc" → ("v1/registrations/{}", "abc"); "/v1/sends/abc/receipts" → ("v1/sends/{}/receipts", "abc")
+        let argument = parts.count >= 3 && parts[0] == "v1" ? parts[2] : ""
+        let shape = parts.count >= 3 && parts[0] == "v1" ? ([parts[0], parts[1], "{}"] + parts.dropFirst(3)).joined(separator: "/") : parts.joined(separator: "/")
         do {
             switch (request.method, shape) {
             case ("GET", "openapi.json"):
@@ -153,6 +153,17 @@ struct ProviderRouter: Sendable {
             case ("GET", "v1/sends/{}"):
                 let id = argument
                 return Self.json(200, Self.json(try await service.report(id: id), replayed: false))
+            case ("GET", "v1/sends/{}/receipts"):
+                return Self.json(200, Self.receipts(try await service.receipts(sendIDs: [argument])))
+            case ("GET", "v1/schedules/{}/receipts"):
+                let runs = try await service.scheduleStatus(argument).runs
+                return Self.json(200, Self.receipts(try await service.receipts(sendIDs: runs.compactMap(\.sendID))))
+            case ("POST", "v1/feedback/{}") where argument == "poll":
+                let poll = try await service.pollFeedback()
+                return Self.json(200, .object([
+                    "read": .int(Int64(poll.read)), "pruned": .array(poll.pruned.map(JSONValue.string)),
+                    "errors": .object(poll.errors.mapValues(JSONValue.string)),
+                ]))
             case ("POST", "v1/schedules"):
                 let o = try object(request.body)
                 let send = try Self.sendRequest(o, idempotencyHeader: nil)
@@ -247,6 +258,13 @@ struct ProviderRouter: Sendable {
             pushType: o["pushType"]?.stringValue, priority: o["priority"]?.numberValue.map { Int($0) },
             expiration: o["expiration"]?.numberValue.map { Int64($0) }, collapseID: o["collapseId"]?.stringValue,
             idempotencyKey: idempotencyHeader ?? o["idempotencyKey"]?.stringValue)
+    }
+
+    /// `{"counts": {"delivered": 3, …}, "tokens": {"<token>": "delivered", …}}`.
+    static func receipts(_ statuses: [String: String]) -> JSONValue {
+        var counts: [String: Int] = [:]
+        for status in statuses.values { counts[status, default: 0] += 1 }
+        return .object(["counts": .object(counts.mapValues { .int(Int64($0)) }), "tokens": .object(statuses.mapValues(JSONValue.string))])
     }
 
     static let weekdayNames = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]

@@ -36,6 +36,39 @@ public enum ProviderOpenAPI {
         "/v1/sends/{id}": {
           "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
           "get": {"summary": "A send's report", "responses": {"200": {"description": "found", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SendReport"}}}}, "404": {"$ref": "#/components/responses/Error"}}}
+        },
+        "/v1/sends/{id}/receipts": {
+          "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+          "get": {"summary": "The gateway's receipts for a send's accepted deliveries (Herald gateways only)",
+                  "responses": {"200": {"description": "latest status per token", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Receipts"}}}},
+                                "404": {"$ref": "#/components/responses/Error"}, "502": {"$ref": "#/components/responses/Error"}}}
+        },
+        "/v1/schedules": {
+          "post": {"summary": "Schedule a send: at an instant, or at a wall-clock time in one zone or in each registration's own, once or recurring",
+                   "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ScheduleInput"}}}},
+                   "responses": {"201": {"description": "created", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Schedule"}}}},
+                                 "200": {"description": "the same request under an existing id: the existing schedule", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Schedule"}}}},
+                                 "400": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}, "409": {"$ref": "#/components/responses/Error"}}},
+          "get": {"summary": "List schedules (without their runs)",
+                  "parameters": [{"name": "state", "in": "query", "required": false, "schema": {"type": "string", "enum": ["active", "finished", "cancelled"]}}],
+                  "responses": {"200": {"description": "the schedules", "content": {"application/json": {"schema": {"type": "object", "properties": {"schedules": {"type": "array", "items": {"$ref": "#/components/schemas/Schedule"}}}}}}},
+                                "400": {"$ref": "#/components/responses/Error"}}}
+        },
+        "/v1/schedules/{id}": {
+          "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+          "get": {"summary": "A schedule with its next occurrences, runs and counts", "responses": {"200": {"description": "found", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Schedule"}}}}, "404": {"$ref": "#/components/responses/Error"}}},
+          "delete": {"summary": "Cancel a schedule (its runs stay readable)", "responses": {"200": {"description": "cancelled", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Schedule"}}}}, "404": {"$ref": "#/components/responses/Error"}}}
+        },
+        "/v1/schedules/{id}/receipts": {
+          "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+          "get": {"summary": "The gateway's receipts over every run of a schedule (Herald gateways only)",
+                  "responses": {"200": {"description": "latest status per token", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Receipts"}}}},
+                                "404": {"$ref": "#/components/responses/Error"}, "502": {"$ref": "#/components/responses/Error"}}}
+        },
+        "/v1/feedback/poll": {
+          "post": {"summary": "Read (and clear) the gateway's feedback list of every registered topic now, pruning the tokens it names unless registered again after",
+                   "responses": {"200": {"description": "what was read and pruned", "content": {"application/json": {"schema": {"type": "object",
+                     "properties": {"read": {"type": "integer"}, "pruned": {"type": "array", "items": {"type": "string"}}, "errors": {"type": "object", "additionalProperties": {"type": "string"}}}}}}}}}
         }
       },
       "components": {
@@ -60,10 +93,24 @@ public enum ProviderOpenAPI {
               "badge": {"type": "integer"}, "sound": {"type": "string"}, "contentAvailable": {"type": "boolean"}, "category": {"type": "string"},
               "threadId": {"type": "string"}, "data": {"type": "object"}, "pushType": {"type": "string"}, "priority": {"type": "integer", "enum": [10, 5, 1]},
               "expiration": {"type": "integer"}, "collapseId": {"type": "string"}, "idempotencyKey": {"type": "string"}}},
+          "Timing": {"type": "object", "description": "at: an ISO 8601 instant with its offset; or time HH:MM in timeZone (absent: each registration's own zone), repeat once|daily|weekly|monthly, weekdays (weekly), day (monthly), from and until (local dates, inclusive)",
+            "properties": {"at": {"type": "string", "format": "date-time"}, "time": {"type": "string", "pattern": "^[0-2][0-9]:[0-5][0-9]$"}, "timeZone": {"type": ["string", "null"]},
+                           "repeat": {"type": "string", "enum": ["once", "daily", "weekly", "monthly"]}, "weekdays": {"type": "array", "items": {"type": "string", "enum": ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]}},
+                           "day": {"type": "integer", "minimum": 1, "maximum": 31}, "from": {"type": ["string", "null"], "format": "date"}, "until": {"type": ["string", "null"], "format": "date"}}},
+          "ScheduleInput": {"allOf": [{"$ref": "#/components/schemas/SendInput"}, {"$ref": "#/components/schemas/Timing"}, {"type": "object", "properties": {"id": {"type": "string", "description": "your id: creating it again with the same request returns it"}}}]},
+          "Schedule": {"type": "object",
+            "properties": {"id": {"type": "string"}, "state": {"type": "string", "enum": ["active", "finished", "cancelled"]}, "createdAt": {"type": "string", "format": "date-time"},
+                           "timing": {"$ref": "#/components/schemas/Timing"}, "send": {"type": "object"},
+                           "next": {"type": "object", "additionalProperties": {"type": "string", "format": "date-time"}, "description": "next occurrence per zone"},
+                           "counts": {"type": "object", "additionalProperties": {"type": "integer"}}, "runCount": {"type": "integer"},
+                           "runs": {"type": "array", "items": {"type": "object", "properties": {"zone": {"type": "string"}, "localDate": {"type": ["string", "null"]}, "dueAt": {"type": "string"},
+                             "startedAt": {"type": "integer"}, "finishedAt": {"type": "integer"}, "outcome": {"type": "string", "enum": ["sent", "missed"]}, "sendId": {"type": ["string", "null"]},
+                             "counts": {"type": "object", "additionalProperties": {"type": "integer"}}, "error": {"type": ["string", "null"]}}}}}},
+          "Receipts": {"type": "object", "properties": {"counts": {"type": "object", "additionalProperties": {"type": "integer"}}, "tokens": {"type": "object", "additionalProperties": {"type": "string"}}}},
           "SendReport": {"type": "object",
             "properties": {"id": {"type": "string"}, "createdAt": {"type": "integer"}, "replayed": {"type": "boolean"},
                            "counts": {"type": "object", "additionalProperties": {"type": "integer"}, "description": "accepted, \"410 Unregistered\", no-answer, …"},
-                           "pruned": {"type": "array", "items": {"type": "string"}},
+                           "pruned": {"type": "array", "items": {"type": "string"}}, "scheduleId": {"type": ["string", "null"]},
                            "deliveries": {"type": "array", "items": {"type": "object", "properties": {"token": {"type": "string"}, "language": {"type": ["string", "null"]}, "status": {"type": "integer"}, "reason": {"type": ["string", "null"]}, "apnsId": {"type": ["string", "null"]}, "attempts": {"type": "integer"}}}}}}
         }
       }

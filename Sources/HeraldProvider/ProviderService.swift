@@ -2,9 +2,19 @@ import Foundation
 import HeraldClient
 import HeraldCore
 
-/// Sends one notification and says what became of it; `APNsClient` is the real one.
+/// Sends one notification and says what became of it; `APNsClient` is the real one. A Herald
+/// gateway also answers the feedback list and receipts; other senders throw for them.
 public protocol PushSending: Sendable {
     func send(_ notification: APNsNotification) async throws -> APNsResult
+    /// Reads and clears a topic's list of dead tokens.
+    func feedback(topic: String) async throws -> [APNsFeedbackItem]
+    /// A notification's delivery receipt, `nil` when the gateway has none.
+    func receipt(apnsID: String) async throws -> APNsReceipt?
+}
+
+extension PushSending {
+    public func feedback(topic: String) async throws -> [APNsFeedbackItem] { throw ProviderError(501, "this sender cannot read feedback lists") }
+    public func receipt(apnsID: String) async throws -> APNsReceipt? { throw ProviderError(501, "this sender cannot read receipts") }
 }
 
 extension APNsClient: PushSending {}
@@ -24,6 +34,7 @@ public actor ProviderService {
     /// The schedules' plan (see ProviderScheduling.swift).
     var plan = SchedulePlan()
     let work = WorkTracker()
+    private var feedbackAlarm: ClockAlarm?
 
     /// - Parameters:
     ///   - clock: the time of registrations and reports, and the alarms schedules wake on.
@@ -207,6 +218,87 @@ public actor ProviderService {
         object["title"] = title.map(JSONValue.string)
         object["subtitle"] = subtitle.map(JSONValue.string)
         return .object(object)
+    }
+
+    // MARK: feedback and receipts
+
+    /// What one reading of the gateway's feedback lists did.
+    public struct FeedbackPoll: Sendable, Hashable {
+        /// Dead tokens the gateway listed.
+        public var read = 0
+        /// Registrations removed (listed and not registered again after the listed time).
+        public var pruned: [String] = []
+        /// Topics whose list could not be read, with why.
+        public var errors: [String: String] = [:]
+    }
+
+    /// Reads (and so clears) the feedback list of every topic with registrations, and prunes the
+    /// tokens it names unless their app registered them again after the listed time.
+    public func pollFeedback() async throws(ProviderError) -> FeedbackPoll {
+        var poll = FeedbackPoll()
+        let topics: [String]
+        do { topics = try database.topics() } catch { throw ProviderError(500, "\(error)") }
+        for topic in topics {
+            do {
+                let items = try await sender.feedback(topic: topic)
+                poll.read += items.count
+                for item in items where try database.prune(item.token.lowercased(), unregisteredAt: item.timestamp) {
+                    poll.pruned.append(item.token.lowercased())
+                }
+            } catch {
+                poll.errors[topic] = "\(error)"
+            }
+        }
+        return poll
+    }
+
+    /// Polls the feedback lists every `interval` milliseconds on the service's clock, from now on.
+    public func startFeedbackPolling(every interval: Int64, log: @escaping @Sendable (FeedbackPoll) -> Void = { _ in }) {
+        feedbackAlarm?.cancel()
+        guard interval > 0 else { return }
+        feedbackAlarm = clock.setAlarm(at: clock.nowMilliseconds() + interval) { [work] in
+            work.spawn {
+                if let poll = try? await self.pollFeedback() { log(poll) }
+                await self.startFeedbackPolling(every: interval, log: log)
+            }
+        }
+    }
+
+    public func stopFeedbackPolling() {
+        feedbackAlarm?.cancel()
+        feedbackAlarm = nil
+    }
+
+    /// The gateway's receipts for the accepted deliveries of sends: the latest status per token
+    /// (`delivered`, `stored`, `acked`, `expired`, …; `unknown` when the gateway has no receipt).
+    public func receipts(sendIDs: [String]) async throws(ProviderError) -> [String: String] {
+        var apnsIDs: [(token: String, apnsID: String)] = []
+        for id in sendIDs {
+            for delivery in try report(id: id).deliveries where delivery.status == 200 {
+                if let apnsID = delivery.apnsID { apnsIDs.append((delivery.token, apnsID)) }
+            }
+        }
+        do {
+            return try await withThrowingTaskGroup(of: (String, String).self) { group in
+                var statuses: [String: String] = [:]
+                var next = 0
+                func add() {
+                    guard next < apnsIDs.count else { return }
+                    let (token, apnsID) = apnsIDs[next]
+                    next += 1
+                    group.addTask {
+                        let receipt = try await self.sender.receipt(apnsID: apnsID)
+                        return (token, receipt?.deliveries.first { $0.token.lowercased() == token }?.status ?? "unknown")
+                    }
+                }
+                for _ in 0..<64 { add() }  // at most 64 questions in flight
+                while let (token, status) = try await group.next() {
+                    statuses[token] = status
+                    add()
+                }
+                return statuses
+            }
+        } catch let error as ProviderError { throw error } catch { throw ProviderError(502, "the gateway's receipts could not be read: \(error)") }
     }
 
     public func report(id: String) throws(ProviderError) -> SendReport {

@@ -135,9 +135,29 @@ struct ProviderServiceTests {
         #expect(pruneReport["pruned"] == .array([.string(removedToken)]))
         #expect(try await Self.http("GET", base + "/v1/registrations/\(removedToken)").status == 404)
 
-        // A stored report reads back; errors say what to fix.
+        // A stored report reads back, with the gateway's receipts for it.
         guard case .string(let id)? = report["id"] else { return }
         #expect(try await Self.http("GET", base + "/v1/sends/\(id)").status == 200)
+        let receipts = try await Self.http("GET", base + "/v1/sends/\(id)/receipts")
+        guard case .object(let statuses)? = receipts.json?["tokens"] else { Issue.record("no receipts"); return }
+        #expect(statuses.count == 2)
+        #expect(statuses.values.allSatisfy { ["delivered", "acked"].contains($0.stringValue ?? "") }, "\(statuses)")
+
+        // The gateway's feedback list: the Paris app is removed too; polling prunes its token
+        // (Madrid's, listed as well, was pruned already on its 410).
+        let parisToken = try #require(try await service.database.registrations(user: "ana").first?.token)
+        gateway.clock.advance(seconds: 5)
+        _ = try await DeviceConnection.unregister(
+            topic: "com.example.app", identity: paris.identity, host: "localhost", port: gateway.ports.devicePort!,
+            tls: try DeviceTLS.makeContext(trustRootsPath: gateway.certificates.caCertificatePath))
+        let poll = try await Self.http("POST", base + "/v1/feedback/poll")
+        #expect(poll.json?["read"] == .int(2))
+        #expect(poll.json?["pruned"] == .array([.string(parisToken)]))
+        #expect(try await service.database.registrations(user: "ana").isEmpty)
+        // Read and cleared: the next poll finds nothing.
+        #expect(try await Self.http("POST", base + "/v1/feedback/poll").json?["read"] == .int(0))
+
+        // Errors say what to fix.
         let bad = try await Self.http("POST", base + "/v1/registrations", #"{"token":"xyz","topic":"com.example.app","language":"fr","timeZone":"Europe/Paris"}"#)
         #expect(bad.status == 400)
         let badZone = try await Self.http("POST", base + "/v1/registrations", #"{"token":"abcd","topic":"com.example.app","language":"fr","timeZone":"Mars/Base"}"#)
