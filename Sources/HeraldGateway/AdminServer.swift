@@ -1,10 +1,12 @@
+import Foundation
 import HeraldStore
 import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
 
-/// The admin port: `GET /health` and Prometheus `GET /metrics`, over plain HTTP/1.1.
+/// The admin port: `GET /health`, Prometheus `GET /metrics`, and the faults an operator injects
+/// (`GET`/`POST`/`DELETE /faults`), over plain HTTP/1.1.
 /// Low-rate traffic; kept on NIO's HTTP/1 codec so the gateway needs no second server framework.
 final class AdminServer: Sendable {
     let serverChannel: Channel
@@ -13,7 +15,7 @@ final class AdminServer: Sendable {
     private init(serverChannel: Channel) { self.serverChannel = serverChannel }
 
     static func bind(
-        host: String, port: Int, metrics: GatewayMetrics, store: any HeraldStore, group: EventLoopGroup, logger: Logger
+        host: String, port: Int, metrics: GatewayMetrics, store: any HeraldStore, faults: GatewayFaults, group: EventLoopGroup, logger: Logger
     ) async throws -> AdminServer {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -21,7 +23,7 @@ final class AdminServer: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
                     try channel.pipeline.syncOperations.addHandler(
-                        AdminHandler(metrics: metrics, store: store, logger: logger))
+                        AdminHandler(metrics: metrics, store: store, faults: faults, logger: logger))
                 }
             }
         return AdminServer(serverChannel: try await bootstrap.bind(host: host, port: port).get())
@@ -36,19 +38,25 @@ private final class AdminHandler: ChannelInboundHandler {
 
     let metrics: GatewayMetrics
     let store: any HeraldStore
+    let faults: GatewayFaults
     let logger: Logger
     private var request: HTTPRequestHead?
+    private var body: [UInt8] = []
 
-    init(metrics: GatewayMetrics, store: any HeraldStore, logger: Logger) {
+    init(metrics: GatewayMetrics, store: any HeraldStore, faults: GatewayFaults, logger: Logger) {
         self.metrics = metrics
         self.store = store
+        self.faults = faults
         self.logger = logger
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case .head(let head): request = head
-        case .body: break
+        case .head(let head):
+            request = head
+            body = []
+        case .body(var buffer):
+            if body.count < 65_536 { body += buffer.readBytes(length: buffer.readableBytes) ?? [] }
         case .end:
             guard let head = request else { return }
             request = nil
@@ -56,8 +64,35 @@ private final class AdminHandler: ChannelInboundHandler {
         }
     }
 
+    private func faultsJSON() -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: (try? encoder.encode(["faults": faults.pending])) ?? Data(), as: UTF8.self) + "\n"
+    }
+
     private func route(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
         let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
+        if path == "/faults" {
+            switch head.method {
+            case .GET:
+                return send(.ok, faultsJSON(), type: "application/json", head: head, context: context)
+            case .DELETE:
+                faults.clear()
+                return send(.ok, faultsJSON(), type: "application/json", head: head, context: context)
+            case .POST:
+                guard let fault = try? JSONDecoder().decode(GatewayFaults.Fault.self, from: Data(body)) else {
+                    return send(.badRequest, #"{"error":"the body must be {\"reason\": \"ServiceUnavailable\", \"count\": N, \"topic\": optional}"}"# + "\n",
+                                type: "application/json", head: head, context: context)
+                }
+                if let problem = faults.inject(fault) {
+                    return send(.badRequest, #"{"error":"\#(problem)"}"# + "\n", type: "application/json", head: head, context: context)
+                }
+                logger.notice("fault injected", metadata: ["reason": "\(fault.reason)", "count": "\(fault.count)", "topic": "\(fault.topic ?? "*")"])
+                return send(.ok, faultsJSON(), type: "application/json", head: head, context: context)
+            default:
+                return send(.methodNotAllowed, "GET, POST or DELETE\n", type: "text/plain", head: head, context: context)
+            }
+        }
         guard head.method == .GET || head.method == .HEAD else {
             return send(.methodNotAllowed, "only GET\n", type: "text/plain", head: head, context: context)
         }
@@ -79,7 +114,7 @@ private final class AdminHandler: ChannelInboundHandler {
                     type: "text/plain; version=0.0.4; charset=utf-8", head: head, context: context)
             }
         default:
-            send(.notFound, "not found: try /health or /metrics\n", type: "text/plain", head: head, context: context)
+            send(.notFound, "not found: try /health, /metrics or /faults\n", type: "text/plain", head: head, context: context)
         }
     }
 

@@ -14,6 +14,8 @@ public final class Gateway: Service, Sendable {
     public let store: any HeraldStore
     public let clock: any WallClock
     public let metrics: GatewayMetrics
+    /// Refusals an operator asks for on purpose, to test providers (admin port `POST /faults`).
+    public let faults = GatewayFaults()
     private let logger: Logger
     private let group: EventLoopGroup
     private let portsPromise: EventLoopPromise<GatewayPorts>
@@ -49,7 +51,7 @@ public final class Gateway: Service, Sendable {
             directory: ProviderKeyDirectory(store: store, clock: clock),
             limiter: configuration.tokenRateLimit.map(TokenRateLimiter.init(configuration:)),
             intake: intake, store: store, inactivityPeriodMilliseconds: configuration.inactivityPeriodMilliseconds,
-            metrics: metrics, logger: logger)
+            metrics: metrics, logger: logger, faults: faults)
         let devicePort = DevicePort(
             environment: configuration.environment, clock: clock, store: store, registry: registry, recorder: recorder,
             backgroundThrottle: configuration.backgroundBudget.map(BackgroundThrottle.init(budget:)),
@@ -93,7 +95,7 @@ public final class Gateway: Service, Sendable {
             }
             if let adminPort = configuration.adminPort {
                 let server = try await AdminServer.bind(
-                    host: configuration.host, port: adminPort, metrics: metrics, store: store, group: group, logger: logger)
+                    host: configuration.host, port: adminPort, metrics: metrics, store: store, faults: faults, group: group, logger: logger)
                 admin = server
                 ports.adminPort = server.port
             }

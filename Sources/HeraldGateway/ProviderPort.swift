@@ -16,6 +16,8 @@ struct ProviderPort: Sendable {
     var inactivityPeriodMilliseconds: Int64
     var metrics: GatewayMetrics
     var logger: Logger
+    /// Refusals an operator asked for (admin port).
+    var faults: GatewayFaults
 
     /// Whether answers carry `apns-unique-id` (the sandbox does, production does not).
     var sendsUniqueID: Bool { environment == .development }

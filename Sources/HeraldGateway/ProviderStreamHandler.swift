@@ -135,6 +135,7 @@ final class ProviderStreamHandler: ChannelInboundHandler {
         if let limiter = port.limiter, !limiter.allow(target.token, nowMilliseconds: now) {
             return respond(context: context, APNsRejection(.tooManyRequests))
         }
+        if let fault = port.faults.take(topic: pushHeaders.bundleID) { return respond(context: context, fault) }
         let apnsID = target.apnsID ?? APNsID.random(using: &connection.ids)
         self.target?.apnsID = apnsID
         let notification = StoredNotification(

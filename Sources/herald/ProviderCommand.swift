@@ -7,12 +7,13 @@ import HeraldProvider
 struct ProviderCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "provider",
-        abstract: "Run the provider service: the app's own server (registrations, localized sends, pruning) with a REST API.",
+        abstract: "Run the provider service: the app's own server (registrations, localized sends, schedules in each user's time zone, pruning) with a REST API.",
         discussion: """
             Keeps its state in DIR/provider.sqlite and sends through an APNs client to --gateway (a Herald
-            gateway's provider port, or Apple's https://api.push.apple.com). The REST API and its OpenAPI
-            document (GET /openapi.json) are described in docs/provider-service.md. Prints one JSON line when
-            ready: {"port":N}.
+            gateway's provider port, or Apple's https://api.push.apple.com). Schedules survive restarts:
+            occurrences missed while stopped are sent at start-up when at most --missed-window old. The REST
+            API and its OpenAPI document (GET /openapi.json) are described in docs/provider-service.md. Prints
+            one JSON line when ready: {"port":N}.
             """)
 
     @Option(name: .customLong("data-dir"), help: ArgumentHelp("Where the provider keeps its database.", valueName: "DIR"))
@@ -38,11 +39,19 @@ struct ProviderCommand: AsyncParsableCommand {
     @Option(help: "Requests to the gateway in flight at once.")
     var concurrency: Int = 500
 
+    @Option(help: ArgumentHelp("How late a schedule's occurrence missed while the service was stopped may still be sent at start-up; older ones are recorded as missed.", valueName: "SECONDS"))
+    var missedWindow: Int = 3600
+
+    @Option(help: ArgumentHelp("How often to read the gateway's feedback lists and prune the tokens they name (0: never; Apple's service has no such list).", valueName: "SECONDS"))
+    var feedbackInterval: Int = 600
+
     func validate() throws {
         guard let url = URLComponents(string: gateway), url.scheme == "https" || url.scheme == "http", url.host != nil else {
             throw ValidationError("--gateway must be https://HOST:PORT (or http:// for a gateway's h2c port), not \"\(gateway)\"")
         }
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be 0…65535") }
+        guard missedWindow >= 0 else { throw ValidationError("--missed-window must be 0 or more seconds") }
+        guard feedbackInterval >= 0 else { throw ValidationError("--feedback-interval must be 0 (off) or more seconds") }
     }
 
     func run() async throws {
@@ -54,7 +63,16 @@ struct ProviderCommand: AsyncParsableCommand {
                                  maximumInFlight: concurrency),
             signer: signer)
         let database = try ProviderDatabase(directory: dataDirectory)
-        let service = ProviderService(database: database, sender: client, defaultLanguage: defaultLanguage)
+        let service = ProviderService(database: database, sender: client, defaultLanguage: defaultLanguage,
+                                      missedSendWindow: Int64(missedWindow) * 1000)
+        let caughtUp = try await service.startSchedules()
+        if caughtUp.late + caughtUp.missed > 0 {
+            printError("herald provider: \(caughtUp.late) schedule occurrence(s) missed while stopped sent now, \(caughtUp.missed) too old to send (recorded as missed)")
+        }
+        await service.startFeedbackPolling(every: Int64(feedbackInterval) * 1000) { poll in
+            for (topic, error) in poll.errors { printError("herald provider: feedback list of \(topic) unreadable: \(error)") }
+            if !poll.pruned.isEmpty { printError("herald provider: pruned \(poll.pruned.count) token(s) from the gateway's feedback lists") }
+        }
         let server: ProviderHTTPServer
         do { server = try await ProviderHTTPServer.start(service: service, host: host, port: port) } catch {
             throw ValidationError("cannot listen on \(host):\(port): \(error)")

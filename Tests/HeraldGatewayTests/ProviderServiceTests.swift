@@ -182,6 +182,52 @@ struct ProviderServiceTests {
         try await gateway.stop()
     }
 
+    @Test("503 from the gateway (faults injected on its admin port): the send is retried with the same apns-id and arrives once")
+    func retryOn503WithoutDuplicates() async throws {
+        let gateway = try await TestGateway.start()
+        let signer = try await gateway.makeKey(team: "TEAM000001", topics: ["com.example.app"])
+        let waits = NIOLockedValueBox<[Duration]>([])
+        let client = APNsClient(
+            configuration: .init(host: "localhost", port: gateway.ports.providerPort, tls: ClientTLS(trustRootsPath: gateway.certificates.caCertificatePath)),
+            signer: signer, clock: gateway.clock, sleep: { duration in waits.withLockedValue { $0.append(duration) } })
+        let service = ProviderService(database: try ProviderDatabase(directory: nil), sender: client, clock: gateway.clock)
+        let server = try await ProviderHTTPServer.start(service: service, port: 0)
+        let base = "http://127.0.0.1:\(server.port)"
+        let phone = try await Phone.start(gateway, provider: base, language: "en", zone: "Europe/Dublin", user: "ray")
+        try await DeviceRuntimeEndToEndTests.eventually("registration") { phone.app.registered.withLockedValue { $0 } == 1 }
+
+        let admin = "http://127.0.0.1:\(gateway.ports.adminPort!)"
+        let injected = try await Self.http("POST", admin + "/faults", #"{"reason":"ServiceUnavailable","count":2,"topic":"com.example.app"}"#)
+        #expect(injected.status == 200)
+        #expect(try await Self.http("POST", admin + "/faults", #"{"reason":"BadDeviceToken","count":1}"#).status == 400)
+
+        let sent = try await Self.http("POST", base + "/v1/sends", #"{"to":{"user":"ray"},"alert":{"body":"third time lucky"}}"#)
+        #expect(sent.json?["counts"] == .object(["accepted": .int(1)]))
+        guard case .array(let deliveries)? = sent.json?["deliveries"], let delivery = deliveries.first else { Issue.record("no delivery"); return }
+        #expect(delivery["attempts"] == .int(3))
+        #expect(waits.withLockedValue { $0.count } == 2)  // two backoffs, one per 503
+        try await DeviceRuntimeEndToEndTests.eventually("the push") { phone.shown.bodies == ["third time lucky"] }
+        // The gateway took it once: one receipt for the apns-id all three attempts carried, and nothing more arrives.
+        let apnsID = try #require(delivery["apnsId"]?.stringValue)
+        let receipt = try #require(try await client.receipt(apnsID: apnsID))
+        #expect(receipt.deliveries.count == 1)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(phone.shown.bodies == ["third time lucky"])
+        #expect(try await Self.http("GET", admin + "/faults").json?["faults"] == .array([]))
+
+        // More 503s than attempts: the report says so, and nothing arrives.
+        _ = try await Self.http("POST", admin + "/faults", #"{"reason":"ServiceUnavailable","count":5}"#)
+        let failed = try await Self.http("POST", base + "/v1/sends", #"{"to":{"user":"ray"},"alert":{"body":"never"}}"#)
+        #expect(failed.json?["counts"] == .object(["503 ServiceUnavailable": .int(1)]))
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(phone.shown.bodies == ["third time lucky"])
+
+        await phone.stop()
+        await server.close()
+        await client.close()
+        try await gateway.stop()
+    }
+
     @Test("a token registered again after its unregistration stays; the language fallback chain")
     func pruningAndFallback() async throws {
         let database = try ProviderDatabase(directory: nil)
