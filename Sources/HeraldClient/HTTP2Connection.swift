@@ -119,11 +119,19 @@ public final class HTTP2Connection: Sendable {
                 try stream.pipeline.syncOperations.addHandler(ResponseCollector(promise: promise))
                 let headers = self.headers(of: request)
                 let endWithHeaders = request.body.isEmpty
-                stream.write(HTTP2Frame.FramePayload.headers(.init(headers: headers, endStream: endWithHeaders)), promise: nil)
+                // A write the connection refuses (a stream opened just after the server's GOAWAY
+                // arrived, say) must fail the request, or it would wait for an answer forever.
+                let written = stream.eventLoop.makePromise(of: Void.self)
+                written.futureResult.whenFailure { error in
+                    stream.pipeline.fireErrorCaught(error)
+                    stream.close(promise: nil)
+                }
+                stream.write(HTTP2Frame.FramePayload.headers(.init(headers: headers, endStream: endWithHeaders)),
+                             promise: endWithHeaders ? written : nil)
                 if !endWithHeaders {
                     var buffer = stream.allocator.buffer(capacity: request.body.count)
                     buffer.writeBytes(request.body)
-                    stream.write(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(buffer), endStream: true)), promise: nil)
+                    stream.write(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(buffer), endStream: true)), promise: written)
                 }
                 stream.flush()
             }
