@@ -155,6 +155,21 @@ struct ProviderRouter: Sendable {
                 return Self.json(200, Self.json(try await service.report(id: id), replayed: false))
             case ("GET", "v1/sends/{}/receipts"):
                 return Self.json(200, Self.receipts(try await service.receipts(sendIDs: [argument])))
+            case ("GET", "v1/schedules/{}/plan"):
+                var hours = 24.0
+                if let query = request.uri.split(separator: "?", maxSplits: 1).dropFirst().first {
+                    for pair in query.split(separator: "&") where pair.hasPrefix("hours=") {
+                        guard let value = Double(pair.dropFirst(6)), value > 0, value <= 24 * 366 else {
+                            throw ProviderError(400, "hours must be a number of hours ahead, more than 0 and at most a year")
+                        }
+                        hours = value
+                    }
+                }
+                let runs = try await service.planAhead(argument, span: Int64(hours * 3_600_000))
+                return Self.json(200, .object(["runs": .array(runs.map { run in
+                    .object(["zone": .string(run.zone), "localDate": run.localDate.map { .string($0.description) } ?? .null,
+                             "dueAt": .string(Self.iso(run.dueAt)), "recipients": .int(Int64(run.recipients))])
+                })]))
             case ("GET", "v1/schedules/{}/receipts"):
                 let runs = try await service.scheduleStatus(argument).runs
                 return Self.json(200, Self.receipts(try await service.receipts(sendIDs: runs.compactMap(\.sendID))))

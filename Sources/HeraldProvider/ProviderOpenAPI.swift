@@ -59,6 +59,14 @@ public enum ProviderOpenAPI {
           "get": {"summary": "A schedule with its next occurrences, runs and counts", "responses": {"200": {"description": "found", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Schedule"}}}}, "404": {"$ref": "#/components/responses/Error"}}},
           "delete": {"summary": "Cancel a schedule (its runs stay readable)", "responses": {"200": {"description": "cancelled", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Schedule"}}}}, "404": {"$ref": "#/components/responses/Error"}}}
         },
+        "/v1/schedules/{id}/plan": {
+          "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}},
+                         {"name": "hours", "in": "query", "required": false, "schema": {"type": "number", "default": 24}}],
+          "get": {"summary": "The occurrences of the next hours in every zone, with how many registrations each would reach now",
+                  "responses": {"200": {"description": "the plan", "content": {"application/json": {"schema": {"type": "object", "properties": {"runs": {"type": "array", "items": {"type": "object",
+                    "properties": {"zone": {"type": "string"}, "localDate": {"type": ["string", "null"]}, "dueAt": {"type": "string", "format": "date-time"}, "recipients": {"type": "integer"}}}}}}}}},
+                                "400": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}}}
+        },
         "/v1/schedules/{id}/receipts": {
           "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
           "get": {"summary": "The gateway's receipts over every run of a schedule (Herald gateways only)",

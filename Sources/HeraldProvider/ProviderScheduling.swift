@@ -169,6 +169,40 @@ extension ProviderService {
         plan = SchedulePlan()
     }
 
+    /// One occurrence ahead: where, when, and to how many registrations it would go now.
+    public struct PlannedRun: Sendable, Hashable {
+        public var zone: String
+        public var localDate: LocalDate?
+        public var dueAt: Int64
+        public var recipients: Int
+    }
+
+    /// A schedule's occurrences in the next `span` milliseconds in every zone it runs in, with
+    /// their recipients as registered now — "what will tomorrow morning send?".
+    public func planAhead(_ id: String, span: Int64) throws(ProviderError) -> [PlannedRun] {
+        let until = clock.nowMilliseconds() + span
+        do {
+            guard let schedule = try database.schedule(id) else { throw ProviderError(404, "no schedule \(id)") }
+            guard schedule.state == .active else { return [] }
+            let now = clock.nowMilliseconds()
+            let zones = schedule.zoneKey == .eachRegistration ? try database.zones() : self.zones(of: schedule)
+            var planned: [PlannedRun] = []
+            for zone in zones {
+                let timeZone = TimeZone(identifier: zone) ?? TimeZone(identifier: "UTC")!
+                var after = now - 1
+                var recipients: Int?
+                while let next = schedule.timing.next(after: after, createdAt: schedule.createdAt, in: timeZone), next.at < until {
+                    if recipients == nil {
+                        recipients = ((try? resolve(schedule.send.target, zone: filterZone(schedule, zone))) ?? []).count
+                    }
+                    planned.append(PlannedRun(zone: zone, localDate: next.date, dueAt: next.at, recipients: recipients!))
+                    after = next.at
+                }
+            }
+            return planned.sorted { ($0.dueAt, $0.zone) < ($1.dueAt, $1.zone) }
+        } catch let error as ProviderError { throw error } catch { throw ProviderError(500, "\(error)") }
+    }
+
     /// Waits until the runs the alarm started have finished.
     public nonisolated func settle() async { await work.settle() }
 

@@ -3,5 +3,5 @@ import ArgumentParser
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench", abstract: "Benchmarks support (see docs/benchmarks.md).",
-        subcommands: [BenchPrepare.self, BenchBaseline.self, BenchDelivery.self, BenchScheduler.self])
+        subcommands: [BenchPrepare.self, BenchBaseline.self, BenchDelivery.self, BenchScheduler.self, BenchProviderSchedule.self])
 }
