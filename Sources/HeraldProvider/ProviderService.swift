@@ -34,6 +34,9 @@ public actor ProviderService {
     /// The schedules' plan (see ProviderScheduling.swift).
     var plan = SchedulePlan()
     let work = WorkTracker()
+    /// Pushes of one send started at once (each waits in the client for a stream when more are
+    /// started than it lets through).
+    public var sendConcurrency = 2_000
     private var feedbackAlarm: ClockAlarm?
 
     /// - Parameters:
@@ -124,12 +127,23 @@ public actor ProviderService {
             template = found
         }
         let plans = try targets.map { registration in try plan(request, for: registration, template: template) }
+        // At most `sendConcurrency` pushes of this send are started at once: a million-recipient
+        // send holds that many tasks, not a million (the client bounds the wire separately).
+        let sendConcurrency = self.sendConcurrency
         let results = try await withThrowingTaskGroup(of: (Int, APNsResult).self) { group in
-            for (index, plan) in plans.enumerated() {
-                group.addTask { (index, try await self.sender.send(plan.notification)) }
+            var next = 0
+            func startNext() {
+                guard next < plans.count else { return }
+                let (index, notification) = (next, plans[next].notification)
+                next += 1
+                group.addTask { (index, try await self.sender.send(notification)) }
             }
+            for _ in 0..<sendConcurrency { startNext() }
             var results = [APNsResult?](repeating: nil, count: plans.count)
-            for try await (index, result) in group { results[index] = result }
+            for try await (index, result) in group {
+                results[index] = result
+                startNext()
+            }
             return results.map { $0! }
         }
         var report = SendReport(id: UUID().uuidString.lowercased(), createdAt: clock.nowMilliseconds(), deliveries: [], pruned: [])

@@ -1,4 +1,7 @@
 import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import HeraldClient
 import HeraldCore
@@ -137,6 +140,11 @@ struct BenchProviderSchedule: AsyncParsableCommand {
         }
         let daySeconds = seconds(ContinuousClock.now - began)
         let rssAfter = BenchDelivery.residentKiB(getpid())
+        // What of that is live, and what is the allocator keeping from the busiest instant.
+        if let symbol = dlsym(dlopen(nil, RTLD_NOW), "malloc_trim") {
+            _ = unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)(0)
+        }
+        let rssTrimmed = BenchDelivery.residentKiB(getpid())
         let status = try await service.scheduleStatus(schedule.id)
         let late = gateway.lateness.sorted()
         let beyond = gateway.beyondRate.sorted()
@@ -144,8 +152,8 @@ struct BenchProviderSchedule: AsyncParsableCommand {
         print("counts: \(status.counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
         print(String(format: "lateness (due instant → answered): p50 %.3f s, p99 %.3f s, max %.3f s", Self.percentile(late, 0.5), Self.percentile(late, 0.99), late.last ?? 0))
         print(String(format: "beyond the rate (lateness − place in the instant's queue / rate): p50 %.3f s, p99 %.3f s, max %.3f s", Self.percentile(beyond, 0.5), Self.percentile(beyond, 0.99), beyond.last ?? 0))
-        print(String(format: "resident memory: %.1f MiB at start, %.1f MiB with the registrations stored and the day planned, %.1f MiB after the day",
-                     Double(rssStart) / 1024, Double(rssPlanned) / 1024, Double(rssAfter) / 1024))
+        print(String(format: "resident memory: %.1f MiB at start, %.1f MiB with the registrations stored and the day planned, %.1f MiB after the day (%.1f MiB after returning free pages to the system)",
+                     Double(rssStart) / 1024, Double(rssPlanned) / 1024, Double(rssAfter) / 1024, Double(rssTrimmed) / 1024))
         await service.stopSchedules()
         if dataDirectory == nil { try? FileManager.default.removeItem(atPath: directory) }
     }
