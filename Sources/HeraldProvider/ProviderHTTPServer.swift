@@ -86,6 +86,11 @@ struct ProviderRouter: Sendable {
         var headers: [(String, String)]
         var body: [UInt8]
         func header(_ name: String) -> String? { headers.first { $0.0 == name }?.1 }
+        /// A query parameter's value (the last one given).
+        func query(_ name: String) -> String? {
+            guard let query = uri.split(separator: "?", maxSplits: 1).dropFirst().first else { return nil }
+            return query.split(separator: "&").last { $0.hasPrefix(name + "=") }.map { String($0.dropFirst(name.count + 1)) }
+        }
     }
     struct Response: Sendable {
         var status: Int
@@ -157,13 +162,11 @@ struct ProviderRouter: Sendable {
                 return Self.json(200, Self.receipts(try await service.receipts(sendIDs: [argument])))
             case ("GET", "v1/schedules/{}/plan"):
                 var hours = 24.0
-                if let query = request.uri.split(separator: "?", maxSplits: 1).dropFirst().first {
-                    for pair in query.split(separator: "&") where pair.hasPrefix("hours=") {
-                        guard let value = Double(pair.dropFirst(6)), value > 0, value <= 24 * 366 else {
-                            throw ProviderError(400, "hours must be a number of hours ahead, more than 0 and at most a year")
-                        }
-                        hours = value
+                if let text = request.query("hours") {
+                    guard let value = Double(text), value > 0, value <= 24 * 366 else {
+                        throw ProviderError(400, "hours must be a number of hours ahead, more than 0 and at most a year")
                     }
+                    hours = value
                 }
                 let runs = try await service.planAhead(argument, span: Int64(hours * 3_600_000))
                 return Self.json(200, .object(["runs": .array(runs.map { run in
@@ -187,13 +190,10 @@ struct ProviderRouter: Sendable {
                 let (schedule, replayed) = try await service.schedule(timing, send: send, id: id)
                 return Self.json(replayed ? 200 : 201, Self.json(try await service.scheduleStatus(schedule.id)))
             case ("GET", "v1/schedules"):
-                let query = path == request.uri ? "" : String(request.uri.dropFirst(path.count + 1))
                 var state: Schedule.State?
-                for pair in query.split(separator: "&") where pair.hasPrefix("state=") {
-                    guard let wanted = Schedule.State(rawValue: String(pair.dropFirst(6))) else {
-                        throw ProviderError(400, "state must be active, finished or cancelled")
-                    }
-                    state = wanted
+                if let wanted = request.query("state") {
+                    guard let known = Schedule.State(rawValue: wanted) else { throw ProviderError(400, "state must be active, finished or cancelled") }
+                    state = known
                 }
                 let list = try await service.schedules(state: state)
                 var items: [JSONValue] = []

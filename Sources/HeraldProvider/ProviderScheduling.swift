@@ -258,9 +258,9 @@ extension ProviderService {
         } else {
             missed.append(latest)
         }
-        for occurrence in missed {
-            let targets = (try? resolve(schedule.send.target, zone: filterZone(schedule, zone)).count) ?? 0
-            guard targets > 0 else { continue }
+        // The recipients a missed occurrence would have reached, read once for all of them.
+        let targets = missed.isEmpty ? 0 : ((try? resolve(schedule.send.target, zone: filterZone(schedule, zone)).count) ?? 0)
+        for occurrence in missed where targets > 0 {
             try database.save(ScheduleRun(
                 scheduleID: schedule.id, zone: zone, localDate: occurrence.date, dueAt: occurrence.at, startedAt: now, finishedAt: now,
                 outcome: .missed, sendID: nil, counts: ["missed": targets]))

@@ -127,25 +127,9 @@ public actor ProviderService {
             template = found
         }
         let plans = try targets.map { registration in try plan(request, for: registration, template: template) }
-        // At most `sendConcurrency` pushes of this send are started at once: a million-recipient
-        // send holds that many tasks, not a million (the client bounds the wire separately).
-        let sendConcurrency = self.sendConcurrency
-        let results = try await withThrowingTaskGroup(of: (Int, APNsResult).self) { group in
-            var next = 0
-            func startNext() {
-                guard next < plans.count else { return }
-                let (index, notification) = (next, plans[next].notification)
-                next += 1
-                group.addTask { (index, try await self.sender.send(notification)) }
-            }
-            for _ in 0..<sendConcurrency { startNext() }
-            var results = [APNsResult?](repeating: nil, count: plans.count)
-            for try await (index, result) in group {
-                results[index] = result
-                startNext()
-            }
-            return results.map { $0! }
-        }
+        // The client bounds the wire; this bounds the tasks waiting for it.
+        let sender = self.sender
+        let results = try await concurrentMap(plans.map(\.notification), limit: sendConcurrency) { try await sender.send($0) }
         var report = SendReport(id: UUID().uuidString.lowercased(), createdAt: clock.nowMilliseconds(), deliveries: [], pruned: [])
         for (plan, result) in zip(plans, results) {
             report.deliveries.append(.init(
@@ -293,25 +277,11 @@ public actor ProviderService {
             }
         }
         do {
-            return try await withThrowingTaskGroup(of: (String, String).self) { group in
-                var statuses: [String: String] = [:]
-                var next = 0
-                func add() {
-                    guard next < apnsIDs.count else { return }
-                    let (token, apnsID) = apnsIDs[next]
-                    next += 1
-                    group.addTask {
-                        let receipt = try await self.sender.receipt(apnsID: apnsID)
-                        return (token, receipt?.deliveries.first { $0.token.lowercased() == token }?.status ?? "unknown")
-                    }
-                }
-                for _ in 0..<64 { add() }  // at most 64 questions in flight
-                while let (token, status) = try await group.next() {
-                    statuses[token] = status
-                    add()
-                }
-                return statuses
+            let sender = self.sender
+            let statuses = try await concurrentMap(apnsIDs, limit: 64) { token, apnsID in
+                (token, try await sender.receipt(apnsID: apnsID)?.deliveries.first { $0.token.lowercased() == token }?.status ?? "unknown")
             }
+            return Dictionary(statuses, uniquingKeysWith: { _, last in last })
         } catch let error as ProviderError { throw error } catch { throw ProviderError(502, "the gateway's receipts could not be read: \(error)") }
     }
 

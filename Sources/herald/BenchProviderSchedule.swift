@@ -62,9 +62,9 @@ struct BenchProviderSchedule: AsyncParsableCommand {
                 let ring = ringAt[due] ?? now
                 let place = answered[due, default: 0]
                 answered[due] = place + 1
-                let late = Double((now - ring).components.attoseconds) / 1e18 + Double((now - ring).components.seconds)
+                let late = (now - ring).seconds
                 lateness.append(late)
-                beyondRate.append(late - Double(place + 1) * Double(interval.components.attoseconds) / 1e18)
+                beyondRate.append(late - Double(place + 1) * interval.seconds)
             }
             return APNsResult(apnsID: notification.apnsID, status: 200)
         }
@@ -105,7 +105,7 @@ struct BenchProviderSchedule: AsyncParsableCommand {
                 batch.removeAll(keepingCapacity: true)
             }
         }
-        let insertSeconds = seconds(ContinuousClock.now - began)
+        let insertSeconds = (ContinuousClock.now - began).seconds
         print(String(format: "stored %d registrations in %.1f s (%.0f/s)", registrations, insertSeconds, Double(registrations) / insertSeconds))
 
         try await service.putTemplate(MessageTemplate(id: "morning", translations: [
@@ -117,10 +117,10 @@ struct BenchProviderSchedule: AsyncParsableCommand {
             .wallClock(WallClockRule(hour: 9, minute: 0, repeats: .daily)),
             send: SendRequest(target: .segment(topic: "com.example.app", tags: [], languages: []), message: .template(id: "morning", arguments: ["Herald"])),
             id: "morning")
-        let scheduleSeconds = seconds(ContinuousClock.now - began)
+        let scheduleSeconds = (ContinuousClock.now - began).seconds
         began = .now
         let day = try await service.planAhead(schedule.id, span: 86_400_000)
-        let planSeconds = seconds(ContinuousClock.now - began)
+        let planSeconds = (ContinuousClock.now - began).seconds
         let instants = Set(day.map(\.dueAt))
         let biggest = Dictionary(grouping: day, by: \.dueAt).mapValues { $0.reduce(0) { $0 + $1.recipients } }.values.max() ?? 0
         print(String(format: "schedule created and every zone's next occurrence planned: %.3f s", scheduleSeconds))
@@ -138,7 +138,7 @@ struct BenchProviderSchedule: AsyncParsableCommand {
             await service.settle()
             wakes += 1
         }
-        let daySeconds = seconds(ContinuousClock.now - began)
+        let daySeconds = (ContinuousClock.now - began).seconds
         let rssAfter = BenchDelivery.residentKiB(getpid())
         // What of that is live, and what is the allocator keeping from the busiest instant.
         if let symbol = dlsym(dlopen(nil, RTLD_NOW), "malloc_trim") {
@@ -158,5 +158,9 @@ struct BenchProviderSchedule: AsyncParsableCommand {
         if dataDirectory == nil { try? FileManager.default.removeItem(atPath: directory) }
     }
 
-    func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+}
+
+extension Duration {
+    /// The duration in seconds, as a `Double`.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
