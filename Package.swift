@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.2
 import PackageDescription
 
 let package = Package(
@@ -168,3 +168,9 @@ let package = Package(
         ),
     ]
 )
+
+// Herald's own targets build without warnings: every warning (a Swift 6 concurrency warning is a
+// data race the compiler could not rule out) fails the build. Dependencies are not affected.
+for target in package.targets {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.treatAllWarnings(as: .error)]
+}

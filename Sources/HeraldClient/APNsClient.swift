@@ -282,14 +282,14 @@ public final class APNsClient: Sendable {
     /// gateway learned are dead, with when. Throws ``APNsQueryError`` for a refusal (Apple answers
     /// these paths with 404 or 405).
     public func feedback(topic: String) async throws -> [APNsFeedbackItem] {
-        try JSONDecoder().decode([APNsFeedbackItem].self, from: Data(try await query("/3/feedback/\(topic)")))
+        try JSONReader.decode([APNsFeedbackItem].self, from: try await query("/3/feedback/\(topic)"), limits: JSONLimits(maximumBytes: 64 << 20, maximumDepth: 4))
     }
 
     /// A notification's delivery receipt (`GET /3/notifications/<apns-id>`): its status on each
     /// device, with the history; `nil` when the gateway has none for it (404).
     public func receipt(apnsID: String) async throws -> APNsReceipt? {
         do {
-            return try JSONDecoder().decode(APNsReceipt.self, from: Data(try await query("/3/notifications/\(apnsID)")))
+            return try JSONReader.decode(APNsReceipt.self, from: try await query("/3/notifications/\(apnsID)"))
         } catch let error as APNsQueryError where error.status == 404 {
             return nil
         }

@@ -56,14 +56,13 @@ public final class HTTP2Connection: Sendable {
     public static func connect(
         host: String, port: Int, tls: ClientTLS?, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> HTTP2Connection {
-        var sslContext: NIOSSLContext?
-        if let tls {
+        let sslContext: NIOSSLContext? = try tls.map { tls in
             var configuration = TLSConfiguration.makeClientConfiguration()
             configuration.applicationProtocols = tls.applicationProtocols
             if let roots = tls.trustRootsPath {
                 configuration.trustRoots = .file(roots)
             }
-            sslContext = try NIOSSLContext(configuration: configuration)
+            return try NIOSSLContext(configuration: configuration)
         }
         let serverName = tls?.serverName ?? (host.first?.isNumber == true || host.contains(":") ? nil : host)
         let observer = ConnectionObserver()

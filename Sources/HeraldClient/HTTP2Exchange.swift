@@ -42,7 +42,7 @@ public struct HTTP2Response: Sendable {
     public var rejection: APNsRejection? {
         guard !body.isEmpty else { return nil }
         struct Body: Decodable { var reason: String; var timestamp: Int64? }
-        guard let decoded = try? JSONDecoder().decode(Body.self, from: Data(body)) else { return nil }
+        guard let decoded = try? JSONReader.decode(Body.self, from: body, limits: .payload) else { return nil }
         return APNsRejection(APNsReason(rawValue: decoded.reason), timestampMilliseconds: decoded.timestamp)
     }
 }

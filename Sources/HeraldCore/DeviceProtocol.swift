@@ -117,9 +117,11 @@ public enum DeviceClientFrame: Sendable, Hashable {
             guard let topic = fields.string("topic") else { return .failure(fields.missing("topic", "a string")) }
             return .success(fields.type == "register" ? .register(topic: topic) : .unregister(topic: topic))
         case "ack":
-            guard let raw = fields.object["ids"] as? [Any], let texts = raw as? [String] else {
+            guard case .array(let raw)? = fields.object["ids"] else {
                 return .failure(fields.missing("ids", "an array of apns-id strings"))
             }
+            let texts = raw.compactMap { $0.string(maximumBytes: 64) }
+            guard texts.count == raw.count else { return .failure(fields.missing("ids", "an array of apns-id strings")) }
             guard texts.count <= DeviceProtocol.maximumAcksPerFrame else {
                 return .failure(DeviceFrameError("an ack frame carries at most \(DeviceProtocol.maximumAcksPerFrame) ids"))
             }
@@ -225,7 +227,7 @@ public enum DeviceServerFrame: Sendable, Hashable {
     /// Parses a text frame from the gateway, in one decoding pass (the device's hot path).
     public static func decode(_ bytes: [UInt8]) -> Result<DeviceServerFrame, DeviceFrameError> {
         let f: Fields
-        do { f = try decoder.decode(Fields.self, from: Data(bytes)) } catch {
+        do { f = try Fields(JSONReader.parseObject(bytes, limits: .payload)) } catch {
             return .failure(DeviceFrameError("the frame is not a JSON object of the protocol (\(error))"))
         }
         switch f.type {
@@ -266,10 +268,8 @@ public enum DeviceServerFrame: Sendable, Hashable {
         }
     }
 
-    private static let decoder = JSONDecoder()
-
-    /// Every field a gateway frame may carry.
-    private struct Fields: Decodable {
+    /// Every field a gateway frame may carry, read with checked conversions.
+    private struct Fields {
         var type: String
         var version: Int?
         var nonce: String?
@@ -289,12 +289,26 @@ public enum DeviceServerFrame: Sendable, Hashable {
         var expiration: Int64?
         var payload: JSONValue?
 
-        enum CodingKeys: String, CodingKey {
-            case type, version, nonce, device, environment, enrolled, topic, token, timestamp, code, message, priority, expiration, payload
-            case pingInterval = "ping-interval"
-            case apnsID = "apns-id"
-            case pushType = "push-type"
-            case collapseID = "collapse-id"
+        init(_ object: [String: JSONValue]) throws(JSONFieldError) {
+            let o = JSONFields(object)
+            type = try o.requiredString("type", maximumBytes: 64)
+            version = try o.integer("version", in: 0...Int(Int32.max))
+            nonce = try o.string("nonce", maximumBytes: 1_024)
+            device = try o.string("device", maximumBytes: 256)
+            environment = try o.string("environment", maximumBytes: 64)
+            enrolled = try o.bool("enrolled")
+            pingInterval = try o.integer("ping-interval", in: 0...Int(Int32.max))
+            topic = try o.string("topic", maximumBytes: 1_024)
+            token = try o.string("token", maximumBytes: 1_024)
+            timestamp = try o.int64("timestamp")
+            code = try o.string("code", maximumBytes: 256)
+            message = try o.string("message", maximumBytes: 4_096)
+            apnsID = try o.string("apns-id", maximumBytes: 64)
+            pushType = try o.string("push-type", maximumBytes: 64)
+            priority = try o.integer("priority", in: 0...255)
+            collapseID = try o.string("collapse-id", maximumBytes: 256)
+            expiration = try o.int64("expiration")
+            payload = object["payload"]
         }
     }
 
@@ -309,24 +323,20 @@ public struct DeviceFrameError: Error, Sendable, Hashable, CustomStringConvertib
 
 /// A frame's top-level JSON object and its `type`.
 private struct FrameFields {
-    var object: [String: Any]
+    var object: [String: JSONValue]
     var type: String
 
     static func parse(_ bytes: [UInt8]) -> Result<FrameFields, DeviceFrameError> {
-        guard let value = try? JSONSerialization.jsonObject(with: Data(bytes)) else {
-            return .failure(DeviceFrameError("the frame is not valid JSON"))
+        let object: [String: JSONValue]
+        do { object = try JSONReader.parseObject(bytes, limits: .payload) } catch {
+            return .failure(DeviceFrameError("the frame is not a JSON object (\(error))"))
         }
-        guard let object = value as? [String: Any] else { return .failure(DeviceFrameError("the frame is not a JSON object")) }
-        guard let type = object["type"] as? String else { return .failure(DeviceFrameError("the frame has no \"type\" string")) }
+        guard let type = object["type"]?.string(maximumBytes: 64) else { return .failure(DeviceFrameError("the frame has no \"type\" string")) }
         return .success(FrameFields(object: object, type: type))
     }
 
-    func string(_ key: String) -> String? { object[key] as? String }
-    func integer(_ key: String) -> Int? {
-        guard let number = object[key] as? NSNumber,
-              Double(number.intValue) == number.doubleValue else { return nil }
-        return number.intValue
-    }
+    func string(_ key: String) -> String? { object[key]?.string(maximumBytes: 4_096) }
+    func integer(_ key: String) -> Int? { object[key]?.integer(in: 0...Int(Int32.max)) }
     func base64(_ key: String) -> [UInt8]? { string(key).flatMap { Data(base64Encoded: $0) }.map(Array.init) }
     func missing(_ key: String, _ kind: String) -> DeviceFrameError {
         DeviceFrameError("a \(type) frame needs \"\(key)\" (\(kind))")

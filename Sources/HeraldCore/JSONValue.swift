@@ -37,11 +37,132 @@ public enum JSONValue: Hashable, Sendable, Codable {
     public var stringValue: String? { if case .string(let s) = self { return s } else { return nil } }
     /// A member of an object (`nil` for anything else).
     public subscript(key: String) -> JSONValue? { if case .object(let o) = self { return o[key] } else { return nil } }
-    public var numberValue: Double? {
+    /// The value as an integer of type `T` when it is exactly one (`3` and `3.0`, not `3.5`, not
+    /// `1e300` for `Int`): the checked conversion every externally read integer goes through.
+    public func integer<T: FixedWidthInteger>(_ type: T.Type = Int.self) -> T? {
         switch self {
-        case .int(let i): return Double(i)
-        case .double(let d): return d
+        case .int(let i): return T(exactly: i)
+        case .double(let d): return d.isFinite ? T(exactly: d) : nil
         default: return nil
         }
     }
+
+    /// The value as an `Int` within `range`, or `nil`.
+    public func integer(in range: ClosedRange<Int>) -> Int? {
+        guard let i = integer(Int.self), range.contains(i) else { return nil }
+        return i
+    }
+
+    /// The value as a finite double (integers converted), or `nil`.
+    public var finiteDouble: Double? {
+        switch self {
+        case .int(let i): return Double(i)
+        case .double(let d): return d.isFinite ? d : nil
+        default: return nil
+        }
+    }
+
+    /// The value when it is a string of at most `maximumBytes` UTF-8 bytes.
+    public func string(maximumBytes: Int) -> String? {
+        guard case .string(let s) = self, s.utf8.count <= maximumBytes else { return nil }
+        return s
+    }
+}
+
+/// A JSON object read from outside, with accessors that name the field in their errors: a field of
+/// the wrong type or range is refused with a message such as `"badge" must be an integer from 0 to
+/// 99999`, never converted with a trap. Absent and `null` fields read as `nil`.
+public struct JSONFields: Sendable {
+    public var object: [String: JSONValue]
+    /// Prefix for field names in messages (`"alert."` for a nested object).
+    public var path: String
+
+    public init(_ object: [String: JSONValue], path: String = "") {
+        self.object = object
+        self.path = path
+    }
+
+    /// The longest string a field may hold unless a caller says otherwise.
+    public static let defaultStringBytes = 64 << 10
+
+    func present(_ key: String) -> JSONValue? {
+        guard let value = object[key], value != .null else { return nil }
+        return value
+    }
+
+    func error(_ key: String, _ what: String) -> JSONFieldError { JSONFieldError(field: path + key, message: what) }
+
+    public func integer(_ key: String, in range: ClosedRange<Int>) throws(JSONFieldError) -> Int? {
+        guard let value = present(key) else { return nil }
+        guard let i = value.integer(in: range) else {
+            throw error(key, "must be an integer from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return i
+    }
+
+    public func int64(_ key: String, in range: ClosedRange<Int64> = Int64.min...Int64.max) throws(JSONFieldError) -> Int64? {
+        guard let value = present(key) else { return nil }
+        guard let i = value.integer(Int64.self), range.contains(i) else {
+            throw error(key, "must be an integer from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return i
+    }
+
+    public func double(_ key: String, in range: ClosedRange<Double>) throws(JSONFieldError) -> Double? {
+        guard let value = present(key) else { return nil }
+        guard let d = value.finiteDouble, range.contains(d) else {
+            throw error(key, "must be a number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return d
+    }
+
+    public func bool(_ key: String) throws(JSONFieldError) -> Bool? {
+        guard let value = present(key) else { return nil }
+        guard case .bool(let b) = value else { throw error(key, "must be true or false") }
+        return b
+    }
+
+    public func string(_ key: String, maximumBytes: Int = defaultStringBytes) throws(JSONFieldError) -> String? {
+        guard let value = present(key) else { return nil }
+        guard case .string(let s) = value else { throw error(key, "must be a string") }
+        guard s.utf8.count <= maximumBytes else { throw error(key, "must be at most \(maximumBytes) bytes") }
+        return s
+    }
+
+    public func requiredString(_ key: String, maximumBytes: Int = defaultStringBytes) throws(JSONFieldError) -> String {
+        guard let s = try string(key, maximumBytes: maximumBytes) else { throw error(key, "is required (a string)") }
+        return s
+    }
+
+    public func strings(_ key: String, maximumCount: Int = 1_000, maximumBytes: Int = 1_024) throws(JSONFieldError) -> [String]? {
+        guard let value = present(key) else { return nil }
+        guard case .array(let items) = value else { throw error(key, "must be an array of strings") }
+        guard items.count <= maximumCount else { throw error(key, "must have at most \(maximumCount) items") }
+        var strings: [String] = []
+        strings.reserveCapacity(items.count)
+        for item in items {
+            guard case .string(let s) = item else { throw error(key, "must be an array of strings") }
+            guard s.utf8.count <= maximumBytes else { throw error(key, "items must be at most \(maximumBytes) bytes") }
+            strings.append(s)
+        }
+        return strings
+    }
+
+    public func object(_ key: String) throws(JSONFieldError) -> JSONFields? {
+        guard let value = present(key) else { return nil }
+        guard case .object(let o) = value else { throw error(key, "must be an object") }
+        return JSONFields(o, path: path + key + ".")
+    }
+}
+
+/// A field read from outside that has the wrong type or range.
+public struct JSONFieldError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The field's name, with its parents (`alert.title`).
+    public var field: String
+    public var message: String
+    public init(field: String, message: String) {
+        self.field = field
+        self.message = message
+    }
+    public var description: String { "\"\(field)\" \(message)" }
 }

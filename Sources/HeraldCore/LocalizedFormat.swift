@@ -6,8 +6,9 @@ public enum LocalizedFormat {
     /// fraction, other numbers as Swift prints them, anything else empty.
     public static func argument(_ value: JSONValue) -> String {
         if let text = value.stringValue { return text }
-        guard let number = value.numberValue else { return "" }
-        return number == number.rounded() && abs(number) < 1e18 ? String(Int64(number)) : String(number)
+        if let integer = value.integer(Int64.self) { return String(integer) }
+        guard let number = value.finiteDouble else { return "" }
+        return String(number)
     }
 
     /// Substitutes `%@`, `%n$@` (and `%d`/`%i`/`%s`-style specifiers, which APNs arguments, being

@@ -37,9 +37,10 @@ public struct NotificationPayload: Hashable, Sendable, Codable {
         for (key, value) in custom { try c.encode(value, forKey: AnyKey(stringValue: key)) }
     }
 
-    /// Decodes a payload; throws when the bytes are not a JSON object.
+    /// Decodes a payload; throws when the bytes are not a strict JSON object within
+    /// ``JSONLimits/payload`` or a field has the wrong type or range.
     public static func decode(_ bytes: some Collection<UInt8>) throws -> NotificationPayload {
-        try JSONDecoder().decode(NotificationPayload.self, from: Data(bytes))
+        try JSONReader.decode(NotificationPayload.self, from: bytes, limits: .payload)
     }
 
     /// Encodes with sorted keys (stable output for tests and files).

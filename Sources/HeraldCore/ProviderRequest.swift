@@ -137,12 +137,12 @@ public enum ProviderRequestValidation {
     /// Checks the body: not empty, within the push type's limit (`bodySize` may exceed the bytes
     /// kept when the transport stopped buffering), and a JSON object.
     ///
-    /// APNs has no reason for a body that is not JSON; Herald answers `PayloadEmpty` (as APNSwift's
+    /// APNs has no reason for a body that is not strict JSON (RFC 8259, see ``JSONReader``); Herald answers `PayloadEmpty` (as APNSwift's
     /// test server does), because such a body carries no notification.
     public static func validatePayload(_ body: [UInt8], bodySize: Int, pushType: PushType) -> APNsRejection? {
         if bodySize == 0 { return APNsRejection(.payloadEmpty) }
         if bodySize > pushType.maximumPayloadSize { return APNsRejection(.payloadTooLarge) }
-        guard JSONObjectSyntax.isObject(body) else { return APNsRejection(.payloadEmpty) }
+        guard JSONReader.isObject(body) else { return APNsRejection(.payloadEmpty) }
         return nil
     }
 }

@@ -69,16 +69,22 @@ public struct ProviderToken: Sendable {
               let claimBytes = Base64URL.decode(Substring(parts[1])),
               let signatureBytes = Base64URL.decode(Substring(parts[2]))
         else { throw .malformed("a part is not base64url") }
-        let decoder = JSONDecoder()
-        guard let header = try? decoder.decode(Header.self, from: Data(headerBytes)) else {
+        let header: [String: JSONValue], claims: [String: JSONValue]
+        do { header = try JSONReader.parseObject(headerBytes, limits: Self.partLimits) } catch {
+            throw .malformed("the header is not a JSON object (\(error))")
+        }
+        guard let alg = header["alg"]?.stringValue, let kid = header["kid"]?.stringValue else {
             throw .malformed("the header is not a JSON object with string fields alg and kid")
         }
-        guard header.alg == "ES256" else { throw .unsupportedAlgorithm(header.alg) }
-        guard !header.kid.isEmpty else { throw .malformed("empty kid") }
-        guard let claims = try? decoder.decode(Claims.self, from: Data(claimBytes)) else {
+        guard alg == "ES256" else { throw .unsupportedAlgorithm(String(alg.prefix(32))) }
+        guard !kid.isEmpty else { throw .malformed("empty kid") }
+        guard kid.utf8.count <= Self.maximumKeyIDBytes else { throw .malformed("kid longer than \(Self.maximumKeyIDBytes) bytes") }
+        do { claims = try JSONReader.parseObject(claimBytes, limits: Self.partLimits) } catch {
+            throw .malformed("the claims are not a JSON object (\(error))")
+        }
+        guard let iss = claims["iss"]?.stringValue, let iat = claims["iat"].flatMap(Self.seconds) else {
             throw .malformed("the claims are not a JSON object with a string iss and a numeric iat")
         }
-        let kid = header.kid, iss = claims.iss, iat = claims.iat.seconds
         guard !iss.isEmpty else { throw .malformed("empty iss") }
 
         let signature: P256.Signing.ECDSASignature
@@ -99,30 +105,25 @@ public struct ProviderToken: Sendable {
         key.isValidSignature(signature, for: SHA256.hash(data: signingInput))
     }
 
-    private struct Header: Decodable { var alg: String; var kid: String }
-    private struct Claims: Decodable { var iss: String; var iat: FlexibleSeconds }
+    /// A JWT's header or claims may not exceed 4 KiB or nest.
+    static let partLimits = JSONLimits(maximumBytes: 4_096, maximumDepth: 2)
+    /// Apple's key ids are 10 characters; anything past 64 bytes is not one.
+    public static let maximumKeyIDBytes = 64
 
-    /// `iat` as an integer, a float or a numeric string; booleans and anything else are refused.
-    private struct FlexibleSeconds: Decodable {
-        var seconds: Int64
-        init(from decoder: Decoder) throws {
-            let c = try decoder.singleValueContainer()
-            let value: Double
-            if let i = try? c.decode(Int64.self) {
-                seconds = i
-                return
-            } else if let d = try? c.decode(Double.self) {
-                value = d
-            } else if let s = try? c.decode(String.self), let d = Double(s.trimmingCharacters(in: .whitespaces)) {
-                value = d
-            } else {
-                throw DecodingError.dataCorruptedError(in: c, debugDescription: "iat is not a number")
-            }
-            guard value.isFinite, abs(value) < 1e15 else {
-                throw DecodingError.dataCorruptedError(in: c, debugDescription: "iat out of range")
-            }
-            seconds = Int64(value.rounded(.down))
+    /// `iat` as an integer, a float or a numeric string (within ±10¹⁵ s); booleans and anything
+    /// else are refused.
+    static func seconds(_ value: JSONValue) -> Int64? {
+        let number: Double
+        switch value {
+        case .int(let i): return (-999_999_999_999_999...999_999_999_999_999).contains(i) ? i : nil
+        case .double(let d): number = d
+        case .string(let s):
+            guard s.utf8.count <= 64, let d = Double(s.trimmingCharacters(in: .whitespaces)) else { return nil }
+            number = d
+        default: return nil
         }
+        guard number.isFinite, abs(number) < 1e15 else { return nil }
+        return Int64(number.rounded(.down))
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import HeraldStore
 import Logging
 import NIOCore
@@ -80,7 +81,7 @@ private final class AdminHandler: ChannelInboundHandler {
                 faults.clear()
                 return send(.ok, faultsJSON(), type: "application/json", head: head, context: context)
             case .POST:
-                guard let fault = try? JSONDecoder().decode(GatewayFaults.Fault.self, from: Data(body)) else {
+                guard let fault = try? JSONReader.decode(GatewayFaults.Fault.self, from: body) else {
                     return send(.badRequest, #"{"error":"the body must be {\"reason\": \"ServiceUnavailable\", \"count\": N, \"topic\": optional}"}"# + "\n",
                                 type: "application/json", head: head, context: context)
                 }

@@ -88,7 +88,8 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         reason.write(webSocketErrorCode: closeCode)
         let frame = WebSocketFrame(fin: true, opcode: .connectionClose, data: reason)
         finish()
-        context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in context.close(promise: nil) }
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in channel.close(promise: nil) }
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -137,8 +138,9 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
             finish()
             var data = frame.unmaskedData
             let code = data.readSlice(length: min(2, data.readableBytes)) ?? context.channel.allocator.buffer(capacity: 0)
+            let channel = context.channel
             context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: code)))
-                .whenComplete { _ in context.close(promise: nil) }
+                .whenComplete { _ in channel.close(promise: nil) }
         case .binary:
             send(.error(code: .unsupportedFrame, message: "binary frames are not part of the protocol; send JSON text frames"), flush: true)
         default:
@@ -309,7 +311,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
             needsFlush = true
         } else if lowPriorityFlush == nil {
             // Priority 5 and 1 may wait a little to go out together.
-            lowPriorityFlush = context.eventLoop.scheduleTask(in: port.lowPriorityDelay) { [self] in
+            lowPriorityFlush = context.eventLoop.assumeIsolated().scheduleTask(in: port.lowPriorityDelay) { [self] in
                 lowPriorityFlush = nil
                 self.context?.flush()
             }
@@ -335,7 +337,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         // The budget is computed on the injected clock, which real time does not drive: look
         // again at least every second while something is held.
         let wait = TimeAmount.milliseconds(min(1000, max(100, nextAt - now)))
-        releaseTimers[topic] = context.eventLoop.scheduleTask(in: wait) { [self] in
+        releaseTimers[topic] = context.eventLoop.assumeIsolated().scheduleTask(in: wait) { [self] in
             releaseTimers[topic] = nil
             guard let held = heldBackground.removeValue(forKey: topic) else { return }
             offer(held)

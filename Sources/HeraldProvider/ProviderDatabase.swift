@@ -80,7 +80,7 @@ public final class ProviderDatabase: Sendable {
     }()
 
     private static func json<T: Encodable>(_ value: T) throws -> String { String(decoding: try encoder.encode(value), as: UTF8.self) }
-    private static func decode<T: Decodable>(_ type: T.Type, _ text: String) throws -> T { try JSONDecoder().decode(type, from: Data(text.utf8)) }
+    private static func decode<T: Decodable>(_ type: T.Type, _ text: String) throws -> T { try JSONReader.decode(type, from: text.utf8) }
 
     // MARK: registrations
 

@@ -130,7 +130,7 @@ struct ProviderRouter: Sendable {
                 return Self.json(200, Self.json(r))
             case ("GET", "v1/registrations/{}"):
                 let token = argument
-                guard let r = try await service.database.registration(token: token.lowercased()) else {
+                guard let r = try service.database.registration(token: token.lowercased()) else {
                     throw ProviderError(404, "no registration for token \(token)")
                 }
                 return Self.json(200, Self.json(r))
@@ -209,16 +209,17 @@ struct ProviderRouter: Sendable {
             }
         } catch let error as ProviderError {
             return Self.error(error)
+        } catch let error as JSONFieldError {
+            return Self.error(ProviderError(400, "\(error)"))
         } catch {
             return Self.error(ProviderError(500, "\(error)"))
         }
     }
 
     private func object(_ body: [UInt8]) throws -> [String: JSONValue] {
-        guard case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: Data(body)) else {
-            throw ProviderError(400, "the body must be a JSON object")
+        do { return try JSONReader.parseObject(body) } catch {
+            throw ProviderError(400, "the body must be a JSON object (RFC 8259): \(error)")
         }
-        return o
     }
 
     private func string(_ o: [String: JSONValue], _ key: String) throws -> String {
@@ -267,12 +268,15 @@ struct ProviderRouter: Sendable {
         if case .none = message, o["badge"] == nil, o["sound"] == nil, !contentAvailable {
             throw ProviderError(400, "say something: \"template\", \"alert\", \"locKey\", \"badge\", \"sound\" or \"contentAvailable\": true")
         }
+        let f = JSONFields(o)
         return SendRequest(
-            target: target, message: message, badge: o["badge"]?.numberValue.map { Int($0) }, sound: o["sound"]?.stringValue,
-            contentAvailable: contentAvailable, category: o["category"]?.stringValue, threadID: o["threadId"]?.stringValue, data: data,
-            pushType: o["pushType"]?.stringValue, priority: o["priority"]?.numberValue.map { Int($0) },
-            expiration: o["expiration"]?.numberValue.map { Int64($0) }, collapseID: o["collapseId"]?.stringValue,
-            idempotencyKey: idempotencyHeader ?? o["idempotencyKey"]?.stringValue)
+            target: target, message: message, badge: try f.integer("badge", in: 0...Int(Int32.max)),
+            sound: try f.string("sound", maximumBytes: 256),
+            contentAvailable: contentAvailable, category: try f.string("category", maximumBytes: 256),
+            threadID: try f.string("threadId", maximumBytes: 256), data: data,
+            pushType: try f.string("pushType", maximumBytes: 64), priority: try f.integer("priority", in: 1...10),
+            expiration: try f.int64("expiration", in: 0...Int64(UInt32.max)), collapseID: try f.string("collapseId", maximumBytes: 64),
+            idempotencyKey: try idempotencyHeader ?? f.string("idempotencyKey", maximumBytes: 256))
     }
 
     /// `{"counts": {"delivered": 3, …}, "tokens": {"<token>": "delivered", …}}`.
@@ -319,8 +323,8 @@ struct ProviderRouter: Sendable {
             }
             repeats = .weekly(weekdays: days)
         case "monthly":
-            guard let day = o["day"]?.numberValue, day == day.rounded() else { throw ProviderError(400, "a monthly schedule needs \"day\" (1…31)") }
-            repeats = .monthly(day: Int(day))
+            guard let day = try JSONFields(o).integer("day", in: 1...31) else { throw ProviderError(400, "a monthly schedule needs \"day\" (1…31)") }
+            repeats = .monthly(day: day)
         case let other:
             throw ProviderError(400, "\"repeat\" must be once, daily, weekly or monthly, not \"\(other)\"")
         }

@@ -31,7 +31,7 @@ public final class AgentClient: Sendable {
                 return out
             }
             for line in complete {
-                if case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: Data(line)) {
+                if case .object(let object)? = try? JSONReader.parse(line) {
                     received.withLockedValue { $0.append(object) }
                 }
             }

@@ -27,7 +27,7 @@ struct DeviceState: Codable {
     static func load(from directory: String) throws -> DeviceState? {
         let path = path(in: directory)
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        do { return try JSONDecoder().decode(DeviceState.self, from: data) } catch {
+        do { return try JSONReader.decode(DeviceState.self, from: data) } catch {
             throw ValidationError("\(path) is not a device state file (\(error)); remove it and run again")
         }
     }

@@ -45,7 +45,7 @@ struct DevicePlanCommand: ParsableCommand {
 
         func array(_ path: String, _ what: String) throws -> [JSONValue] {
             let text = try readText(path, what: what)
-            guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)), case .array(let items) = value else {
+            guard let value = try? JSONReader.parse(text.utf8), case .array(let items) = value else {
                 throw ValidationError("\(path) must hold a JSON array of \(what)s")
             }
             return items

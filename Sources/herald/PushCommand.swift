@@ -145,7 +145,7 @@ struct PushCommand: AsyncParsableCommand {
                 let key = String(entry[..<entry.firstIndex(of: "=")!])
                 let text = String(entry[entry.index(after: entry.firstIndex(of: "=")!)...])
                 guard key != "aps", !key.isEmpty else { throw ValidationError("--data key \"\(key)\" is not allowed (custom keys go beside aps)") }
-                guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) else {
+                guard let value = try? JSONReader.parse(text.utf8) else {
                     throw ValidationError("--data \(key)=\(text): the value must be JSON (quote strings: \(key)='\"\(text)\"')")
                 }
                 root[key] = value
@@ -179,7 +179,7 @@ struct PushCommand: AsyncParsableCommand {
             let isTLS = components.scheme == "https"
             let signer = try credentials.signer()
             let body = payload != nil ? Array(try readText(payload!, what: "--payload").utf8) : try flagPayload()
-            let kind = pushType ?? ((try? JSONDecoder().decode(NotificationPayload.self, from: Data(body)))?.isBackgroundOnly == true ? "background" : "alert")
+            let kind = pushType ?? ((try? NotificationPayload.decode(body))?.isBackgroundOnly == true ? "background" : "alert")
             let targets = try readTokens()
             let client = APNsClient(
                 configuration: .init(

@@ -49,7 +49,7 @@ final class GatewayProcess: @unchecked Sendable {
     init(dataDirectory: String, extraArguments: [String] = []) throws {
         self.dataDirectory = dataDirectory
         stderrPath = (dataDirectory as NSString).appendingPathComponent("gateway.stderr")
-        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: Herald.executable)
         process.arguments = ["gateway", "--data-dir", dataDirectory, "--provider-port", "0", "--h2c-port", "0",
                              "--admin-port", "0", "--host", "127.0.0.1", "--log-level", "warning"] + extraArguments

@@ -98,7 +98,7 @@ struct AgentSocketTests {
         #expect(outcomes.last == "finished: newData")
 
         await app.close()
-        try await user.first("nothing") { _ in true }  // the user connection has answers
+        _ = try await user.first("nothing") { _ in true }  // the user connection has answers
         for _ in 0..<200 where await s.runtime.center(for: "com.example.app") != nil {
             let states = s.journal.events.withLockedValue { $0.compactMap { if case .lifecycleChanged(_, let l) = $0 { l } else { nil } } }
             if states.last == .terminatedBySystem { break }

@@ -21,8 +21,9 @@ final class AgentSession: Sendable {
         for await line in lines where !line.trimmingCharacters(in: .whitespaces).isEmpty {
             var id: JSONValue = .null
             do {
-                guard case .object(let message)? = try? JSONDecoder().decode(JSONValue.self, from: Data(line.utf8)) else {
-                    throw RuntimeError("not a JSON object: each line must be one JSON object")
+                let message: [String: JSONValue]
+                do { message = try JSONReader.parseObject(line.utf8) } catch {
+                    throw RuntimeError("not a JSON object (\(error)): each line must be one JSON object")
                 }
                 id = message["id"] ?? .null
                 var reply = try await handle(message)
@@ -123,14 +124,16 @@ final class AgentSession: Sendable {
         case "removeAllDelivered": try await center().removeAllDeliveredNotifications(); return [:]
         case "badge": return ["badge": .int(Int64(try await center().badge()))]
         case "setBadge":
-            guard let badge = m["badge"]?.numberValue, badge == badge.rounded() else { throw RuntimeError("setBadge needs \"badge\": an integer") }
-            try await center().setBadge(Int(badge))
+            guard let badge = m["badge"]?.integer(in: NotificationContent.badgeRange) else {
+                throw RuntimeError("setBadge needs \"badge\": an integer from 0 to \(NotificationContent.badgeRange.upperBound)")
+            }
+            try await center().setBadge(badge)
             return [:]
         case "registerForRemote": try await center().registerForRemoteNotifications(); return [:]
         case "complete":
             let (_, delegate) = try app()
-            guard let number = m["callback"]?.numberValue else { throw RuntimeError("complete needs \"callback\": the number of the callback answered") }
-            try delegate.complete(Int(number), m)
+            guard let number = m["callback"]?.integer(Int.self) else { throw RuntimeError("complete needs \"callback\": the number of the callback answered") }
+            try delegate.complete(number, m)
             return [:]
         case "user": return try await user(m)
         case "device": return try await device(m)
@@ -200,7 +203,7 @@ final class AgentSession: Sendable {
         if case .string(let zone)? = m["timeZone"] { await runtime.setTimeZone(try PlanFormat.timeZone(zone)) }
         if case .bool(let on)? = m["locationServices"] { await runtime.setLocationServices(enabled: on) }
         if case .object(let l)? = m["location"] {
-            guard let lat = l["latitude"]?.numberValue, let lon = l["longitude"]?.numberValue else {
+            guard let lat = l["latitude"]?.finiteDouble, let lon = l["longitude"]?.finiteDouble else {
                 throw RuntimeError("a location needs \"latitude\" and \"longitude\"")
             }
             await runtime.setLocation(latitude: lat, longitude: lon)

@@ -26,10 +26,16 @@ public struct AlertLocalization: Sendable {
                     throw StringsFile.ParseError("\(strings): \(error)")
                 }
             } else if let data = FileManager.default.contents(atPath: json) {
-                guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: String] else {
-                    throw StringsFile.ParseError("\(json): not a JSON object of strings")
+                let object: [String: JSONValue]
+                do { object = try JSONReader.parseObject(data, limits: JSONLimits(maximumBytes: 16 << 20, maximumDepth: 1)) } catch {
+                    throw StringsFile.ParseError("\(json): not a JSON object of strings (\(error))")
                 }
-                tables[language] = object
+                var table: [String: String] = [:]
+                for (key, value) in object {
+                    guard let text = value.stringValue else { throw StringsFile.ParseError("\(json): \"\(key)\" is not a string") }
+                    table[key] = text
+                }
+                tables[language] = table
             }
         }
         return AlertLocalization(tables: tables)

@@ -28,7 +28,7 @@ public enum SilentPushes {
     /// A silent push: `aps` holds `content-available: 1` and no alert, sound or badge.
     public static func isSilent(_ payload: JSONValue) -> Bool {
         guard case .object(let root) = payload, case .object(let aps)? = root["aps"] else { return false }
-        guard aps["content-available"]?.numberValue == 1 else { return false }
+        guard aps["content-available"]?.integer(Int.self) == 1 else { return false }
         return aps["alert"] == nil && aps["sound"] == nil && aps["badge"] == nil
     }
 
@@ -112,7 +112,7 @@ public enum ServiceExtension {
     /// Runs only for remote alerts with `mutable-content: 1`: never for silent, sound-only or badge-only pushes.
     public static func runs(for payload: JSONValue) -> Bool {
         guard case .object(let root) = payload, case .object(let aps)? = root["aps"],
-              aps["mutable-content"]?.numberValue == 1 else { return false }
+              aps["mutable-content"]?.integer(Int.self) == 1 else { return false }
         return hasAlertText(aps)
     }
 
@@ -157,7 +157,7 @@ public enum NotificationGrouping {
             var aps: [String: JSONValue] = [:]
             if case .object(let root) = payload, case .object(let a)? = root["aps"] { aps = a }
             threadID = aps["thread-id"]?.stringValue
-            relevance = min(1, max(0, aps["relevance-score"]?.numberValue ?? 0))
+            relevance = min(1, max(0, aps["relevance-score"]?.finiteDouble ?? 0))
             level = aps["interruption-level"]?.stringValue.flatMap(InterruptionLevel.init(rawValue:)) ?? .active
         }
     }

@@ -37,17 +37,20 @@ public struct NotificationContent: Sendable, Hashable {
         return kinds
     }
 
+    /// The badge numbers a notification may set (anything else in `badge` is ignored).
+    public static let badgeRange = 0...Int(Int32.max)
+
     /// A local request's content object.
     public static func local(_ json: JSONValue) -> NotificationContent {
         guard case .object(let c) = json else { return NotificationContent() }
         var content = NotificationContent(
             title: c["title"]?.stringValue, subtitle: c["subtitle"]?.stringValue, body: c["body"]?.stringValue,
-            badge: c["badge"]?.numberValue.map { Int($0) }, sound: c["sound"]?.stringValue,
+            badge: c["badge"]?.integer(in: Self.badgeRange), sound: c["sound"]?.stringValue,
             category: c["category"]?.stringValue, thread: c["thread"]?.stringValue)
         if let level = c["interruptionLevel"]?.stringValue.flatMap(NotificationGrouping.InterruptionLevel.init(rawValue:)) {
             content.interruptionLevel = level
         }
-        content.relevance = min(1, max(0, c["relevance"]?.numberValue ?? 0))
+        content.relevance = min(1, max(0, c["relevance"]?.finiteDouble ?? 0))
         content.userInfo = c["userInfo"] ?? .object([:])
         return content
     }
@@ -76,12 +79,13 @@ public struct NotificationContent: Sendable, Hashable {
             content.body = text("body", "loc-key", "loc-args")
         default: break
         }
-        content.badge = aps["badge"]?.numberValue.map { Int($0) }
+        // A badge that is not an integer in range is ignored, as a field of the wrong type is.
+        content.badge = aps["badge"]?.integer(in: Self.badgeRange)
         switch aps["sound"] {
         case .string(let name)?: content.sound = name
         case .object(let sound)?:
             content.sound = sound["name"]?.stringValue ?? "default"
-            content.criticalSound = sound["critical"]?.numberValue == 1
+            content.criticalSound = sound["critical"]?.integer(Int.self) == 1
         default: break
         }
         content.category = aps["category"]?.stringValue

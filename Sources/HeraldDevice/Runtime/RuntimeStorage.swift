@@ -19,7 +19,7 @@ struct RuntimeStorage: Sendable {
     func load(_ appID: String) throws(RuntimeError) -> SavedApp? {
         let path = path(appID)
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        do { return try JSONDecoder().decode(SavedApp.self, from: data) } catch {
+        do { return try JSONReader.decode(SavedApp.self, from: data, limits: JSONLimits(maximumBytes: 64 << 20, maximumDepth: 64)) } catch {
             throw RuntimeError("\(path) is not a saved app state (\(error)); remove it to start the app afresh")
         }
     }

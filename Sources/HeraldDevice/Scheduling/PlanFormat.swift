@@ -123,7 +123,7 @@ public enum PlanFormat {
         }
         func number(_ key: String) throws -> Double? {
             guard let v = t[key] else { return nil }
-            guard let n = v.numberValue else { throw FormatError("trigger \"\(key)\" must be a number") }
+            guard let n = v.finiteDouble else { throw FormatError("trigger \"\(key)\" must be a number") }
             return n
         }
         guard case .string(let type)? = t["type"] else { throw FormatError("a trigger needs \"type\": interval, calendar, date or location") }
@@ -213,7 +213,7 @@ public enum PlanFormat {
         }
         if case .string(let zone)? = e["timeZone"] { return Event(at: at, change: .timeZone(try timeZone(zone))) }
         if case .object(let l)? = e["location"] {
-            guard let lat = l["latitude"]?.numberValue, let lon = l["longitude"]?.numberValue else {
+            guard let lat = l["latitude"]?.finiteDouble, let lon = l["longitude"]?.finiteDouble else {
                 throw FormatError("a location event needs \"latitude\" and \"longitude\"")
             }
             return Event(at: at, change: .location(latitude: lat, longitude: lon))

@@ -85,14 +85,20 @@ public enum NotificationTrigger: Sendable, Hashable {
     }
 
     /// Checks the rules a device enforces when the request is added.
+    /// The longest time interval a trigger may wait: 100 years.
+    public static let maximumIntervalSeconds: Double = 3_155_760_000
+
     public func validate() throws(TriggerError) {
         switch self {
         case .interval(let seconds, let repeats):
             guard seconds > 0, seconds.isFinite else { throw TriggerError("a time interval must be greater than 0 seconds") }
+            guard seconds <= Self.maximumIntervalSeconds else {
+                throw TriggerError("a time interval must be at most \(Int(Self.maximumIntervalSeconds)) seconds (100 years)")
+            }
             if repeats && seconds < 60 { throw TriggerError("a repeating time interval must be at least 60 seconds, not \(seconds)") }
         case .calendar(let match, _):
             let ranges: [(String, Int?, ClosedRange<Int>)] = [
-                ("month", match.month, 1...12), ("day", match.day, 1...31), ("weekday", match.weekday, 1...7),
+                ("year", match.year, 1...9999), ("month", match.month, 1...12), ("day", match.day, 1...31), ("weekday", match.weekday, 1...7),
                 ("hour", match.hour, 0...23), ("minute", match.minute, 0...59), ("second", match.second, 0...59),
             ]
             for (name, value, range) in ranges {
@@ -106,7 +112,9 @@ public enum NotificationTrigger: Sendable, Hashable {
             guard (-90...90).contains(region.latitude), (-180...180).contains(region.longitude) else {
                 throw TriggerError("latitude must be in -90...90 and longitude in -180...180")
             }
-            guard region.radius > 0 else { throw TriggerError("a region's radius must be greater than 0 metres") }
+            guard region.radius > 0, region.radius <= 20_000_000 else {
+                throw TriggerError("a region's radius must be greater than 0 and at most 20,000,000 metres")
+            }
             guard onEntry || onExit else { throw TriggerError("a location trigger needs onEntry or onExit") }
         }
     }
