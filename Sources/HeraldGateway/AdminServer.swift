@@ -16,7 +16,7 @@ final class AdminServer: Sendable {
     private init(serverChannel: Channel) { self.serverChannel = serverChannel }
 
     static func bind(
-        host: String, port: Int, metrics: GatewayMetrics, store: any HeraldStore, faults: GatewayFaults, group: EventLoopGroup, logger: Logger
+        host: String, port: Int, metrics: GatewayMetrics, store: any HeraldStore, faults: GatewayFaults?, group: EventLoopGroup, logger: Logger
     ) async throws -> AdminServer {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -39,12 +39,13 @@ private final class AdminHandler: ChannelInboundHandler {
 
     let metrics: GatewayMetrics
     let store: any HeraldStore
-    let faults: GatewayFaults
+    /// `nil` unless the gateway was started with fault injection: `/faults` is then 404.
+    let faults: GatewayFaults?
     let logger: Logger
     private var request: HTTPRequestHead?
     private var body: [UInt8] = []
 
-    init(metrics: GatewayMetrics, store: any HeraldStore, faults: GatewayFaults, logger: Logger) {
+    init(metrics: GatewayMetrics, store: any HeraldStore, faults: GatewayFaults?, logger: Logger) {
         self.metrics = metrics
         self.store = store
         self.faults = faults
@@ -57,7 +58,8 @@ private final class AdminHandler: ChannelInboundHandler {
             request = head
             body = []
         case .body(var buffer):
-            if body.count < 65_536 { body += buffer.readBytes(length: buffer.readableBytes) ?? [] }
+            // Admin bodies are a few bytes; more than 64 KiB is not kept (and then not valid JSON).
+            if body.count + buffer.readableBytes <= 65_536 { body += buffer.readBytes(length: buffer.readableBytes) ?? [] } else { body = [0] }
         case .end:
             guard let head = request else { return }
             request = nil
@@ -65,7 +67,7 @@ private final class AdminHandler: ChannelInboundHandler {
         }
     }
 
-    private func faultsJSON() -> String {
+    private func faultsJSON(_ faults: GatewayFaults) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return String(decoding: (try? encoder.encode(["faults": faults.pending])) ?? Data(), as: UTF8.self) + "\n"
@@ -73,13 +75,13 @@ private final class AdminHandler: ChannelInboundHandler {
 
     private func route(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
         let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
-        if path == "/faults" {
+        if path == "/faults", let faults {
             switch head.method {
             case .GET:
-                return send(.ok, faultsJSON(), type: "application/json", head: head, context: context)
+                return send(.ok, faultsJSON(faults), type: "application/json", head: head, context: context)
             case .DELETE:
                 faults.clear()
-                return send(.ok, faultsJSON(), type: "application/json", head: head, context: context)
+                return send(.ok, faultsJSON(faults), type: "application/json", head: head, context: context)
             case .POST:
                 guard let fault = try? JSONReader.decode(GatewayFaults.Fault.self, from: body) else {
                     return send(.badRequest, #"{"error":"the body must be {\"reason\": \"ServiceUnavailable\", \"count\": N, \"topic\": optional}"}"# + "\n",
@@ -89,7 +91,7 @@ private final class AdminHandler: ChannelInboundHandler {
                     return send(.badRequest, #"{"error":"\#(problem)"}"# + "\n", type: "application/json", head: head, context: context)
                 }
                 logger.notice("fault injected", metadata: ["reason": "\(fault.reason)", "count": "\(fault.count)", "topic": "\(fault.topic ?? "*")"])
-                return send(.ok, faultsJSON(), type: "application/json", head: head, context: context)
+                return send(.ok, faultsJSON(faults), type: "application/json", head: head, context: context)
             default:
                 return send(.methodNotAllowed, "GET, POST or DELETE\n", type: "text/plain", head: head, context: context)
             }
@@ -115,7 +117,7 @@ private final class AdminHandler: ChannelInboundHandler {
                     type: "text/plain; version=0.0.4; charset=utf-8", head: head, context: context)
             }
         default:
-            send(.notFound, "not found: try /health, /metrics or /faults\n", type: "text/plain", head: head, context: context)
+            send(.notFound, faults == nil ? "not found: try /health or /metrics\n" : "not found: try /health, /metrics or /faults\n", type: "text/plain", head: head, context: context)
         }
     }
 

@@ -95,7 +95,8 @@ public final class Gateway: Service, Sendable {
             }
             if let adminPort = configuration.adminPort {
                 let server = try await AdminServer.bind(
-                    host: configuration.host, port: adminPort, metrics: metrics, store: store, faults: faults, group: group, logger: logger)
+                    host: configuration.adminHost, port: adminPort, metrics: metrics, store: store,
+                    faults: configuration.faultInjection ? faults : nil, group: group, logger: logger)
                 admin = server
                 ports.adminPort = server.port
             }

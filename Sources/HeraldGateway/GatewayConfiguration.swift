@@ -7,8 +7,15 @@ import NIOSSL
 public struct GatewayConfiguration: Sendable {
     /// The one environment this gateway runs as.
     public var environment: APNsEnvironment = .development
-    /// The address the TLS provider port (and the admin port) listen on.
+    /// The address the TLS provider, device and feedback ports listen on.
     public var host: String = "0.0.0.0"
+    /// The address the admin port listens on: loopback unless the operator names another.
+    public var adminHost: String = "127.0.0.1"
+    /// Whether the admin port serves `/faults` (refusals injected to test providers). Off unless
+    /// the gateway is started for testing; `/faults` then answers 404.
+    public var faultInjection = false
+    /// Deadlines and bounds on peers (see ``GatewayLimits``).
+    public var limits = GatewayLimits()
     /// The TLS provider port; 0 lets the system choose.
     public var providerPort: Int = 2197
     /// The server certificate chain and key for the provider port.
@@ -73,11 +80,20 @@ public struct GatewayConfiguration: Sendable {
         let key = try NIOSSLPrivateKey(file: tls.privateKeyPath, format: .pem)
         var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
         configuration.minimumTLSVersion = .tlsv12
+        // TLS 1.2 with forward secrecy and AEAD only; TLS 1.3's suites are all AEAD.
+        configuration.cipherSuites = Self.tls12CipherSuites
         return configuration
     }
 }
 
 extension GatewayConfiguration {
+    /// The TLS 1.2 cipher suites every TLS port offers: ECDHE key exchange, AES-GCM or ChaCha20-Poly1305.
+    static let tls12CipherSuites = [
+        "ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-RSA-AES128-GCM-SHA256",
+        "ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-RSA-AES256-GCM-SHA384",
+        "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305",
+    ].joined(separator: ":")
+
     /// The feedback port's TLS: client certificates required, verified against `feedbackClientCAPath`.
     func makeFeedbackTLSContext() throws -> NIOSSLContext {
         guard let caPath = feedbackClientCAPath else {
@@ -111,4 +127,44 @@ public struct GatewayPorts: Sendable, Hashable, Codable {
         case devicePort = "device_port"
         case feedbackPort = "feedback_port"
     }
+}
+
+/// Deadlines and bounds on what one peer may hold: every port closes a peer that is slow, silent
+/// or floods. Defaults are documented in docs/provider-api.md and docs/device-protocol.md.
+public struct GatewayLimits: Sendable, Hashable {
+    /// Time a peer has to complete the TLS handshake on any TLS port.
+    public var handshakeTimeout: TimeAmount = .seconds(10)
+    /// A provider connection with no open stream for this long gets GOAWAY `{"reason":"IdleTimeout"}`
+    /// and is closed.
+    public var providerIdleTimeout: TimeAmount = .seconds(3600)
+    /// Open provider connections (TLS and h2c) from one IP address.
+    public var providerConnectionsPerAddress = 64
+    /// Resets of streams still in progress (not yet answered) one provider connection may send in
+    /// ``resetWindow``; past it the connection gets GOAWAY `ENHANCE_YOUR_CALM` and is closed. Resets
+    /// of streams already answered never count.
+    public var inProgressResetsPerWindow = 200
+    public var resetWindow: TimeAmount = .seconds(30)
+    /// PING, SETTINGS, PRIORITY and WINDOW_UPDATE frames one provider connection may send in
+    /// ``controlFrameWindow`` (plus two for every stream it opens there).
+    public var controlFramesPerWindow = 1_000
+    public var controlFrameWindow: TimeAmount = .seconds(10)
+    /// The largest header list a provider request may carry (`SETTINGS_MAX_HEADER_LIST_SIZE`).
+    public var maximumHeaderListSize = 8_000
+    /// Open device connections from one IP address (devices behind one NAT share it).
+    public var deviceConnectionsPerAddress = 2_000
+    /// Time a device has, from TCP accept, to complete TLS, upgrade and answer the challenge.
+    public var deviceHelloTimeout: TimeAmount = .seconds(10)
+    /// Notifications written to one device and not yet acked; past it the gateway stops sending
+    /// (the rest stay held) until acks arrive.
+    public var deviceInFlight = 1_000
+    /// Bytes queued for a device that does not read; past it the device is disconnected (its
+    /// notifications stay held for its next connection).
+    public var deviceOutboundBytes = 4 << 20
+    /// Topics (apps) one device may register.
+    public var topicsPerDevice = 256
+    /// Notifications taken and not yet committed; past it the provider port answers 503
+    /// `ServiceUnavailable` until the intake catches up.
+    public var intakeHighWater = 50_000
+
+    public init() {}
 }

@@ -15,16 +15,22 @@ public final class ProviderHTTPServer: Sendable {
         self.channel = channel
     }
 
+    /// Starts the REST API. Every `/v1/…` request needs `Authorization: Bearer <apiToken>`;
+    /// `/openapi.json` and `/health` are public. A connection silent for `idleTimeout` is closed.
     public static func start(
-        service: ProviderService, host: String = "127.0.0.1", port: Int, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+        service: ProviderService, host: String = "127.0.0.1", port: Int, apiToken: String,
+        idleTimeout: TimeAmount = .seconds(60), group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> ProviderHTTPServer {
-        let router = ProviderRouter(service: service)
+        let router = ProviderRouter(service: service, apiToken: apiToken)
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                channel.pipeline.configureHTTPServerPipeline().flatMap {
-                    channel.pipeline.addHandler(ProviderHTTPHandler(router: router))
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(IdleStateHandler(readTimeout: idleTimeout))
+                    try sync.configureHTTPServerPipeline(withErrorHandling: true)
+                    try sync.addHandler(ProviderHTTPHandler(router: router))
                 }
             }
             .bind(host: host, port: port).get()
@@ -34,34 +40,52 @@ public final class ProviderHTTPServer: Sendable {
     public func close() async { try? await channel.close() }
 }
 
-/// Collects a request and hands it to the router; answers in order (one at a time per connection).
+/// Collects a request and hands it to the router; answers in order, one at a time per
+/// connection (NIO's pipelining handler holds the next request until this one is answered). A body over ``maximumBody`` is answered
+/// 413 and the connection closed; a connection silent for the idle timeout is closed.
 final class ProviderHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
     let router: ProviderRouter
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
+    private var tooLarge = false
+    /// The largest request body the REST API reads: 1 MiB.
     static let maximumBody = 1 << 20
 
     init(router: ProviderRouter) { self.router = router }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent { return context.close(promise: nil) }
+        context.fireUserInboundEventTriggered(event)
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let h):
             head = h
             body = []
+            tooLarge = h.headers.first(name: "content-length").flatMap { Int($0) }.map { $0 > Self.maximumBody } ?? false
         case .body(var buffer):
-            if body.count + buffer.readableBytes <= Self.maximumBody { body += buffer.readBytes(length: buffer.readableBytes) ?? [] }
+            if tooLarge { return }
+            if body.count + buffer.readableBytes <= Self.maximumBody { body += buffer.readBytes(length: buffer.readableBytes) ?? [] } else {
+                tooLarge = true
+                body = []
+            }
         case .end:
             guard let head else { return }
             self.head = nil
             let request = ProviderRouter.Request(
                 method: head.method.rawValue, uri: head.uri, headers: head.headers.map { ($0.name.lowercased(), $0.value) }, body: body)
-            let keepAlive = head.isKeepAlive
+            body = []
+            let keepAlive = head.isKeepAlive && !tooLarge
+            let refuse = tooLarge
             let channel = context.channel
             let router = self.router
             Task {
-                let response = await router.handle(request)
+                let response = refuse
+                    ? ProviderRouter.error(ProviderError(413, "the body is larger than \(Self.maximumBody) bytes"))
+                    : await router.handle(request)
                 var headers = HTTPHeaders()
                 headers.add(name: "content-type", value: response.contentType)
                 headers.add(name: "content-length", value: String(response.body.count))
@@ -100,11 +124,23 @@ struct ProviderRouter: Sendable {
     }
 
     let service: ProviderService
+    /// The bearer token every `/v1/…` request must carry.
+    let apiToken: String
 
     static func json(_ status: Int, _ value: JSONValue, headers: [(String, String)] = []) -> Response {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return Response(status: status, body: Array((try? encoder.encode(value)) ?? Data("{}".utf8)), headers: headers)
+    }
+
+    /// Whether `Authorization: Bearer <token>` names the API token (compared in constant time).
+    func authorized(_ header: String?) -> Bool {
+        guard let header, header.count > 7, header.prefix(7).lowercased() == "bearer " else { return false }
+        let given = Array(header.dropFirst(7).trimmingCharacters(in: .whitespaces).utf8), expected = Array(apiToken.utf8)
+        guard given.count == expected.count else { return false }
+        var difference: UInt8 = 0
+        for (a, b) in zip(given, expected) { difference |= a ^ b }
+        return difference == 0
     }
 
     static func error(_ error: ProviderError) -> Response { json(error.status, .object(["error": .string(error.message)])) }
@@ -113,6 +149,11 @@ struct ProviderRouter: Sendable {
         let path = request.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.uri
         let parts = path.split(separator: "/").map(String.init)
         // "/v1/registrations/abc" → ("v1/registrations/{}", "abc"); "/v1/sends/abc/receipts" → ("v1/sends/{}/receipts", "abc")
+        if parts.first == "v1", !authorized(request.header("authorization")) {
+            var response = Self.error(ProviderError(401, "every /v1 request needs the header Authorization: Bearer <token> (the token is in the provider's api-token file)"))
+            response.headers.append(("www-authenticate", #"Bearer realm="herald""#))
+            return response
+        }
         let argument = parts.count >= 3 && parts[0] == "v1" ? parts[2] : ""
         let shape = parts.count >= 3 && parts[0] == "v1" ? ([parts[0], parts[1], "{}"] + parts.dropFirst(3)).joined(separator: "/") : parts.joined(separator: "/")
         do {

@@ -29,8 +29,26 @@ struct GatewayCommand: AsyncParsableCommand {
     @Option(help: "A plaintext HTTP/2 (h2c, prior knowledge) port for local development, bound to 127.0.0.1 only.")
     var h2cPort: Int?
 
-    @Option(help: "The admin port: GET /health and Prometheus GET /metrics.")
+    @Option(help: "The admin port: GET /health and Prometheus GET /metrics (and /faults with --enable-faults).")
     var adminPort: Int?
+
+    @Option(help: "The address the admin port listens on. It has no authentication: keep it on loopback unless a firewall guards it.")
+    var adminHost: String = "127.0.0.1"
+
+    @Flag(help: "For testing providers only: the admin port's POST /faults makes the next pushes fail with 429/5xx. Without it /faults answers 404.")
+    var enableFaults = false
+
+    @Option(help: ArgumentHelp("Seconds a provider connection may stay without a stream before GOAWAY IdleTimeout.", valueName: "SECONDS"))
+    var providerIdleTimeout: Int = 3600
+
+    @Option(help: "Open provider connections allowed from one IP address.")
+    var providerConnectionsPerAddress: Int = GatewayLimits().providerConnectionsPerAddress
+
+    @Option(help: "Open device connections allowed from one IP address.")
+    var deviceConnectionsPerAddress: Int = GatewayLimits().deviceConnectionsPerAddress
+
+    @Option(help: ArgumentHelp("Seconds a peer has to finish the TLS handshake (and a device to answer the challenge).", valueName: "SECONDS"))
+    var handshakeTimeout: Int = 10
 
     @Option(help: "The device port: one WebSocket over TLS per device (docs/device-protocol.md). 0 picks a free port.")
     var devicePort: Int?
@@ -56,7 +74,7 @@ struct GatewayCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Days the receipts of finished notifications are kept.", valueName: "DAYS"))
     var receiptDays: Int = 7
 
-    @Option(help: "The address the provider, device and admin ports listen on.")
+    @Option(help: "The address the provider, device and feedback ports listen on.")
     var host: String = "0.0.0.0"
 
     @Option(help: "The environment this gateway runs as: development (the sandbox) or production.")
@@ -94,13 +112,22 @@ struct GatewayCommand: AsyncParsableCommand {
         if feedbackPort != nil && feedbackClientCa == nil && tlsCert != nil {
             throw ValidationError("with --tls-cert, the feedback port needs --feedback-client-ca (the CA of the apps' client certificates)")
         }
-        if devicePingInterval < 1 || deviceIdleTimeout <= devicePingInterval {
-            throw ValidationError("--device-ping-interval must be ≥ 1 and --device-idle-timeout greater than it")
+        if devicePingInterval < 1 || deviceIdleTimeout <= devicePingInterval || deviceIdleTimeout > 86_400 {
+            throw ValidationError("--device-ping-interval must be ≥ 1 and --device-idle-timeout greater than it (at most 86400)")
         }
-        if backgroundPerHour < 0 { throw ValidationError("--background-per-hour must be ≥ 0 (0 turns throttling off)") }
-        if inactivityDays < 1 || receiptDays < 1 { throw ValidationError("--inactivity-days and --receipt-days must be ≥ 1") }
-        if offlineQueue < 1 { throw ValidationError("--offline-queue must be at least 1") }
-        if tokenBurst < 0 || tokenRate <= 0 { throw ValidationError("--token-burst must be ≥ 0 and --token-rate > 0") }
+        if !(0...1_000_000).contains(backgroundPerHour) { throw ValidationError("--background-per-hour must be from 0 (throttling off) to 1000000") }
+        if !(1...3650).contains(inactivityDays) || !(1...3650).contains(receiptDays) {
+            throw ValidationError("--inactivity-days and --receipt-days must be from 1 to 3650")
+        }
+        if !(1...100_000).contains(offlineQueue) { throw ValidationError("--offline-queue must be from 1 to 100000") }
+        if !(1...86_400 * 7).contains(providerIdleTimeout) { throw ValidationError("--provider-idle-timeout must be from 1 to 604800 seconds") }
+        if !(1...600).contains(handshakeTimeout) { throw ValidationError("--handshake-timeout must be from 1 to 600 seconds") }
+        if providerConnectionsPerAddress < 1 || deviceConnectionsPerAddress < 1 {
+            throw ValidationError("--provider-connections-per-address and --device-connections-per-address must be at least 1")
+        }
+        if !(0...1_000_000_000).contains(tokenBurst) || !(tokenRate > 0 && tokenRate <= 1_000_000) {
+            throw ValidationError("--token-burst must be from 0 to 1000000000 and --token-rate greater than 0 and at most 1000000")
+        }
         if Logger.Level(rawValue: logLevel) == nil {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
@@ -129,6 +156,13 @@ struct GatewayCommand: AsyncParsableCommand {
         configuration.providerPort = providerPort
         configuration.h2cPort = h2cPort
         configuration.adminPort = adminPort
+        configuration.adminHost = adminHost
+        configuration.faultInjection = enableFaults
+        configuration.limits.providerIdleTimeout = .seconds(Int64(providerIdleTimeout))
+        configuration.limits.handshakeTimeout = .seconds(Int64(handshakeTimeout))
+        configuration.limits.deviceHelloTimeout = .seconds(Int64(handshakeTimeout))
+        configuration.limits.providerConnectionsPerAddress = providerConnectionsPerAddress
+        configuration.limits.deviceConnectionsPerAddress = deviceConnectionsPerAddress
         configuration.tokenRateLimit = tokenBurst == 0 ? nil : .init(burst: tokenBurst, perSecond: tokenRate)
         configuration.storePolicy = StorePolicy(maximumPerApp: offlineQueue)
         configuration.devicePort = devicePort

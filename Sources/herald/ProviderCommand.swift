@@ -22,6 +22,9 @@ struct ProviderCommand: AsyncParsableCommand {
     @Option(help: "The port of the REST API (0: any free port).")
     var port: Int = 8443
 
+    @Option(help: ArgumentHelp("The file holding the REST API's bearer token. Default: DIR/api-token, created with a random token at first start (mode 0600).", valueName: "FILE"))
+    var apiTokenFile: String?
+
     @Option(help: "The address to listen on.")
     var host: String = "127.0.0.1"
 
@@ -50,11 +53,17 @@ struct ProviderCommand: AsyncParsableCommand {
             throw ValidationError("--gateway must be https://HOST:PORT (or http:// for a gateway's h2c port), not \"\(gateway)\"")
         }
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be 0…65535") }
-        guard missedWindow >= 0 else { throw ValidationError("--missed-window must be 0 or more seconds") }
-        guard feedbackInterval >= 0 else { throw ValidationError("--feedback-interval must be 0 (off) or more seconds") }
+        guard (0...31_536_000).contains(missedWindow) else { throw ValidationError("--missed-window must be from 0 to 31536000 seconds") }
+        guard (0...31_536_000).contains(feedbackInterval) else { throw ValidationError("--feedback-interval must be from 0 (off) to 31536000 seconds") }
+        guard (1...100_000).contains(concurrency) else { throw ValidationError("--concurrency must be from 1 to 100000") }
     }
 
     func run() async throws {
+        let tokenPath = apiTokenFile ?? ProviderAPIToken.defaultPath(in: dataDirectory)
+        let apiToken: String
+        do { apiToken = try ProviderAPIToken.load(path: tokenPath, create: apiTokenFile == nil) } catch {
+            throw ValidationError("\(error)")
+        }
         let url = URLComponents(string: gateway)!
         let isTLS = url.scheme == "https"
         let signer = try credentials.signer()
@@ -74,10 +83,11 @@ struct ProviderCommand: AsyncParsableCommand {
             if !poll.pruned.isEmpty { printError("herald provider: pruned \(poll.pruned.count) token(s) from the gateway's feedback lists") }
         }
         let server: ProviderHTTPServer
-        do { server = try await ProviderHTTPServer.start(service: service, host: host, port: port) } catch {
+        do { server = try await ProviderHTTPServer.start(service: service, host: host, port: port, apiToken: apiToken) } catch {
             throw ValidationError("cannot listen on \(host):\(port): \(error)")
         }
-        printLineFlushed(#"{"port":\#(server.port)}"#)
+        let tokenPathJSON = String(decoding: try JSONEncoder().encode(tokenPath), as: UTF8.self)
+        printLineFlushed(#"{"api_token_file":\#(tokenPathJSON),"port":\#(server.port)}"#)
         // Runs until the process is stopped.
         while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
         await server.close()

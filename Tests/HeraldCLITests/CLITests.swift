@@ -297,14 +297,32 @@ struct CLITests {
         defer { if process.isRunning { kill(process.processIdentifier, SIGTERM); process.waitUntilExit() } }
         var line = [UInt8]()
         while let byte = try out.fileHandleForReading.read(upToCount: 1)?.first, byte != 10 { line.append(byte) }
-        let port = try #require((try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any])?["port"] as? Int)
-        func call(_ method: String, _ path: String, _ body: String?) async throws -> (Int, [String: Any]) {
+        let ready = try #require(try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any])
+        let port = try #require(ready["port"] as? Int)
+        // The API token was created at first start, readable by its owner only.
+        let tokenFile = try #require(ready["api_token_file"] as? String)
+        #expect(tokenFile == dir + "/provider/api-token")
+        let mode = try #require(try FileManager.default.attributesOfItem(atPath: tokenFile)[.posixPermissions] as? Int)
+        #expect(mode == 0o600)
+        let apiToken = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(apiToken.count == 64)
+        func call(_ method: String, _ path: String, _ body: String?, token: String? = apiToken) async throws -> (Int, [String: Any]) {
             var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
             request.httpMethod = method
             request.httpBody = body.map { Data($0.utf8) }
+            if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "authorization") }
             let (data, response) = try await URLSession.shared.data(for: request)
             return ((response as! HTTPURLResponse).statusCode, (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:])
         }
+        #expect(try await call("GET", "/v1/registrations/00", nil, token: nil).0 == 401)
+        #expect(try await call("GET", "/v1/registrations/00", nil, token: String(repeating: "0", count: 64)).0 == 401)
+        #expect(try await call("GET", "/health", nil, token: nil).0 == 200)
+        let huge = try await call("POST", "/v1/sends", "{\"x\":\"" + String(repeating: "a", count: 1_100_000) + "\"}")
+        #expect(huge.0 == 413)
+        let badge = try await call("POST", "/v1/sends", #"{"to":{"token":"00"},"badge":1e300}"#)
+        #expect(badge.0 == 400 && (badge.1["error"] as? String)?.contains("\"badge\" must be an integer") == true)
+        let comma = try await call("POST", "/v1/sends", #"{"to":{"token":"00"},"badge":1,}"#)
+        #expect(comma.0 == 400 && (comma.1["error"] as? String)?.contains("trailing comma") == true)
         let registered = try await call("POST", "/v1/registrations",
             #"{"token":"\#(token)","topic":"com.example.app","language":"en-GB","timeZone":"Europe/London","userId":"u1"}"#)
         #expect(registered.0 == 200)

@@ -137,7 +137,7 @@ struct ProviderScheduleTests {
             signer: signer, clock: clock)
         let service = ProviderService(database: try ProviderDatabase(directory: nil), sender: client, clock: clock, defaultLanguage: "en")
         try await service.startSchedules()
-        let server = try await ProviderHTTPServer.start(service: service, port: 0)
+        let server = try await ProviderHTTPServer.start(service: service, port: 0, apiToken: ProviderServiceTests.apiToken)
         let base = "http://127.0.0.1:\(server.port)"
         let phones = [
             try await ProviderServiceTests.Phone.start(gateway, provider: base, language: "ja", zone: "Asia/Tokyo", user: "kenji"),

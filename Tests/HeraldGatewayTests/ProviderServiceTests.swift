@@ -20,6 +20,9 @@ struct ProviderServiceTests {
         return Int64(formatter.date(from: text)!.timeIntervalSince1970 * 1000)
     }
 
+    /// The REST API's bearer token in these tests.
+    static let apiToken = "test-api-token-0123456789abcdef"
+
     static func http(_ method: String, _ url: String, _ body: String? = nil, headers: [String: String] = [:]) async throws -> (status: Int, json: JSONValue?) {
         var request = URLRequest(url: URL(string: url)!)
         request.httpMethod = method
@@ -27,9 +30,10 @@ struct ProviderServiceTests {
             request.httpBody = Data(body.utf8)
             request.setValue("application/json", forHTTPHeaderField: "content-type")
         }
+        request.setValue("Bearer \(apiToken)", forHTTPHeaderField: "authorization")
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         let (data, response) = try await URLSession.shared.data(for: request)
-        return ((response as! HTTPURLResponse).statusCode, data.isEmpty ? nil : try? JSONDecoder().decode(JSONValue.self, from: data))
+        return ((response as! HTTPURLResponse).statusCode, data.isEmpty ? nil : try? JSONReader.parse(data))
     }
 
     /// An app that registers with its provider at launch and whenever its token or language changes.
@@ -91,7 +95,7 @@ struct ProviderServiceTests {
             configuration: .init(host: "localhost", port: gateway.ports.providerPort, tls: ClientTLS(trustRootsPath: gateway.certificates.caCertificatePath)),
             signer: signer, clock: gateway.clock)
         let service = ProviderService(database: try ProviderDatabase(directory: nil), sender: client, clock: gateway.clock, defaultLanguage: "en")
-        let server = try await ProviderHTTPServer.start(service: service, port: 0)
+        let server = try await ProviderHTTPServer.start(service: service, port: 0, apiToken: Self.apiToken)
         let base = "http://127.0.0.1:\(server.port)"
 
         let paris = try await Phone.start(gateway, provider: base, language: "fr-CA", zone: "America/Montreal", user: "ana")
@@ -184,14 +188,14 @@ struct ProviderServiceTests {
 
     @Test("503 from the gateway (faults injected on its admin port): the send is retried with the same apns-id and arrives once")
     func retryOn503WithoutDuplicates() async throws {
-        let gateway = try await TestGateway.start()
+        let gateway = try await TestGateway.start { $0.faultInjection = true }
         let signer = try await gateway.makeKey(team: "TEAM000001", topics: ["com.example.app"])
         let waits = NIOLockedValueBox<[Duration]>([])
         let client = APNsClient(
             configuration: .init(host: "localhost", port: gateway.ports.providerPort, tls: ClientTLS(trustRootsPath: gateway.certificates.caCertificatePath)),
             signer: signer, clock: gateway.clock, sleep: { duration in waits.withLockedValue { $0.append(duration) } })
         let service = ProviderService(database: try ProviderDatabase(directory: nil), sender: client, clock: gateway.clock)
-        let server = try await ProviderHTTPServer.start(service: service, port: 0)
+        let server = try await ProviderHTTPServer.start(service: service, port: 0, apiToken: Self.apiToken)
         let base = "http://127.0.0.1:\(server.port)"
         let phone = try await Phone.start(gateway, provider: base, language: "en", zone: "Europe/Dublin", user: "ray")
         try await DeviceRuntimeEndToEndTests.eventually("registration") { phone.app.registered.withLockedValue { $0 } == 1 }
