@@ -61,13 +61,18 @@ public enum DeviceErrorCode: String, Sendable, Hashable, Codable {
     case idleTimeout = "idle-timeout"
     /// The gateway is shutting down; reconnect later.
     case shutdown
+    /// The device registered more topics than the gateway allows a device.
+    case tooManyTopics = "too-many-topics"
+    /// The device did not read what was queued for it; the connection is closed (its
+    /// notifications stay held for its next connection).
+    case slowConsumer = "slow-consumer"
     /// The gateway could not do what was asked (its store failed); try again.
     case internalError = "internal-error"
 
     /// Whether the gateway closes the connection after sending this error.
     public var closesConnection: Bool {
         switch self {
-        case .frameTooLarge, .unsupportedVersion, .authenticationFailed, .replaced, .idleTimeout, .shutdown: return true
+        case .frameTooLarge, .unsupportedVersion, .authenticationFailed, .replaced, .idleTimeout, .shutdown, .slowConsumer: return true
         default: return false
         }
     }

@@ -37,6 +37,21 @@ final class BatchQueue<Item: Sendable>: Sendable {
     @discardableResult
     func append(_ item: Item) -> Bool { append(contentsOf: CollectionOfOne(item)) }
 
+    enum Admission { case accepted, full, closed }
+
+    /// Appends an item only while fewer than `limit` are queued (the queue's high-water mark).
+    func append(_ item: Item, limit: Int) -> Admission {
+        let (admission, waiter) = state.withLockedValue { state -> (Admission, CheckedContinuation<Void, Never>?) in
+            guard !state.isClosed else { return (.closed, nil) }
+            guard state.items.count < limit else { return (.full, nil) }
+            state.items.append(item)
+            defer { state.waiter = nil }
+            return (.accepted, state.waiter)
+        }
+        waiter?.resume()
+        return admission
+    }
+
     /// Refuses new items; ``nextBatch()`` returns `nil` once what is queued has been taken.
     func close() {
         let waiter = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in

@@ -1,15 +1,25 @@
 import HeraldCore
 import HeraldStore
 import Logging
+import NIOConcurrencyHelpers
 
 /// Records what happens to notifications after they are accepted (acks, sends not acked,
 /// replacements, drops) in batches: one store transaction per batch, off the sessions' event
 /// loops. Losing a batch in a crash loses only receipt detail: a notification not recorded as
 /// acked is simply sent again (the device drops the duplicate by apns-id).
 final class DeliveryRecorder: Sendable {
-    private let queue = BatchQueue<DeliveryEvent>()
+    /// At most 4,096 events per store transaction.
+    private let queue = BatchQueue<DeliveryEvent>(maximumBatchSize: 4_096)
     private let store: any HeraldStore
     private let logger: Logger
+    /// Events appended and events written so far, and who waits for the written count.
+    private let progress = NIOLockedValueBox(Progress())
+
+    private struct Progress {
+        var appended = 0
+        var written = 0
+        var waiters: [(target: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    }
 
     init(store: any HeraldStore, logger: Logger) {
         self.store = store
@@ -20,9 +30,34 @@ final class DeliveryRecorder: Sendable {
 
     func record(_ events: some Collection<DeliveryEvent>) {
         guard !events.isEmpty else { return }
+        progress.withLockedValue { $0.appended += events.count }
         if !queue.append(contentsOf: events) {
+            advance(by: events.count)
             logger.warning("delivery events after shutdown were not recorded", metadata: ["count": "\(events.count)"])
         }
+    }
+
+    /// Returns once every event recorded before the call has been written (or failed to be).
+    func waitUntilRecorded() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = progress.withLockedValue { progress -> Bool in
+                if progress.written >= progress.appended { return true }
+                progress.waiters.append((progress.appended, continuation))
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    private func advance(by count: Int) {
+        let ready = progress.withLockedValue { progress -> [CheckedContinuation<Void, Never>] in
+            progress.written += count
+            let written = progress.written
+            let ready = progress.waiters.filter { $0.target <= written }.map(\.continuation)
+            progress.waiters.removeAll { $0.target <= written }
+            return ready
+        }
+        for continuation in ready { continuation.resume() }
     }
 
     /// ``run()`` returns after writing what was recorded before this call.
@@ -33,6 +68,7 @@ final class DeliveryRecorder: Sendable {
             do { try await store.record(batch) } catch {
                 logger.error("could not record deliveries", metadata: ["count": "\(batch.count)", "error": "\(error)"])
             }
+            advance(by: batch.count)
         }
     }
 }

@@ -25,7 +25,15 @@ final class DeviceListener: Sendable {
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            // A device that does not read: past the high mark the session is closed (slow reader).
+            .childChannelOption(.writeBufferWaterMark, value: .init(
+                low: devicePort.limits.deviceOutboundBytes / 2, high: devicePort.limits.deviceOutboundBytes))
             .childChannelInitializer { channel in
+                let limits = devicePort.limits, metrics = devicePort.metrics
+                guard devicePort.connectionsPerAddress.admit(channel) else {
+                    metrics.recordPeerClosed(port: "device", reason: "per_address_limit")
+                    return channel.eventLoop.makeFailedFuture(TooManyConnectionsFromAddress(limit: limits.deviceConnectionsPerAddress))
+                }
                 let upgrader = NIOWebSocketServerUpgrader(
                     maxFrameSize: DeviceProtocol.maximumFrameSize, automaticErrorHandling: false,
                     shouldUpgrade: { channel, head in
@@ -47,6 +55,10 @@ final class DeviceListener: Sendable {
                     })
                 return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
+                    // TLS, the upgrade and the answer to the challenge, all within the deadline.
+                    try sync.addHandler(ConnectionDeadline(timeout: limits.deviceHelloTimeout, milestone: .declared) {
+                        metrics.recordPeerClosed(port: "device", reason: "hello_timeout")
+                    })
                     try sync.addHandler(NIOSSLServerHandler(context: tls))
                     try sync.configureHTTPServerPipeline(
                         withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }), withErrorHandling: true)

@@ -18,4 +18,7 @@ struct DevicePort: Sendable {
     var lowPriorityDelay: TimeAmount
     var metrics: GatewayMetrics
     var logger: Logger
+    /// Deadlines and bounds on device connections.
+    var limits: GatewayLimits
+    var connectionsPerAddress: ConnectionsPerAddress
 }

@@ -34,6 +34,12 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     private var releaseTimers: [String: Scheduled<Void>] = [:]
     private var needsFlush = false
     private var lowPriorityFlush: Scheduled<Void>?
+    /// Deliveries were left held because ``GatewayLimits/deviceInFlight`` was reached: load them
+    /// from the store again once the device has acked what it has.
+    private var reloadWhenAcked = false
+    private var reloading = false
+    /// Topics registered on this connection (bounded by ``GatewayLimits/topicsPerDevice``).
+    private var topics = Set<String>()
 
     init(port: DevicePort) {
         self.port = port
@@ -104,6 +110,16 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
             return
         }
         context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        let closed: Bool = if case .closed = state { true } else { false }
+        if !context.channel.isWritable && !closed {
+            // The device does not read: its notifications stay held for its next connection.
+            port.metrics.recordPeerClosed(port: "device", reason: "slow_reader")
+            close(with: .slowConsumer, "the device did not read \(port.limits.deviceOutboundBytes) bytes queued for it")
+        }
+        context.fireChannelWritabilityChanged()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
@@ -200,6 +216,8 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         guard case .authenticating = state, let context else { return }
         self.deviceID = deviceID
         state = .loading(waiting: [])
+        // The challenge is answered: the connection's deadline is met.
+        context.triggerUserOutboundEvent(ConnectionDeadline.DeadlineMet(), promise: nil)
         port.metrics.connectedDevices.increment()
         port.registry.register(
             deviceID: deviceID,
@@ -230,6 +248,10 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
             return send(.error(code: .invalidTopic, message: "\"\(topic)\" is not a bundle id (printable ASCII, no spaces, no push-type suffix)"), flush: true)
         }
         guard let deviceID else { return }
+        guard topics.contains(topic) || topics.count < port.limits.topicsPerDevice else {
+            return send(.error(code: .tooManyTopics, message: "a device may register at most \(port.limits.topicsPerDevice) topics"), flush: true)
+        }
+        topics.insert(topic)
         let candidate = TokenRegistration(
             token: .random(), bundleID: topic, environment: port.environment, deviceID: deviceID,
             createdAtMilliseconds: port.clock.nowMilliseconds())
@@ -285,6 +307,11 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         default: return
         }
         guard !inFlightSeqs.contains(delivery.seq) else { return }
+        guard inFlightSeqs.count < port.limits.deviceInFlight else {
+            // Enough is unacked: this one stays held in the store and is loaded again later.
+            reloadWhenAcked = true
+            return
+        }
         let now = port.clock.nowMilliseconds()
         let n = delivery.notification
         if n.pushType == .background, let throttle = port.backgroundThrottle,
@@ -358,6 +385,28 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         }
         port.metrics.deviceAcks.increment(by: Int64(events.count))
         port.recorder.record(events)
+        if reloadWhenAcked, inFlightSeqs.count <= port.limits.deviceInFlight / 2 { reloadHeld() }
+    }
+
+    /// Loads what the store still holds for the device (after deliveries were left held at the
+    /// in-flight bound); what is already in flight is skipped by sequence number.
+    private func reloadHeld() {
+        guard !reloading, case .live = state, let deviceID else { return }
+        reloadWhenAcked = false
+        reloading = true
+        let store = port.store
+        let now = port.clock.nowMilliseconds()
+        // Acks recorded so far must be in the store before it is asked what is still held.
+        let recorder = port.recorder
+        run({ () async throws -> [Delivery] in
+            await recorder.waitUntilRecorded()
+            return try await store.pendingDeliveries(forDevice: deviceID, nowMilliseconds: now)
+        }) { handler, result in
+            handler.reloading = false
+            guard case .success(let stored) = result else { return }
+            for delivery in stored { handler.offer(delivery) }
+            handler.flushIfNeeded()
+        }
     }
 
     // MARK: plumbing

@@ -44,19 +44,22 @@ public final class Gateway: Service, Sendable {
         let recorder = DeliveryRecorder(store: store, logger: logger)
         let intake = NotificationIntake(
             store: store, policy: configuration.storePolicy, environment: configuration.environment, clock: clock,
-            maximumBatchSize: configuration.maximumBatchSize, registry: registry, recorder: recorder,
+            maximumBatchSize: configuration.maximumBatchSize, highWater: configuration.limits.intakeHighWater,
+            registry: registry, recorder: recorder,
             metrics: metrics, logger: logger)
         let providerPort = ProviderPort(
             environment: configuration.environment, clock: clock,
             directory: ProviderKeyDirectory(store: store, clock: clock),
             limiter: configuration.tokenRateLimit.map(TokenRateLimiter.init(configuration:)),
             intake: intake, store: store, inactivityPeriodMilliseconds: configuration.inactivityPeriodMilliseconds,
-            metrics: metrics, logger: logger, faults: faults)
+            metrics: metrics, logger: logger, faults: faults, limits: configuration.limits,
+            connectionsPerAddress: ConnectionsPerAddress(limit: configuration.limits.providerConnectionsPerAddress))
         let devicePort = DevicePort(
             environment: configuration.environment, clock: clock, store: store, registry: registry, recorder: recorder,
             backgroundThrottle: configuration.backgroundBudget.map(BackgroundThrottle.init(budget:)),
             pingInterval: configuration.devicePingInterval, idleTimeout: configuration.deviceIdleTimeout,
-            lowPriorityDelay: configuration.lowPriorityDelay, metrics: metrics, logger: logger)
+            lowPriorityDelay: configuration.lowPriorityDelay, metrics: metrics, logger: logger, limits: configuration.limits,
+            connectionsPerAddress: ConnectionsPerAddress(limit: configuration.limits.deviceConnectionsPerAddress))
 
         var listeners: [ProviderListener] = []
         var deviceListener: DeviceListener?

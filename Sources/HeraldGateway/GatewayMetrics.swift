@@ -22,6 +22,7 @@ public final class GatewayMetrics: Sendable {
     /// Notifications acknowledged by devices.
     let deviceAcks: Counter
     private let requestCounters = NIOLockedValueBox([String: Counter]())
+    private let peerCounters = NIOLockedValueBox([String: Counter]())
     /// Requests answered 200: kept apart so the hot path takes no lock.
     private let okResponses: Counter
 
@@ -67,6 +68,21 @@ public final class GatewayMetrics: Sendable {
             let made = registry.makeCounter(
                 descriptor: Self.name("provider_requests", "total", "Provider requests answered, by status and reason"),
                 labels: [("status", String(status)), ("reason", key)])
+            counters[key] = made
+            return made
+        }
+        counter.increment()
+    }
+
+    /// Counts a peer the gateway closed for a bound (`reason` from a fixed set: handshake_timeout,
+    /// per_address_limit, idle_timeout, flood, hello_timeout, slow_reader).
+    func recordPeerClosed(port: String, reason: String) {
+        let key = port + "/" + reason
+        let counter = peerCounters.withLockedValue { counters in
+            if let existing = counters[key] { return existing }
+            let made = registry.makeCounter(
+                descriptor: Self.name("peers_closed", "total", "Connections the gateway closed for a deadline or bound, by port and reason"),
+                labels: [("port", port), ("reason", reason)])
             counters[key] = made
             return made
         }

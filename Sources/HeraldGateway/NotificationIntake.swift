@@ -16,6 +16,8 @@ public final class NotificationIntake: Sendable {
     }
 
     private let queue: BatchQueue<Pending>
+    /// Notifications waiting for a commit past which submissions are refused.
+    private let highWater: Int
     private let store: any HeraldStore
     private let policy: StorePolicy
     private let environment: APNsEnvironment
@@ -28,8 +30,10 @@ public final class NotificationIntake: Sendable {
 
     init(
         store: any HeraldStore, policy: StorePolicy, environment: APNsEnvironment, clock: any WallClock,
-        maximumBatchSize: Int, registry: DeviceRegistry, recorder: DeliveryRecorder, metrics: GatewayMetrics, logger: Logger
+        maximumBatchSize: Int, highWater: Int = 50_000, registry: DeviceRegistry, recorder: DeliveryRecorder,
+        metrics: GatewayMetrics, logger: Logger
     ) {
+        self.highWater = highWater
         self.registry = registry
         self.recorder = recorder
         self.store = store
@@ -42,11 +46,14 @@ public final class NotificationIntake: Sendable {
     }
 
     /// Queues a notification; the future completes on `eventLoop` once its batch is committed.
-    /// After ``close()`` it fails with 503 `Shutdown`.
+    /// After ``close()`` it fails with 503 `Shutdown`; with ``highWater`` notifications already
+    /// waiting (the store has fallen behind) with 503 `ServiceUnavailable`, which providers retry.
     func submit(_ notification: StoredNotification, on eventLoop: EventLoop) -> EventLoopFuture<SubmissionOutcome> {
         let promise = eventLoop.makePromise(of: SubmissionOutcome.self)
-        if !queue.append(Pending(notification: notification, promise: promise)) {
-            promise.fail(APNsRejection(.shutdown))
+        switch queue.append(Pending(notification: notification, promise: promise), limit: highWater) {
+        case .accepted: break
+        case .full: promise.fail(APNsRejection(.serviceUnavailable))
+        case .closed: promise.fail(APNsRejection(.shutdown))
         }
         return promise.futureResult
     }

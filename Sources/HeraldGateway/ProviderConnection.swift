@@ -18,21 +18,69 @@ final class ProviderConnection: NIOHTTP2StreamDelegate, @unchecked Sendable {
     private var activeStreams = 0
     private var drained: EventLoopPromise<Void>?
     let channel: Channel
+    private let idleTimeout: TimeAmount
+    private let maximumHeaderListSize: Int
+    private var idleTimer: Scheduled<Void>?
+    private let onIdleClose: @Sendable () -> Void
 
-    init(channel: Channel, environment: APNsEnvironment) {
+    init(
+        channel: Channel, environment: APNsEnvironment, idleTimeout: TimeAmount = .seconds(3600),
+        maximumHeaderListSize: Int = 8_000, onIdleClose: @escaping @Sendable () -> Void = {}
+    ) {
         self.channel = channel
         self.authorization = ProviderConnectionAuthorization(environment: environment)
+        self.idleTimeout = idleTimeout
+        self.maximumHeaderListSize = maximumHeaderListSize
+        self.onIdleClose = onIdleClose
     }
 
-    /// The HTTP/2 settings the gateway opens a provider connection with.
-    static var initialSettings: HTTP2Settings {
+    /// The HTTP/2 settings the gateway opens a provider connection with (documented in
+    /// docs/provider-api.md): one stream until a provider token is accepted, a 4 KiB HPACK table,
+    /// 64 KiB windows, 16 KiB frames, and a bounded header list.
+    var initialSettings: HTTP2Settings {
         [
-            HTTP2Setting(parameter: .maxConcurrentStreams, value: streamsBeforeAuthentication),
+            HTTP2Setting(parameter: .maxConcurrentStreams, value: Self.streamsBeforeAuthentication),
             HTTP2Setting(parameter: .headerTableSize, value: 4096),
             HTTP2Setting(parameter: .initialWindowSize, value: 65535),
             HTTP2Setting(parameter: .maxFrameSize, value: 16384),
-            HTTP2Setting(parameter: .maxHeaderListSize, value: 8000),
+            HTTP2Setting(parameter: .maxHeaderListSize, value: maximumHeaderListSize),
         ]
+    }
+
+    /// NIO's connection settings: Herald's own ``ProviderFrameGuard`` counts resets and control
+    /// frames (it can tell a reset of an answered stream from a Rapid Reset), so NIO's counters
+    /// are set so wide they never fire; NIO still bounds CONTINUATION sequences, empty DATA frames
+    /// and control frames buffered for a peer that does not read.
+    var connectionConfiguration: NIOHTTP2Handler.ConnectionConfiguration {
+        var configuration = NIOHTTP2Handler.ConnectionConfiguration()
+        configuration.initialSettings = initialSettings
+        configuration.maximumBufferedControlFrames = 1_000
+        configuration.controlFrameRateLimit.maximumCount = 1_000
+        configuration.controlFrameRateLimit.windowLength = .microseconds(1)
+        return configuration
+    }
+
+    static var streamConfiguration: NIOHTTP2Handler.StreamConfiguration {
+        var configuration = NIOHTTP2Handler.StreamConfiguration()
+        configuration.streamResetFrameRateLimit.maximumCount = 1_000
+        configuration.streamResetFrameRateLimit.windowLength = .microseconds(1)
+        return configuration
+    }
+
+    /// Arms the idle timer: a connection with no stream for `idleTimeout` gets GOAWAY
+    /// `{"reason":"IdleTimeout"}` (as APNs sends) and is closed.
+    func startIdleTimer() {
+        idleTimer?.cancel()
+        idleTimer = channel.eventLoop.assumeIsolated().scheduleTask(in: idleTimeout) { [self] in
+            idleTimer = nil
+            guard activeStreams == 0, !isDraining else { return }
+            onIdleClose()
+            isDraining = true
+            let channel = self.channel
+            channel.writeAndFlush(goAway(reason: "IdleTimeout"))
+                .flatMapError { _ in channel.eventLoop.makeSucceededVoidFuture() }
+                .whenComplete { _ in channel.close(promise: nil) }
+        }
     }
 
     /// After the first accepted provider token: allow many concurrent streams.
@@ -43,11 +91,16 @@ final class ProviderConnection: NIOHTTP2StreamDelegate, @unchecked Sendable {
         channel.writeAndFlush(settings, promise: nil)
     }
 
-    func streamCreated(_ id: HTTP2StreamID, channel: Channel) { activeStreams += 1 }
+    func streamCreated(_ id: HTTP2StreamID, channel: Channel) {
+        activeStreams += 1
+        idleTimer?.cancel()
+        idleTimer = nil
+    }
 
     func streamClosed(_ id: HTTP2StreamID, channel: Channel) {
         activeStreams -= 1
         if isDraining && activeStreams == 0 { drained?.succeed() }
+        if activeStreams == 0 && !isDraining { startIdleTimer() }
     }
 
     /// Sends GOAWAY with `{"reason":"Shutdown"}` and returns a future that completes when no
@@ -60,7 +113,8 @@ final class ProviderConnection: NIOHTTP2StreamDelegate, @unchecked Sendable {
         isDraining = true
         let promise = channel.eventLoop.makePromise(of: Void.self)
         drained = promise
-        channel.writeAndFlush(shutdownGoAway(), promise: nil)
+        idleTimer?.cancel()
+        channel.writeAndFlush(goAway(reason: "Shutdown"), promise: nil)
         if activeStreams == 0 { promise.succeed() }
         return promise.futureResult
     }
@@ -69,14 +123,15 @@ final class ProviderConnection: NIOHTTP2StreamDelegate, @unchecked Sendable {
     /// answers) has reached the socket.
     func close() -> EventLoopFuture<Void> {
         let channel = self.channel
-        return channel.writeAndFlush(shutdownGoAway())
+        return channel.writeAndFlush(goAway(reason: "Shutdown"))
             .flatMapError { _ in channel.eventLoop.makeSucceededVoidFuture() }
             .flatMap { channel.close() }
     }
 
-    private func shutdownGoAway() -> HTTP2Frame {
-        var debug = channel.allocator.buffer(capacity: 24)
-        debug.writeString(#"{"reason":"Shutdown"}"#)
+    /// GOAWAY `NO_ERROR` with APNs's JSON reason as debug data.
+    private func goAway(reason: String) -> HTTP2Frame {
+        var debug = channel.allocator.buffer(capacity: 32)
+        debug.writeString(#"{"reason":"\#(reason)"}"#)
         return HTTP2Frame(
             streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .noError, opaqueData: debug))
     }

@@ -44,8 +44,16 @@ final class ProviderKeyDirectory: Sendable {
     func loadKey(_ keyID: String) async throws {
         let key = try await store.key(id: keyID)
         let now = clock.nowMilliseconds()
-        state.withLockedValue { $0.keys[keyID] = Entry(value: key, loadedAtMilliseconds: now) }
+        state.withLockedValue { state in
+            state.keys[keyID] = Entry(value: key, loadedAtMilliseconds: now)
+            // Key ids come from peers: past the bound, forget every "no such key" (they are only
+            // a shortcut); known keys stay.
+            if state.keys.count > Self.maximumCachedKeys { state.keys = state.keys.filter { $0.value.value != nil } }
+        }
     }
+
+    /// Cached key ids (known and unknown) before the unknown ones are dropped.
+    static let maximumCachedKeys = 10_000
 
     /// Whether the team owns the topic: `true`/`false` when the answer is fresh, `nil` when the
     /// team's topics must be (re)loaded first. A "no" older than the refresh interval is not trusted.

@@ -30,16 +30,36 @@ final class ProviderListener: Sendable {
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 16)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                let limits = providerPort.limits
+                guard providerPort.connectionsPerAddress.admit(channel) else {
+                    metrics.recordPeerClosed(port: "provider", reason: "per_address_limit")
+                    return channel.eventLoop.makeFailedFuture(TooManyConnectionsFromAddress(limit: limits.providerConnectionsPerAddress))
+                }
+                return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
-                    if let tls { try sync.addHandler(NIOSSLServerHandler(context: tls)) }
+                    if let tls {
+                        try sync.addHandler(NIOSSLServerHandler(context: tls))
+                        try sync.addHandler(ConnectionDeadline(timeout: limits.handshakeTimeout, milestone: .tlsHandshake) {
+                            metrics.recordPeerClosed(port: "provider", reason: "handshake_timeout")
+                        })
+                    }
+                    try sync.addHandler(ProviderFrameGuard(limits: .init(
+                        inProgressResets: limits.inProgressResetsPerWindow, resetWindow: limits.resetWindow,
+                        controlFrames: limits.controlFramesPerWindow, controlWindow: limits.controlFrameWindow
+                    )) { reason in
+                        metrics.recordPeerClosed(port: "provider", reason: "flood")
+                        providerPort.logger.notice("provider connection closed", metadata: [
+                            "peer": "\(channel.remoteAddress?.description ?? "?")", "reason": "\(reason)",
+                        ])
+                    })
                     try sync.addHandler(FlushCoalescingHandler())
-                    let connection = ProviderConnection(channel: channel, environment: providerPort.environment)
-                    var connectionConfiguration = NIOHTTP2Handler.ConnectionConfiguration()
-                    connectionConfiguration.initialSettings = ProviderConnection.initialSettings
+                    let connection = ProviderConnection(
+                        channel: channel, environment: providerPort.environment, idleTimeout: limits.providerIdleTimeout,
+                        maximumHeaderListSize: limits.maximumHeaderListSize
+                    ) { metrics.recordPeerClosed(port: "provider", reason: "idle_timeout") }
                     _ = try sync.configureHTTP2Pipeline(
-                        mode: .server, connectionConfiguration: connectionConfiguration,
-                        streamConfiguration: .init(), streamDelegate: connection
+                        mode: .server, connectionConfiguration: connection.connectionConfiguration,
+                        streamConfiguration: ProviderConnection.streamConfiguration, streamDelegate: connection
                     ) { stream in
                         stream.eventLoop.makeCompletedFuture {
                             try stream.pipeline.syncOperations.addHandler(
@@ -50,6 +70,7 @@ final class ProviderListener: Sendable {
                     let id = ObjectIdentifier(channel)
                     connections.withLockedValue { $0[id] = connection }
                     metrics.openConnections.increment()
+                    connection.startIdleTimer()
                     channel.closeFuture.whenComplete { _ in
                         connections.withLockedValue { $0[id] = nil }
                         metrics.openConnections.decrement()

@@ -18,6 +18,10 @@ struct ProviderPort: Sendable {
     var logger: Logger
     /// Refusals an operator asked for (admin port).
     var faults: GatewayFaults
+    /// Deadlines and bounds on provider connections.
+    var limits: GatewayLimits
+    /// Open provider connections per address, shared by the TLS and h2c listeners.
+    var connectionsPerAddress: ConnectionsPerAddress
 
     /// Whether answers carry `apns-unique-id` (the sandbox does, production does not).
     var sendsUniqueID: Bool { environment == .development }

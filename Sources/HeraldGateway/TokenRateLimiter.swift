@@ -50,7 +50,9 @@ public final class TokenRateLimiter: Sendable {
             state.buckets[token] = bucket
             // Forget buckets that have refilled completely, once a minute, so memory follows
             // the number of recently active tokens rather than all tokens ever seen.
-            if nowMilliseconds - state.lastSweepMilliseconds > 60_000 {
+            // (and at once when a flood of distinct tokens has made the table large).
+            let sinceSweep = nowMilliseconds - state.lastSweepMilliseconds
+            if sinceSweep > 60_000 || (state.buckets.count > 1_000_000 && sinceSweep > 1_000) {
                 let fullAfter = Int64(burst / rate)
                 state.buckets = state.buckets.filter { nowMilliseconds - $0.value.updatedAtMilliseconds < fullAfter }
                 state.lastSweepMilliseconds = nowMilliseconds

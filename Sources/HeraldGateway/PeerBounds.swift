@@ -1,0 +1,104 @@
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOTLS
+
+/// Closes a connection that has not reached a milestone by a deadline: the end of the TLS
+/// handshake (``Milestone/tlsHandshake``), or whatever a later handler declares by sending
+/// ``DeadlineMet`` as an outbound user event (a device answering its challenge). A peer that
+/// connects and stays silent, or starts TLS and stalls, holds a socket for at most `timeout`.
+final class ConnectionDeadline: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = NIOAny
+    typealias OutboundIn = NIOAny
+
+    enum Milestone {
+        case tlsHandshake
+        /// A later handler sends ``DeadlineMet``.
+        case declared
+    }
+
+    /// Sent outbound by a handler after this one when the milestone is reached.
+    struct DeadlineMet {}
+
+    private let timeout: TimeAmount
+    private let milestone: Milestone
+    private var timer: Scheduled<Void>?
+    private let onExpiry: @Sendable () -> Void
+
+    init(timeout: TimeAmount, milestone: Milestone, onExpiry: @escaping @Sendable () -> Void = {}) {
+        self.timeout = timeout
+        self.milestone = milestone
+        self.onExpiry = onExpiry
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        let channel = context.channel
+        let onExpiry = self.onExpiry
+        timer = context.eventLoop.scheduleTask(in: timeout) {
+            onExpiry()
+            channel.close(promise: nil)
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if milestone == .tlsHandshake, let tls = event as? TLSUserEvent, case .handshakeCompleted = tls { met(context) }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+        if event is DeadlineMet {
+            met(context)
+            promise?.succeed()
+            return
+        }
+        context.triggerUserOutboundEvent(event, promise: promise)
+    }
+
+    private func met(_ context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+        context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+    }
+}
+
+/// Counts open connections per IP address on a port and refuses those past a limit: one address
+/// cannot take every socket the gateway has.
+final class ConnectionsPerAddress: Sendable {
+    let limit: Int
+    private let counts = NIOLockedValueBox([String: Int]())
+
+    init(limit: Int) { self.limit = limit }
+
+    /// Admits `channel` (and forgets it when it closes), or returns false when its address already
+    /// has `limit` connections open.
+    func admit(_ channel: Channel) -> Bool {
+        let address = channel.remoteAddress?.ipAddress ?? "?"
+        let admitted = counts.withLockedValue { counts -> Bool in
+            let open = counts[address, default: 0]
+            guard open < limit else { return false }
+            counts[address] = open + 1
+            return true
+        }
+        guard admitted else { return false }
+        channel.closeFuture.whenComplete { _ in
+            self.counts.withLockedValue { counts in
+                let open = (counts[address] ?? 1) - 1
+                counts[address] = open > 0 ? open : nil
+            }
+        }
+        return true
+    }
+
+    /// Connections open from `address` now.
+    func open(from address: String) -> Int { counts.withLockedValue { $0[address] ?? 0 } }
+}
+
+/// A connection refused because its address has too many open.
+struct TooManyConnectionsFromAddress: Error, CustomStringConvertible {
+    var limit: Int
+    var description: String { "more than \(limit) connections from one address" }
+}

@@ -1,0 +1,152 @@
+import NIOCore
+import NIOHTTP2
+
+/// What a provider connection may send before it is cut off: resets of streams still in progress
+/// and control frames, each counted in a window. A pure state machine over frame headers and time.
+///
+/// A stream is *in progress* from the peer's HEADERS until the gateway ends its answer (HEADERS or
+/// DATA with END_STREAM, or RST_STREAM). Resetting a stream after its answer — as AsyncHTTPClient
+/// (under APNSwift) and Go's HTTP/2 client do for every request — is harmless and never counted;
+/// resetting streams in progress is what HTTP/2 Rapid Reset (CVE-2023-44487) does, and is counted
+/// (the distinction Envoy draws between "premature" and other resets).
+struct ProviderFrameGuardState {
+    struct Limits {
+        var inProgressResets: Int
+        var resetWindow: TimeAmount
+        var controlFrames: Int
+        var controlWindow: TimeAmount
+    }
+
+    enum Verdict: Equatable {
+        case pass
+        /// Send GOAWAY `ENHANCE_YOUR_CALM` and close, for this reason.
+        case violation(String)
+    }
+
+    let limits: Limits
+    /// Streams the peer opened that the gateway has not finished answering.
+    private(set) var inProgress = Set<UInt32>()
+    private var highestStream: UInt32 = 0
+    private var resets = 0
+    private var resetWindowStart: NIODeadline?
+    private var controlFrames = 0
+    private var streamsOpened = 0
+    private var controlWindowStart: NIODeadline?
+
+    init(limits: Limits) { self.limits = limits }
+
+    /// A frame header from the peer.
+    mutating func inbound(_ frame: HTTP2FrameScanner.Frame, now: () -> NIODeadline) -> Verdict {
+        switch frame.type {
+        case HTTP2FrameScanner.Frame.headers:
+            if frame.streamID > highestStream, frame.streamID & 1 == 1 {
+                highestStream = frame.streamID
+                inProgress.insert(frame.streamID)
+                streamsOpened += 1
+            }
+        case HTTP2FrameScanner.Frame.rstStream:
+            guard inProgress.remove(frame.streamID) != nil else { return .pass }
+            let time = now()
+            if let start = resetWindowStart, time - start <= limits.resetWindow {
+                resets += 1
+            } else {
+                resetWindowStart = time
+                resets = 1
+            }
+            if resets > limits.inProgressResets {
+                return .violation("more than \(limits.inProgressResets) resets of streams in progress")
+            }
+        case HTTP2FrameScanner.Frame.ping, HTTP2FrameScanner.Frame.settings, HTTP2FrameScanner.Frame.priority,
+             HTTP2FrameScanner.Frame.windowUpdate:
+            let time = now()
+            if let start = controlWindowStart, time - start <= limits.controlWindow {
+                controlFrames += 1
+            } else {
+                controlWindowStart = time
+                controlFrames = 1
+                streamsOpened = 0
+            }
+            if controlFrames > limits.controlFrames + 2 * streamsOpened {
+                return .violation("more than \(limits.controlFrames) control frames (PING, SETTINGS, PRIORITY, WINDOW_UPDATE)")
+            }
+        default:
+            break
+        }
+        return .pass
+    }
+
+    /// A frame header the gateway sends. Returns true for a GOAWAY that reports an error: the
+    /// connection is closed once it is written (RFC 9113 §5.4.1).
+    mutating func outbound(_ frame: HTTP2FrameScanner.Frame) -> Bool {
+        switch frame.type {
+        case HTTP2FrameScanner.Frame.headers, HTTP2FrameScanner.Frame.data:
+            if frame.flags & HTTP2FrameScanner.Frame.endStream != 0 { inProgress.remove(frame.streamID) }
+        case HTTP2FrameScanner.Frame.rstStream:
+            inProgress.remove(frame.streamID)
+        case HTTP2FrameScanner.Frame.goAway:
+            return (frame.goAwayErrorCode ?? 0) != 0
+        default:
+            break
+        }
+        return false
+    }
+}
+
+/// Sits between TLS (or the socket, for h2c) and NIO's HTTP/2 handler of a provider connection and
+/// applies ``ProviderFrameGuardState``: a peer past a limit gets GOAWAY `ENHANCE_YOUR_CALM`, nothing
+/// more of what it sent is read, and the connection is closed. Any GOAWAY for an error — Herald's
+/// or NIO's (CONTINUATION flood, protocol errors) — closes the connection once written.
+final class ProviderFrameGuard: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = IOData
+    typealias OutboundOut = IOData
+
+    private var state: ProviderFrameGuardState
+    private var inboundScanner = HTTP2FrameScanner(inbound: true)
+    private var outboundScanner = HTTP2FrameScanner(inbound: false)
+    private var closing = false
+    private let onViolation: (String) -> Void
+
+    init(limits: ProviderFrameGuardState.Limits, onViolation: @escaping (String) -> Void) {
+        state = ProviderFrameGuardState(limits: limits)
+        self.onViolation = onViolation
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if closing { return }
+        let buffer = unwrapInboundIn(data)
+        var violation: String?
+        inboundScanner.scan(buffer) { frame in
+            guard violation == nil else { return }
+            if case .violation(let reason) = state.inbound(frame, now: NIODeadline.now) { violation = reason }
+        }
+        if let violation {
+            closing = true
+            onViolation(violation)
+            let goAway = HTTP2Frame(
+                streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .enhanceYourCalm, opaqueData: nil))
+            // Through NIO's HTTP/2 handler (from the pipeline's tail), then closed once written.
+            let channel = context.channel
+            channel.writeAndFlush(goAway).whenComplete { _ in channel.close(promise: nil) }
+            return
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        var closeAfter = false
+        if case .byteBuffer(let buffer) = unwrapOutboundIn(data) {
+            outboundScanner.scan(buffer) { frame in
+                if state.outbound(frame) { closeAfter = true }
+            }
+        }
+        guard closeAfter else { return context.write(data, promise: promise) }
+        closing = true
+        let written = promise ?? context.eventLoop.makePromise()
+        let channel = context.channel
+        written.futureResult.whenComplete { _ in channel.close(promise: nil) }
+        context.write(data, promise: written)
+        context.flush()
+    }
+}
