@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite: every Swift test (unit, in-process gateway over real sockets, the CLI as
-# child processes), then the independent-client compatibility checks (curl, Python httpx).
+# child processes), the independent-client compatibility checks (curl, Python httpx), then the
+# attack suite (raw HTTP/2 and WebSocket frames, forged tokens, silent peers, hostile payloads).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 swift build --build-tests
 swift test --skip-build
 python3 Tests/compat/compat.py "$(swift build --show-bin-path)/herald"
+# The attack suite: hostile peers against a running gateway and device (docs/security.md).
+python3 Tests/attack/attack.py "$(swift build --show-bin-path)/herald"

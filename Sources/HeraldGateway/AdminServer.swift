@@ -96,6 +96,10 @@ private final class AdminHandler: ChannelInboundHandler {
                 return send(.methodNotAllowed, "GET, POST or DELETE\n", type: "text/plain", head: head, context: context)
             }
         }
+        if path == "/faults" {
+            return send(.notFound, "not found: fault injection is off (start the gateway with --enable-faults to test providers)\n",
+                        type: "text/plain", head: head, context: context)
+        }
         guard head.method == .GET || head.method == .HEAD else {
             return send(.methodNotAllowed, "only GET\n", type: "text/plain", head: head, context: context)
         }

@@ -139,6 +139,9 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
+        guard frame.maskKey != nil else {
+            return close(with: .malformedFrame, "frames from a device must be masked (RFC 6455 §5.1)")
+        }
         switch frame.opcode {
         case .text:
             var data = frame.unmaskedData

@@ -1,0 +1,477 @@
+#!/usr/bin/env python3
+"""The attack suite: real hostile peers against a running `herald gateway` and `herald device run`.
+
+Starts the gateway (short deadlines so that the suite is quick) and a device as child processes,
+then attacks every port with raw frames and hostile payloads: HTTP/2 Rapid Reset, CONTINUATION,
+PING/SETTINGS/WINDOW_UPDATE floods, oversized headers and bodies, forged provider tokens, silent and
+half-open TCP peers, raw WebSocket frames, hostile notification payloads to a running device. Each
+check asserts that the process survives, that the peer gets its specific error or is closed, and
+memory stays bounded; at the end a normal push still goes from provider to device. The benign side
+is checked too: a client that resets every stream right after its answer (as AsyncHTTPClient under
+APNSwift does) gets 200 for 20,000 pushes with 1,000 in flight on one connection never closed.
+
+Prints "N passed, N failed" and exits non-zero if any check failed.
+Usage: attack.py PATH/TO/herald
+"""
+import base64
+import json
+import os
+import queue
+import select
+import shutil
+import socket
+import ssl
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import h2.config
+import h2.connection
+import h2.events
+import h2.settings
+import httpx
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+from hyperframe.frame import (ContinuationFrame, DataFrame, GoAwayFrame, HeadersFrame, PingFrame,
+                              RstStreamFrame, SettingsFrame, WindowUpdateFrame)
+
+HERALD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".build/debug/herald")
+TEAM = "TEAM123456"
+TOPIC = "com.example.attack"
+ENHANCE_YOUR_CALM = 0xB
+results = []
+
+
+def check(name, condition, detail=""):
+    results.append(bool(condition))
+    print(("ok   " if condition else "FAIL ") + name + ("" if condition else f"  -- {detail}"), flush=True)
+
+
+def b64(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def jwt(key, key_id, header=None, claims=None, signature=None):
+    header = header if header is not None else {"alg": "ES256", "kid": key_id}
+    claims = claims if claims is not None else {"iss": TEAM, "iat": int(time.time())}
+    h = b64(json.dumps(header).encode()) if isinstance(header, dict) else b64(header)
+    c = b64(json.dumps(claims).encode()) if isinstance(claims, dict) else b64(claims)
+    if signature is None:
+        der = key.sign(f"{h}.{c}".encode(), ec.ECDSA(hashes.SHA256()))
+        r, s = decode_dss_signature(der)
+        signature = r.to_bytes(32, "big") + s.to_bytes(32, "big")
+    return f"{h}.{c}.{b64(signature)}"
+
+
+def herald(*args):
+    return subprocess.run([HERALD, *args], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def alive(process):
+    return process.poll() is None
+
+
+class H2:
+    """A raw HTTP/2 client over TLS: h2 for the protocol, direct frames for the attacks."""
+
+    def __init__(self, port, ca, timeout=10):
+        ctx = ssl.create_default_context(cafile=ca)
+        ctx.set_alpn_protocols(["h2"])
+        self.sock = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=timeout), server_hostname="localhost")
+        self.conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
+        self.conn.initiate_connection()
+        self.flush()
+        self.goaway = None
+        self.closed = False
+        self.responses = {}
+        self.ended = []
+
+    def flush(self, extra=b""):
+        self.sock.sendall(self.conn.data_to_send() + extra)
+
+    def raw(self, data):
+        self.sock.sendall(data)
+
+    def pump(self, timeout=5.0):
+        """Reads what arrives within `timeout` (or until the peer closes); returns the h2 events."""
+        events = []
+        self.sock.settimeout(timeout)
+        try:
+            data = self.sock.recv(65536)
+        except (socket.timeout, TimeoutError):
+            return events
+        except (ConnectionResetError, ssl.SSLError, OSError):
+            self.closed = True
+            return events
+        if not data:
+            self.closed = True
+            return events
+        try:
+            events = self.conn.receive_data(data)
+        except Exception:  # the raw frames we sent may confuse h2's own state: read on as bytes
+            events = []
+        for event in events:
+            if isinstance(event, h2.events.ConnectionTerminated):
+                self.goaway = event
+            elif isinstance(event, h2.events.ResponseReceived):
+                self.responses[event.stream_id] = dict(event.headers)
+            elif isinstance(event, h2.events.StreamEnded):
+                self.ended.append(event.stream_id)
+            elif isinstance(event, h2.events.DataReceived):
+                self.conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+        try:
+            self.flush()
+        except OSError:
+            self.closed = True
+        return events
+
+    def wait_closed(self, seconds):
+        """True when the peer closes the TCP connection within `seconds`."""
+        deadline = time.time() + seconds
+        while time.time() < deadline and not self.closed:
+            self.pump(timeout=max(0.05, deadline - time.time()))
+        return self.closed
+
+    def request(self, path, headers, body):
+        sid = self.conn.get_next_available_stream_id()
+        self.conn.send_headers(sid, [(":method", "POST"), (":scheme", "https"), (":authority", "localhost"), (":path", path), *headers.items()])
+        self.conn.send_data(sid, body, end_stream=True)
+        return sid
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def main():
+    data = tempfile.mkdtemp(prefix="herald-attack-")
+    gateway = subprocess.Popen(
+        [HERALD, "gateway", "--data-dir", data, "--provider-port", "0", "--device-port", "0", "--admin-port", "0",
+         "--host", "127.0.0.1", "--log-level", "error", "--handshake-timeout", "2", "--provider-idle-timeout", "3",
+         "--provider-connections-per-address", "40", "--token-burst", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    device = None
+    try:
+        ports = json.loads(gateway.stdout.readline())
+        port, device_port, admin, ca = ports["provider_port"], ports["device_port"], ports["admin_port"], ports["ca"]
+        key_path = os.path.join(data, "key.p8")
+        key_id = herald("keys", "create", "--data-dir", data, "--team", TEAM, "--topic", TOPIC, "--out", key_path)
+        with open(key_path, "rb") as f:
+            key = serialization.load_pem_private_key(f.read(), password=None)
+        token = herald("tokens", "create", "--data-dir", data, "--topic", TOPIC)
+        auth = jwt(key, key_id)
+        headers = {"authorization": f"bearer {auth}", "apns-topic": TOPIC, "apns-push-type": "alert"}
+        body = b'{"aps":{"alert":"hi"}}'
+        rss_start = rss_kib(gateway.pid)
+
+        def authenticated(client):
+            sid = client.request(f"/3/device/{token}", headers, body)
+            client.flush()
+            deadline = time.time() + 5
+            while sid not in client.ended and time.time() < deadline and not client.closed:
+                client.pump(1)
+            return client.responses.get(sid, {}).get(":status") == "200"
+
+        # --- The benign side: reset every stream after its answer, 1,000 in flight, 20,000 pushes.
+        client = H2(port, ca)
+        check("benign: first push on a fresh connection 200", authenticated(client))
+        total, sent, done, statuses = 20_000, 0, 0, {}
+        deadline = time.time() + 120
+        while done < total and time.time() < deadline and not client.closed:
+            limit = min(1000, client.conn.remote_settings.max_concurrent_streams)
+            while sent < total and client.conn.open_outbound_streams < limit:
+                client.request(f"/3/device/{token}", headers, body)
+                sent += 1
+            client.flush()
+            before = len(client.ended)
+            client.pump(2)
+            resets = b""
+            for sid in client.ended[before:]:
+                statuses[client.responses.get(sid, {}).get(":status")] = statuses.get(client.responses.get(sid, {}).get(":status"), 0) + 1
+                frame = RstStreamFrame(sid)
+                frame.error_code = 8  # CANCEL, as AsyncHTTPClient sends after the answer
+                resets += frame.serialize()
+                done += 1
+            if resets:
+                client.flush(resets)
+        check("benign: 20,000 pushes each answered 200 with a reset after every answer",
+              statuses == {"200": total}, statuses)
+        check("benign: the connection was never closed and got no GOAWAY", not client.closed and client.goaway is None, client.goaway)
+        client.close()
+
+        # --- HTTP/2 Rapid Reset: HEADERS + RST_STREAM x 3000.
+        client = H2(port, ca)
+        authenticated(client)
+        frames = b""
+        sid = client.conn.highest_outbound_stream_id + 2
+        for _ in range(3000):
+            client.conn.send_headers(sid, [(":method", "POST"), (":scheme", "https"), (":authority", "localhost"),
+                                           (":path", f"/3/device/{token}"), *headers.items()])
+            client.conn.reset_stream(sid)
+            sid += 2
+        try:
+            client.flush()
+        except OSError:
+            pass
+        closed = client.wait_closed(8)
+        check("rapid reset: GOAWAY ENHANCE_YOUR_CALM", client.goaway is not None and client.goaway.error_code == ENHANCE_YOUR_CALM, client.goaway)
+        check("rapid reset: the TCP connection is closed", closed)
+        client.close()
+
+        # --- CONTINUATION flood: one header block that never ends.
+        client = H2(port, ca)
+        authenticated(client)
+        sid = client.conn.highest_outbound_stream_id + 2
+        first = HeadersFrame(sid)
+        first.data = b"\x82"  # :method GET, then no END_HEADERS
+        flood = first.serialize()
+        for _ in range(2000):
+            cont = ContinuationFrame(sid)
+            cont.data = b"\x40\x01a\x01b"
+            flood += cont.serialize()
+        try:
+            client.raw(flood)
+        except OSError:
+            pass
+        closed = client.wait_closed(8)
+        check("CONTINUATION flood: connection closed after GOAWAY", closed)
+        client.close()
+
+        # --- Control-frame floods: PING read by the peer, SETTINGS not read, WINDOW_UPDATE.
+        for name, make in [
+            ("PING", lambda i: PingFrame(0, opaque_data=struct.pack(">Q", i)).serialize()),
+            ("SETTINGS", lambda i: SettingsFrame(0, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 65535}).serialize()),
+            ("WINDOW_UPDATE", lambda i: WindowUpdateFrame(0, window_increment=1).serialize()),
+        ]:
+            client = H2(port, ca)
+            authenticated(client)
+            try:
+                for chunk in range(10):
+                    client.raw(b"".join(make(chunk * 1000 + i) for i in range(1000)))
+                    if name == "PING":
+                        client.pump(0.05)
+            except OSError:
+                pass
+            check(f"{name} flood: connection closed", client.wait_closed(8))
+            client.close()
+
+        # --- Oversized header block and oversized body.
+        client = H2(port, ca)
+        authenticated(client)
+        sid = client.request(f"/3/device/{token}", {**headers, "x-big": "a" * 20_000}, body)
+        try:
+            client.flush()
+        except OSError:
+            pass
+        client.pump(3)
+        status = client.responses.get(sid, {}).get(":status")
+        check("oversized headers: refused (stream reset or connection closed), never 200",
+              status != "200", status)
+        client.close()
+        with httpx.Client(http2=True, verify=ca) as c:
+            r = c.post(f"https://localhost:{port}/3/device/{token}", headers=headers, content=b'{"aps":{"alert":"' + b"x" * 1_000_000 + b'"}}')
+            check("oversized body: 413 PayloadTooLarge", (r.status_code, r.json()) == (413, {"reason": "PayloadTooLarge"}), r.text[:100])
+            r = c.post(f"https://localhost:{port}/3/device/{token}", headers=headers, content=b'{"aps":{"alert":"hi",}}')
+            check("malformed JSON (trailing comma): 400 PayloadEmpty", (r.status_code, r.json()) == (400, {"reason": "PayloadEmpty"}), r.text)
+            r = c.post(f"https://localhost:{port}/3/device/{token}", headers=headers, content=b'{"a":' + b"[" * 2000 + b"]" * 2000 + b"}")
+            check("deeply nested body (2,000 levels): 400 PayloadEmpty", (r.status_code, r.json()) == (400, {"reason": "PayloadEmpty"}), r.text)
+
+        # --- Forged provider tokens: each refused with 403 InvalidProviderToken, none accepted.
+        order = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
+        forged = {
+            "zero signature r=s=0": jwt(key, key_id, signature=b"\0" * 64),
+            "r = curve order": jwt(key, key_id, signature=order.to_bytes(32, "big") + (1).to_bytes(32, "big")),
+            "s = curve order": jwt(key, key_id, signature=(1).to_bytes(32, "big") + order.to_bytes(32, "big")),
+            "alg none": jwt(key, key_id, header={"alg": "none", "kid": key_id}, signature=b""),
+            "alg HS256": jwt(key, key_id, header={"alg": "HS256", "kid": key_id}),
+            "embedded jwk": jwt(key, key_id, header={"alg": "ES256", "kid": key_id, "jwk": {"kty": "EC", "crv": "P-256", "x": "AA", "y": "AA"}},
+                                signature=b"\1" * 64),
+            "jku": jwt(key, key_id, header={"alg": "ES256", "kid": key_id, "jku": "https://evil.example/keys"}, signature=b"\1" * 64),
+            "8 KB kid": jwt(key, key_id, header={"alg": "ES256", "kid": "K" * 8192}),
+            "absurd iat": jwt(key, key_id, claims={"iss": TEAM, "iat": 1e300}),
+            "negative iat": jwt(key, key_id, claims={"iss": TEAM, "iat": -9223372036854775808}),
+        }
+        for name, text in forged.items():
+            with httpx.Client(http2=True, verify=ca) as c:
+                try:
+                    r = c.post(f"https://localhost:{port}/3/device/{token}", headers={**headers, "authorization": f"bearer {text}"}, content=body)
+                    ok = r.status_code == 403 and r.json().get("reason") in ("InvalidProviderToken", "ExpiredProviderToken")
+                    detail = (r.status_code, r.text)
+                except httpx.HTTPError as error:  # an 8 KB header may be refused at the HTTP/2 level
+                    ok, detail = name == "8 KB kid", error
+            check(f"forged token ({name}): refused", ok, detail)
+
+        # --- Silent and half-open TCP peers on the provider and device ports (deadline: 2 s).
+        silent = [socket.create_connection(("127.0.0.1", p)) for p in (port, device_port) for _ in range(30)]
+        for s in silent[::3]:
+            s.sendall(b"\x16\x03\x01\x00\xc8\x01\x00\x00\xc4\x03\x03")  # the start of a ClientHello, then nothing
+        time.sleep(3.5)
+        closed = 0
+        for s in silent:
+            s.settimeout(0.5)
+            try:
+                if s.recv(1024) == b"":
+                    closed += 1
+            except (ConnectionResetError, OSError):
+                closed += 1
+            s.close()
+        check("60 silent or stalled TLS peers: all closed after the handshake deadline", closed == len(silent), f"{closed}/{len(silent)}")
+
+        # --- A WebSocket peer that never answers the challenge is closed (deadline: 2 s).
+        ctx = ssl.create_default_context(cafile=ca)
+        ws = ctx.wrap_socket(socket.create_connection(("127.0.0.1", device_port)), server_hostname="localhost")
+        ws.sendall(b"GET /device/v1 HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                   b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+        ws.settimeout(6)
+        got, start = b"", time.time()
+        try:
+            while True:
+                chunk = ws.recv(4096)
+                if not chunk:
+                    break
+                got += chunk
+        except (socket.timeout, ConnectionResetError, ssl.SSLError, OSError):
+            pass
+        elapsed = time.time() - start
+        check("WebSocket peer silent after the challenge: closed within the deadline",
+              b"101" in got.split(b"\r\n", 1)[0] and b"challenge" in got and elapsed < 5, (got[:80], elapsed))
+        ws.close()
+
+        # --- Raw WebSocket frames: 64-bit length with the top bit, 4 MB frame, unmasked frame.
+        def ws_frame(payload_len_bytes, masked=True):
+            return bytes([0x81, (0x80 if masked else 0) | 127]) + payload_len_bytes
+
+        for name, frame in [("64-bit length with the top bit set", ws_frame(b"\x80" + b"\0" * 7) + b"\0" * 4),
+                            ("4 MB frame", ws_frame(struct.pack(">Q", 4 << 20)) + b"\0" * 4 + b"a" * 65536),
+                            ("unmasked frame", bytes([0x81, 0x05]) + b"hello")]:
+            s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", device_port)), server_hostname="localhost")
+            s.sendall(b"GET /device/v1 HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                      b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+            s.settimeout(5)
+            try:
+                s.recv(4096)
+                sent_at = time.time()
+                s.sendall(frame)
+                closed = False
+                while True:
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        closed = True
+                        break
+            except (socket.timeout, ConnectionResetError, ssl.SSLError, OSError):
+                closed = True
+            quick = time.time() - sent_at < 1.5  # closed for the frame, not by the 2 s hello deadline
+            check(f"WebSocket {name}: connection closed at once", closed and quick, time.time() - sent_at)
+            s.close()
+
+        # --- Idle provider connection: GOAWAY {"reason":"IdleTimeout"}, then closed (timeout: 3 s).
+        client = H2(port, ca)
+        authenticated(client)
+        closed = client.wait_closed(6)
+        reason = client.goaway.additional_data if client.goaway is not None else None
+        check("idle provider connection: GOAWAY IdleTimeout, then closed", closed and reason == b'{"reason":"IdleTimeout"}', (closed, reason))
+        client.close()
+
+        # --- Per-address connection limit (40): the 41st connection is closed at once.
+        held = []
+        for _ in range(40):
+            held.append(H2(port, ca))
+        try:
+            extra = H2(port, ca)
+            refused = extra.wait_closed(3)
+            extra.close()
+        except (ConnectionResetError, ssl.SSLError, OSError):
+            refused = True
+        check("per-address limit: the 41st provider connection is closed", refused)
+        for c in held:
+            c.close()
+
+        # --- The admin port: loopback only, no faults without --enable-faults.
+        with httpx.Client() as c:
+            r = c.post(f"http://127.0.0.1:{admin}/faults", json={"reason": "ServiceUnavailable", "count": 1000})
+            check("admin /faults without --enable-faults: 404", r.status_code == 404, r.status_code)
+        listening = subprocess.run(["ss", "-ltnH"], capture_output=True, text=True).stdout if shutil.which("ss") else ""
+        if listening:
+            check("admin port bound to 127.0.0.1 only", f"127.0.0.1:{admin}" in listening and f"0.0.0.0:{admin}" not in listening, listening)
+
+        # --- Hostile payloads to a running `herald device run`.
+        phone = os.path.join(data, "phone")
+        device = subprocess.Popen(
+            [HERALD, "device", "run", "--data-dir", phone, "--gateway", f"wss://localhost:{device_port}", "--ca", ca,
+             "--app", TOPIC, "--json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        events = queue.Queue()
+        threading.Thread(target=lambda: [events.put(json.loads(line)) for line in device.stdout if line.startswith("{")], daemon=True).start()
+
+        def next_event(kind, seconds=10, where=lambda e: True):
+            deadline = time.time() + seconds
+            while time.time() < deadline:
+                try:
+                    event = events.get(timeout=max(0.05, deadline - time.time()))
+                except queue.Empty:
+                    break
+                if event.get("event") == kind and where(event):
+                    return event
+            return None
+
+        registered = next_event("registered", 15)
+        check("device: registered with a token", registered is not None and "token" in registered, registered)
+        device_token = registered["token"] if registered else "00"
+        hostile = []
+        for field in ["badge", "content-available", "mutable-content", "relevance-score"]:
+            for value in ["1e300", "-1e300", "-1", "3.5", '"7"', "9223372036854775808", "[]", "{}", "null", "true"]:
+                hostile.append('{"aps":{"alert":"x","%s":%s}}' % (field, value))
+        hostile += [
+            '{"aps":{"alert":{"loc-key":"%@ %@ %n %s %99999$@","loc-args":["%n%n%n", 1e300, -1e300, {"a":1}, null]}}}',
+            '{"aps":{"alert":{"title":1e300,"body":["x"],"title-loc-args":"notanarray"}}}',
+            '{"aps":{"sound":{"name":1,"critical":1e300,"volume":1e300}}}',
+            '{"aps":{"alert":"x","interruption-level":1e300,"thread-id":{"a":1},"category":[1]}}',
+            '{"aps":"not an object"}',
+            '{"aps":{"alert":"' + "x" * 3000 + '"}}',
+            '{"aps":{"alert":"deep"},"d":' + "[" * 25 + "]" * 25 + "}",
+        ]
+        with httpx.Client(http2=True, verify=ca) as c:
+            accepted = 0
+            for payload in hostile:
+                r = c.post(f"https://localhost:{port}/3/device/{device_token}", headers=headers, content=payload.encode())
+                accepted += r.status_code == 200
+            check("hostile payloads accepted by the gateway (they are valid JSON objects)", accepted == len(hostile), f"{accepted}/{len(hostile)}")
+            time.sleep(0.5)
+            r = c.post(f"https://localhost:{port}/3/device/{device_token}", headers=headers, content=b'{"aps":{"alert":"after the storm"}}')
+            final_id = r.headers.get("apns-id")
+            check("a normal push after the attacks: 200", r.status_code == 200, r.text)
+        arrived = next_event("notification", 15, where=lambda e: e.get("apns-id") == final_id)
+        check("the device survived every hostile payload", alive(device))
+        check("the normal push reached the device after the attacks", arrived is not None)
+        check("the gateway survived every attack", alive(gateway))
+        rss_end = rss_kib(gateway.pid)
+        check("gateway memory bounded (growth < 64 MiB over the suite)", rss_end - rss_start < 64 * 1024, f"{rss_start} -> {rss_end} KiB")
+    finally:
+        for process in (device, gateway):
+            if process is not None and alive(process):
+                process.terminate()
+                try:
+                    process.wait(10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+        shutil.rmtree(data, ignore_errors=True)
+    passed = sum(results)
+    print(f"{passed} passed, {len(results) - passed} failed")
+    sys.exit(0 if passed == len(results) else 1)
+
+
+if __name__ == "__main__":
+    main()
