@@ -1,5 +1,6 @@
 import HeraldCore
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -15,7 +16,10 @@ public enum DeviceEvent: Sendable, Hashable {
     /// The app's token differs from the one it had before (the app was reinstalled, or the
     /// device enrolled anew): its provider must be told.
     case tokenChanged(topic: String, previous: DeviceToken, current: DeviceToken)
-    /// A notification, once per apns-id (repeats after a reconnect are acked and dropped).
+    /// A notification. With ``DeviceConnection/Acknowledgement/onReceipt``, once per apns-id
+    /// (repeats after a reconnect are acked and dropped); with
+    /// ``DeviceConnection/Acknowledgement/byConsumer`` every copy the gateway sends, until the
+    /// consumer acks it with ``DeviceConnection/acknowledge(_:)``.
     case notification(DeviceNotification)
     case unregistered(topic: String, atMilliseconds: Int64)
     case disconnected(reason: String)
@@ -39,11 +43,13 @@ public final class DeviceConnection: Sendable {
         public var topics: [String]
         public var knownTokens: [String: DeviceToken]
         public var backoff: ReconnectBackoff
+        public var acknowledgement: Acknowledgement
 
         public init(
             host: String, port: Int, tls: NIOSSLContext?, topics: [String], knownTokens: [String: DeviceToken] = [:],
-            backoff: ReconnectBackoff = ReconnectBackoff()
+            backoff: ReconnectBackoff = ReconnectBackoff(), acknowledgement: Acknowledgement = .onReceipt
         ) {
+            self.acknowledgement = acknowledgement
             self.host = host
             self.port = port
             self.tls = tls
@@ -53,8 +59,21 @@ public final class DeviceConnection: Sendable {
         }
     }
 
+    /// When notifications are acked to the gateway.
+    public enum Acknowledgement: Sendable {
+        /// As soon as they are read, once per read burst; repeats are dropped in memory. For
+        /// consumers with nothing to persist (tools, load generators).
+        case onReceipt
+        /// When the consumer calls ``DeviceConnection/acknowledge(_:)``: after it has handled the
+        /// notification and persisted what it decided (the device runtime), so that a crash at any
+        /// moment loses nothing — the gateway sends again what was not acked.
+        case byConsumer
+    }
+
     public let identity: DeviceIdentity
     public let configuration: Configuration
+    /// The socket of the current session (acks go there) and the acks waiting to be sent.
+    private let current = NIOLockedValueBox<(socket: DeviceSocket?, acks: [APNsID])>((nil, []))
     /// Every event, in order. Finishes when ``run()`` returns.
     public let events: AsyncStream<DeviceEvent>
     private let continuation: AsyncStream<DeviceEvent>.Continuation
@@ -83,8 +102,11 @@ public final class DeviceConnection: Sendable {
             var reason = "closed by the gateway"
             do {
                 let socket = try await DeviceSocket.connect(
-                    host: configuration.host, port: configuration.port, tls: configuration.tls, group: group)
+                    host: configuration.host, port: configuration.port, tls: configuration.tls, group: group,
+                    acknowledgeOnReceipt: configuration.acknowledgement == .onReceipt)
+                current.withLockedValue { $0 = (socket, []) }
                 reason = await session(on: socket, state: &state, backoff: &backoff)
+                current.withLockedValue { $0 = (nil, []) }
                 await socket.close()
             } catch {
                 reason = "\(error)"
@@ -148,8 +170,13 @@ public final class DeviceConnection: Sendable {
                     state.knownTokens[topic] = token
                     continuation.yield(.registered(topic: topic, token: token))
                 case .notification(let notification):
-                    // The socket has acked it already (acks go out per read burst).
-                    if state.remember(notification.apnsID) { continuation.yield(.notification(notification)) }
+                    switch configuration.acknowledgement {
+                    case .onReceipt:
+                        // The socket has acked it already (acks go out per read burst).
+                        if state.remember(notification.apnsID) { continuation.yield(.notification(notification)) }
+                    case .byConsumer:
+                        continuation.yield(.notification(notification))
+                    }
                 case .unregistered(let topic, let at):
                     state.knownTokens[topic] = nil
                     continuation.yield(.unregistered(topic: topic, atMilliseconds: at))
@@ -160,6 +187,26 @@ public final class DeviceConnection: Sendable {
             }
         }
         return Task.isCancelled ? "stopped" : reason
+    }
+
+    /// Acks a notification the consumer has handled (``Acknowledgement/byConsumer``). Acks given
+    /// together are sent in one frame; an ack given while disconnected is dropped, and the gateway
+    /// sends the notification again on the next connection (the consumer drops the repeat).
+    public func acknowledge(_ id: APNsID) {
+        let (socket, first) = current.withLockedValue { state -> (DeviceSocket?, Bool) in
+            guard state.socket != nil else { return (nil, false) }
+            state.acks.append(id)
+            return (state.socket, state.acks.count == 1)
+        }
+        guard let socket, first else { return }
+        // The first ack of a burst sends everything gathered by the time the event loop runs it.
+        socket.channel.eventLoop.execute { [current] in
+            let ids = current.withLockedValue { state -> [APNsID] in
+                defer { state.acks.removeAll(keepingCapacity: true) }
+                return state.socket === socket ? state.acks : []
+            }
+            socket.acknowledge(ids)
+        }
     }
 
     /// Connects once, authenticates, unregisters `topic` (the app was removed) and disconnects.

@@ -26,21 +26,28 @@ public final class DeviceSocket: Sendable {
     }
 
     /// Connects (TLS unless `tls` is nil) and upgrades to a WebSocket at ``DeviceProtocol/path``.
+    /// `acknowledgeOnReceipt`: ack each notification as soon as it is read (once per read burst);
+    /// otherwise the caller acks with ``acknowledge(_:)`` once it has handled it.
     public static func connect(
         host: String, port: Int, tls: NIOSSLContext?, serverHostname: String? = nil,
-        group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton, timeout: TimeAmount = .seconds(10)
+        group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton, timeout: TimeAmount = .seconds(10),
+        acknowledgeOnReceipt: Bool = true
     ) async throws -> DeviceSocket {
-        try await connect(path: DeviceProtocol.path, host: host, port: port, tls: tls, serverHostname: serverHostname, group: group, timeout: timeout)
+        try await connect(
+            path: DeviceProtocol.path, host: host, port: port, tls: tls, serverHostname: serverHostname, group: group,
+            timeout: timeout, acknowledgeOnReceipt: acknowledgeOnReceipt)
     }
 
     /// Connects to another path (tests of the gateway's refusal).
     public static func connectForTesting(path: String, host: String, port: Int, tls: NIOSSLContext?) async throws -> DeviceSocket {
-        try await connect(path: path, host: host, port: port, tls: tls, serverHostname: nil, group: MultiThreadedEventLoopGroup.singleton, timeout: .seconds(10))
+        try await connect(
+            path: path, host: host, port: port, tls: tls, serverHostname: nil, group: MultiThreadedEventLoopGroup.singleton,
+            timeout: .seconds(10), acknowledgeOnReceipt: true)
     }
 
     private static func connect(
         path: String, host: String, port: Int, tls: NIOSSLContext?, serverHostname: String?,
-        group: EventLoopGroup, timeout: TimeAmount
+        group: EventLoopGroup, timeout: TimeAmount, acknowledgeOnReceipt: Bool
     ) async throws -> DeviceSocket {
         let (events, continuation) = AsyncStream.makeStream(of: Event.self)
         let upgraded = group.any().makePromise(of: Void.self)
@@ -63,7 +70,7 @@ public final class DeviceSocket: Sendable {
                                 try sync.addHandler(NIOWebSocketFrameAggregator(
                                     minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 64,
                                     maxAccumulatedFrameSize: DeviceProtocol.maximumFrameSize))
-                                try sync.addHandler(DeviceSocketHandler(continuation: continuation))
+                                try sync.addHandler(DeviceSocketHandler(continuation: continuation, acknowledgeOnReceipt: acknowledgeOnReceipt))
                             }
                         })
                     try sync.addHTTPClientHandlers(
@@ -106,6 +113,24 @@ public final class DeviceSocket: Sendable {
             buffer.writeBytes(bytes)
             let frame = WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: buffer)
             channel.writeAndFlush(frame, promise: nil)
+        }
+    }
+
+    /// Acks notifications the caller has handled: one ack frame per 1,024 ids.
+    public func acknowledge(_ ids: [APNsID]) {
+        guard !ids.isEmpty else { return }
+        let channel = self.channel
+        channel.eventLoop.execute {
+            var start = ids.startIndex
+            while start < ids.endIndex {
+                let end = min(start + DeviceProtocol.maximumAcksPerFrame, ids.endIndex)
+                let bytes = DeviceClientFrame.ack(ids: Array(ids[start..<end])).encoded()
+                var buffer = channel.allocator.buffer(capacity: bytes.count)
+                buffer.writeBytes(bytes)
+                channel.write(WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: buffer), promise: nil)
+                start = end
+            }
+            channel.flush()
         }
     }
 
@@ -179,11 +204,13 @@ private final class DeviceSocketHandler: ChannelInboundHandler {
     typealias OutboundOut = WebSocketFrame
 
     private let continuation: AsyncStream<DeviceSocket.Event>.Continuation
+    private let acknowledgeOnReceipt: Bool
     /// Notifications read since the last ack: acked together once the read burst ends.
     private var unacked: [APNsID] = []
 
-    init(continuation: AsyncStream<DeviceSocket.Event>.Continuation) {
+    init(continuation: AsyncStream<DeviceSocket.Event>.Continuation, acknowledgeOnReceipt: Bool) {
         self.continuation = continuation
+        self.acknowledgeOnReceipt = acknowledgeOnReceipt
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -212,7 +239,7 @@ private final class DeviceSocketHandler: ChannelInboundHandler {
             let bytes = data.readBytes(length: data.readableBytes) ?? []
             switch DeviceServerFrame.decode(bytes) {
             case .success(let decoded):
-                if case .notification(let n) = decoded { unacked.append(n.apnsID) }
+                if acknowledgeOnReceipt, case .notification(let n) = decoded { unacked.append(n.apnsID) }
                 continuation.yield(.frame(decoded))
             case .failure(let error): continuation.yield(.malformed(error.message))
             }

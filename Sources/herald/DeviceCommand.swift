@@ -19,8 +19,8 @@ struct DeviceState: Codable {
     var gateway: String
     /// The PEM file of roots the gateway's certificate is checked against.
     var ca: String?
-    /// The token each app had last (compared with what the gateway says at each launch).
-    var tokens: [String: String] = [:]
+    // The apps' tokens are not kept here: the runtime keeps each app's token with its state
+    // (DIR/apps/<app>.json), the device's one token store.
 
     static func path(in directory: String) -> String { (directory as NSString).appendingPathComponent("device.json") }
 
@@ -186,16 +186,16 @@ struct DeviceRunCommand: AsyncParsableCommand {
         }
         logger.info("agent socket ready", metadata: ["path": "\(socketPath)"])
 
-        let known = state.tokens.compactMapValues { DeviceToken(hex: $0) }
+        // Notifications are acked once the runtime has saved what it decided for them.
         let connection = DeviceConnection(
             identity: identity,
-            configuration: .init(host: address.host, port: address.port, tls: tls, topics: apps + legacyApps, knownTokens: known),
+            configuration: .init(
+                host: address.host, port: address.port, tls: tls, topics: apps + legacyApps, knownTokens: await runtime.tokens(),
+                acknowledgement: .byConsumer),
             logger: logger)
         let task = Task { await connection.run() }
-        let tokens = TokenMemory(state: state, directory: dir)
-        await runtime.follow(connection.events) { event in
+        await runtime.follow(connection.events, acknowledge: { connection.acknowledge($0) }) { event in
             printer.print(event)
-            tokens.note(event)
         }
         task.cancel()
         await agent.close()
@@ -206,32 +206,6 @@ struct DeviceRunCommand: AsyncParsableCommand {
         guard let lang = ProcessInfo.processInfo.environment["LANG"], !lang.isEmpty, lang != "C", lang != "POSIX" else { return ["en"] }
         let code = lang.split(separator: ".").first.map(String.init)?.replacingOccurrences(of: "_", with: "-") ?? "en"
         return [code]
-    }
-}
-
-/// Remembers the apps' last tokens in the device's data directory.
-final class TokenMemory: @unchecked Sendable {
-    private var state: DeviceState
-    private let directory: String
-    private let lock = NSLock()
-
-    init(state: DeviceState, directory: String) {
-        self.state = state
-        self.directory = directory
-    }
-
-    func note(_ event: DeviceEvent) {
-        lock.lock()
-        defer { lock.unlock() }
-        switch event {
-        case .registered(let topic, let token):
-            state.tokens[topic] = token.description
-            try? state.save(to: directory)
-        case .unregistered(let topic, _):
-            state.tokens[topic] = nil
-            try? state.save(to: directory)
-        default: break
-        }
     }
 }
 
@@ -265,7 +239,7 @@ struct DeviceUnregisterCommand: AsyncParsableCommand {
             throw ValidationError("\(dir) holds no device: run `herald device run --data-dir \(directory.argument) …` first")
         }
         let identity = try DeviceIdentity.loadOrCreate(in: dir)
-        var state = try DeviceState.load(from: dir)
+        let state = try DeviceState.load(from: dir)
         guard let gatewayText = gateway ?? state?.gateway else {
             throw ValidationError("this device has no gateway yet: give --gateway wss://HOST:PORT")
         }
@@ -278,8 +252,6 @@ struct DeviceUnregisterCommand: AsyncParsableCommand {
             printError("herald: could not unregister \(app): \(error)")
             throw ExitCode(1)
         }
-        state?.tokens[app] = nil
-        try state?.save(to: dir)
         printLineFlushed("unregistered \(app) at \(at)")
     }
 }

@@ -409,6 +409,65 @@ struct DeviceRuntimeTests {
         #expect(n.origin == .remote(apnsID: n.id))
     }
 
+    /// A service extension that never calls its content handler.
+    struct SilentExtension: NotificationServiceExtension {
+        func didReceive(_ payload: JSONValue, contentHandler: CallbackHandler<JSONValue>) async {}
+    }
+
+    /// Acks a test hands to the runtime, by apns-id.
+    final class Acks: Sendable {
+        let ids = NIOLockedValueBox<[String]>([])
+        func ack(_ push: DeviceNotification) -> @Sendable () -> Void { { [ids] in ids.withLockedValue { $0.append(push.apnsID.description) } } }
+        var all: [String] { ids.withLockedValue { $0 } }
+    }
+
+    @Test("a push is acked only once its outcome is saved; a repeat is acked and dropped, also after a restart; one held by its service extension is acked when shown")
+    func ackAfterSaved() async throws {
+        let dir = try Self.tempDir()
+        let acks = Acks()
+        let first = Self.push(#"{"aps":{"alert":"one","badge":1e300}}"#, id: 1)
+        let second = Self.push(#"{"aps":{"alert":"two","mutable-content":1}}"#, id: 2)
+        do {
+            // The app answers willPresent only when told: the push waits in between, not acked.
+            let f = try await Fixture(storage: dir, behaviour: .init(foreground: nil))
+            await f.runtime.receive(first, acknowledge: acks.ack(first))
+            #expect(acks.all == [first.apnsID.description])
+            #expect(f.journal.delivered.count == 1 && f.journal.delivered[0].content.badge == nil, "a badge of 1e300 is ignored")
+            // The saved state names it: a file written before the ack.
+            let saved = try String(contentsOfFile: dir + "/apps/com.example.app.json", encoding: .utf8)
+            #expect(saved.contains(first.apnsID.description))
+            // The gateway sends it again (its ack was lost): acked at once, not shown twice.
+            await f.runtime.receive(first, acknowledge: acks.ack(first))
+            #expect(acks.all == [first.apnsID.description, first.apnsID.description])
+            #expect(f.journal.delivered.count == 1)
+            // A service extension that never calls its handler holds the outcome for 30 s: no ack
+            // until then, and a repeat meanwhile is not acked either.
+            try await f.center.setServiceExtension(SilentExtension())
+            await f.runtime.receive(second, acknowledge: acks.ack(second))
+            await f.settle()
+            await f.runtime.receive(second, acknowledge: acks.ack(second))
+            await f.settle()
+            #expect(acks.all.filter { $0 == second.apnsID.description }.isEmpty)
+            await f.runtime.advance(f.clock, to: f.clock.nowMilliseconds() + 30_000)
+            await f.settle()
+            #expect(acks.all.filter { $0 == second.apnsID.description }.count == 1)
+            #expect(f.journal.delivered.map(\.content.body) == ["one", "two"])
+        }
+        // Restarted: what was handled before is still known, and acked without being shown again.
+        let journal = Journal()
+        let runtime = try DeviceRuntime(clock: SimulatedAlarmClock(), timeZone: Self.newYork, user: Allow(), storageDirectory: dir, observer: journal.observer)
+        _ = try await runtime.install("com.example.app")
+        await runtime.receive(first, acknowledge: acks.ack(first))
+        await runtime.receive(second, acknowledge: acks.ack(second))
+        #expect(journal.delivered.isEmpty)
+        #expect(acks.all.count == 5)
+        // A push for an app the device does not have is acked (nothing to keep) and reported dropped.
+        var stranger = Self.push(#"{"aps":{"alert":"x"}}"#, id: 3)
+        stranger.topic = "com.example.unknown"
+        await runtime.receive(stranger, acknowledge: acks.ack(stranger))
+        #expect(acks.all.last == stranger.apnsID.description)
+    }
+
     @Test("44, 45, 55 through the runtime: a silent push wakes, launches a terminated app, not a force-quit one; no report in 30 s terminates")
     func silentPushes() async throws {
         let f = try await Fixture(behaviour: .init(fetchResult: nil))

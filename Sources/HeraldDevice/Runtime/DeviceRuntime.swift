@@ -155,11 +155,26 @@ public actor DeviceRuntime {
     }
 
     /// Saves an app's state (when the runtime has storage).
+    /// Writes the app's state; then acks the remote notifications whose outcome it holds. A state
+    /// that cannot be written acks nothing: the gateway sends those notifications again.
     func save(_ slot: AppSlot) {
-        guard let storage else { return }
-        do { try storage.save(SavedApp(slot), appID: slot.id) } catch {
-            emit(.contractViolation(app: slot.id, message: "could not save the app's state: \(error)"))
+        let acks = slot.acksAfterSave
+        slot.acksAfterSave = []
+        if let storage {
+            do { try storage.save(SavedApp(slot), appID: slot.id) } catch {
+                emit(.contractViolation(app: slot.id, message: "could not save the app's state: \(error)"))
+                return
+            }
         }
+        for ack in acks { ack() }
+    }
+
+    /// A remote notification has its outcome (presented, shown to the app, dropped, held): it is
+    /// remembered as handled and acked after the next save, which the caller makes.
+    func concludeRemote(_ slot: AppSlot, id: String) {
+        guard let ack = slot.inProgressRemote.removeValue(forKey: id) else { return }
+        slot.handledRemote.insert(id)
+        slot.acksAfterSave.append(ack)
     }
 
     // MARK: delivery by app state
@@ -236,6 +251,7 @@ public actor DeviceRuntime {
             slot.shownOnly = [notification.id: notification]
         }
         emit(.delivered(app: slot.id, notification))
+        if case .remote(let apnsID) = notification.origin { concludeRemote(slot, id: apnsID) }
         guard let delegate = slot.delegate else { return }
         let told = notification
         let nothingShown = !presentation.banner && !presentation.listed && !presentation.sound && presentation.badge == nil
@@ -459,6 +475,13 @@ final class AppSlot {
     var token: DeviceToken?
     var wantsRemote = false
     var version = 0
+    /// Remote notifications the app has had (saved with its state; see ``RecentIDs``).
+    var handledRemote = RecentIDs(limit: 4_096)
+    /// Remote notifications being handled (waiting for `willPresent`, the service extension…),
+    /// with the ack each owes the gateway once its outcome is saved.
+    var inProgressRemote: [String: @Sendable () -> Void] = [:]
+    /// Acks to send once the next save has reached the disk.
+    var acksAfterSave: [@Sendable () -> Void] = []
 
     init(id: String, bundle: DeviceRuntime.AppBundle, timeZone: TimeZone) {
         self.id = id
@@ -477,3 +500,30 @@ final class AppSlot {
 }
 
 /// A min-heap of (due time, app) with lazy invalidation by version.
+
+/// The most recent ids, in order, up to a limit: membership in O(1), the oldest forgotten first.
+struct RecentIDs {
+    let limit: Int
+    private var set = Set<String>()
+    private var order: [String] = []
+    private var start = 0
+
+    init(limit: Int) { self.limit = limit }
+
+    var ids: [String] { Array(order[start...]) }
+
+    func contains(_ id: String) -> Bool { set.contains(id) }
+
+    mutating func insert(_ id: String) {
+        guard set.insert(id).inserted else { return }
+        order.append(id)
+        if order.count - start > limit {
+            set.remove(order[start])
+            start += 1
+            if start >= limit {
+                order.removeFirst(start)
+                start = 0
+            }
+        }
+    }
+}

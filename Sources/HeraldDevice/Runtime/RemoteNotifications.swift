@@ -5,7 +5,14 @@ import HeraldCore
 extension DeviceRuntime {
     /// Feeds the runtime from a device connection until the connection's events end: connectivity,
     /// tokens and pushes. Run it in a task beside ``DeviceConnection/run()``.
-    public func follow(_ events: AsyncStream<DeviceEvent>, onEvent: (@Sendable (DeviceEvent) -> Void)? = nil) async {
+    ///
+    /// `acknowledge` is how a notification is acked once handled (``DeviceConnection/acknowledge(_:)``
+    /// for a connection with ``DeviceConnection/Acknowledgement/byConsumer``); `nil` when the
+    /// connection acks on receipt.
+    public func follow(
+        _ events: AsyncStream<DeviceEvent>, acknowledge: (@Sendable (APNsID) -> Void)? = nil,
+        onEvent: (@Sendable (DeviceEvent) -> Void)? = nil
+    ) async {
         for await event in events {
             onEvent?(event)
             switch event {
@@ -13,12 +20,23 @@ extension DeviceRuntime {
             case .disconnected: setConnectivity(false)
             case .registered(let topic, let token): gatewayIssued(token: token, topic: topic)
             case .tokenChanged: break  // `registered` follows with the new token
-            case .unregistered(let topic, _): apps[topic]?.token = nil
-            case .notification(let notification): receive(notification)
+            case .unregistered(let topic, _):
+                if let slot = apps[topic] {
+                    slot.token = nil
+                    save(slot)
+                }
+            case .notification(let notification):
+                let id = notification.apnsID
+                receive(notification) { acknowledge?(id) }
             case .gatewayError: break
             }
         }
         setConnectivity(false)
+    }
+
+    /// Each installed app's last token: what the gateway's next answer is compared with.
+    public func tokens() -> [String: DeviceToken] {
+        apps.compactMapValues { $0.token }
     }
 
     /// The device has (or lost) a connection to its gateway.
@@ -51,10 +69,27 @@ extension DeviceRuntime {
     /// A push for one of the device's apps: silent pushes wake the app; alerts go through the
     /// service extension (when `mutable-content` asks and the app has one), then are presented
     /// by the app's state and settings, like local notifications.
-    public func receive(_ push: DeviceNotification) {
-        guard let slot = apps[push.topic] else { return }
+    ///
+    /// `acknowledge` is called once the notification's outcome is saved with its app's state (at
+    /// once for a repeat of one the app has had, even before a restart; never for a repeat of one
+    /// still being handled, which is acked when done).
+    public func receive(_ push: DeviceNotification, acknowledge: @escaping @Sendable () -> Void = {}) {
+        guard let slot = apps[push.topic] else {
+            // No such app on this device: nothing to decide or keep.
+            emit(.dropped(app: push.topic, ids: [push.apnsID.description]))
+            return acknowledge()
+        }
+        let id = push.apnsID.description
+        if slot.handledRemote.contains(id) { return acknowledge() }
+        if slot.inProgressRemote[id] != nil { return }
+        slot.inProgressRemote[id] = acknowledge
         let now = clock.nowMilliseconds()
         if SilentPushes.isSilent(push.payload) {
+            // Woken, launched, held over budget or not delivered: decided now.
+            defer {
+                concludeRemote(slot, id: id)
+                save(slot)
+            }
             switch SilentPushes.wake(slot.lifecycle) {
             case .notDelivered(let reason):
                 emit(.silentPush(app: slot.id, outcome: "not delivered: \(reason)"))
@@ -69,7 +104,6 @@ extension DeviceRuntime {
             }
             return
         }
-        let id = push.apnsID.description
         if let ext = slot.serviceExtension, ServiceExtension.runs(for: push.payload) {
             let original = push.payload
             let appID = slot.id

@@ -57,6 +57,9 @@ struct SavedApp: Codable {
     var token: String?
     var wantsRemote: Bool
     var locationAuthorized: Bool
+    /// The apns-ids of the remote notifications the app has had, newest last (bounded): a copy the
+    /// gateway sends again — its ack was lost in a crash — is acked and dropped, across restarts.
+    var handledRemote: [String]?
 
     init(_ slot: AppSlot) {
         let s = slot.authorization.settings
@@ -78,6 +81,7 @@ struct SavedApp: Codable {
         token = slot.token?.description
         wantsRemote = slot.wantsRemote
         locationAuthorized = slot.locationAuthorized
+        handledRemote = slot.handledRemote.ids
     }
 
     /// Puts the state back into a fresh slot. A pending request whose fire time passed while the
@@ -111,6 +115,7 @@ struct SavedApp: Codable {
         slot.token = token.flatMap { DeviceToken(hex: $0) }
         slot.wantsRemote = wantsRemote
         slot.locationAuthorized = locationAuthorized
+        for id in handledRemote ?? [] { slot.handledRemote.insert(id) }
         slot.scheduler.setLocation(authorized: locationAuthorized)
     }
 }
