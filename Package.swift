@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "HeraldDevice", targets: ["HeraldDevice"]),
         .library(name: "HeraldProvider", targets: ["HeraldProvider"]),
         .library(name: "HeraldTesting", targets: ["HeraldTesting"]),
+        .library(name: "HeraldFuzzing", targets: ["HeraldFuzzing"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -122,6 +123,15 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // The fuzz targets (every reader of outside input), driven by libFuzzer in Fuzz/ and
+        // replayed over the committed corpora and crashers by the test suite.
+        .target(
+            name: "HeraldFuzzing",
+            dependencies: [
+                "HeraldCore", "HeraldDevice", "HeraldProvider",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .executableTarget(
             name: "herald",
             dependencies: [
@@ -152,7 +162,7 @@ let package = Package(
             name: "HeraldGatewayTests",
             dependencies: [
                 "HeraldCore", "HeraldStore", "HeraldStoreSQLite", "HeraldGateway", "HeraldClient", "HeraldDevice",
-                "HeraldProvider", "HeraldTesting",
+                "HeraldProvider", "HeraldTesting", "HeraldFuzzing",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),

@@ -23,7 +23,8 @@ WORK=$(mktemp -d /tmp/herald-bench-delivery.XXXXXX)
 GW=
 start_gateway() {
     "$HERALD" gateway --data-dir "$WORK/data" --provider-port 0 --device-port 0 --host 127.0.0.1 \
-        --token-burst 0 --durability "$DURABILITY" --log-level error > "$WORK/gateway.json" &
+        --token-burst 0 --durability "$DURABILITY" --log-level error \
+        --device-connections-per-address 50000 --handshake-timeout 60 > "$WORK/gateway.json" &
     GW=$!
     until [ -s "$WORK/gateway.json" ]; do sleep 0.1; done
     PORT=$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['provider_port'])" "$WORK/gateway.json")

@@ -10,6 +10,8 @@ public enum DeviceProtocol {
     /// The WebSocket path of version 1.
     public static let path = "/device/v1"
     /// The largest frame either side accepts (a notification frame is at most ~6 KiB).
+    /// The longest enrollment secret a hello may carry.
+    public static let maximumEnrollmentSecretBytes = 1_024
     public static let maximumFrameSize = 64 * 1024
     /// The most apns-ids one ack frame may carry.
     public static let maximumAcksPerFrame = 1024
@@ -45,6 +47,9 @@ public enum DeviceErrorCode: String, Sendable, Hashable, Codable {
     case unsupportedFrame = "unsupported-frame"
     /// The hello names a version this gateway does not speak; the connection is closed.
     case unsupportedVersion = "unsupported-version"
+    /// A new device without the gateway's enrollment secret (enrollment is closed); the
+    /// connection is closed. Devices enrolled before need no secret.
+    case enrollmentRefused = "enrollment-refused"
     /// The hello's key or signature is invalid; the connection is closed.
     case authenticationFailed = "authentication-failed"
     /// A frame other than hello before authentication.
@@ -72,7 +77,8 @@ public enum DeviceErrorCode: String, Sendable, Hashable, Codable {
     /// Whether the gateway closes the connection after sending this error.
     public var closesConnection: Bool {
         switch self {
-        case .frameTooLarge, .unsupportedVersion, .authenticationFailed, .replaced, .idleTimeout, .shutdown, .slowConsumer: return true
+        case .frameTooLarge, .unsupportedVersion, .authenticationFailed, .enrollmentRefused, .replaced, .idleTimeout, .shutdown,
+             .slowConsumer: return true
         default: return false
         }
     }
@@ -81,8 +87,9 @@ public enum DeviceErrorCode: String, Sendable, Hashable, Codable {
 /// A frame a device sends.
 public enum DeviceClientFrame: Sendable, Hashable {
     /// Answers the challenge: the device's raw P-256 public key and its signature (raw r ‖ s) of
-    /// ``DeviceProtocol/challengeMessage(nonce:)``. The first hello of a key enrolls the device.
-    case hello(version: Int, publicKey: [UInt8], signature: [UInt8])
+    /// ``DeviceProtocol/challengeMessage(nonce:)``. The first hello of a key enrolls the device;
+    /// a gateway that closed open enrollment enrolls a new key only with its `enrollmentSecret`.
+    case hello(version: Int, publicKey: [UInt8], signature: [UInt8], enrollmentSecret: String? = nil)
     /// Asks for the device token of an app (a topic = its bundle id).
     case register(topic: String)
     /// The app was removed: its token becomes unregistered.
@@ -93,11 +100,12 @@ public enum DeviceClientFrame: Sendable, Hashable {
     public func encoded() -> [UInt8] {
         var object: [String: Any]
         switch self {
-        case .hello(let version, let publicKey, let signature):
+        case .hello(let version, let publicKey, let signature, let secret):
             object = [
                 "type": "hello", "version": version,
                 "public-key": Data(publicKey).base64EncodedString(), "signature": Data(signature).base64EncodedString(),
             ]
+            if let secret { object["enrollment-secret"] = secret }
         case .register(let topic): object = ["type": "register", "topic": topic]
         case .unregister(let topic): object = ["type": "unregister", "topic": topic]
         case .ack(let ids): object = ["type": "ack", "ids": ids.map(\.description)]
@@ -117,7 +125,11 @@ public enum DeviceClientFrame: Sendable, Hashable {
             guard let version = fields.integer("version") else { return .failure(fields.missing("version", "an integer")) }
             guard let key = fields.base64("public-key") else { return .failure(fields.missing("public-key", "base64")) }
             guard let signature = fields.base64("signature") else { return .failure(fields.missing("signature", "base64")) }
-            return .success(.hello(version: version, publicKey: key, signature: signature))
+            let secret = fields.object["enrollment-secret"]
+            guard secret == nil || secret?.string(maximumBytes: DeviceProtocol.maximumEnrollmentSecretBytes) != nil else {
+                return .failure(DeviceFrameError("\"enrollment-secret\" must be a string of at most \(DeviceProtocol.maximumEnrollmentSecretBytes) bytes"))
+            }
+            return .success(.hello(version: version, publicKey: key, signature: signature, enrollmentSecret: secret?.stringValue))
         case "register", "unregister":
             guard let topic = fields.string("topic") else { return .failure(fields.missing("topic", "a string")) }
             return .success(fields.type == "register" ? .register(topic: topic) : .unregister(topic: topic))

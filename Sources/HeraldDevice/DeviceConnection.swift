@@ -44,12 +44,16 @@ public final class DeviceConnection: Sendable {
         public var knownTokens: [String: DeviceToken]
         public var backoff: ReconnectBackoff
         public var acknowledgement: Acknowledgement
+        /// Presented in every hello: what a gateway with closed enrollment asks of a new device.
+        public var enrollmentSecret: String?
 
         public init(
             host: String, port: Int, tls: NIOSSLContext?, topics: [String], knownTokens: [String: DeviceToken] = [:],
-            backoff: ReconnectBackoff = ReconnectBackoff(), acknowledgement: Acknowledgement = .onReceipt
+            backoff: ReconnectBackoff = ReconnectBackoff(), acknowledgement: Acknowledgement = .onReceipt,
+            enrollmentSecret: String? = nil
         ) {
             self.acknowledgement = acknowledgement
+            self.enrollmentSecret = enrollmentSecret
             self.host = host
             self.port = port
             self.tls = tls
@@ -155,7 +159,7 @@ public final class DeviceConnection: Sendable {
             case .frame(let frame):
                 switch frame {
                 case .challenge(_, let nonce):
-                    do { socket.send(try identity.hello(nonce: nonce)) } catch {
+                    do { socket.send(try identity.hello(nonce: nonce, enrollmentSecret: configuration.enrollmentSecret)) } catch {
                         return "could not sign the challenge: \(error)"
                     }
                 case .welcome(let deviceID, _, let enrolled, _):

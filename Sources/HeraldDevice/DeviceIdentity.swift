@@ -14,10 +14,13 @@ public struct DeviceIdentity: Sendable {
         self.privateKey = privateKey
     }
 
-    /// The hello frame answering a challenge.
-    public func hello(nonce: String) throws -> DeviceClientFrame {
+    /// The hello frame answering a challenge (with the gateway's enrollment secret, when it asks
+    /// for one).
+    public func hello(nonce: String, enrollmentSecret: String? = nil) throws -> DeviceClientFrame {
         let signature = try privateKey.signature(for: DeviceProtocol.challengeMessage(nonce: nonce))
-        return .hello(version: DeviceProtocol.version, publicKey: publicKey, signature: Array(signature.rawRepresentation))
+        return .hello(
+            version: DeviceProtocol.version, publicKey: publicKey, signature: Array(signature.rawRepresentation),
+            enrollmentSecret: enrollmentSecret)
     }
 
     public static let fileName = "device-key.pem"

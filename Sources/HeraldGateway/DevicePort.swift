@@ -21,4 +21,6 @@ struct DevicePort: Sendable {
     /// Deadlines and bounds on device connections.
     var limits: GatewayLimits
     var connectionsPerAddress: ConnectionsPerAddress
+    /// `nil`: enrollment is open.
+    var enrollmentSecret: String?
 }

@@ -175,8 +175,8 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         }
         switch (state, frame) {
         case (.closed, _): return
-        case (.awaitingHello(let nonce), .hello(let version, let publicKey, let signature)):
-            authenticate(nonce: nonce, version: version, publicKey: publicKey, signature: signature)
+        case (.awaitingHello(let nonce), .hello(let version, let publicKey, let signature, let secret)):
+            authenticate(nonce: nonce, version: version, publicKey: publicKey, signature: signature, enrollmentSecret: secret)
         case (.awaitingHello, _), (.authenticating, _):
             send(.error(code: .notAuthenticated, message: "answer the challenge with a hello frame first"), flush: true)
         case (_, .hello):
@@ -189,7 +189,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
 
     // MARK: authentication
 
-    private func authenticate(nonce: String, version: Int, publicKey: [UInt8], signature: [UInt8]) {
+    private func authenticate(nonce: String, version: Int, publicKey: [UInt8], signature: [UInt8], enrollmentSecret: String?) {
         guard version == DeviceProtocol.version else {
             return close(with: .unsupportedVersion, "this gateway speaks version \(DeviceProtocol.version), not \(version)")
         }
@@ -204,12 +204,19 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         let deviceID = DeviceProtocol.deviceID(publicKey: publicKey)
         let store = port.store
         let now = port.clock.nowMilliseconds()
-        run({ try await store.deviceConnected(id: deviceID, publicKey: publicKey, atMilliseconds: now) }) { handler, result in
+        // With enrollment closed, a key the store does not know needs the gateway's secret.
+        let mayEnroll = port.enrollmentSecret.map { Self.constantTimeEqual($0, enrollmentSecret ?? "") } ?? true
+        run({ () async throws -> Bool? in
+            if !mayEnroll, try await store.device(id: deviceID) == nil { return nil }
+            return try await store.deviceConnected(id: deviceID, publicKey: publicKey, atMilliseconds: now)
+        }) { handler, result in
             switch result {
+            case .success(nil):
+                handler.close(with: .enrollmentRefused, "this gateway enrolls new devices only with its enrollment secret")
             case .failure(let error):
                 handler.port.logger.error("could not record a device connection", metadata: ["error": "\(error)"])
                 handler.close(with: .internalError, "the gateway could not record this device; reconnect later")
-            case .success(let enrolled):
+            case .success(let enrolled?):
                 handler.authenticated(deviceID: deviceID, enrolled: enrolled)
             }
         }
@@ -413,6 +420,13 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     }
 
     // MARK: plumbing
+
+    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        var difference = UInt8(x.count == y.count ? 0 : 1)
+        for i in 0..<min(x.count, y.count) { difference |= x[i] ^ y[i] }
+        return difference == 0
+    }
 
     private func send(_ frame: DeviceServerFrame, flush: Bool) {
         guard let context else { return }

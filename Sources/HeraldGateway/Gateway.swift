@@ -59,7 +59,8 @@ public final class Gateway: Service, Sendable {
             backgroundThrottle: configuration.backgroundBudget.map(BackgroundThrottle.init(budget:)),
             pingInterval: configuration.devicePingInterval, idleTimeout: configuration.deviceIdleTimeout,
             lowPriorityDelay: configuration.lowPriorityDelay, metrics: metrics, logger: logger, limits: configuration.limits,
-            connectionsPerAddress: ConnectionsPerAddress(limit: configuration.limits.deviceConnectionsPerAddress))
+            connectionsPerAddress: ConnectionsPerAddress(limit: configuration.limits.deviceConnectionsPerAddress),
+            enrollmentSecret: configuration.enrollmentSecret)
 
         var listeners: [ProviderListener] = []
         var deviceListener: DeviceListener?
@@ -92,7 +93,7 @@ public final class Gateway: Service, Sendable {
                     context: .init(
                         store: store, clock: clock, environment: configuration.environment,
                         inactivityMilliseconds: configuration.inactivityPeriodMilliseconds, logger: logger),
-                    group: group)
+                    handshakeTimeout: configuration.limits.handshakeTimeout, group: group)
                 feedbackListener = listener
                 ports.feedbackPort = listener.port
             }

@@ -16,6 +16,9 @@ public struct GatewayConfiguration: Sendable {
     public var faultInjection = false
     /// Deadlines and bounds on peers (see ``GatewayLimits``).
     public var limits = GatewayLimits()
+    /// A secret a device must present in its hello to enroll a new key; `nil` keeps enrollment
+    /// open (any device that proves its key enrolls). Devices already enrolled need no secret.
+    public var enrollmentSecret: String?
     /// The TLS provider port; 0 lets the system choose.
     public var providerPort: Int = 2197
     /// The server certificate chain and key for the provider port.

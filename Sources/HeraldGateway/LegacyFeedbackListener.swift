@@ -25,12 +25,15 @@ final class LegacyFeedbackListener: Sendable {
         var logger: Logger
     }
 
-    static func bind(host: String, port: Int, tls: NIOSSLContext, context: Context, group: EventLoopGroup) async throws -> LegacyFeedbackListener {
+    static func bind(
+        host: String, port: Int, tls: NIOSSLContext, context: Context, handshakeTimeout: TimeAmount, group: EventLoopGroup
+    ) async throws -> LegacyFeedbackListener {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls))
+                    try channel.pipeline.syncOperations.addHandler(ConnectionDeadline(timeout: handshakeTimeout, milestone: .tlsHandshake))
                     try channel.pipeline.syncOperations.addHandler(FeedbackHandler(context: context))
                 }
             }

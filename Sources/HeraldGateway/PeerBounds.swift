@@ -45,8 +45,9 @@ final class ConnectionDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if milestone == .tlsHandshake, let tls = event as? TLSUserEvent, case .handshakeCompleted = tls { met(context) }
+        // Passed on first: the handlers after this one need the event (and this one leaves).
         context.fireUserInboundEventTriggered(event)
+        if milestone == .tlsHandshake, let tls = event as? TLSUserEvent, case .handshakeCompleted = tls { met(context) }
     }
 
     func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {

@@ -459,3 +459,20 @@ struct ProviderRouter: Sendable {
         ])
     }
 }
+
+/// What the REST API makes of a request body, without a server: the readers `POST /v1/sends` and
+/// `POST /v1/schedules` use (for fuzzing and tools). Throws ``ProviderError`` (400) or
+/// ``JSONFieldError`` for what the API answers 400.
+public enum ProviderRequestBodies {
+    public static func send(_ body: [UInt8]) throws -> SendRequest {
+        let object: [String: JSONValue]
+        do { object = try JSONReader.parseObject(body) } catch { throw ProviderError(400, "\(error)") }
+        return try ProviderRouter.sendRequest(object, idempotencyHeader: nil)
+    }
+
+    public static func schedule(_ body: [UInt8]) throws -> (SendRequest, ScheduleTiming) {
+        let object: [String: JSONValue]
+        do { object = try JSONReader.parseObject(body) } catch { throw ProviderError(400, "\(error)") }
+        return (try ProviderRouter.sendRequest(object, idempotencyHeader: nil), try ProviderRouter.timing(object))
+    }
+}

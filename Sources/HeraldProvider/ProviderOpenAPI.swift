@@ -6,9 +6,10 @@ public enum ProviderOpenAPI {
       "openapi": "3.1.0",
       "info": {"title": "Herald provider service", "version": "1.0.0",
                "description": "The app's own server: device registrations, localized sends to a token, a user or a segment, idempotency, pruning of unregistered tokens, send reports."},
+      "security": [{"bearer": []}],
       "paths": {
-        "/health": {"get": {"summary": "Liveness", "responses": {"200": {"description": "ok"}}}},
-        "/openapi.json": {"get": {"summary": "This document", "responses": {"200": {"description": "the document"}}}},
+        "/health": {"get": {"summary": "Liveness (public)", "security": [], "responses": {"200": {"description": "ok"}}}},
+        "/openapi.json": {"get": {"summary": "This document (public)", "security": [], "responses": {"200": {"description": "the document"}}}},
         "/v1/registrations": {
           "post": {"summary": "Register a device (at every launch, and when its language or time zone changes)",
                    "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RegistrationInput"}}}},
@@ -80,6 +81,8 @@ public enum ProviderOpenAPI {
         }
       },
       "components": {
+        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
+                                       "description": "The token in the provider's api-token file (DIR/api-token, or --api-token-file). Missing or wrong: 401. Bodies over 1 MiB: 413."}},
         "responses": {"Error": {"description": "what is wrong and how to fix it", "content": {"application/json": {"schema": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}}}}}},
         "schemas": {
           "RegistrationInput": {"type": "object", "required": ["token", "topic", "language", "timeZone"],

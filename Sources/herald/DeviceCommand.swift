@@ -112,6 +112,9 @@ struct DeviceRunCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("How the device's user answers an authorization prompt: allow (what was asked) or deny.", valueName: "ANSWER"))
     var prompts: String = "allow"
 
+    @Option(help: ArgumentHelp("A file holding the gateway's enrollment secret, for a gateway that closed open enrollment (needed once, to enroll).", valueName: "FILE"))
+    var enrollmentSecretFile: String?
+
     @Option(help: ArgumentHelp("The agent's Unix domain socket. Default: DIR/agent.sock.", valueName: "PATH"))
     var agentSocket: String?
 
@@ -191,7 +194,7 @@ struct DeviceRunCommand: AsyncParsableCommand {
             identity: identity,
             configuration: .init(
                 host: address.host, port: address.port, tls: tls, topics: apps + legacyApps, knownTokens: await runtime.tokens(),
-                acknowledgement: .byConsumer),
+                acknowledgement: .byConsumer, enrollmentSecret: try enrollmentSecretFile.map(EnrollmentSecret.read)),
             logger: logger)
         let task = Task { await connection.run() }
         await runtime.follow(connection.events, acknowledge: { connection.acknowledge($0) }) { event in

@@ -38,6 +38,9 @@ struct GatewayCommand: AsyncParsableCommand {
     @Flag(help: "For testing providers only: the admin port's POST /faults makes the next pushes fail with 429/5xx. Without it /faults answers 404.")
     var enableFaults = false
 
+    @Option(help: ArgumentHelp("A file holding a secret that new devices must present to enroll (herald device run --enrollment-secret-file). Without it enrollment is open; enrolled devices need no secret.", valueName: "FILE"))
+    var enrollmentSecretFile: String?
+
     @Option(help: ArgumentHelp("Seconds a provider connection may stay without a stream before GOAWAY IdleTimeout.", valueName: "SECONDS"))
     var providerIdleTimeout: Int = 3600
 
@@ -158,6 +161,7 @@ struct GatewayCommand: AsyncParsableCommand {
         configuration.adminPort = adminPort
         configuration.adminHost = adminHost
         configuration.faultInjection = enableFaults
+        configuration.enrollmentSecret = try enrollmentSecretFile.map(EnrollmentSecret.read)
         configuration.limits.providerIdleTimeout = .seconds(Int64(providerIdleTimeout))
         configuration.limits.handshakeTimeout = .seconds(Int64(handshakeTimeout))
         configuration.limits.deviceHelloTimeout = .seconds(Int64(handshakeTimeout))

@@ -370,6 +370,46 @@ struct DeviceTests {
         try await gateway.stop()
     }
 
+    @Test("closed enrollment: a new device needs the secret, an enrolled one does not; too many topics and bad secrets are refused")
+    func closedEnrollment() async throws {
+        let secret = "enroll-0123456789abcdef"
+        let gateway = try await TestGateway.start { $0.enrollmentSecret = secret; $0.limits.topicsPerDevice = 2 }
+        let tls = try DeviceTLS.makeContext(trustRootsPath: gateway.certificates.caCertificatePath)
+        let identity = DeviceIdentity()
+        func hello(_ secret: String?) async throws -> (DeviceSocket, AsyncStream<DeviceSocket.Event>.Iterator, DeviceSocket.Event?) {
+            let socket = try await DeviceSocket.connect(host: "localhost", port: gateway.ports.devicePort!, tls: tls)
+            var events = socket.events.makeAsyncIterator()
+            guard case .frame(.challenge(_, let nonce))? = await events.next() else { throw DeviceError("no challenge") }
+            socket.send(try identity.hello(nonce: nonce, enrollmentSecret: secret))
+            let answer = await events.next()
+            return (socket, events, answer)
+        }
+        // Without the secret, or with another one: refused and closed.
+        for attempt in [nil, "wrong-secret-0123456789"] {
+            var (_, events, answer) = try await hello(attempt)
+            guard case .frame(.error(.enrollmentRefused, _))? = answer else { Issue.record("expected enrollment-refused, got \(String(describing: answer))"); return }
+            guard case .closed? = await events.next() else { Issue.record("expected close"); return }
+        }
+        // With it: enrolled.
+        var (socket, events, answer) = try await hello(secret)
+        guard case .frame(.welcome(_, _, true, _))? = answer else { Issue.record("expected an enrolling welcome, got \(String(describing: answer))"); return }
+        // Topics per device are bounded.
+        for topic in ["com.a", "com.b", "com.c"] { socket.send(.register(topic: topic)) }
+        var registered = 0
+        var refused = 0
+        while registered + refused < 3, let event = await events.next() {
+            if case .frame(.registered) = event { registered += 1 }
+            if case .frame(.error(.tooManyTopics, _)) = event { refused += 1 }
+        }
+        #expect(registered == 2 && refused == 1)
+        await socket.close()
+        // Enrolled now: no secret needed any more.
+        (socket, events, answer) = try await hello(nil)
+        guard case .frame(.welcome(_, _, false, _))? = answer else { Issue.record("expected a welcome, got \(String(describing: answer))"); return }
+        await socket.close()
+        try await gateway.stop()
+    }
+
     @Test("HTTP on the device port is told where the WebSocket is")
     func plainHTTP() async throws {
         let gateway = try await TestGateway.start()

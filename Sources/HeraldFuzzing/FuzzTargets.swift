@@ -1,0 +1,93 @@
+import Crypto
+import Foundation
+import HeraldCore
+import HeraldDevice
+import HeraldProvider
+
+/// The fuzz targets: each takes arbitrary bytes and feeds them to one of Herald's readers of
+/// outside input. A target passes when it returns; a trap, a crash or a hang is a finding. The
+/// libFuzzer package in `Fuzz/` drives them; the test suite replays the committed corpora and
+/// every crasher found (`Fuzz/corpus/<target>/`, `Fuzz/crashers/<target>/`).
+public enum FuzzTargets {
+    public static let all: [String: @Sendable ([UInt8]) -> Void] = [
+        "provider-token": providerToken,
+        "provider-request": providerRequest,
+        "device-frames": deviceFrames,
+        "remote-content": remoteContent,
+        "agent-line": agentLine,
+        "rest-body": restBody,
+        "plan-file": planFile,
+    ]
+
+    /// A provider token (`bearer …` text) parsed and checked against a fixed key.
+    @Sendable public static func providerToken(_ data: [UInt8]) {
+        guard let text = String(validating: data, as: UTF8.self),
+              let token = try? ProviderToken(parsing: text) else { return }
+        _ = token.isSigned(by: fixedKey)
+    }
+
+    /// A provider request: header lines (`name: value`), a blank line, the body.
+    @Sendable public static func providerRequest(_ data: [UInt8]) {
+        let split = data.firstRange(of: [10, 10])
+        let headerBytes = split.map { data[..<$0.lowerBound] } ?? data[...]
+        let body = split.map { Array(data[$0.upperBound...]) } ?? []
+        var head = ProviderRequestHead()
+        for line in headerBytes.split(separator: 10) {
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { continue }
+            let name = String(decoding: line[..<colon], as: UTF8.self)
+            let value = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingCharacters(in: .whitespaces)
+            _ = head.record(name: name, value: value)
+        }
+        _ = ProviderRequestValidation.validateTarget(head)
+        if case .success(let headers) = ProviderRequestValidation.validateHeaders(head) {
+            _ = ProviderRequestValidation.validatePayload(body, bodySize: body.count, pushType: headers.pushType)
+        } else {
+            _ = ProviderRequestValidation.validatePayload(body, bodySize: body.count, pushType: .alert)
+        }
+    }
+
+    /// A WebSocket text frame, as the gateway (client frames) and the device (server frames) read it.
+    @Sendable public static func deviceFrames(_ data: [UInt8]) {
+        if case .success(let frame) = DeviceClientFrame.decode(data) { _ = frame.encoded() }
+        if case .success(let frame) = DeviceServerFrame.decode(data) { _ = frame.encoded() }
+    }
+
+    /// A notification payload becoming what the device shows.
+    @Sendable public static func remoteContent(_ data: [UInt8]) {
+        guard let payload = try? JSONReader.parse(data, limits: .payload) else { return }
+        let localization = AlertLocalization(tables: ["en": ["GREET": "%@ and %2$@ %d %%", "X": "%99$@"]])
+        let content = NotificationContent.remote(payload, localization: localization, languages: ["fr-CA", "en"])
+        _ = content.json
+        _ = content.kinds
+        _ = SilentPushes.isSilent(payload)
+        _ = ServiceExtension.runs(for: payload)
+        _ = NotificationGrouping.Item(id: "x", payload: payload)
+        _ = try? NotificationPayload.decode(data)
+    }
+
+    /// An agent-socket line: a JSON object whose request, trigger and content fields are read.
+    @Sendable public static func agentLine(_ data: [UInt8]) {
+        guard let message = try? JSONReader.parseObject(data) else { return }
+        if let request = message["request"] { _ = try? PlanFormat.request(request) }
+        if let content = message["content"] { _ = NotificationContent.local(content) }
+        for value in message.values { _ = LocalizedFormat.argument(value) }
+    }
+
+    /// A REST body for `POST /v1/sends` and `POST /v1/schedules`.
+    @Sendable public static func restBody(_ data: [UInt8]) {
+        _ = try? ProviderRequestBodies.send(data)
+        _ = try? ProviderRequestBodies.schedule(data)
+    }
+
+    /// A plan file (`herald device plan`): requests and events.
+    @Sendable public static func planFile(_ data: [UInt8]) {
+        guard case .array(let items)? = try? JSONReader.parse(data) else { return }
+        var authorization = PlanFormat.Authorization()
+        for item in items {
+            if let request = try? PlanFormat.request(item) { try? request.trigger?.validate() }
+            _ = try? PlanFormat.event(item, current: &authorization)
+        }
+    }
+
+    private static let fixedKey = P256.Signing.PrivateKey(compactRepresentable: false).publicKey
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Fuzzes every reader of outside input with libFuzzer + AddressSanitizer (docs/security.md).
+#
+#   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET…]
+#
+# Builds the Fuzz/ package (release, -sanitize=fuzzer,address), then runs each target for the given
+# time from its committed corpus (Fuzz/corpus/<target>; new inputs go to a scratch copy, not the
+# repository). A crash writes Fuzz/crashers/<target>/crash-…; commit it: the test suite replays
+# every file there. Prints executions per second and inputs run per target; exits 1 on a finding.
+set -euo pipefail
+cd "$(dirname "$0")/../Fuzz"
+SECONDS_PER_TARGET=${1:-30}
+shift || true
+TARGETS=("$@")
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(provider-token provider-request device-frames remote-content agent-line rest-body plan-file)
+swift build -c release --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address >/dev/null
+BIN="$(swift build -c release --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address --show-bin-path)/herald-fuzz"
+SCRATCH=$(mktemp -d /tmp/herald-fuzz.XXXXXX)
+status=0
+passed=0
+failed=0
+for target in "${TARGETS[@]}"; do
+    mkdir -p "$SCRATCH/$target" "crashers/$target"
+    cp corpus/"$target"/* "$SCRATCH/$target/"
+    log="$SCRATCH/$target.log"
+    if ! HERALD_FUZZ_TARGET="$target" SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=detect_leaks=0 "$BIN" \
+        -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -timeout=10 -max_len=65536 \
+        -artifact_prefix="crashers/$target/" -print_final_stats=1 "$SCRATCH/$target" >"$log" 2>&1; then
+        echo "$target: FINDING (see crashers/$target and $log)"; status=1; failed=$((failed + 1))
+    else
+        passed=$((passed + 1))
+    fi
+    runs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}')
+    speed=$(grep -E '^stat::average_exec_per_sec' "$log" | awk '{print $2}')
+    echo "$target: ${runs:-?} inputs in ${SECONDS_PER_TARGET}s, ${speed:-?} exec/s"
+done
+echo "fuzz: $passed passed, $failed failed"
+exit $status
