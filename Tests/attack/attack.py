@@ -443,6 +443,28 @@ def main():
             '{"aps":{"alert":"' + "x" * 3000 + '"}}',
             '{"aps":{"alert":"deep"},"d":' + "[" * 25 + "]" * 25 + "}",
         ]
+        # A local client that floods the agent socket and never reads its answers: the device stops
+        # reading it (bounded queue, unwritable socket) instead of buffering without end.
+        device_rss = rss_kib(device.pid)
+        agent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        agent.connect(os.path.join(phone, "agent.sock"))
+        agent.setblocking(False)
+        line = b'{"id":1,"op":"nothing-such","pad":"' + b"x" * 900 + b'"}\n'
+        flood, sent_bytes, deadline = line * 1000, 0, time.time() + 4
+        while time.time() < deadline and sent_bytes < 200 << 20:
+            try:
+                sent_bytes += agent.send(flood)
+            except BlockingIOError:
+                time.sleep(0.01)
+            except OSError:
+                break
+        time.sleep(0.5)
+        grown = rss_kib(device.pid) - device_rss
+        print(f"     (agent flood: sent {sent_bytes >> 10} KiB in 4 s, device RSS +{grown} KiB)")
+        check("agent socket flood (client never reads): the device stops reading, memory bounded",
+              alive(device) and sent_bytes < 16 << 20 and grown < 32 * 1024, f"sent {sent_bytes >> 20} MiB, RSS +{grown} KiB")
+        agent.close()
+
         with httpx.Client(http2=True, verify=ca) as c:
             accepted = 0
             for payload in hostile:

@@ -17,8 +17,10 @@ final class AgentSession: Sendable {
         self.channel = channel
     }
 
-    func run(_ lines: AsyncStream<String>) async {
-        for await line in lines where !line.trimmingCharacters(in: .whitespaces).isEmpty {
+    func run(_ lines: AsyncStream<String>, backpressure: LineBackpressure) async {
+        for await line in lines {
+            backpressure.taken()
+            if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
             var id: JSONValue = .null
             do {
                 let message: [String: JSONValue]

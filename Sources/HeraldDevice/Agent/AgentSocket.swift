@@ -26,11 +26,12 @@ public final class AgentSocket: Sendable {
             .serverChannelOption(.backlog, value: 64)
             .childChannelInitializer { channel in
                 let (lines, continuation) = AsyncStream.makeStream(of: String.self)
+                let backpressure = LineBackpressure(channel: channel)
                 let session = AgentSession(runtime: runtime, channel: channel)
-                Task { await session.run(lines) }
+                Task { await session.run(lines, backpressure: backpressure) }
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineDecoder()))
-                    try channel.pipeline.syncOperations.addHandler(LineForwarder(continuation: continuation))
+                    try channel.pipeline.syncOperations.addHandler(LineForwarder(continuation: continuation, backpressure: backpressure))
                 }
             }
             .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true).get()
@@ -70,14 +71,68 @@ struct AgentLineTooLong: Error, CustomStringConvertible {
     var description: String { "a message longer than \(AgentSocket.maximumLineLength) bytes" }
 }
 
+/// Bounds what an agent connection can make the device hold: past ``high`` lines waiting for the
+/// session, or while the answers written to it are not being read (the channel is not writable),
+/// the socket stops being read — a client that floods waits; it cannot make the runtime buffer
+/// lines or answers without end.
+final class LineBackpressure: Sendable {
+    static let high = 64, low = 16
+    private let channel: Channel
+    private let state = NIOLockedValueBox((waiting: 0, queueFull: false, unwritable: false, reading: true))
+
+    init(channel: Channel) { self.channel = channel }
+
+    /// A line was handed to the session.
+    func queued() {
+        update { state in
+            state.waiting += 1
+            if state.waiting >= Self.high { state.queueFull = true }
+        }
+    }
+
+    /// The session took a line.
+    func taken() {
+        update { state in
+            state.waiting -= 1
+            if state.waiting <= Self.low { state.queueFull = false }
+        }
+    }
+
+    /// The channel's writability changed.
+    func writable(_ writable: Bool) {
+        update { $0.unwritable = !writable }
+    }
+
+    private func update(_ change: (inout (waiting: Int, queueFull: Bool, unwritable: Bool, reading: Bool)) -> Void) {
+        let read = state.withLockedValue { state -> Bool? in
+            change(&state)
+            let shouldRead = !state.queueFull && !state.unwritable
+            guard shouldRead != state.reading else { return nil }
+            state.reading = shouldRead
+            return shouldRead
+        }
+        if let read { _ = channel.setOption(ChannelOptions.autoRead, value: read) }
+    }
+}
+
 final class LineForwarder: ChannelInboundHandler, Sendable {
     typealias InboundIn = String
     let continuation: AsyncStream<String>.Continuation
+    let backpressure: LineBackpressure
 
-    init(continuation: AsyncStream<String>.Continuation) { self.continuation = continuation }
+    init(continuation: AsyncStream<String>.Continuation, backpressure: LineBackpressure) {
+        self.continuation = continuation
+        self.backpressure = backpressure
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        backpressure.queued()
         continuation.yield(unwrapInboundIn(data))
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        backpressure.writable(context.channel.isWritable)
+        context.fireChannelWritabilityChanged()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
