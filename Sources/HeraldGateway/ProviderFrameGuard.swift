@@ -27,13 +27,36 @@ struct ProviderFrameGuardState {
     /// Streams the peer opened that the gateway has not finished answering.
     private(set) var inProgress = Set<UInt32>()
     private var highestStream: UInt32 = 0
-    private var resets = 0
-    private var resetWindowStart: NIODeadline?
-    private var controlFrames = 0
+    private var resets: WindowedCount
+    private var controlFrames: WindowedCount
+    /// Streams opened since the control-frame window began.
     private var streamsOpened = 0
-    private var controlWindowStart: NIODeadline?
 
-    init(limits: Limits) { self.limits = limits }
+    init(limits: Limits) {
+        self.limits = limits
+        resets = WindowedCount(window: limits.resetWindow)
+        controlFrames = WindowedCount(window: limits.controlWindow)
+    }
+
+    /// Events counted in a fixed window that starts again at the first event after it ends.
+    struct WindowedCount {
+        let window: TimeAmount
+        private(set) var count = 0
+        private var start: NIODeadline?
+
+        init(window: TimeAmount) { self.window = window }
+
+        /// Counts one event; returns true when it began a new window.
+        mutating func add(at time: NIODeadline) -> Bool {
+            if let start, time - start <= window {
+                count += 1
+                return false
+            }
+            start = time
+            count = 1
+            return true
+        }
+    }
 
     /// A frame header from the peer.
     mutating func inbound(_ frame: HTTP2FrameScanner.Frame, now: () -> NIODeadline) -> Verdict {
@@ -46,27 +69,14 @@ struct ProviderFrameGuardState {
             }
         case HTTP2FrameScanner.Frame.rstStream:
             guard inProgress.remove(frame.streamID) != nil else { return .pass }
-            let time = now()
-            if let start = resetWindowStart, time - start <= limits.resetWindow {
-                resets += 1
-            } else {
-                resetWindowStart = time
-                resets = 1
-            }
-            if resets > limits.inProgressResets {
+            _ = resets.add(at: now())
+            if resets.count > limits.inProgressResets {
                 return .violation("more than \(limits.inProgressResets) resets of streams in progress")
             }
         case HTTP2FrameScanner.Frame.ping, HTTP2FrameScanner.Frame.settings, HTTP2FrameScanner.Frame.priority,
              HTTP2FrameScanner.Frame.windowUpdate:
-            let time = now()
-            if let start = controlWindowStart, time - start <= limits.controlWindow {
-                controlFrames += 1
-            } else {
-                controlWindowStart = time
-                controlFrames = 1
-                streamsOpened = 0
-            }
-            if controlFrames > limits.controlFrames + 2 * streamsOpened {
+            if controlFrames.add(at: now()) { streamsOpened = 0 }
+            if controlFrames.count > limits.controlFrames + 2 * streamsOpened {
                 return .violation("more than \(limits.controlFrames) control frames (PING, SETTINGS, PRIORITY, WINDOW_UPDATE)")
             }
         default:
