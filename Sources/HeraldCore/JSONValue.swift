@@ -148,6 +148,14 @@ public struct JSONFields: Sendable {
         return strings
     }
 
+    /// An array of any values (format arguments, for example), of at most `maximumCount` items.
+    public func array(_ key: String, maximumCount: Int = 1_000) throws(JSONFieldError) -> [JSONValue]? {
+        guard let value = present(key) else { return nil }
+        guard case .array(let items) = value else { throw error(key, "must be an array") }
+        guard items.count <= maximumCount else { throw error(key, "must have at most \(maximumCount) items") }
+        return items
+    }
+
     public func object(_ key: String) throws(JSONFieldError) -> JSONFields? {
         guard let value = present(key) else { return nil }
         guard case .object(let o) = value else { throw error(key, "must be an object") }

@@ -163,11 +163,11 @@ struct ProviderRouter: Sendable {
             case ("GET", "health"):
                 return Self.json(200, .object(["status": .string("ok")]))
             case ("POST", "v1/registrations"):
-                let o = try object(request.body)
+                let f = JSONFields(try object(request.body))
                 let r = try await service.register(
-                    token: try string(o, "token"), topic: try string(o, "topic"), language: try string(o, "language"),
-                    timeZone: try string(o, "timeZone"), userID: o["userId"]?.stringValue,
-                    tags: Self.strings(o["tags"]))
+                    token: try Self.required(f, "token", maximumBytes: 200), topic: try Self.required(f, "topic", maximumBytes: 255),
+                    language: try Self.required(f, "language", maximumBytes: 64), timeZone: try Self.required(f, "timeZone", maximumBytes: 64),
+                    userID: try f.string("userId", maximumBytes: 256), tags: try f.strings("tags", maximumCount: 64, maximumBytes: 64) ?? [])
                 return Self.json(200, Self.json(r))
             case ("GET", "v1/registrations/{}"):
                 let token = argument
@@ -182,13 +182,15 @@ struct ProviderRouter: Sendable {
             case ("PUT", "v1/templates/{}"):
                 let id = argument
                 let o = try object(request.body)
-                guard case .object(let t)? = o["translations"] else { throw ProviderError(400, "a template needs \"translations\": {\"en\": {\"body\": …}, …}") }
+                guard let t = try JSONFields(o).object("translations"), !t.object.isEmpty, t.object.count <= 500 else {
+                    throw ProviderError(400, "a template needs \"translations\": {\"en\": {\"body\": …}, …} (1 to 500 languages)")
+                }
                 var translations: [String: MessageTemplate.Text] = [:]
-                for (language, value) in t {
-                    guard case .object(let text) = value, let body = text["body"]?.stringValue else {
-                        throw ProviderError(400, "translation \"\(language)\" needs a \"body\" string")
-                    }
-                    translations[language] = .init(title: text["title"]?.stringValue, subtitle: text["subtitle"]?.stringValue, body: body)
+                for language in t.object.keys {
+                    guard let text = try t.object(language) else { throw ProviderError(400, "\"translations.\(language)\" must be an object") }
+                    translations[language] = .init(
+                        title: try text.string("title", maximumBytes: 4096), subtitle: try text.string("subtitle", maximumBytes: 4096),
+                        body: try Self.required(text, "body", maximumBytes: 4096))
                 }
                 try await service.putTemplate(MessageTemplate(id: id, translations: translations))
                 return Self.json(200, .object(["id": .string(id), "languages": .array(translations.keys.sorted().map(JSONValue.string))]))
@@ -227,7 +229,7 @@ struct ProviderRouter: Sendable {
                 let o = try object(request.body)
                 let send = try Self.sendRequest(o, idempotencyHeader: nil)
                 let timing = try Self.timing(o)
-                let id = o["id"]?.stringValue ?? request.header("idempotency-key")
+                let id = try JSONFields(o).string("id", maximumBytes: 256) ?? request.header("idempotency-key")
                 let (schedule, replayed) = try await service.schedule(timing, send: send, id: id)
                 return Self.json(replayed ? 200 : 201, Self.json(try await service.scheduleStatus(schedule.id)))
             case ("GET", "v1/schedules"):
@@ -263,56 +265,62 @@ struct ProviderRouter: Sendable {
         }
     }
 
-    private func string(_ o: [String: JSONValue], _ key: String) throws -> String {
-        guard let value = o[key]?.stringValue, !value.isEmpty else { throw ProviderError(400, "\"\(key)\" is required (a string)") }
+    /// A required, non-empty string field.
+    static func required(_ f: JSONFields, _ key: String, maximumBytes: Int) throws -> String {
+        guard let value = try f.string(key, maximumBytes: maximumBytes), !value.isEmpty else {
+            throw ProviderError(400, "\"\(f.path)\(key)\" is required (a string)")
+        }
         return value
     }
 
-    static func strings(_ value: JSONValue?) -> [String] {
-        guard case .array(let items)? = value else { return [] }
-        return items.map(LocalizedFormat.argument)
+    /// Format arguments: an array of strings or numbers (each written as text).
+    static func arguments(_ f: JSONFields, _ key: String) throws -> [String] {
+        try (f.array(key, maximumCount: 100) ?? []).map(LocalizedFormat.argument)
     }
 
     static func sendRequest(_ o: [String: JSONValue], idempotencyHeader: String?) throws -> SendRequest {
-        guard case .object(let to)? = o["to"] else {
+        let f = JSONFields(o)
+        guard let to = try f.object("to") else {
             throw ProviderError(400, "\"to\" is required: {\"token\": …}, {\"user\": …} or {\"segment\": {\"topic\", \"tags\", \"languages\"}}")
         }
         let target: SendTarget
-        if let token = to["token"]?.stringValue {
+        if let token = try to.string("token", maximumBytes: 200) {
             target = .token(token)
-        } else if let user = to["user"]?.stringValue {
+        } else if let user = try to.string("user", maximumBytes: 256) {
             target = .user(user)
-        } else if case .object(let segment)? = to["segment"] {
-            target = .segment(topic: segment["topic"]?.stringValue, tags: strings(segment["tags"]), languages: strings(segment["languages"]))
+        } else if let segment = try to.object("segment") {
+            target = .segment(
+                topic: try segment.string("topic", maximumBytes: 255), tags: try segment.strings("tags", maximumCount: 64, maximumBytes: 64) ?? [],
+                languages: try segment.strings("languages", maximumCount: 64, maximumBytes: 64) ?? [])
         } else {
             throw ProviderError(400, "\"to\" needs \"token\", \"user\" or \"segment\"")
         }
         let message: SendMessage
-        if case .object(let t)? = o["template"] {
-            guard let id = t["id"]?.stringValue else { throw ProviderError(400, "\"template\" needs \"id\"") }
-            message = .template(id: id, arguments: strings(t["args"]))
-        } else if case .object(let a)? = o["alert"] {
-            guard let body = a["body"]?.stringValue else { throw ProviderError(400, "\"alert\" needs \"body\"") }
-            message = .alert(title: a["title"]?.stringValue, subtitle: a["subtitle"]?.stringValue, body: body)
-        } else if case .object(let l)? = o["locKey"] {
-            guard let key = l["key"]?.stringValue else { throw ProviderError(400, "\"locKey\" needs \"key\"") }
-            message = .deviceLocalized(key: key, arguments: strings(l["args"]), titleKey: l["titleKey"]?.stringValue, titleArguments: strings(l["titleArgs"]))
+        if let t = try f.object("template") {
+            message = .template(id: try required(t, "id", maximumBytes: 256), arguments: try arguments(t, "args"))
+        } else if let a = try f.object("alert") {
+            message = .alert(
+                title: try a.string("title", maximumBytes: 4096), subtitle: try a.string("subtitle", maximumBytes: 4096),
+                body: try required(a, "body", maximumBytes: 4096))
+        } else if let l = try f.object("locKey") {
+            message = .deviceLocalized(
+                key: try required(l, "key", maximumBytes: 256), arguments: try arguments(l, "args"),
+                titleKey: try l.string("titleKey", maximumBytes: 256), titleArguments: try arguments(l, "titleArgs"))
         } else {
             message = .none
         }
         var data: [String: JSONValue] = [:]
-        if case .object(let d)? = o["data"] {
-            guard d["aps"] == nil else { throw ProviderError(400, "\"data\" may not hold \"aps\" (use the send's fields)") }
-            data = d
+        if let d = try f.object("data") {
+            guard d.object["aps"] == nil else { throw ProviderError(400, "\"data\" may not hold \"aps\" (use the send's fields)") }
+            data = d.object
         }
-        let contentAvailable = o["contentAvailable"] == .bool(true)
-        if case .none = message, o["badge"] == nil, o["sound"] == nil, !contentAvailable {
+        let contentAvailable = try f.bool("contentAvailable") ?? false
+        let badge = try f.integer("badge", in: 0...Int(Int32.max)), sound = try f.string("sound", maximumBytes: 256)
+        if case .none = message, badge == nil, sound == nil, !contentAvailable {
             throw ProviderError(400, "say something: \"template\", \"alert\", \"locKey\", \"badge\", \"sound\" or \"contentAvailable\": true")
         }
-        let f = JSONFields(o)
         return SendRequest(
-            target: target, message: message, badge: try f.integer("badge", in: 0...Int(Int32.max)),
-            sound: try f.string("sound", maximumBytes: 256),
+            target: target, message: message, badge: badge, sound: sound,
             contentAvailable: contentAvailable, category: try f.string("category", maximumBytes: 256),
             threadID: try f.string("threadId", maximumBytes: 256), data: data,
             pushType: try f.string("pushType", maximumBytes: 64), priority: try f.integer("priority", in: 1...10),
@@ -333,45 +341,46 @@ struct ProviderRouter: Sendable {
     /// each registration's own), `"repeat"` (once, daily, weekly with `"weekdays"`, monthly with
     /// `"day"`), `"from"` and `"until"` (local dates, inclusive).
     static func timing(_ o: [String: JSONValue]) throws -> ScheduleTiming {
-        if let at = o["at"] {
+        let f = JSONFields(o)
+        if let at = try f.string("at", maximumBytes: 64) {
             guard o["time"] == nil else { throw ProviderError(400, "give \"at\" (an instant) or \"time\" (a wall-clock time), not both") }
-            guard let text = at.stringValue, let instant = parseInstant(text) else {
+            guard let instant = parseInstant(at) else {
                 throw ProviderError(400, "\"at\" must be an ISO 8601 instant with its offset, such as 2026-11-22T09:00:00Z or 2026-11-22T09:00:00+01:00")
             }
             return .instant(instant)
         }
-        guard let time = o["time"]?.stringValue else {
+        guard let time = try f.string("time", maximumBytes: 64) else {
             throw ProviderError(400, "a schedule needs \"at\" (an instant) or \"time\" (HH:MM, in each registration's zone or in \"timeZone\")")
         }
         let hm = time.split(separator: ":", omittingEmptySubsequences: false)
-        guard hm.count == 2, hm[0].count == 2, hm[1].count == 2, let hour = Int(hm[0]), let minute = Int(hm[1]) else {
-            throw ProviderError(400, "\"time\" must be HH:MM, such as 09:00, not \"\(time)\"")
+        guard hm.count == 2, hm[0].count == 2, hm[1].count == 2, let hour = Int(hm[0]), let minute = Int(hm[1]),
+              (0...23).contains(hour), (0...59).contains(minute) else {
+            throw ProviderError(400, "\"time\" must be HH:MM from 00:00 to 23:59, such as 09:00, not \"\(time)\"")
         }
         func date(_ key: String) throws -> LocalDate? {
-            guard let value = o[key] else { return nil }
-            guard let text = value.stringValue, let date = LocalDate(text) else { throw ProviderError(400, "\"\(key)\" must be a date YYYY-MM-DD") }
+            guard let text = try f.string(key, maximumBytes: 64) else { return nil }
+            guard let date = LocalDate(text) else { throw ProviderError(400, "\"\(key)\" must be a date YYYY-MM-DD") }
             return date
         }
         let repeats: WallClockRule.Repeat
-        switch o["repeat"]?.stringValue ?? "once" {
+        switch try f.string("repeat", maximumBytes: 64) ?? "once" {
         case "once": repeats = .once
         case "daily": repeats = .daily
         case "weekly":
-            let names = strings(o["weekdays"]).map { $0.lowercased().prefix(3) }
+            let names = (try f.strings("weekdays", maximumCount: 7, maximumBytes: 16) ?? []).map { $0.lowercased().prefix(3) }
             let days = names.compactMap { name in weekdayNames.firstIndex(of: String(name)).map { $0 + 1 } }
             guard !names.isEmpty, days.count == names.count else {
                 throw ProviderError(400, "a weekly schedule needs \"weekdays\", such as [\"mon\", \"wed\", \"fri\"]")
             }
             repeats = .weekly(weekdays: days)
         case "monthly":
-            guard let day = try JSONFields(o).integer("day", in: 1...31) else { throw ProviderError(400, "a monthly schedule needs \"day\" (1…31)") }
+            guard let day = try f.integer("day", in: 1...31) else { throw ProviderError(400, "a monthly schedule needs \"day\" (1…31)") }
             repeats = .monthly(day: day)
         case let other:
             throw ProviderError(400, "\"repeat\" must be once, daily, weekly or monthly, not \"\(other)\"")
         }
-        if o["timeZone"] != nil && o["timeZone"]?.stringValue == nil { throw ProviderError(400, "\"timeZone\" must be a string") }
         return .wallClock(WallClockRule(
-            hour: hour, minute: minute, timeZone: o["timeZone"]?.stringValue, repeats: repeats, from: try date("from"), until: try date("until")))
+            hour: hour, minute: minute, timeZone: try f.string("timeZone", maximumBytes: 64), repeats: repeats, from: try date("from"), until: try date("until")))
     }
 
     static func parseInstant(_ text: String) -> Int64? {

@@ -40,6 +40,7 @@ struct DeviceRuntimeTests {
             var fetchResult: SilentPushes.FetchResult? = .newData
         }
         let calls = NIOLockedValueBox<[String]>([])
+        let silentPayloads = NIOLockedValueBox<[JSONValue]>([])
         let behaviour: NIOLockedValueBox<Behaviour>
         init(_ behaviour: Behaviour = Behaviour()) { self.behaviour = NIOLockedValueBox(behaviour) }
         func log(_ s: String) { calls.withLockedValue { $0.append(s) } }
@@ -58,6 +59,7 @@ struct DeviceRuntimeTests {
         func didDeliverWithoutPresentation(_ n: DeliveredNotification) async { log("unpresented \(n.id)") }
         func didReceiveSilentPush(_ payload: JSONValue, completion: CallbackHandler<SilentPushes.FetchResult>) async {
             log("silent")
+            silentPayloads.withLockedValue { $0.append(payload) }
             if let result = behaviour.withLockedValue({ $0.fetchResult }) { completion(result) }
         }
         func didRegisterForRemoteNotifications(token: DeviceToken) async { log("token \(token)") }
@@ -493,6 +495,32 @@ struct DeviceRuntimeTests {
         #expect(f.app.log.filter { $0 == "silent" }.count == 3)
         await f.runtime.advance(f.clock, to: f.clock.nowMilliseconds() + 3_600_000)
         #expect(f.app.log.filter { $0 == "silent" }.count == 4)
+    }
+
+    @Test("a silent push held over the budget is acked when held and survives a restart: the next run hands it over when the hour allows")
+    func silentHeldAcrossRestart() async throws {
+        let dir = try Self.tempDir()
+        let acks = Acks()
+        let pushes = (1...5).map { Self.push(#"{"aps":{"content-available":1},"n":\#($0)}"#, id: UInt8($0)) }
+        do {
+            let f = try await Fixture(storage: dir)
+            try await f.runtime.userLaunched(app: "com.example.app")
+            try await f.runtime.userLeftApp("com.example.app")
+            for push in pushes { await f.runtime.receive(push, acknowledge: acks.ack(push)) }
+            await f.settle()
+            #expect(f.app.log.filter { $0 == "silent" }.count == 3)
+            #expect(acks.all.count == 5, "handled, held and replaced pushes are all decided, so all acked")
+        }
+        // Stopped and started again half an hour later: the budget's uses and the held push (n = 5) are back.
+        let f = try await Fixture(start: "2026-03-07T12:30:00Z", storage: dir)
+        await f.settle()
+        #expect(f.app.log.filter { $0 == "silent" }.isEmpty, "the three uses of the last hour still count")
+        await f.advance(to: "2026-03-07T13:00:01Z")
+        await f.settle()
+        #expect(f.app.silentPayloads.withLockedValue { $0 }.map { $0["n"]?.integer(Int.self) } == [5])
+        // Handed over once: it is not held any more.
+        await f.advance(to: "2026-03-07T15:00:00Z")
+        #expect(f.app.silentPayloads.withLockedValue { $0 }.count == 1)
     }
 
     @Test("47. the service extension: a rewrite in time is shown; no handler in 30 s ⇒ timeWillExpire and the original")

@@ -164,7 +164,7 @@ def main():
          "--host", "127.0.0.1", "--log-level", "error", "--handshake-timeout", "2", "--provider-idle-timeout", "3",
          "--provider-connections-per-address", "40", "--token-burst", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    device = None
+    device = provider = None
     try:
         ports = json.loads(gateway.stdout.readline())
         port, device_port, admin, ca = ports["provider_port"], ports["device_port"], ports["admin_port"], ports["ca"]
@@ -378,6 +378,32 @@ def main():
             check(f"WebSocket {name}: connection closed at once", closed and quick, time.time() - sent_at)
             s.close()
 
+        # --- A hello whose public key is not a point on P-256: authentication-failed, closed.
+        s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", device_port)), server_hostname="localhost")
+        s.sendall(b"GET /device/v1 HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+        s.settimeout(5)
+        got = b""
+        try:
+            while b"challenge" not in got:
+                got += s.recv(4096)
+            off_curve = base64.b64encode((1).to_bytes(32, "big") + (1).to_bytes(32, "big")).decode()
+            hello = json.dumps({"type": "hello", "version": 1, "public-key": off_curve,
+                                "signature": base64.b64encode(b"\1" * 64).decode()}).encode()
+            mask = os.urandom(4)
+            header = bytes([0x81, 0x80 | 126]) + struct.pack(">H", len(hello)) if len(hello) > 125 else bytes([0x81, 0x80 | len(hello)])
+            s.sendall(header + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(hello)))
+            answer = b""
+            while True:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                answer += chunk
+        except (socket.timeout, ConnectionResetError, ssl.SSLError, OSError):
+            answer = answer if "answer" in dir() else b""
+        check("hello with an off-curve public key: authentication-failed, then closed", b"authentication-failed" in answer, answer[:120])
+        s.close()
+
         # --- Idle provider connection: GOAWAY {"reason":"IdleTimeout"}, then closed (timeout: 3 s).
         client = H2(port, ca)
         authenticated(client)
@@ -478,11 +504,78 @@ def main():
         arrived = next_event("notification", 15, where=lambda e: e.get("apns-id") == final_id)
         check("the device survived every hostile payload", alive(device))
         check("the normal push reached the device after the attacks", arrived is not None)
+
+        # --- herald provider: hostile REST bodies, then a normal send through it reaches the device.
+        provider = subprocess.Popen(
+            [HERALD, "provider", "--data-dir", os.path.join(data, "provider"), "--port", "0",
+             "--gateway", f"https://localhost:{port}", "--ca", ca, "--key", key_path, "--key-id", key_id, "--team", TEAM],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        ready = json.loads(provider.stdout.readline())
+        api = f"http://127.0.0.1:{ready['port']}"
+        with open(ready["api_token_file"]) as f:
+            bearer = {"authorization": f"Bearer {f.read().strip()}", "content-type": "application/json"}
+        provider_rss = rss_kib(provider.pid)
+        deep = '{"to":' + "[" * 5000 + "]" * 5000 + "}"
+        ok = '"to":{"token":"00"},"alert":{"body":"x"}'
+        reg = '"token":"00","topic":"t","language":"en","timeZone":"UTC"'
+        rest_cases = [
+            ("/v1/sends", '{%s,"badge":1e300}' % ok, 400, '"badge"'),
+            ("/v1/sends", '{%s,"badge":-1}' % ok, 400, '"badge"'),
+            ("/v1/sends", '{%s,"priority":1e300}' % ok, 400, '"priority"'),
+            ("/v1/sends", '{%s,"expiration":-1e300}' % ok, 400, '"expiration"'),
+            ("/v1/sends", '{%s,"contentAvailable":"yes"}' % ok, 400, '"contentAvailable"'),
+            ("/v1/sends", '{%s,"data":[1]}' % ok, 400, '"data"'),
+            ("/v1/sends", '{"to":{"token":"00"},"alert":"x"}', 400, '"alert"'),
+            ("/v1/sends", '{"to":{"token":"00"},"alert":{"body":1e300}}', 400, '"alert.body"'),
+            ("/v1/sends", '{"to":{"token":"00"},"template":{"id":"t","args":"%n%n"}}', 400, '"template.args"'),
+            ("/v1/sends", '{"to":{"token":7},"badge":1}', 400, '"to.token"'),
+            ("/v1/sends", '{"to":"everyone"}', 400, '"to"'),
+            ("/v1/sends", '{%s,}' % ok, 400, "trailing comma"),
+            ("/v1/sends", '{%s,"badge":NaN}' % ok, 400, "JSON"),
+            ("/v1/sends", deep, 400, "JSON"),
+            ("/v1/sends", "[]", 400, "JSON object"),
+            ("/v1/sends", b'{"to":{"token":"\xff\xfe"}}', 400, "JSON"),
+            ("/v1/schedules", '{%s,"time":"09:00","repeat":"monthly","day":1e300}' % ok, 400, '"day"'),
+            ("/v1/schedules", '{%s,"time":"99:99"}' % ok, 400, '"time"'),
+            ("/v1/schedules", '{%s,"time":"09:00","repeat":"weekly","weekdays":{"mon":1}}' % ok, 400, '"weekdays"'),
+            ("/v1/registrations", '{"token":"00","topic":"t","language":"en","timeZone":1e300}', 400, '"timeZone"'),
+            ("/v1/registrations", '{"token":"00","topic":"t","timeZone":"UTC","language":"' + "x" * 100_000 + '"}', 400, '"language"'),
+            ("/v1/registrations", '{%s,"tags":"beta"}' % reg, 400, '"tags"'),
+            ("/v1/sends", '{"x":"' + "a" * (2 << 20) + '"}', 413, ""),
+        ]
+        with httpx.Client(timeout=20) as c:
+            r = c.post(api + "/v1/sends", content=b'{"to":{"user":"u"}}')
+            check("provider REST without a token: 401", r.status_code == 401, r.status_code)
+            r = c.post(api + "/v1/sends", content=b'{"to":{"user":"u"}}', headers={"authorization": "Bearer " + "0" * 64})
+            check("provider REST with a wrong token: 401", r.status_code == 401, r.status_code)
+            wrong = []
+            for path, payload, status, fragment in rest_cases:
+                try:
+                    r = c.post(api + path, content=payload if isinstance(payload, bytes) else payload.encode(), headers=bearer)
+                    message = r.json().get("error", "") if r.headers.get("content-type", "").startswith("application/json") else r.text
+                    if r.status_code != status or fragment not in message:
+                        wrong.append((path, payload[:60], r.status_code, r.text[:120]))
+                except httpx.HTTPError as error:
+                    wrong.append((path, payload[:60], repr(error)))
+            check(f"provider REST: {len(rest_cases)} hostile bodies each get their specific 400/413", not wrong, wrong)
+            check("provider REST: the service survived", alive(provider))
+            r = c.post(api + "/v1/registrations", headers=bearer, content=json.dumps(
+                {"token": device_token, "topic": TOPIC, "language": "en", "timeZone": "UTC", "userId": "after-attack"}).encode())
+            check("provider REST: a registration after the attacks", r.status_code == 200, r.text[:200])
+            r = c.post(api + "/v1/sends", headers=bearer, content=json.dumps(
+                {"to": {"user": "after-attack"}, "alert": {"title": "Herald", "body": "through the provider"}}).encode())
+            check("provider REST: a send after the attacks is accepted", r.status_code == 200 and r.json().get("counts") == {"accepted": 1}, r.text[:200])
+        through = next_event("notification", 15, where=lambda e: "through the provider" in json.dumps(e.get("payload")))
+        check("the provider's send reached the device", through is not None)
+        grown = rss_kib(provider.pid) - provider_rss
+        check("provider memory bounded (growth < 64 MiB)", grown < 64 * 1024, f"+{grown} KiB")
+        provider.terminate()
+        provider.wait(10)
         check("the gateway survived every attack", alive(gateway))
         rss_end = rss_kib(gateway.pid)
         check("gateway memory bounded (growth < 64 MiB over the suite)", rss_end - rss_start < 64 * 1024, f"{rss_start} -> {rss_end} KiB")
     finally:
-        for process in (device, gateway):
+        for process in (provider, device, gateway):
             if process is not None and alive(process):
                 process.terminate()
                 try:

@@ -101,6 +101,23 @@ public enum SilentPushes {
             defer { held = nil }
             return held
         }
+
+        /// What the budget has used and holds, kept with the app's state so that a held push
+        /// (already acked to the gateway) survives a restart.
+        public struct Saved: Codable, Sendable {
+            public var sent: [Int64]
+            public var held: JSONValue?
+            public var dropped: Int
+        }
+
+        public var saved: Saved { Saved(sent: sent, held: held, dropped: dropped) }
+
+        /// Puts saved use back: the `count` newest uses inside the window and the held push.
+        public mutating func restore(_ saved: Saved, now: Int64) {
+            sent = Array(saved.sent.filter { $0 > now - windowMilliseconds && $0 <= now }.sorted().suffix(count))
+            held = saved.held
+            dropped = max(0, saved.dropped)
+        }
     }
 }
 

@@ -60,6 +60,8 @@ struct SavedApp: Codable {
     /// The apns-ids of the remote notifications the app has had, newest last (bounded): a copy the
     /// gateway sends again — its ack was lost in a crash — is acked and dropped, across restarts.
     var handledRemote: [String]?
+    /// The silent-push budget's recent uses and the push it holds (acked when held, so kept here).
+    var silentBudget: SilentPushes.Budget.Saved?
 
     init(_ slot: AppSlot) {
         let s = slot.authorization.settings
@@ -82,6 +84,7 @@ struct SavedApp: Codable {
         wantsRemote = slot.wantsRemote
         locationAuthorized = slot.locationAuthorized
         handledRemote = slot.handledRemote.ids
+        silentBudget = slot.silentBudget.saved
     }
 
     /// Puts the state back into a fresh slot. A pending request whose fire time passed while the
@@ -116,6 +119,7 @@ struct SavedApp: Codable {
         slot.wantsRemote = wantsRemote
         slot.locationAuthorized = locationAuthorized
         for id in handledRemote ?? [] { slot.handledRemote.insert(id) }
+        if let silentBudget { slot.silentBudget.restore(silentBudget, now: now) }
         slot.scheduler.setLocation(authorized: locationAuthorized)
     }
 }
