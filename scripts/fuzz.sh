@@ -2,6 +2,7 @@
 # Fuzzes every reader of outside input with libFuzzer + AddressSanitizer (docs/security.md).
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET…]
+#   HERALD_FUZZ_RUNS=10000000 scripts/fuzz.sh 3600 device-frames   # stop at 10M inputs or an hour
 #
 # Builds the Fuzz/ package (release, -sanitize=fuzzer,address), then runs each target for the given
 # time from its committed corpus (Fuzz/corpus/<target>; new inputs go to a scratch copy, not the
@@ -24,7 +25,7 @@ for target in "${TARGETS[@]}"; do
     cp corpus/"$target"/* "$SCRATCH/$target/"
     log="$SCRATCH/$target.log"
     if ! HERALD_FUZZ_TARGET="$target" SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=detect_leaks=0 "$BIN" \
-        -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -timeout=10 -max_len=65536 \
+        -max_total_time="$SECONDS_PER_TARGET" ${HERALD_FUZZ_RUNS:+-runs="$HERALD_FUZZ_RUNS"} -rss_limit_mb=2048 -timeout=10 -max_len=65536 \
         -artifact_prefix="crashers/$target/" -print_final_stats=1 "$SCRATCH/$target" >"$log" 2>&1; then
         echo "$target: FINDING (see crashers/$target and $log)"; status=1; failed=$((failed + 1))
     else
@@ -32,7 +33,8 @@ for target in "${TARGETS[@]}"; do
     fi
     runs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}')
     speed=$(grep -E '^stat::average_exec_per_sec' "$log" | awk '{print $2}')
-    echo "$target: ${runs:-?} inputs in ${SECONDS_PER_TARGET}s, ${speed:-?} exec/s"
+    took=$(grep -E '^Done [0-9]+ runs in' "$log" | awk '{print $5}')
+    echo "$target: ${runs:-?} inputs in ${took:-$SECONDS_PER_TARGET}s, ${speed:-?} exec/s"
 done
 echo "fuzz: $passed passed, $failed failed"
 exit $status

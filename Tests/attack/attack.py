@@ -333,19 +333,31 @@ def main():
 
         # --- A WebSocket peer that never answers the challenge is closed (deadline: 2 s).
         ctx = ssl.create_default_context(cafile=ca)
-        ws = ctx.wrap_socket(socket.create_connection(("127.0.0.1", device_port)), server_hostname="localhost")
-        ws.sendall(b"GET /device/v1 HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                   b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
-        ws.settimeout(6)
-        got, start = b"", time.time()
-        try:
-            while True:
-                chunk = ws.recv(4096)
-                if not chunk:
-                    break
-                got += chunk
-        except (socket.timeout, ConnectionResetError, ssl.SSLError, OSError):
-            pass
+
+        def ws_upgraded(timeout):
+            """A TLS connection to the device port that has asked for the WebSocket upgrade."""
+            s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", device_port)), server_hostname="localhost")
+            s.sendall(b"GET /device/v1 HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                      b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+            s.settimeout(timeout)
+            return s
+
+        def read_until_closed(s, got=b""):
+            """Everything the peer sends until it closes: (bytes, closed); not closed on a time-out."""
+            try:
+                while True:
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        return got, True
+                    got += chunk
+            except socket.timeout:
+                return got, False
+            except (ConnectionResetError, ssl.SSLError, OSError):
+                return got, True
+
+        ws = ws_upgraded(6)
+        start = time.time()
+        got, _ = read_until_closed(ws)
         elapsed = time.time() - start
         check("WebSocket peer silent after the challenge: closed within the deadline",
               b"101" in got.split(b"\r\n", 1)[0] and b"challenge" in got and elapsed < 5, (got[:80], elapsed))
@@ -358,49 +370,30 @@ def main():
         for name, frame in [("64-bit length with the top bit set", ws_frame(b"\x80" + b"\0" * 7) + b"\0" * 4),
                             ("4 MB frame", ws_frame(struct.pack(">Q", 4 << 20)) + b"\0" * 4 + b"a" * 65536),
                             ("unmasked frame", bytes([0x81, 0x05]) + b"hello")]:
-            s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", device_port)), server_hostname="localhost")
-            s.sendall(b"GET /device/v1 HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                      b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
-            s.settimeout(5)
+            s = ws_upgraded(5)
+            s.recv(4096)
+            sent_at = time.time()
             try:
-                s.recv(4096)
-                sent_at = time.time()
                 s.sendall(frame)
-                closed = False
-                while True:
-                    chunk = s.recv(4096)
-                    if not chunk:
-                        closed = True
-                        break
-            except (socket.timeout, ConnectionResetError, ssl.SSLError, OSError):
-                closed = True
+            except OSError:
+                pass  # closed while the frame was still going out
+            _, closed = read_until_closed(s)
             quick = time.time() - sent_at < 1.5  # closed for the frame, not by the 2 s hello deadline
             check(f"WebSocket {name}: connection closed at once", closed and quick, time.time() - sent_at)
             s.close()
 
         # --- A hello whose public key is not a point on P-256: authentication-failed, closed.
-        s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", device_port)), server_hostname="localhost")
-        s.sendall(b"GET /device/v1 HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                  b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
-        s.settimeout(5)
+        s = ws_upgraded(5)
         got = b""
-        try:
-            while b"challenge" not in got:
-                got += s.recv(4096)
-            off_curve = base64.b64encode((1).to_bytes(32, "big") + (1).to_bytes(32, "big")).decode()
-            hello = json.dumps({"type": "hello", "version": 1, "public-key": off_curve,
-                                "signature": base64.b64encode(b"\1" * 64).decode()}).encode()
-            mask = os.urandom(4)
-            header = bytes([0x81, 0x80 | 126]) + struct.pack(">H", len(hello)) if len(hello) > 125 else bytes([0x81, 0x80 | len(hello)])
-            s.sendall(header + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(hello)))
-            answer = b""
-            while True:
-                chunk = s.recv(4096)
-                if not chunk:
-                    break
-                answer += chunk
-        except (socket.timeout, ConnectionResetError, ssl.SSLError, OSError):
-            answer = answer if "answer" in dir() else b""
+        while b"challenge" not in got:
+            got += s.recv(4096)
+        off_curve = base64.b64encode((1).to_bytes(32, "big") + (1).to_bytes(32, "big")).decode()
+        hello = json.dumps({"type": "hello", "version": 1, "public-key": off_curve,
+                            "signature": base64.b64encode(b"\1" * 64).decode()}).encode()
+        mask = os.urandom(4)
+        header = bytes([0x81, 0x80 | 126]) + struct.pack(">H", len(hello)) if len(hello) > 125 else bytes([0x81, 0x80 | len(hello)])
+        s.sendall(header + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(hello)))
+        answer, _ = read_until_closed(s)
         check("hello with an off-curve public key: authentication-failed, then closed", b"authentication-failed" in answer, answer[:120])
         s.close()
 
