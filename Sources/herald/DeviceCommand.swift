@@ -221,7 +221,7 @@ struct FixedPromptAnswer: UserSettingsSource {
 struct DeviceUnregisterCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "unregister",
-        abstract: "Remove an app from the device: its token is unregistered (providers get 410 Unregistered).",
+        abstract: "Remove an app from the device: its token is unregistered (providers get 410 Unregistered) and its saved state removed.",
         discussion: "Uses the gateway and CA remembered by `herald device run`, unless --gateway/--ca are given."
     )
 
@@ -254,6 +254,10 @@ struct DeviceUnregisterCommand: AsyncParsableCommand {
         } catch {
             printError("herald: could not unregister \(app): \(error)")
             throw ExitCode(1)
+        }
+        // Uninstalled: the app's saved state (settings, notifications, token) goes with it.
+        do { try DeviceRuntime.removeSavedState(of: app, storageDirectory: dir) } catch {
+            printError("herald: \(app) is unregistered, but its saved state could not be removed: \(error)")
         }
         printLineFlushed("unregistered \(app) at \(at)")
     }

@@ -192,6 +192,7 @@ struct CLITests {
         let gone = try Herald.run(send)
         #expect(gone.status == 1)
         #expect(gone.stdout == "410 Unregistered timestamp=\(timestamp)")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/phone/apps/com.example.app.json"), "uninstalled: its saved state went with it")
 
         // The legacy feedback port reports it once, for the app named by the client certificate.
         let certificate = try Herald.run([
@@ -204,6 +205,13 @@ struct CLITests {
         #expect(feedback.status == 0, "\(feedback.stderr)")
         #expect(feedback.stdout == "\(token) \((Int64(timestamp) ?? 0) / 1000)")
         #expect(try Herald.run(read).stdout == "", "read and cleared")
+
+        // Installed again: a fresh app with a new token (not a token change of the removed one).
+        let reinstalled = try DeviceProcess(dataDirectory: dir + "/phone", gateway: nil, ca: nil, apps: ["com.example.app"])
+        let fresh = try await reinstalled.next("registered")["token"] as? String
+        #expect(fresh != nil && fresh != token)
+        reinstalled.stop()
+        #expect(!reinstalled.allLines.contains { $0["event"] as? String == "token-changed" })
 
         let bad = try Herald.run(["device", "run", "--data-dir", dir + "/other", "--app", "com.x", "--gateway", "https://x:1"])
         #expect(bad.status != 0)

@@ -24,6 +24,13 @@ struct RuntimeStorage: Sendable {
         }
     }
 
+    /// Forgets an app (uninstalled): its settings, notifications and token.
+    func remove(_ appID: String) throws {
+        let path = path(appID)
+        guard FileManager.default.fileExists(atPath: path) else { return }
+        try FileManager.default.removeItem(atPath: path)
+    }
+
     func save(_ app: SavedApp, appID: String) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
