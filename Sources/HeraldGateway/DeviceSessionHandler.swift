@@ -266,9 +266,13 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
             token: .random(), bundleID: topic, environment: port.environment, deviceID: deviceID,
             createdAtMilliseconds: port.clock.nowMilliseconds())
         let store = port.store
-        run({ try await store.issueToken(candidate) }) { handler, result in
+        let maximum = port.limits.topicsPerDevice
+        run({ try await store.issueToken(candidate, maximumActivePerDevice: maximum) }) { handler, result in
             switch result {
             case .success(let registration): handler.send(.registered(topic: topic, token: registration.token), flush: true)
+            case .failure(let error as StoreError) where error.code == .tooManyTokens:
+                handler.topics.remove(topic)
+                handler.send(.error(code: .tooManyTopics, message: "a device may have at most \(maximum) apps registered; unregister one first"), flush: true)
             case .failure(let error):
                 handler.port.logger.error("could not issue a token", metadata: ["error": "\(error)"])
                 handler.send(.error(code: .internalError, message: "could not register \(topic); try again"), flush: true)

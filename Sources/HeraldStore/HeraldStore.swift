@@ -2,7 +2,7 @@ import HeraldCore
 
 /// Why a store operation was refused.
 public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
-    public enum Code: String, Sendable { case topicOwnedByAnotherTeam, keyExists, tokenExists, unknownToken, deviceKeyMismatch, corrupt }
+    public enum Code: String, Sendable { case topicOwnedByAnotherTeam, keyExists, tokenExists, unknownToken, deviceKeyMismatch, tooManyTokens, corrupt }
     public var code: Code
     public var message: String
     public init(_ code: Code, _ message: String) {
@@ -57,7 +57,9 @@ public protocol HeraldStore: Sendable {
     func device(id: String) async throws -> DeviceRecord?
     /// The device's active token for an app, issuing `candidate` when it has none. Registering
     /// the same app again returns the same token; after an unregistration a new one is issued.
-    func issueToken(_ candidate: TokenRegistration) async throws -> TokenRegistration
+    /// A device that already has `maximumActivePerDevice` active tokens gets no new one
+    /// (``StoreError/Code/tooManyTokens``): the bound holds across connections and nodes.
+    func issueToken(_ candidate: TokenRegistration, maximumActivePerDevice: Int) async throws -> TokenRegistration
     /// The device's active (not unregistered) token for an app in an environment.
     func activeToken(deviceID: String, bundleID: String, environment: APNsEnvironment) async throws -> TokenRegistration?
 

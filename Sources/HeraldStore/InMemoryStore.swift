@@ -148,10 +148,15 @@ public actor InMemoryStore: HeraldStore {
 
     public func device(id: String) -> DeviceRecord? { devices[id] }
 
-    public func issueToken(_ candidate: TokenRegistration) throws -> TokenRegistration {
-        if let deviceID = candidate.deviceID,
-           let existing = activeToken(deviceID: deviceID, bundleID: candidate.bundleID, environment: candidate.environment) {
-            return existing
+    public func issueToken(_ candidate: TokenRegistration, maximumActivePerDevice: Int) throws -> TokenRegistration {
+        if let deviceID = candidate.deviceID {
+            if let existing = activeToken(deviceID: deviceID, bundleID: candidate.bundleID, environment: candidate.environment) {
+                return existing
+            }
+            let active = tokens.values.count { $0.deviceID == deviceID && $0.unregisteredAtMilliseconds == nil }
+            guard active < maximumActivePerDevice else {
+                throw StoreError(.tooManyTokens, "device \(deviceID) has \(active) active tokens, the most it may have")
+            }
         }
         try registerTokens([candidate])
         return candidate

@@ -378,12 +378,18 @@ public final class SQLiteStore: HeraldStore {
         }
     }
 
-    public func issueToken(_ candidate: TokenRegistration) async throws -> TokenRegistration {
+    public func issueToken(_ candidate: TokenRegistration, maximumActivePerDevice: Int) async throws -> TokenRegistration {
         let cache = registrations
         return try await pool.write { db in
-            if let deviceID = candidate.deviceID,
-               let existing = try Self.activeToken(deviceID: deviceID, bundleID: candidate.bundleID, environment: candidate.environment, in: db) {
-                return existing
+            if let deviceID = candidate.deviceID {
+                if let existing = try Self.activeToken(deviceID: deviceID, bundleID: candidate.bundleID, environment: candidate.environment, in: db) {
+                    return existing
+                }
+                let active = try Int.fetchOne(
+                    db, sql: "SELECT COUNT(*) FROM device_tokens WHERE device_id = ? AND unregistered_at_ms IS NULL", arguments: [deviceID]) ?? 0
+                guard active < maximumActivePerDevice else {
+                    throw StoreError(.tooManyTokens, "device \(deviceID) has \(active) active tokens, the most it may have")
+                }
             }
             cache.remove(candidate.token)
             try Self.insert(candidate, in: db)

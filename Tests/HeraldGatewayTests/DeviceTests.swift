@@ -406,6 +406,15 @@ struct DeviceTests {
         // Enrolled now: no secret needed any more.
         (socket, events, answer) = try await hello(nil)
         guard case .frame(.welcome(_, _, false, _))? = answer else { Issue.record("expected a welcome, got \(String(describing: answer))"); return }
+        // The bound is the device's, not the connection's: a new connection may not add a third app.
+        socket.send(.register(topic: "com.c"))
+        socket.send(.register(topic: "com.a"))
+        var answers: [String] = []
+        while answers.count < 2, let event = await events.next() {
+            if case .frame(.registered(let topic, _)) = event { answers.append("registered \(topic)") }
+            if case .frame(.error(.tooManyTopics, _)) = event { answers.append("too-many-topics") }
+        }
+        #expect(answers.sorted() == ["registered com.a", "too-many-topics"])
         await socket.close()
         try await gateway.stop()
     }

@@ -136,7 +136,7 @@ struct StoreTests {
         #expect(try await store.device(id: "dev1")?.lastSeenAtMilliseconds == now + 1)
         func issue(_ bundle: String) async throws -> DeviceToken {
             try await store.issueToken(TokenRegistration(
-                token: .random(), bundleID: bundle, environment: .development, deviceID: "dev1", createdAtMilliseconds: now)).token
+                token: .random(), bundleID: bundle, environment: .development, deviceID: "dev1", createdAtMilliseconds: now), maximumActivePerDevice: 2).token
         }
         let first = try await issue("com.a")
         #expect(try await issue("com.a") == first, "registering again returns the same token")
@@ -146,12 +146,18 @@ struct StoreTests {
         let second = try await issue("com.a")
         #expect(second != first, "after unregistering, a new token (a reinstall)")
         #expect(try await store.activeToken(deviceID: "dev1", bundleID: "com.a", environment: .development)?.token == second)
+        // Two active tokens (com.a, com.b) is the most this device may have: a third app is refused,
+        // the ones it has still answer, and unregistering one makes room.
+        await #expect { _ = try await issue("com.c") } throws: { ($0 as? StoreError)?.code == .tooManyTokens }
+        #expect(try await issue("com.b") == other)
+        #expect(try await store.unregisterToken(other, atMilliseconds: now + 20))
+        #expect(try await issue("com.c") != other)
     }
 
     func deviceToken(_ store: any HeraldStore, device: String = "dev1", bundle: String = "com.a") async throws -> DeviceToken {
         _ = try await store.deviceConnected(id: device, publicKey: Array(repeating: 1, count: 64), atMilliseconds: now)
         return try await store.issueToken(TokenRegistration(
-            token: .random(), bundleID: bundle, environment: .development, deviceID: device, createdAtMilliseconds: now)).token
+            token: .random(), bundleID: bundle, environment: .development, deviceID: device, createdAtMilliseconds: now), maximumActivePerDevice: 256).token
     }
 
     @Test("delivery: pending in order, acks, receipts with every status", arguments: Kind.allCases)
