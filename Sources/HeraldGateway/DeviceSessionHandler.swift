@@ -205,7 +205,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         let store = port.store
         let now = port.clock.nowMilliseconds()
         // With enrollment closed, a key the store does not know needs the gateway's secret.
-        let mayEnroll = port.enrollmentSecret.map { Self.constantTimeEqual($0, enrollmentSecret ?? "") } ?? true
+        let mayEnroll = port.enrollmentSecret.map { SecretComparison.equal(enrollmentSecret ?? "", $0) } ?? true
         run({ () async throws -> Bool? in
             if !mayEnroll, try await store.device(id: deviceID) == nil { return nil }
             return try await store.deviceConnected(id: deviceID, publicKey: publicKey, atMilliseconds: now)
@@ -424,13 +424,6 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     }
 
     // MARK: plumbing
-
-    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
-        let x = Array(a.utf8), y = Array(b.utf8)
-        var difference = UInt8(x.count == y.count ? 0 : 1)
-        for i in 0..<min(x.count, y.count) { difference |= x[i] ^ y[i] }
-        return difference == 0
-    }
 
     private func send(_ frame: DeviceServerFrame, flush: Bool) {
         guard let context else { return }

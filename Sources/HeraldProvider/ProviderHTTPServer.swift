@@ -136,11 +136,7 @@ struct ProviderRouter: Sendable {
     /// Whether `Authorization: Bearer <token>` names the API token (compared in constant time).
     func authorized(_ header: String?) -> Bool {
         guard let header, header.count > 7, header.prefix(7).lowercased() == "bearer " else { return false }
-        let given = Array(header.dropFirst(7).trimmingCharacters(in: .whitespaces).utf8), expected = Array(apiToken.utf8)
-        guard given.count == expected.count else { return false }
-        var difference: UInt8 = 0
-        for (a, b) in zip(given, expected) { difference |= a ^ b }
-        return difference == 0
+        return SecretComparison.equal(header.dropFirst(7).trimmingCharacters(in: .whitespaces), apiToken)
     }
 
     static func error(_ error: ProviderError) -> Response { json(error.status, .object(["error": .string(error.message)])) }
