@@ -2,8 +2,11 @@
 # The whole test suite: every Swift test (unit, in-process gateway over real sockets, the CLI as
 # child processes), the independent-client compatibility checks (curl, Python httpx), then the
 # attack suite (raw HTTP/2 and WebSocket frames, forged tokens, silent peers, hostile payloads).
+# Installs what it needs first (scripts/test-deps.sh: Debian and PyPI packages this machine lacks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+scripts/test-deps.sh
 
 swift build --build-tests
 swift test --skip-build

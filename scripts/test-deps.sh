@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs and this machine lacks (Debian packages and PyPI packages);
+# does nothing when everything is there. scripts/test.sh runs it first.
+set -euo pipefail
+
+export DEBIAN_FRONTEND=noninteractive
+need_apt=()
+command -v curl >/dev/null || need_apt+=(curl)
+command -v curl >/dev/null && ! curl --version | grep -q nghttp2 && need_apt+=(curl)
+[ -f /usr/include/sqlite3.h ] || need_apt+=(libsqlite3-dev)
+# Time zones (device scheduling tests resolve wall-clock times in IANA zones).
+[ -f /usr/share/zoneinfo/America/New_York ] || need_apt+=(tzdata)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -q
+  $sudo apt-get install -y -q "${need_apt[@]}"
+fi
+# The independent clients of the compatibility and attack suites.
+python3 -c 'import httpx, h2, hyperframe, cryptography' 2>/dev/null ||
+  python3 -m pip install -q --disable-pip-version-check 'httpx[http2]' cryptography
