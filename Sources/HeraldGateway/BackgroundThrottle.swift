@@ -24,10 +24,26 @@ public final class BackgroundThrottle: Sendable {
         var updatedAt: Int64
     }
 
-    private let budget: Budget
-    private let buckets = NIOLockedValueBox([String: Bucket]())
+    /// The buckets in use. A full bucket is the same as none, so full ones are forgotten whenever
+    /// the table doubles past `minimumPruneSize`: its size follows the devices that used their
+    /// budget within the last window, not every device that ever got a background push.
+    private struct Table {
+        var buckets: [String: Bucket] = [:]
+        var pruneAt: Int
+    }
 
-    public init(budget: Budget) { self.budget = budget }
+    private let budget: Budget
+    private let minimumPruneSize: Int
+    private let table: NIOLockedValueBox<Table>
+
+    public init(budget: Budget, minimumPruneSize: Int = 65_536) {
+        self.budget = budget
+        self.minimumPruneSize = max(1, minimumPruneSize)
+        self.table = NIOLockedValueBox(Table(pruneAt: max(1, minimumPruneSize)))
+    }
+
+    /// How many buckets are kept (for tests and metrics).
+    var count: Int { table.withLockedValue { $0.buckets.count } }
 
     /// Takes one from the budget of `deviceID`/`topic` if there is one. Otherwise returns the
     /// instant at which the next one becomes available.
@@ -36,12 +52,17 @@ public final class BackgroundThrottle: Sendable {
         let cost = budget.windowMilliseconds
         let capacity = Int64(budget.count) * cost
         let refill = Int64(budget.count)
-        return buckets.withLockedValue { buckets in
-            var bucket = buckets[key] ?? Bucket(units: capacity, updatedAt: now)
+        func refilled(_ bucket: Bucket) -> Bucket {
             let elapsed = max(0, now - bucket.updatedAt)
-            bucket.units = elapsed >= capacity / refill ? capacity : min(capacity, bucket.units + elapsed * refill)
-            bucket.updatedAt = now
-            defer { buckets[key] = bucket }
+            return Bucket(units: elapsed >= capacity / refill ? capacity : min(capacity, bucket.units + elapsed * refill), updatedAt: now)
+        }
+        return table.withLockedValue { table in
+            if table.buckets.count >= table.pruneAt {
+                table.buckets = table.buckets.filter { refilled($0.value).units < capacity }
+                table.pruneAt = max(minimumPruneSize, table.buckets.count * 2)
+            }
+            var bucket = refilled(table.buckets[key] ?? Bucket(units: capacity, updatedAt: now))
+            defer { table.buckets[key] = bucket }
             if bucket.units >= cost {
                 bucket.units -= cost
                 return nil

@@ -56,7 +56,7 @@ public final class Gateway: Service, Sendable {
             connectionsPerAddress: ConnectionsPerAddress(limit: configuration.limits.providerConnectionsPerAddress))
         let devicePort = DevicePort(
             environment: configuration.environment, clock: clock, store: store, registry: registry, recorder: recorder,
-            backgroundThrottle: configuration.backgroundBudget.map(BackgroundThrottle.init(budget:)),
+            backgroundThrottle: configuration.backgroundBudget.map { BackgroundThrottle(budget: $0) },
             pingInterval: configuration.devicePingInterval, idleTimeout: configuration.deviceIdleTimeout,
             lowPriorityDelay: configuration.lowPriorityDelay, metrics: metrics, logger: logger, limits: configuration.limits,
             connectionsPerAddress: ConnectionsPerAddress(limit: configuration.limits.deviceConnectionsPerAddress),
