@@ -133,6 +133,17 @@ struct LocalSchedulingTests {
         #expect(throws: PlanFormat.FormatError.self) { _ = try PlanFormat.request(json) }
     }
 
+    @Test("date-times: fractions of any length (the fuzzer's crasher had five digits), offsets, and what is refused")
+    func dateTimes() {
+        #expect(PlanFormat.parseDateTime("2026-06-10T08:00:00.03350Z")?.instant == Self.at("2026-06-10T08:00:00Z") + 33)
+        #expect(PlanFormat.parseDateTime("2026-06-10T08:00:00.5Z")?.instant == Self.at("2026-06-10T08:00:00Z") + 500)
+        #expect(PlanFormat.parseDateTime("2026-06-10T08:00:00.123+02:00")?.instant == Self.at("2026-06-10T06:00:00Z") + 123)
+        #expect(PlanFormat.parseDateTime("2026-06-10T08:00:00.0335")?.wallClock?.hour == 8)
+        for bad in ["2026-06-10T08:00:00.Z", "2026-06-10T08:00:00.03350:00.keyTZ", "2026-13-10T08:00:00Z", "2026-06-10T08:00"] {
+            #expect(PlanFormat.parseDateTime(bad) == nil, "\(bad)")
+        }
+    }
+
     @Test("26, 28, 29. one-shots leave the pending list when fired; repeats stay; removal and replacement by id")
     func pendingList() throws {
         var scheduler = LocalScheduler(timeZone: Self.newYork)

@@ -41,7 +41,8 @@ public enum PlanFormat {
                 index += 1
             }
             guard digits > 0 else { return nil }
-            for _ in digits..<3 where digits < 3 { millis *= 10 }
+            // Fewer than three digits are tenths or hundredths; digits past the third are dropped.
+            for _ in 0..<max(0, 3 - digits) { millis *= 10 }
         }
         let wall = NotificationTrigger.WallClockTime(year: year, month: month, day: day, hour: hour, minute: minute, second: second)
         if index == chars.count { return (nil, wall) }
