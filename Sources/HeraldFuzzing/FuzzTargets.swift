@@ -17,6 +17,7 @@ public enum FuzzTargets {
         "agent-line": agentLine,
         "rest-body": restBody,
         "plan-file": planFile,
+        "sound-file": soundFile,
     ]
 
     /// A provider token (`bearer …` text) parsed and checked against a fixed key.
@@ -71,6 +72,15 @@ public enum FuzzTargets {
         if let request = message["request"] { _ = try? PlanFormat.request(request) }
         if let content = message["content"] { _ = NotificationContent.local(content) }
         for value in message.values { _ = LocalizedFormat.argument(value) }
+    }
+
+    /// The headers of a sound file in an app bundle (AIFF/AIFC, WAV, CAF), as the device decides
+    /// whether to play it; the file's size is taken from the first 8 bytes when there are 8.
+    @Sendable public static func soundFile(_ data: [UInt8]) {
+        let size = data.count >= 8 ? Int64(bitPattern: data[..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }) : Int64(data.count)
+        let header = Array(data.dropFirst(min(8, data.count)))
+        _ = NotificationSounds.inspect(header: header, fileSize: size, path: "fuzz")
+        _ = NotificationSounds.inspect(header: data, fileSize: Int64(data.count), path: "fuzz")
     }
 
     /// A REST body for `POST /v1/sends` and `POST /v1/schedules`.

@@ -94,6 +94,17 @@ struct SoundsAndLocalizationTests {
         #expect(try reason(Self.caf(format: "aac ", bytesPerPacket: 0, framesPerPacket: 1024, packets: 0)).contains("aac"))
         #expect(try reason(Array("ID3\u{3}mp3 data".utf8)).contains("not an AIFF, WAV or CAF file"))
         #expect(try reason(Array("RIFF".utf8)).contains("not WAVE"))
+        // A CAF data chunk declaring more than Int64 holds (found by review of what the fuzzer
+        // reaches): refused, not converted with a trap.
+        var huge = Self.caf(format: "lpcm", bytesPerPacket: 2, framesPerPacket: 1, packets: 4)
+        let sizeAt = huge.count - 8 - 4 - 8
+        huge.replaceSubrange(sizeAt..<(sizeAt + 8), with: Self.be64(1 << 63))
+        #expect(try reason(huge).contains("larger than any file"))
+        // A size smaller than the bytes read (a caller's mistake) is not trusted below them.
+        guard case .custom(let file) = NotificationSounds.inspect(
+            header: Self.caf(format: "lpcm", bytesPerPacket: 2, framesPerPacket: 1, packets: 4), fileSize: .min, path: "x")
+        else { Issue.record("refused"); return }
+        #expect(file.seconds == 4.0 / 8000)
     }
 
     @Test("49. a 45 s sound plays the default; Library/Sounds wins over the bundle; missing names fall back")

@@ -56,9 +56,18 @@ public enum NotificationSounds {
     public static func inspect(path: String) -> Verdict {
         guard let handle = FileHandle(forReadingAtPath: path) else { return .defaultSound(reason: "\(path) cannot be read") }
         defer { try? handle.close() }
-        let data = (try? handle.read(upToCount: 1 << 20)) ?? Data()
+        let data = (try? handle.read(upToCount: headerBytes)) ?? Data()
         let fileSize = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? Int64(data.count)
-        let bytes = [UInt8](data)
+        return inspect(header: [UInt8](data), fileSize: fileSize, path: path)
+    }
+
+    /// How much of a sound file is read to decide: its headers are at the start.
+    public static let headerBytes = 1 << 20
+
+    /// Decides from the first bytes of a file (at most ``headerBytes``) and its size; `path` only
+    /// names it in the reason.
+    public static func inspect(header bytes: [UInt8], fileSize: Int64, path: String) -> Verdict {
+        let fileSize = max(fileSize, Int64(bytes.count))
         let parsed: Result<(Container, Encoding, Double), Problem>
         if bytes.starts(with: Array("FORM".utf8)) {
             parsed = parseAIFF(bytes)
@@ -202,7 +211,14 @@ public enum NotificationSounds {
                 guard let desc else { return .failure("a data chunk before the desc chunk") }
                 if let validFrames, validFrames > 0 { return .success((.caf, desc.encoding, Double(validFrames) / desc.rate)) }
                 // Size -1: the data runs to the end of the file. The first 4 bytes are the edit count.
-                let dataBytes = size == UInt64.max ? fileSize - Int64(body) - 4 : Int64(size) - 4
+                let dataBytes: Int64
+                if size == UInt64.max {
+                    dataBytes = fileSize - Int64(body) - 4
+                } else {
+                    guard let declared = Int64(exactly: size) else { return .failure("a data chunk larger than any file") }
+                    dataBytes = declared - 4
+                }
+                guard dataBytes >= 0 else { return .failure("a data chunk shorter than its edit count") }
                 guard desc.bytesPerPacket > 0, desc.framesPerPacket > 0 else { return .failure("variable-size packets without a pakt chunk") }
                 let frames = Double(dataBytes / Int64(desc.bytesPerPacket)) * Double(desc.framesPerPacket)
                 return .success((.caf, desc.encoding, frames / desc.rate))
