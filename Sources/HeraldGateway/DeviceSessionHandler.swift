@@ -38,8 +38,6 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     /// from the store again once the device has acked what it has.
     private var reloadWhenAcked = false
     private var reloading = false
-    /// Topics registered on this connection (bounded by ``GatewayLimits/topicsPerDevice``).
-    private var topics = Set<String>()
 
     init(port: DevicePort) {
         self.port = port
@@ -258,10 +256,6 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
             return send(.error(code: .invalidTopic, message: "\"\(topic)\" is not a bundle id (printable ASCII, no spaces, no push-type suffix)"), flush: true)
         }
         guard let deviceID else { return }
-        guard topics.contains(topic) || topics.count < port.limits.topicsPerDevice else {
-            return send(.error(code: .tooManyTopics, message: "a device may register at most \(port.limits.topicsPerDevice) topics"), flush: true)
-        }
-        topics.insert(topic)
         let candidate = TokenRegistration(
             token: .random(), bundleID: topic, environment: port.environment, deviceID: deviceID,
             createdAtMilliseconds: port.clock.nowMilliseconds())
@@ -271,7 +265,6 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
             switch result {
             case .success(let registration): handler.send(.registered(topic: topic, token: registration.token), flush: true)
             case .failure(let error as StoreError) where error.code == .tooManyTokens:
-                handler.topics.remove(topic)
                 handler.send(.error(code: .tooManyTopics, message: "a device may have at most \(maximum) apps registered; unregister one first"), flush: true)
             case .failure(let error):
                 handler.port.logger.error("could not issue a token", metadata: ["error": "\(error)"])

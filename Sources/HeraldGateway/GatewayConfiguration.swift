@@ -163,8 +163,7 @@ public struct GatewayLimits: Sendable, Hashable {
     /// Bytes queued for a device that does not read; past it the device is disconnected (its
     /// notifications stay held for its next connection).
     public var deviceOutboundBytes = 4 << 20
-    /// Apps (active tokens) one device may have, counted by the store across connections and
-    /// nodes; a connection also stops registering past it.
+    /// Apps (active tokens) one device may have, counted by the store across connections and nodes.
     public var topicsPerDevice = 256
     /// Notifications taken and not yet committed; past it the provider port answers 503
     /// `ServiceUnavailable` until the intake catches up.

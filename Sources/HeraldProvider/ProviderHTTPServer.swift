@@ -263,9 +263,8 @@ struct ProviderRouter: Sendable {
 
     /// A required, non-empty string field.
     static func required(_ f: JSONFields, _ key: String, maximumBytes: Int) throws -> String {
-        guard let value = try f.string(key, maximumBytes: maximumBytes), !value.isEmpty else {
-            throw ProviderError(400, "\"\(f.path)\(key)\" is required (a string)")
-        }
+        let value = try f.requiredString(key, maximumBytes: maximumBytes)
+        guard !value.isEmpty else { throw ProviderError(400, "\"\(f.path)\(key)\" is required (a string)") }
         return value
     }
 

@@ -36,13 +36,6 @@ public actor DeviceRuntime {
     /// - Parameters:
     ///   - storageDirectory: where each app's state is kept across restarts (`nil`: memory only).
     ///   - observer: told of everything the runtime does, synchronously, on the runtime's executor.
-    /// Removes what a runtime keeping its state in `storageDirectory` saved for an app, as an
-    /// uninstall does: its settings, pending and delivered notifications and token. Call it while
-    /// no runtime runs that app (a running one writes its state back).
-    public static func removeSavedState(of appID: String, storageDirectory: String) throws {
-        try RuntimeStorage(directory: storageDirectory).remove(appID)
-    }
-
     public init(
         clock: AlarmClock, timeZone: TimeZone, preferredLanguages: [String] = ["en"], user: UserSettingsSource,
         storageDirectory: String? = nil, deliveredLimit: Int = 100, observer: (@Sendable (RuntimeEvent) -> Void)? = nil
@@ -73,6 +66,13 @@ public actor DeviceRuntime {
             self.sounds = sounds
             self.localization = localization
         }
+    }
+
+    /// Removes what a runtime keeping its state in `storageDirectory` saved for an app, as an
+    /// uninstall does: its settings, pending and delivered notifications and token. Call it while
+    /// no runtime runs that app (a running one writes its state back).
+    public static func removeSavedState(of appID: String, storageDirectory: String) throws {
+        try RuntimeStorage(directory: storageDirectory).remove(appID)
     }
 
     /// Installs an app (its id is its bundle id, the push topic), or returns the installed one.
