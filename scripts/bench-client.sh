@@ -1,21 +1,20 @@
 #!/usr/bin/env bash
 # The APNs client's throughput against a Herald gateway, compared in the same run and against the
-# same gateway with Python httpx (HTTP/2) sending the same pushes (docs/benchmarks.md).
+# same gateway with h2load sending the same pushes (docs/benchmarks.md).
 #
 #   scripts/bench-client.sh [PUSHES] [CONCURRENCY]
 #
 # Builds release, starts `herald gateway` (SQLite store, TLS, per-token limit off), registers
 # PUSHES tokens, then sends one push to each token three times over, alternating: `herald push
-# send --tokens` (HeraldClient.APNsClient, 2 connections) and httpx (2 connections at most), both
-# with CONCURRENCY requests in flight and the same 200-byte payload.
+# send --tokens` (HeraldClient.APNsClient, 2 connections) and h2load (2 connections), both with
+# CONCURRENCY requests in flight and the same 200-byte payload. Both times include connecting.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PUSHES=${1:-20000}
 CONCURRENCY=${2:-200}
 
-python3 -c "import httpx, h2" 2>/dev/null || { echo "Python httpx with HTTP/2 is missing: pip install 'httpx[http2]'" >&2; exit 1; }
-swift build -c release --product herald >/dev/null
-HERALD="$(swift build -c release --show-bin-path)/herald"
+command -v h2load >/dev/null || { echo "h2load is missing: apt-get install nghttp2-client" >&2; exit 1; }
+HERALD=$(scripts/bench-build.sh)
 WORK=$(mktemp -d /tmp/herald-bench-client.XXXXXX)
 trap 'kill $GW 2>/dev/null || true; wait 2>/dev/null || true' EXIT
 
@@ -38,13 +37,30 @@ herald_run() {
     end=$(date +%s.%N)
     python3 -c "import sys;n=int(sys.argv[1]);t=float(sys.argv[3])-float(sys.argv[2]);print(f'{n/t:.0f} {t:.3f}')" "$PUSHES" "$start" "$end"
 }
-httpx_run() {
-    python3 scripts/bench-client.py "https://127.0.0.1:$PORT" "$CA" "$WORK/in/authorization.txt" "$WORK/in/tokens.txt" \
-        "$WORK/in/payload.json" "$CONCURRENCY"
+h2load_run() {
+    h2load -n "$PUSHES" -c 2 -m $((CONCURRENCY / 2)) -t 1 -d "$WORK/in/payload.json" \
+        -H "authorization: $(cat "$WORK/in/authorization.txt")" -H "apns-topic: com.example.bench" \
+        -H "apns-push-type: alert" -i "$WORK/in/uris.txt" > "$WORK/h2load-out.txt" 2>&1
+    python3 -c "
+import re,sys
+t=open(sys.argv[1]).read()
+rate=re.search(r'finished in ([0-9.]+m?s), ([0-9.]+) req/s', t)
+codes=re.search(r'status codes: (.*)', t)
+print(f'{float(rate.group(2)):.0f} {rate.group(1)} {codes.group(1)}')" "$WORK/h2load-out.txt"
 }
 
+HS=(); PS=()
 for round in 1 2 3; do
-    H=$(herald_run); P=$(httpx_run)
-    echo "round $round: herald push send ${H% *} pushes/s (${H#* } s; $(tail -1 "$WORK/herald-err.txt")), httpx ${P%% *} pushes/s ($(echo "$P" | cut -d' ' -f2) s; statuses $(echo "$P" | cut -d' ' -f3-))"
-    echo "round $round: ratio herald/httpx $(python3 -c "import sys;print(f'{float(sys.argv[1])/float(sys.argv[2]):.2f}')" "${H% *}" "${P%% *}")"
+    H=$(herald_run); P=$(h2load_run)
+    HS+=("${H% *}"); PS+=("${P%% *}")
+    echo "round $round: herald push send ${H% *} pushes/s (${H#* } s; $(tail -1 "$WORK/herald-err.txt")), h2load ${P%% *} pushes/s ($(echo "$P" | cut -d' ' -f2); $(echo "$P" | cut -d' ' -f3-))"
+    echo "round $round: ratio herald/h2load $(python3 -c "import sys;print(f'{float(sys.argv[1])/float(sys.argv[2]):.2f}')" "${H% *}" "${P%% *}")"
 done
+python3 - "${HS[@]}" "${PS[@]}" <<'PY'
+import sys
+values = list(map(float, sys.argv[1:]))
+herald, h2load = values[:3], values[3:]
+h, p = sum(herald) / 3, sum(h2load) / 3
+print(f"mean: herald {h:.0f} pushes/s, h2load {p:.0f} pushes/s")
+print(f"mean ratio herald/h2load: {h / p:.2f}")
+PY

@@ -17,8 +17,7 @@ DURABILITY=${DURABILITY:-full}
 
 # 10,000 devices need 10,000 sockets on each side.
 ulimit -n "$(ulimit -Hn)"
-swift build -c release --product herald >/dev/null
-HERALD="$(swift build -c release --show-bin-path)/herald"
+HERALD=$(scripts/bench-build.sh)
 WORK=$(mktemp -d /tmp/herald-bench-delivery.XXXXXX)
 GW=
 start_gateway() {

@@ -10,6 +10,8 @@ command -v curl >/dev/null && ! curl --version | grep -q nghttp2 && need_apt+=(c
 [ -f /usr/include/sqlite3.h ] || need_apt+=(libsqlite3-dev)
 # Time zones (device scheduling tests resolve wall-clock times in IANA zones).
 [ -f /usr/share/zoneinfo/America/New_York ] || need_apt+=(tzdata)
+# h2load: the load generator of the benchmarks (CI runs scripts/bench.sh --quick).
+command -v h2load >/dev/null || need_apt+=(nghttp2-client)
 if [ ${#need_apt[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -136,7 +136,7 @@ final class ProviderStreamHandler: ChannelInboundHandler {
             return respond(context: context, APNsRejection(.tooManyRequests))
         }
         if let fault = port.faults.take(topic: pushHeaders.bundleID) { return respond(context: context, fault) }
-        let apnsID = target.apnsID ?? APNsID.random(using: &connection.ids)
+        let apnsID = target.apnsID ?? APNsID.timeOrdered(atMilliseconds: now, using: &connection.ids)
         self.target?.apnsID = apnsID
         let notification = StoredNotification(
             apnsID: apnsID, token: target.token, bundleID: pushHeaders.bundleID, pushType: pushHeaders.pushType,

@@ -137,6 +137,7 @@ struct GatewayCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        AllocatorTuning.applyForServer()
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         var logger = Logger(label: "herald.gateway")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info

@@ -1,0 +1,70 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+@_spi(CustomByteBufferAllocator) import NIOCore
+
+extension ByteBufferAllocator {
+    /// The allocator of device connections: buffers of ``LazyPages/threshold`` bytes or more get
+    /// pages of their own from the kernel, which become resident only where they are written.
+    ///
+    /// SwiftNIO SSL gives every connection a 32 KiB buffer for decrypted bytes. From the C heap
+    /// that buffer usually reuses memory the TLS handshake has just dirtied, so all 32 KiB stay
+    /// resident for as long as the connection lives, though a device's frames fill a few hundred
+    /// bytes of it: 34 KiB per idle connected device, measured (docs/benchmarks.md). Mapped
+    /// fresh, only the page or two actually written count. Smaller buffers come from `malloc`
+    /// as before; each allocation carries a 16-byte header saying which it was.
+    static let lazyLargePages = ByteBufferAllocator(
+        allocate: { size in LazyPages.allocate(size) },
+        reallocate: { pointer, oldSize, newSize in LazyPages.reallocate(pointer, oldSize: oldSize, newSize: newSize) },
+        deallocate: { pointer in LazyPages.deallocate(pointer) },
+        copy: { destination, source, count in _ = memcpy(destination, source, count) })
+}
+
+/// The allocation functions of ``NIOCore/ByteBufferAllocator/lazyLargePages``.
+enum LazyPages {
+    /// Buffers this large or larger are mapped from the kernel rather than taken from `malloc`.
+    static let threshold = 16 * 1024
+    /// Bytes before every returned pointer: the mapped length, or 0 for a `malloc` block. 16 keeps
+    /// the alignment `malloc` gives.
+    static let header = 16
+
+    static func allocate(_ size: Int) -> UnsafeMutableRawPointer? {
+        if size >= threshold {
+            let length = size + header
+            if let base = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+               base != MAP_FAILED {
+                base.storeBytes(of: UInt64(length), as: UInt64.self)
+                return base + header
+            }
+            // Out of mappings (vm.max_map_count): the heap still works.
+        }
+        guard let base = malloc(size + header) else { return nil }
+        base.storeBytes(of: UInt64(0), as: UInt64.self)
+        return base + header
+    }
+
+    static func deallocate(_ pointer: UnsafeMutableRawPointer) {
+        let base = pointer - header
+        let mapped = base.load(as: UInt64.self)
+        if mapped == 0 {
+            free(base)
+        } else {
+            munmap(base, Int(mapped))
+        }
+    }
+
+    static func reallocate(_ pointer: UnsafeMutableRawPointer?, oldSize: Int, newSize: Int) -> UnsafeMutableRawPointer? {
+        guard let pointer else { return allocate(newSize) }
+        let base = pointer - header
+        let mapped = Int(base.load(as: UInt64.self))
+        if mapped == 0, newSize < threshold {
+            guard let grown = realloc(base, newSize + header) else { return nil }
+            return grown + header
+        }
+        if mapped != 0, newSize + header <= mapped { return pointer }
+        guard let moved = allocate(newSize) else { return nil }
+        memcpy(moved, pointer, min(oldSize, newSize))
+        deallocate(pointer)
+        return moved
+    }
+}

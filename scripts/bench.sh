@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Every Herald benchmark in one run, one table (docs/benchmarks.md keeps its results and history).
+#
+#   scripts/bench.sh           the full run (about 10 minutes on 2 cores)
+#   scripts/bench.sh --quick   small sizes, about 2 minutes: proves every benchmark still runs
+#                              (CI runs this; it prints ratios and never fails on a number)
+#
+# Builds release once, then runs each benchmark script with the same binary. Every figure is a
+# ratio against a baseline measured in the same run on the same machine: the provider port
+# against a bare SwiftNIO HTTP/2 TLS responder (two workloads), delivery against acceptance,
+# `herald push send` against h2load with the same connections and concurrency. Memory is
+# reported as measured (KiB per idle device, idle RSS). Each row names the command that
+# reproduces it alone. Logs of every step are kept in the directory printed at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+QUICK=0
+[ "${1:-}" = "--quick" ] && QUICK=1
+if [ "$QUICK" = 1 ]; then
+    GW_A="20000 5000"; GW_B="20000 200"; DELIVERY="5000 200 1000"; CLIENT="5000 200"
+else
+    GW_A="200000 100000"; GW_B="100000 200"; DELIVERY="50000 1000 10000"; CLIENT="20000 200"
+fi
+
+command -v h2load >/dev/null || { echo "h2load is missing: apt-get install nghttp2-client" >&2; exit 1; }
+# HERALD_BIN=path runs another build of herald (e.g. a base revision's) through the same scripts.
+HERALD_BIN=$(scripts/bench-build.sh 2>/dev/null)
+export HERALD_BIN
+LOGS=$(mktemp -d /tmp/herald-bench-all.XXXXXX)
+
+step() {  # NAME COMMAND...: runs one benchmark script, its output kept in $LOGS/NAME.txt
+    local name=$1; shift
+    echo "running $* ..." >&2
+    if ! "$@" > "$LOGS/$name.txt" 2>&1; then
+        echo "$* failed; its output:" >&2
+        tail -20 "$LOGS/$name.txt" >&2
+        exit 1
+    fi
+}
+# shellcheck disable=SC2086
+step gateway-a scripts/bench-gateway.sh $GW_A
+# shellcheck disable=SC2086
+RATE_LIMIT=off step gateway-b scripts/bench-gateway.sh $GW_B
+# shellcheck disable=SC2086
+step delivery scripts/bench-delivery.sh $DELIVERY
+# shellcheck disable=SC2086
+step client scripts/bench-client.sh $CLIENT
+
+python3 - "$LOGS" "$GW_A" "$GW_B" "$DELIVERY" "$CLIENT" "$QUICK" <<'PY'
+import re, sys
+logs, gw_a, gw_b, delivery, client, quick = sys.argv[1:7]
+text = {name: open(f"{logs}/{name}.txt").read() for name in ("gateway-a", "gateway-b", "delivery", "client")}
+
+def find(name, pattern, default="?"):
+    m = re.search(pattern, text[name], re.M)
+    return m.group(1) if m else default
+
+rows = []
+def row(figure, value, ratio, goal, command):
+    rows.append((figure, value, ratio, goal, command))
+
+for name, args, label in (("gateway-a", gw_a, "provider port, %s tokens" % gw_a.split()[1]),
+                          ("gateway-b", gw_b, "provider port, %s tokens, rate limit off" % gw_b.split()[1])):
+    base = find(name, r"^baseline .*mean ([0-9,]+)")
+    gate = find(name, r"^herald gateway .*mean ([0-9,]+)")
+    prefix = "RATE_LIMIT=off " if name == "gateway-b" else ""
+    row(label, f"{gate} vs {base} req/s", find(name, r"^ratio gateway/baseline: ([0-9.]+)"), ">= 0.5 (0.7)",
+        f"{prefix}scripts/bench-gateway.sh {args}")
+row("delivery / acceptance, throughput", find("delivery", r"^1\. acceptance .*?: ([0-9]+) pushes/s") + " accepted/s",
+    find("delivery", r"delivery / acceptance: ([0-9.]+) by throughput"), ">= 0.5", f"scripts/bench-delivery.sh {delivery}")
+row("gateway CPU per push, accepted / delivered",
+    find("delivery", r"gateway ([0-9.]+) µs, this load generator [0-9]") + " / " +
+    find("delivery", r"CPU per push: gateway ([0-9.]+) µs, this load generator \(devices"),
+    find("delivery", r"by the gateway's own CPU per push: ([0-9.]+)"), ">= 0.5", f"scripts/bench-delivery.sh {delivery}")
+row("latency send -> device at half rate", "p50 " + find("delivery", r"^3\. paced.*p50 ([0-9.]+ ms)") + ", p99 " +
+    find("delivery", r"^3\. paced.*p99 ([0-9.]+ ms)"), "-", "p99 < 20 ms", f"scripts/bench-delivery.sh {delivery}")
+row("resident memory per idle device", find("delivery", r"([0-9.]+ KiB) per device"), "-", "< 16 KiB (8)",
+    f"scripts/bench-delivery.sh {delivery}")
+row("idle gateway RSS", find("gateway-a", r"gateway RSS idle: ([0-9]+ MiB)"), "-", "< 30 MiB", f"scripts/bench-gateway.sh {gw_a}")
+row("herald push send vs h2load", find("client", r"^mean: herald ([0-9]+) .*") + " vs " + find("client", r"^mean: .*h2load ([0-9]+)") + " pushes/s",
+    find("client", r"^mean ratio herald/h2load: ([0-9.]+)"), ">= 1.0", f"scripts/bench-client.sh {client}")
+
+print()
+print("| figure | measured | ratio | goal | reproduce |")
+print("|---|---|---|---|---|")
+for r in rows:
+    print("| " + " | ".join(r) + " |")
+if quick == "1":
+    print("\n(--quick: small sizes, figures are not comparable with full runs)")
+PY
+echo "logs: $LOGS"
