@@ -25,7 +25,7 @@ final class DeviceListener: Sendable {
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            // Idle devices keep only the pages of their buffers that were written (34 -> ~N KiB).
+            // Large buffers (NIO SSL's) are resident only where written: 35 -> 32.5 KiB per idle device.
             .childChannelOption(.allocator, value: .lazyLargePages)
             // A device that does not read: past the high mark the session is closed (slow reader).
             .childChannelOption(.writeBufferWaterMark, value: .init(
