@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import HeraldCore
 import HeraldStore
+import Synchronization
 
 /// The embedded store: one SQLite database (WAL) in the gateway's data directory.
 ///
@@ -21,6 +22,11 @@ public final class SQLiteStore: HeraldStore {
     /// touched inside write transactions (GRDB serializes them); emptied whenever another
     /// process has committed (`PRAGMA data_version` changed), e.g. `herald tokens revoke`.
     private let registrations = RegistrationCache()
+    /// The held notifications of each token (see ``HeldIndex``).
+    private let held = HeldIndex()
+    /// The writer connection's `PRAGMA data_version` when the caches above were last known to be
+    /// current: it changes only when another process commits.
+    private let seenDataVersion = Mutex<Int?>(nil)
     /// The database file.
     public let path: String
 
@@ -44,6 +50,30 @@ public final class SQLiteStore: HeraldStore {
         }
         pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)
+        try pool.write { db in try noticeOtherProcesses(db) }
+    }
+
+    /// Brings the caches up to date with what other processes committed (e.g. `herald tokens
+    /// revoke`): run first in every write transaction that relies on them. Opening the store, and
+    /// every commit by another process, costs one pass over the held notifications.
+    private func noticeOtherProcesses(_ db: Database) throws {
+        let version = try Int.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) ?? 0
+        guard seenDataVersion.withLock({ $0 }) != version else { return }
+        registrations.removeAll()
+        try held.rebuild(db)
+        seenDataVersion.withLock { $0 = version }
+    }
+
+    /// Runs a write transaction that changes the held index; if it fails, the index (which may
+    /// have forgotten notifications that the rollback keeps) is rebuilt before the error is thrown.
+    private func writeKeepingIndex<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.write(body)
+        } catch {
+            seenDataVersion.withLock { $0 = nil }
+            try? await pool.write { db in try self.noticeOtherProcesses(db) }
+            throw error
+        }
     }
 
     /// The schema's versions, in order. Each runs once, at start-up.
@@ -120,6 +150,10 @@ public final class SQLiteStore: HeraldStore {
                 CREATE INDEX feedback_by_app ON feedback(bundle_id, environment, id);
                 """)
         }
+        migrator.registerMigration("v3: held notifications indexed in memory") { db in
+            // Replaced by `HeldIndex`: a random leaf of this index was one page write per push.
+            try db.execute(sql: "DROP INDEX held_notifications_by_token")
+        }
         return migrator
     }
 
@@ -195,7 +229,8 @@ public final class SQLiteStore: HeraldStore {
 
     public func unregisterToken(_ token: DeviceToken, atMilliseconds: Int64) async throws -> Bool {
         let cache = registrations
-        return try await pool.write { db in
+        return try await writeKeepingIndex { db in
+            try self.noticeOtherProcesses(db)
             cache.remove(token)
             let key = Data(token.bytes)
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM device_tokens WHERE token = ?", arguments: [key]) == true else {
@@ -212,9 +247,15 @@ public final class SQLiteStore: HeraldStore {
                         """,
                     arguments: [key])
             }
-            try db.execute(
-                sql: "UPDATE notifications SET state = ?, ended_at_ms = ? WHERE token = ? AND state = 0",
-                arguments: [NotificationState.dropped.rawValue, atMilliseconds, key])
+            var dropped: [Int64] = []
+            let drop = try db.cachedStatement(sql: """
+                UPDATE OR FAIL notifications SET state = ?, ended_at_ms = ? WHERE seq = ? AND token = ? AND state = 0
+                """)
+            for seq in self.held.candidates(for: token) {
+                try drop.execute(arguments: [NotificationState.dropped.rawValue, atMilliseconds, seq, key])
+                if db.changesCount > 0 { dropped.append(seq) }
+            }
+            self.held.remove(dropped, for: token)
             return true
         }
     }
@@ -244,9 +285,9 @@ public final class SQLiteStore: HeraldStore {
         _ batch: [StoredNotification], policy: StorePolicy, environment: APNsEnvironment, nowMilliseconds: Int64
     ) async throws -> [SubmissionOutcome] {
         let cache = registrations
-        return try await pool.write { db in
-            let version = try Int.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) ?? 0
-            cache.invalidate(ifVersionChangedTo: version)
+        let held = self.held
+        return try await writeKeepingIndex { db in
+            try self.noticeOtherProcesses(db)
             var outcomes = [SubmissionOutcome]()
             outcomes.reserveCapacity(batch.count)
             for notification in batch {
@@ -266,9 +307,10 @@ public final class SQLiteStore: HeraldStore {
                     outcomes.append(outcome)
                 case .stored(_, let deviceID):
                     if notification.expiration != .immediately {
-                        try Self.makeRoom(for: notification, policy: policy, now: nowMilliseconds, in: db)
+                        try Self.makeRoom(for: notification, policy: policy, now: nowMilliseconds, held: held, in: db)
                     }
                     let seq = try Self.insert(notification, policy: policy, state: .held, now: nowMilliseconds, in: db)
+                    held.add(seq, for: notification.token)
                     outcomes.append(.stored(seq: seq, deviceID: deviceID))
                 }
             }
@@ -278,27 +320,43 @@ public final class SQLiteStore: HeraldStore {
 
     /// Store-and-forward replacement (see `InMemoryStore.makeRoom`): among what still waits for
     /// the token and is not known to have been sent, the same apns-id and the same collapse id are
-    /// replaced, and only the newest `maximumPerApp` stay.
-    private static func makeRoom(for n: StoredNotification, policy: StorePolicy, now: Int64, in db: Database) throws {
+    /// replaced, and only the newest `maximumPerApp` stay. What waits is found through the held
+    /// index and read by primary key; seqs the index had that are no longer held are pruned.
+    private static func makeRoom(
+        for n: StoredNotification, policy: StorePolicy, now: Int64, held: HeldIndex, in db: Database
+    ) throws {
+        let candidates = held.candidates(for: n.token)
+        guard !candidates.isEmpty else { return }
+        let read = try db.cachedStatement(sql: """
+            SELECT token, apns_id, collapse_id, sent_at_ms IS NOT NULL FROM notifications WHERE seq = ? AND state = 0
+            """)
         let token = Data(n.token.bytes)
-        let replaced = NotificationState.replaced.rawValue
-        if policy.maximumPerApp == 1 {
-            try db.cachedStatement(sql: """
-                UPDATE notifications SET state = ?, ended_at_ms = ? WHERE token = ? AND state = 0 AND sent_at_ms IS NULL
-                """).execute(arguments: [replaced, now, token])
-            return
+        var gone: [Int64] = []
+        var waiting: [Int64] = []
+        var replaced: [Int64] = []
+        for seq in candidates {
+            guard let row = try Row.fetchOne(read, arguments: [seq]) else {
+                gone.append(seq)
+                continue
+            }
+            guard (row[0] as Data) == token, !(row[3] as Bool) else { continue }
+            let apnsID: String = row[1]
+            let collapseID: String? = row[2]
+            if apnsID == n.apnsID.description || (n.collapseID != nil && collapseID == n.collapseID?.value) {
+                replaced.append(seq)
+            } else {
+                waiting.append(seq)
+            }
         }
-        try db.cachedStatement(sql: """
-            UPDATE notifications SET state = ?1, ended_at_ms = ?2
-            WHERE token = ?3 AND state = 0 AND sent_at_ms IS NULL AND (apns_id = ?4 OR collapse_id = ?5)
-            """).execute(arguments: [replaced, now, token, n.apnsID.description, n.collapseID?.value])
         // Keep the newest `maximumPerApp - 1` of what waits; the new one makes `maximumPerApp`.
-        try db.cachedStatement(sql: """
-            UPDATE notifications SET state = ?1, ended_at_ms = ?2
-            WHERE token = ?3 AND state = 0 AND sent_at_ms IS NULL AND seq <= (
-                SELECT seq FROM notifications WHERE token = ?3 AND state = 0 AND sent_at_ms IS NULL
-                ORDER BY seq DESC LIMIT 1 OFFSET ?4)
-            """).execute(arguments: [replaced, now, token, policy.maximumPerApp - 1])
+        replaced += waiting.dropLast(policy.maximumPerApp - 1)
+        // OR FAIL: a statement that cannot abort half-way needs no statement journal (a copy of
+        // every page it touches); any failure rolls the whole batch back anyway.
+        let end = try db.cachedStatement(sql: "UPDATE OR FAIL notifications SET state = ?, ended_at_ms = ? WHERE seq = ?")
+        for seq in replaced {
+            try end.execute(arguments: [NotificationState.replaced.rawValue, now, seq])
+        }
+        held.remove(gone + replaced, for: n.token)
     }
 
     @discardableResult
@@ -335,11 +393,22 @@ public final class SQLiteStore: HeraldStore {
     }
 
     public func storedNotifications(for token: DeviceToken, policy: StorePolicy, nowMilliseconds: Int64) async throws -> [StoredNotification] {
-        try await pool.read { db in
-            let rows = try Row.fetchAll(
-                db, sql: "SELECT * FROM notifications WHERE token = ? AND state = 0 AND discard_at_ms > ? ORDER BY seq",
-                arguments: [Data(token.bytes), nowMilliseconds])
-            return try rows.map { try Self.notification(from: $0, token: token) }
+        let held = self.held
+        return try await pool.read { db in
+            try Self.heldRows(of: token, held: held, nowMilliseconds: nowMilliseconds, in: db).map {
+                try Self.notification(from: $0, token: token)
+            }
+        }
+    }
+
+    /// The rows of `token`'s held notifications not yet discarded, in seq order.
+    private static func heldRows(of token: DeviceToken, held: HeldIndex, nowMilliseconds: Int64, in db: Database) throws -> [Row] {
+        let statement = try db.cachedStatement(sql: """
+            SELECT * FROM notifications WHERE seq = ? AND token = ? AND state = 0 AND discard_at_ms > ?
+            """)
+        let key = Data(token.bytes)
+        return try held.candidates(for: token).compactMap { seq in
+            try Row.fetchOne(statement, arguments: [seq, key, nowMilliseconds])
         }
     }
 
@@ -421,22 +490,20 @@ public final class SQLiteStore: HeraldStore {
     // MARK: delivery
 
     public func pendingDeliveries(forDevice deviceID: String, nowMilliseconds: Int64) async throws -> [Delivery] {
-        try await pool.read { db in
-            let rows = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT n.* FROM device_tokens t JOIN notifications n ON n.token = t.token AND n.state = 0
-                    WHERE t.device_id = ? AND t.unregistered_at_ms IS NULL AND n.discard_at_ms > ?
-                    ORDER BY n.seq
-                    """,
-                arguments: [deviceID, nowMilliseconds])
-            return try rows.map { row in
-                let tokenData: Data = row["token"]
+        let held = self.held
+        return try await pool.read { db in
+            let tokens = try Data.fetchAll(
+                db, sql: "SELECT token FROM device_tokens WHERE device_id = ? AND unregistered_at_ms IS NULL", arguments: [deviceID])
+            var deliveries: [Delivery] = []
+            for tokenData in tokens {
                 guard let token = DeviceToken(bytes: Array(tokenData)) else {
-                    throw StoreError(.corrupt, "a notification has an invalid token")
+                    throw StoreError(.corrupt, "device \(deviceID) has an invalid token")
                 }
-                return Delivery(seq: row["seq"], deviceID: deviceID, notification: try Self.notification(from: row, token: token))
+                for row in try Self.heldRows(of: token, held: held, nowMilliseconds: nowMilliseconds, in: db) {
+                    deliveries.append(Delivery(seq: row["seq"], deviceID: deviceID, notification: try Self.notification(from: row, token: token)))
+                }
             }
+            return deliveries.sorted { $0.seq < $1.seq }
         }
     }
 
@@ -447,49 +514,61 @@ public final class SQLiteStore: HeraldStore {
     public func record(_ events: [DeliveryEvent]) async throws {
         guard !events.isEmpty else { return }
         let relaxed = durability == .full
+        let held = self.held
         try await pool.writeWithoutTransaction { db in
             if relaxed { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
             defer { if relaxed { try? db.execute(sql: "PRAGMA synchronous = FULL") } }
+            var ended: [(seq: Int64, token: Data)] = []
             try db.inTransaction {
-                try Self.apply(events, in: db)
+                ended = try Self.apply(events, in: db)
                 return .commit
             }
+            // Only after the commit: a rollback keeps these held, so the index must too.
+            for (seq, token) in ended { held.remove(seq, tokenBytes: token) }
         }
     }
 
-    private static func apply(_ events: [DeliveryEvent], in db: Database) throws {
+    /// Applies delivery events; returns the notifications they ended (no longer held).
+    private static func apply(_ events: [DeliveryEvent], in db: Database) throws -> [(seq: Int64, token: Data)] {
         let ack = try db.cachedStatement(sql: """
             UPDATE notifications SET state = ?, sent_at_ms = coalesce(sent_at_ms, ?), acked_at_ms = ?, ended_at_ms = ?
-            WHERE seq = ? AND state <> 2
+            WHERE seq = ? AND state <> 2 RETURNING token
             """)
         let sent = try db.cachedStatement(sql: "UPDATE notifications SET sent_at_ms = ? WHERE seq = ? AND sent_at_ms IS NULL")
-        let end = try db.cachedStatement(sql: "UPDATE notifications SET state = ?, ended_at_ms = ? WHERE seq = ? AND state = 0")
+        let end = try db.cachedStatement(sql: "UPDATE notifications SET state = ?, ended_at_ms = ? WHERE seq = ? AND state = 0 RETURNING token")
+        var ended: [(seq: Int64, token: Data)] = []
         for event in events {
             switch event {
             case .acked(let seq, let sentAt, let ackedAt):
-                try ack.execute(arguments: [NotificationState.acked.rawValue, sentAt, ackedAt, ackedAt, seq])
+                if let token = try Data.fetchOne(ack, arguments: [NotificationState.acked.rawValue, sentAt, ackedAt, ackedAt, seq]) {
+                    ended.append((seq, token))
+                }
             case .sent(let seq, let at):
                 try sent.execute(arguments: [at, seq])
             case .replaced(let seq, let at):
-                try end.execute(arguments: [NotificationState.replaced.rawValue, at, seq])
+                if let token = try Data.fetchOne(end, arguments: [NotificationState.replaced.rawValue, at, seq]) { ended.append((seq, token)) }
             case .dropped(let seq, let at):
-                try end.execute(arguments: [NotificationState.dropped.rawValue, at, seq])
+                if let token = try Data.fetchOne(end, arguments: [NotificationState.dropped.rawValue, at, seq]) { ended.append((seq, token)) }
             }
         }
+        return ended
     }
 
     public func sweep(nowMilliseconds: Int64, retainFinishedUntil: Int64) async throws -> Int {
-        try await pool.write { db in
-            try db.execute(
-                sql: "UPDATE notifications SET state = ?, ended_at_ms = ? WHERE state = 0 AND discard_at_ms <= ? AND expiration = 0",
+        let held = self.held
+        return try await writeKeepingIndex { db in
+            let dropped = try Row.fetchAll(
+                db,
+                sql: "UPDATE notifications SET state = ?, ended_at_ms = ? WHERE state = 0 AND discard_at_ms <= ? AND expiration = 0 RETURNING seq, token",
                 arguments: [NotificationState.dropped.rawValue, nowMilliseconds, nowMilliseconds])
-            try db.execute(
-                sql: "UPDATE notifications SET state = ?, ended_at_ms = ? WHERE state = 0 AND discard_at_ms <= ?",
+            let expired = try Row.fetchAll(
+                db,
+                sql: "UPDATE notifications SET state = ?, ended_at_ms = ? WHERE state = 0 AND discard_at_ms <= ? RETURNING seq, token",
                 arguments: [NotificationState.expired.rawValue, nowMilliseconds, nowMilliseconds])
-            let expired = db.changesCount
             try db.execute(
                 sql: "DELETE FROM notifications WHERE state <> 0 AND ended_at_ms < ?", arguments: [retainFinishedUntil])
-            return expired
+            for row in dropped + expired { held.remove(row[0], tokenBytes: row[1]) }
+            return expired.count
         }
     }
 
@@ -557,14 +636,8 @@ private final class RegistrationCache: @unchecked Sendable {
     static let capacity = 500_000
     private let lock = NSLock()
     private var entries: [DeviceToken: TokenRegistration] = [:]
-    private var dataVersion: Int?
 
-    func invalidate(ifVersionChangedTo version: Int) {
-        lock.withLock {
-            if dataVersion != version { entries.removeAll(keepingCapacity: true) }
-            dataVersion = version
-        }
-    }
+    func removeAll() { lock.withLock { entries.removeAll(keepingCapacity: true) } }
 
     func lookup(_ token: DeviceToken) -> TokenRegistration? { lock.withLock { entries[token] } }
 

@@ -122,6 +122,30 @@ struct StoreTests {
         #expect(try await reopened.storedNotifications(for: token, policy: .default, nowMilliseconds: now).count == 1)
     }
 
+    @Test("the SQLite store follows another process's commits: its held index and registration cache")
+    func sqliteSeesOtherProcesses() async throws {
+        let dir = try TemporaryDirectory.make(prefix: "herald-store")
+        let path = dir + "/herald.sqlite"
+        let gateway = try SQLiteStore(path: path)
+        let token = try await registered(gateway)
+        let cli = try SQLiteStore(path: path)  // opened before the push: its index knows nothing held
+        let first = notification(token, "first")
+        let outcomes = try await gateway.accept([first], policy: .default, environment: .development, nowMilliseconds: now)
+        guard case .stored = outcomes.first else {
+            Issue.record("not stored: \(outcomes)")
+            return
+        }
+        #expect(try await cli.unregisterToken(token, atMilliseconds: now + 1))
+        #expect(try await gateway.receipts(apnsID: first.apnsID).first?.events.map(\.status) == [.accepted, .stored, .dropped])
+        #expect(try await gateway.storedNotifications(for: token, policy: .default, nowMilliseconds: now + 2).isEmpty)
+        let late = try await gateway.accept([notification(token, "late")], policy: .default, environment: .development, nowMilliseconds: now + 2)
+        guard case .rejected(let rejection) = late.first else {
+            Issue.record("a push to the revoked token was not rejected: \(late)")
+            return
+        }
+        #expect(rejection.status == 410)
+    }
+
     // MARK: devices, delivery, feedback, receipts
 
     @Test("devices enroll by key; tokens per device and app; reinstall gives a new token", arguments: Kind.allCases)

@@ -1,0 +1,69 @@
+import Foundation
+import GRDB
+import HeraldCore
+import Synchronization
+
+/// Which held notifications (state 0) each token has, kept in memory rather than as an SQLite
+/// index.
+///
+/// Tokens are random, so an index on them puts every accepted push on a random B-tree leaf: on
+/// the 100,000-token provider-port benchmark that leaf was one 4 KiB WAL frame per push, and
+/// finding and replacing the previous notification through it was about 60% of the store's work
+/// (docs/benchmarks.md). The table stays the only durable record; this index is rebuilt from it
+/// when the store opens (one pass over the held notifications) and after a write that failed.
+///
+/// The index may hold more than is held — seqs that another process ended (`herald tokens
+/// revoke`), or of another token that shares the key — but never less: every reader re-checks
+/// `token` and `state = 0` in SQL, so an extra seq costs a primary-key lookup and nothing else,
+/// while a missing one would hide a notification. Entries are removed when this process ends a
+/// notification and pruned when a lookup finds them no longer held.
+final class HeldIndex: Sendable {
+    private let seqs = Mutex<[UInt64: [Int64]]>([:])
+
+    /// The key of a token: its first eight bytes. Gateway-issued tokens are random; tokens that
+    /// share a key only share a list, which SQL then filters by token.
+    private static func key(_ token: DeviceToken) -> UInt64 {
+        var key: UInt64 = 0
+        for byte in token.bytes.prefix(8) { key = key << 8 | UInt64(byte) }
+        return key
+    }
+
+    /// Reads every held notification into the index, replacing what it had.
+    func rebuild(_ db: Database) throws {
+        var fresh: [UInt64: [Int64]] = [:]
+        let rows = try Row.fetchCursor(db, sql: "SELECT seq, token FROM notifications WHERE state = 0 ORDER BY seq")
+        while let row = try rows.next() {
+            let data: Data = row[1]
+            guard let token = DeviceToken(bytes: Array(data)) else { continue }
+            fresh[Self.key(token), default: []].append(row[0])
+        }
+        seqs.withLock { $0 = fresh }
+    }
+
+    /// The seqs that may be held for `token` (a superset, in ascending order).
+    func candidates(for token: DeviceToken) -> [Int64] {
+        seqs.withLock { $0[Self.key(token)] ?? [] }
+    }
+
+    /// Records a newly held notification (seqs only grow, so the list stays sorted).
+    func add(_ seq: Int64, for token: DeviceToken) {
+        seqs.withLock { $0[Self.key(token), default: []].append(seq) }
+    }
+
+    /// Forgets `removed` seqs of `token`'s list.
+    func remove(_ removed: some Collection<Int64>, for token: DeviceToken) {
+        guard !removed.isEmpty else { return }
+        let key = Self.key(token)
+        seqs.withLock { index in
+            guard var list = index[key] else { return }
+            list.removeAll { removed.contains($0) }
+            index[key] = list.isEmpty ? nil : list
+        }
+    }
+
+    /// Forgets one seq whose token is known only as stored bytes.
+    func remove(_ seq: Int64, tokenBytes: Data) {
+        guard let token = DeviceToken(bytes: Array(tokenBytes)) else { return }
+        remove(CollectionOfOne(seq), for: token)
+    }
+}
