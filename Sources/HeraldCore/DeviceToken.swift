@@ -12,6 +12,18 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
     /// The token's bytes.
     public let bytes: [UInt8]
 
+    // Hashing and comparing the bytes as one block: tokens key the rate limiter and the store's
+    // caches on every push, and the derived versions went through the array one byte at a time.
+    public func hash(into hasher: inout Hasher) {
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
+
+    public static func == (lhs: DeviceToken, rhs: DeviceToken) -> Bool {
+        lhs.bytes.count == rhs.bytes.count && lhs.bytes.withUnsafeBytes { l in
+            rhs.bytes.withUnsafeBytes { r in l.elementsEqual(r) }
+        }
+    }
+
     /// Creates a token from raw bytes. Returns `nil` when the count is outside `1...100`.
     public init?(bytes: [UInt8]) {
         guard (1...Self.maximumByteCount).contains(bytes.count) else { return nil }
