@@ -10,7 +10,10 @@ import Synchronization
 /// the 100,000-token provider-port benchmark that leaf was one 4 KiB WAL frame per push, and
 /// finding and replacing the previous notification through it was about 60% of the store's work
 /// (docs/benchmarks.md). The table stays the only durable record; this index is rebuilt from it
-/// when the store opens (one pass over the held notifications) and after a write that failed.
+/// (one pass over the held notifications) when the store opens, whenever the writer sees that
+/// another process committed (`SQLiteStore.noticeOtherProcesses`) and after a write that failed.
+/// Only the gateway inserts held notifications, so a process that only reads trusts the index it
+/// built when it opened the store.
 ///
 /// The index may hold more than is held — seqs that another process ended (`herald tokens
 /// revoke`), or of another token that shares the key — but never less: every reader re-checks
