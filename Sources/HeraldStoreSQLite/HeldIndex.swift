@@ -25,9 +25,9 @@ final class HeldIndex: Sendable {
 
     /// The key of a token: its first eight bytes. Gateway-issued tokens are random; tokens that
     /// share a key only share a list, which SQL then filters by token.
-    private static func key(_ token: DeviceToken) -> UInt64 {
+    private static func key(_ tokenBytes: some Collection<UInt8>) -> UInt64 {
         var key: UInt64 = 0
-        for byte in token.bytes.prefix(8) { key = key << 8 | UInt64(byte) }
+        for byte in tokenBytes.prefix(8) { key = key << 8 | UInt64(byte) }
         return key
     }
 
@@ -36,8 +36,7 @@ final class HeldIndex: Sendable {
         var fresh: [UInt64: [Int64]] = [:]
         let rows = try Row.fetchCursor(db, sql: "SELECT seq, token FROM notifications WHERE state = 0 ORDER BY seq")
         while let row = try rows.next() {
-            let data: Data = row[1]
-            guard let token = DeviceToken(bytes: Array(data)) else { continue }
+            let token: Data = row[1]
             fresh[Self.key(token), default: []].append(row[0])
         }
         seqs.withLock { $0 = fresh }
@@ -45,28 +44,30 @@ final class HeldIndex: Sendable {
 
     /// The seqs that may be held for `token` (a superset, in ascending order).
     func candidates(for token: DeviceToken) -> [Int64] {
-        seqs.withLock { $0[Self.key(token)] ?? [] }
+        seqs.withLock { $0[Self.key(token.bytes)] ?? [] }
     }
 
     /// Records a newly held notification (seqs only grow, so the list stays sorted).
     func add(_ seq: Int64, for token: DeviceToken) {
-        seqs.withLock { $0[Self.key(token), default: []].append(seq) }
+        seqs.withLock { $0[Self.key(token.bytes), default: []].append(seq) }
     }
 
     /// Forgets `removed` seqs of `token`'s list.
     func remove(_ removed: some Collection<Int64>, for token: DeviceToken) {
+        remove(removed, key: Self.key(token.bytes))
+    }
+
+    /// Forgets one seq whose token is known only as stored bytes (no token is built for it).
+    func remove(_ seq: Int64, tokenBytes: Data) {
+        remove(CollectionOfOne(seq), key: Self.key(tokenBytes))
+    }
+
+    private func remove(_ removed: some Collection<Int64>, key: UInt64) {
         guard !removed.isEmpty else { return }
-        let key = Self.key(token)
         seqs.withLock { index in
             guard var list = index[key] else { return }
             list.removeAll { removed.contains($0) }
             index[key] = list.isEmpty ? nil : list
         }
-    }
-
-    /// Forgets one seq whose token is known only as stored bytes.
-    func remove(_ seq: Int64, tokenBytes: Data) {
-        guard let token = DeviceToken(bytes: Array(tokenBytes)) else { return }
-        remove(CollectionOfOne(seq), for: token)
     }
 }

@@ -70,8 +70,7 @@ public final class SQLiteStore: HeraldStore {
         do {
             return try await pool.write(body)
         } catch {
-            seenDataVersion.withLock { $0 = nil }
-            try? await pool.write { db in try self.noticeOtherProcesses(db) }
+            try? await pool.write { db in try self.held.rebuild(db) }
             throw error
         }
     }
@@ -331,6 +330,7 @@ public final class SQLiteStore: HeraldStore {
             SELECT token, apns_id, collapse_id, sent_at_ms IS NOT NULL FROM notifications WHERE seq = ? AND state = 0
             """)
         let token = Data(n.token.bytes)
+        let apnsID = n.apnsID.description
         var gone: [Int64] = []
         var waiting: [Int64] = []
         var replaced: [Int64] = []
@@ -340,9 +340,9 @@ public final class SQLiteStore: HeraldStore {
                 continue
             }
             guard (row[0] as Data) == token, !(row[3] as Bool) else { continue }
-            let apnsID: String = row[1]
+            let waitingID: String = row[1]
             let collapseID: String? = row[2]
-            if apnsID == n.apnsID.description || (n.collapseID != nil && collapseID == n.collapseID?.value) {
+            if waitingID == apnsID || (n.collapseID != nil && collapseID == n.collapseID?.value) {
                 replaced.append(seq)
             } else {
                 waiting.append(seq)
