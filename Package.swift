@@ -53,11 +53,18 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // Channel handlers shared by the roles that speak SwiftNIO (gateway and client).
+        .target(
+            name: "HeraldNIO",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         // The gateway: provider HTTP/2 port, intake, admin/metrics.
         .target(
             name: "HeraldGateway",
             dependencies: [
-                "HeraldCore", "HeraldStore",
+                "HeraldCore", "HeraldStore", "HeraldNIO",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -91,7 +98,7 @@ let package = Package(
         .target(
             name: "HeraldClient",
             dependencies: [
-                "HeraldCore",
+                "HeraldCore", "HeraldNIO",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

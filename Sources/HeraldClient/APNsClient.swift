@@ -14,7 +14,8 @@ public struct APNsNotification: Sendable {
     /// `apns-expiration` (seconds since 1970; 0 = one attempt only).
     public var expiration: Int64?
     public var collapseID: String?
-    /// `apns-id`; when absent the client sets one, so that every attempt of this notification carries the same id.
+    /// `apns-id`; when absent the client sets a time-ordered one (UUID v7), so that every attempt of
+    /// this notification carries the same id.
     public var apnsID: String?
     public var payload: [UInt8]
 
@@ -204,6 +205,7 @@ public final class APNsClient: Sendable {
     public let configuration: Configuration
     public let tokens: ProviderTokenManager?
     private let pool: ConnectionPool
+    private let clock: WallClock
     private let sleep: @Sendable (Duration) async throws -> Void
 
     /// - Parameters:
@@ -218,6 +220,7 @@ public final class APNsClient: Sendable {
         self.configuration = configuration
         self.tokens = signer.map { ProviderTokenManager(signer: $0, clock: clock, refreshIntervalSeconds: configuration.tokenRefreshSeconds) }
         self.pool = ConnectionPool(configuration: configuration, group: group)
+        self.clock = clock
         self.sleep = sleep
     }
 
@@ -225,7 +228,12 @@ public final class APNsClient: Sendable {
     /// `CancellationError`.
     public func send(_ notification: APNsNotification) async throws -> APNsResult {
         var notification = notification
-        if notification.apnsID == nil { notification.apnsID = UUID().uuidString.lowercased() }
+        if notification.apnsID == nil {
+            // Time-ordered (UUID v7): APNs takes any UUID, and a store that indexes ids (Herald's
+            // receipts) appends these at the end of its index instead of at a random page.
+            var generator = SystemRandomNumberGenerator()
+            notification.apnsID = APNsID.timeOrdered(atMilliseconds: clock.nowMilliseconds(), using: &generator).description
+        }
         var attempt = 0
         var result = APNsResult.unanswered(notification.apnsID, "not sent")
         var refreshedToken = false

@@ -1,4 +1,5 @@
 import HeraldCore
+import HeraldNIO
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHPACK
@@ -32,22 +33,21 @@ public struct GoAway: Sendable, Hashable {
 
 /// One HTTP/2 connection to an APNs-compatible server (Herald's gateway or Apple's), over TLS or
 /// h2c with prior knowledge. Many requests may be in flight at once, one stream each.
+///
+/// Streams are frames on the connection, not channels: a ``StreamTable`` after SwiftNIO's HTTP/2
+/// handler numbers the streams, writes their frames, gathers each answer and returns the flow-
+/// control window the answers used. Creating a child channel per request (SwiftNIO's stream
+/// multiplexer) was most of the client's CPU per push.
 public final class HTTP2Connection: Sendable {
     private let channel: Channel
-    private let inlineMultiplexer: NIOHTTP2Handler.StreamMultiplexer
+    private let streams: NIOLoopBound<StreamTable>
     private let observer: ConnectionObserver
     /// The ALPN protocol the server chose (`nil` on h2c).
     public let negotiatedProtocol: String?
-    /// `host:port`, sent as `:authority`.
-    private let authority: String
 
-    private init(
-        channel: Channel, multiplexer: NIOHTTP2Handler.StreamMultiplexer, observer: ConnectionObserver,
-        negotiatedProtocol: String?, authority: String
-    ) {
-        self.authority = authority
+    private init(channel: Channel, streams: NIOLoopBound<StreamTable>, observer: ConnectionObserver, negotiatedProtocol: String?) {
         self.channel = channel
-        self.inlineMultiplexer = multiplexer
+        self.streams = streams
         self.observer = observer
         self.negotiatedProtocol = negotiatedProtocol
     }
@@ -66,8 +66,9 @@ public final class HTTP2Connection: Sendable {
         }
         let serverName = tls?.serverName ?? (host.first?.isNumber == true || host.contains(":") ? nil : host)
         let observer = ConnectionObserver()
+        let authority = "\(host):\(port)"
         let handshake = group.any().makePromise(of: String?.self)
-        let multiplexerPromise = group.any().makePromise(of: NIOHTTP2Handler.StreamMultiplexer.self)
+        let tablePromise = group.any().makePromise(of: NIOLoopBound<StreamTable>.self)
         let channel: Channel
         do {
             channel = try await ClientBootstrap(group: group)
@@ -84,19 +85,22 @@ public final class HTTP2Connection: Sendable {
                         } else {
                             handshake.succeed(nil)
                         }
+                        // Requests are started by tasks outside the event loop, each flushing the
+                        // connection: coalesced, the requests started in one loop iteration go out
+                        // in one TLS record and one system call.
+                        try sync.addHandler(FlushCoalescingHandler())
                         // HTTP/2 goes in at once too: the server's SETTINGS may follow the handshake
                         // immediately, and must not reach a pipeline that cannot read them.
-                        let multiplexer = try sync.configureHTTP2Pipeline(
-                            mode: .client, connectionConfiguration: .init(), streamConfiguration: .init()
-                        ) { stream in stream.eventLoop.makeSucceededVoidFuture() }
-                        try sync.addHandler(observer)
-                        multiplexerPromise.succeed(multiplexer)
+                        try sync.addHandler(NIOHTTP2Handler(mode: .client))
+                        let table = StreamTable(authority: authority)
+                        try sync.addHandlers(table, observer)
+                        tablePromise.succeed(NIOLoopBound(table, eventLoop: channel.eventLoop))
                     }
                 }
                 .connect(host: host, port: port).get()
         } catch {
             handshake.fail(error)
-            multiplexerPromise.fail(error)
+            tablePromise.fail(error)
             throw error
         }
         let negotiated = try await handshake.futureResult.get()
@@ -104,73 +108,43 @@ public final class HTTP2Connection: Sendable {
             try? await channel.close()
             throw HTTP2ConnectionError.noHTTP2(negotiated: negotiated)
         }
-        let multiplexer = try await multiplexerPromise.futureResult.get()
-        return HTTP2Connection(
-            channel: channel, multiplexer: multiplexer, observer: observer, negotiatedProtocol: negotiated,
-            authority: "\(host):\(port)")
+        let streams = try await tablePromise.futureResult.get()
+        return HTTP2Connection(channel: channel, streams: streams, observer: observer, negotiatedProtocol: negotiated)
     }
 
     /// Sends a request on a new stream and waits for the whole response.
     public func send(_ request: HTTP2Request) async throws -> HTTP2Response {
-        let promise = channel.eventLoop.makePromise(of: HTTP2Response.self)
-        inlineMultiplexer.createStreamChannel { stream in
-            stream.eventLoop.makeCompletedFuture {
-                try stream.pipeline.syncOperations.addHandler(ResponseCollector(promise: promise))
-                let headers = self.headers(of: request)
-                let endWithHeaders = request.body.isEmpty
-                // A write the connection refuses (a stream opened just after the server's GOAWAY
-                // arrived, say) must fail the request, or it would wait for an answer forever.
-                let written = stream.eventLoop.makePromise(of: Void.self)
-                written.futureResult.whenFailure { error in
-                    stream.pipeline.fireErrorCaught(error)
-                    stream.close(promise: nil)
-                }
-                stream.write(HTTP2Frame.FramePayload.headers(.init(headers: headers, endStream: endWithHeaders)),
-                             promise: endWithHeaders ? written : nil)
-                if !endWithHeaders {
-                    var buffer = stream.allocator.buffer(capacity: request.body.count)
-                    buffer.writeBytes(request.body)
-                    stream.write(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(buffer), endStream: true)), promise: written)
-                }
-                stream.flush()
-            }
-        }.whenFailure { promise.fail($0) }
-        return try await promise.futureResult.get()
+        let answer = channel.eventLoop.makePromise(of: HTTP2Response.self)
+        let streams = self.streams
+        channel.eventLoop.execute {
+            streams.value.start(request, sendingBody: true, answer: answer, opened: nil)
+        }
+        return try await answer.futureResult.get()
     }
 
     /// Opens a stream and sends only the request's headers, without ending the stream; call
     /// ``PartialRequest/finish(body:)`` to send the body and read the answer.
     public func begin(_ request: HTTP2Request) async throws -> PartialRequest {
-        let promise = channel.eventLoop.makePromise(of: HTTP2Response.self)
-        let stream = try await inlineMultiplexer.createStreamChannel { stream in
-            stream.eventLoop.makeCompletedFuture {
-                try stream.pipeline.syncOperations.addHandler(ResponseCollector(promise: promise))
-            }
-        }.get()
-        let headers = self.headers(of: request)
-        try await stream.writeAndFlush(HTTP2Frame.FramePayload.headers(.init(headers: headers, endStream: false))).get()
-        return PartialRequest(stream: stream, response: promise.futureResult)
-    }
-
-    /// The HEADERS block of a request: pseudo-headers, then the request's headers in order.
-    private func headers(of request: HTTP2Request) -> HPACKHeaders {
-        var headers = HPACKHeaders()
-        headers.add(name: ":method", value: request.method)
-        headers.add(name: ":scheme", value: "https")
-        headers.add(name: ":path", value: request.path)
-        headers.add(name: ":authority", value: authority)
-        for (name, value) in request.headers { headers.add(name: name, value: value) }
-        return headers
+        let answer = channel.eventLoop.makePromise(of: HTTP2Response.self)
+        let opened = channel.eventLoop.makePromise(of: HTTP2StreamID.self)
+        let streams = self.streams
+        channel.eventLoop.execute {
+            streams.value.start(request, sendingBody: false, answer: answer, opened: opened)
+        }
+        let id = try await opened.futureResult.get()
+        return PartialRequest(streams: streams, streamID: id, response: answer.futureResult)
     }
 
     /// A request whose headers are sent and whose body is not.
     public struct PartialRequest: Sendable {
-        let stream: Channel
+        let streams: NIOLoopBound<StreamTable>
+        let streamID: HTTP2StreamID
         let response: EventLoopFuture<HTTP2Response>
         public func finish(body: [UInt8]) async throws -> HTTP2Response {
-            var buffer = stream.allocator.buffer(capacity: body.count)
-            buffer.writeBytes(body)
-            try await stream.writeAndFlush(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(buffer), endStream: true))).get()
+            let written = response.eventLoop.makePromise(of: Void.self)
+            let (streams, id) = (self.streams, streamID)
+            response.eventLoop.execute { streams.value.finish(id, body: body, written: written) }
+            try await written.futureResult.get()
             return try await response.get()
         }
     }
@@ -218,6 +192,194 @@ public final class HTTP2Connection: Sendable {
 
     public func close() async {
         try? await channel.close()
+    }
+}
+
+/// The requests of one connection, by stream id; used on the connection's event loop only.
+///
+/// It numbers new streams (odd ids, rising), writes each request's HEADERS and DATA, gathers
+/// each response from the frames that arrive, fails a request whose stream is reset, refused
+/// (GOAWAY) or closed with the connection, and sends WINDOW_UPDATEs for the response bytes it has
+/// consumed (SwiftNIO's HTTP/2 handler leaves that to a multiplexer, and there is none). Frames
+/// of the connection itself (SETTINGS, PING, GOAWAY) go on to the ``ConnectionObserver``.
+final class StreamTable: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias InboundOut = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    /// A response being gathered.
+    private struct Exchange {
+        let answer: EventLoopPromise<HTTP2Response>
+        var status: Int?
+        var headers: [(name: String, value: String)] = []
+        var body: [UInt8] = []
+        /// Response bytes read since the last WINDOW_UPDATE for this stream.
+        var unacknowledged = 0
+    }
+
+    /// WINDOW_UPDATE once this many bytes were consumed (half of HTTP/2's initial window).
+    private static let windowUpdateThreshold = 32_768
+
+    private let authority: String
+    private var context: ChannelHandlerContext?
+    private var exchanges: [HTTP2StreamID: Exchange] = [:]
+    private var nextStreamID: Int32 = 1
+    private var connectionUnacknowledged = 0
+    private var closed = false
+
+    init(authority: String) {
+        self.authority = authority
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+        failAll(HTTP2StreamReset(errorCode: -1))
+    }
+
+    /// Opens a stream: HEADERS, then the body when `sendingBody` (an empty body ends the stream
+    /// with the HEADERS). `opened` learns the stream's id once its HEADERS are written.
+    func start(_ request: HTTP2Request, sendingBody: Bool, answer: EventLoopPromise<HTTP2Response>, opened: EventLoopPromise<HTTP2StreamID>?) {
+        guard let context, !closed else {
+            opened?.fail(ChannelError.ioOnClosedChannel)
+            answer.fail(ChannelError.ioOnClosedChannel)
+            return
+        }
+        guard nextStreamID > 0 else {
+            // 2^30 requests on one connection: the ids are spent; a new connection is needed.
+            opened?.fail(HTTP2ConnectionError.streamIDsExhausted)
+            answer.fail(HTTP2ConnectionError.streamIDsExhausted)
+            return
+        }
+        let id = HTTP2StreamID(nextStreamID)
+        nextStreamID = nextStreamID <= Int32.max - 2 ? nextStreamID + 2 : -1
+        exchanges[id] = Exchange(answer: answer)
+        let endWithHeaders = sendingBody && request.body.isEmpty
+        let headersWritten = context.eventLoop.makePromise(of: Void.self)
+        // A write the connection refuses (a stream opened after the server's GOAWAY, say) must fail
+        // the request, or it would wait for an answer forever.
+        headersWritten.futureResult.assumeIsolated().whenComplete { result in
+            switch result {
+            case .success: opened?.succeed(id)
+            case .failure(let error):
+                opened?.fail(error)
+                self.fail(id, error)
+            }
+        }
+        context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers(of: request), endStream: endWithHeaders)))),
+                      promise: headersWritten)
+        if sendingBody && !endWithHeaders { writeBody(request.body, on: id, context: context, written: nil) }
+        context.flush()
+    }
+
+    /// Sends the body of a stream opened by `start(…, sendingBody: false, …)`.
+    func finish(_ id: HTTP2StreamID, body: [UInt8], written: EventLoopPromise<Void>) {
+        guard let context, !closed else { return written.fail(ChannelError.ioOnClosedChannel) }
+        writeBody(body, on: id, context: context, written: written)
+        context.flush()
+    }
+
+    private func writeBody(_ body: [UInt8], on id: HTTP2StreamID, context: ChannelHandlerContext, written: EventLoopPromise<Void>?) {
+        var buffer = context.channel.allocator.buffer(capacity: body.count)
+        buffer.writeBytes(body)
+        let promise = written ?? context.eventLoop.makePromise(of: Void.self)
+        promise.futureResult.assumeIsolated().whenFailure { error in self.fail(id, error) }
+        context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))),
+                      promise: promise)
+    }
+
+    /// The HEADERS block of a request: pseudo-headers, then the request's headers in order.
+    private func headers(of request: HTTP2Request) -> HPACKHeaders {
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(4 + request.headers.count)
+        headers.add(name: ":method", value: request.method)
+        headers.add(name: ":scheme", value: "https")
+        // Values that differ on every request (a device's path, a notification's id) are sent as
+        // literals without indexing: entering them in the HPACK tables would only evict the values
+        // that repeat (authorization, topic) and cost both sides an insertion per request.
+        headers.add(name: ":path", value: request.path, indexing: .nonIndexable)
+        headers.add(name: ":authority", value: authority)
+        for (name, value) in request.headers {
+            headers.add(name: name, value: value, indexing: name == "apns-id" ? .nonIndexable : .indexable)
+        }
+        return headers
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        let id = frame.streamID
+        guard id != .rootStream else { return context.fireChannelRead(data) }
+        switch frame.payload {
+        case .headers(let headers):
+            guard exchanges[id] != nil else { return }
+            for (name, value, _) in headers.headers {
+                if name == ":status" { exchanges[id]!.status = Int(value) } else { exchanges[id]!.headers.append((name, value)) }
+            }
+            if headers.endStream { complete(id, endedWithHeaders: true) }
+        case .data(let data):
+            // Flow control counts the padding and its length byte as well.
+            let length = data.data.readableBytes + (data.paddingBytes.map { $0 + 1 } ?? 0)
+            returnWindow(length, on: id, streamEnded: data.endStream, context: context)
+            guard exchanges[id] != nil else { return }
+            if case .byteBuffer(let buffer) = data.data { exchanges[id]!.body.append(contentsOf: buffer.readableBytesView) }
+            if data.endStream { complete(id, endedWithHeaders: false) }
+        case .rstStream(let code):
+            fail(id, HTTP2StreamReset(errorCode: Int(code.networkCode)))
+        default:
+            break
+        }
+    }
+
+    /// Gives back the flow-control window that `length` received bytes used, in steps of half
+    /// the initial window, for the connection and for a stream that continues.
+    private func returnWindow(_ length: Int, on id: HTTP2StreamID, streamEnded: Bool, context: ChannelHandlerContext) {
+        guard length > 0 else { return }
+        connectionUnacknowledged += length
+        if connectionUnacknowledged >= Self.windowUpdateThreshold {
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: connectionUnacknowledged))), promise: nil)
+            connectionUnacknowledged = 0
+            context.flush()
+        }
+        guard !streamEnded, exchanges[id] != nil else { return }
+        exchanges[id]!.unacknowledged += length
+        if exchanges[id]!.unacknowledged >= Self.windowUpdateThreshold {
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .windowUpdate(windowSizeIncrement: exchanges[id]!.unacknowledged))), promise: nil)
+            exchanges[id]!.unacknowledged = 0
+            context.flush()
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // A stream the server refused with GOAWAY, or that closed without an answer.
+        if let closed = event as? StreamClosedEvent {
+            fail(closed.streamID, HTTP2StreamReset(errorCode: closed.reason.map { Int($0.networkCode) } ?? -1))
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        closed = true
+        failAll(HTTP2StreamReset(errorCode: -1))
+        context.fireChannelInactive()
+    }
+
+    private func complete(_ id: HTTP2StreamID, endedWithHeaders: Bool) {
+        guard let exchange = exchanges.removeValue(forKey: id) else { return }
+        exchange.answer.succeed(HTTP2Response(
+            status: exchange.status ?? 0, headers: exchange.headers, body: exchange.body, endedWithHeaders: endedWithHeaders))
+    }
+
+    private func fail(_ id: HTTP2StreamID, _ error: Error) {
+        exchanges.removeValue(forKey: id)?.answer.fail(error)
+    }
+
+    private func failAll(_ error: Error) {
+        let open = exchanges
+        exchanges.removeAll()
+        for exchange in open.values { exchange.answer.fail(error) }
     }
 }
 
@@ -286,60 +448,6 @@ private final class ConnectionObserver: ChannelInboundHandler, Sendable {
     }
 }
 
-/// Collects one stream's response.
-private final class ResponseCollector: ChannelInboundHandler {
-    typealias InboundIn = HTTP2Frame.FramePayload
-    private let promise: EventLoopPromise<HTTP2Response>
-    private var status: Int?
-    private var headers: [(name: String, value: String)] = []
-    private var body: [UInt8] = []
-    private var endedWithHeaders = false
-    private var done = false
-
-    init(promise: EventLoopPromise<HTTP2Response>) { self.promise = promise }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .headers(let frame):
-            for (name, value, _) in frame.headers {
-                if name == ":status" { status = Int(value) } else { headers.append((name, value)) }
-            }
-            if frame.endStream {
-                endedWithHeaders = true
-                finish()
-            }
-        case .data(let frame):
-            if case .byteBuffer(let buffer) = frame.data { body.append(contentsOf: buffer.readableBytesView) }
-            if frame.endStream { finish() }
-        case .rstStream(let code):
-            fail(HTTP2StreamReset(errorCode: Int(code.networkCode)))
-        default:
-            break
-        }
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        fail(HTTP2StreamReset(errorCode: -1))
-        context.fireChannelInactive()
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: Error) {
-        fail(error)
-    }
-
-    private func finish() {
-        guard !done else { return }
-        done = true
-        promise.succeed(HTTP2Response(status: status ?? 0, headers: headers, body: body, endedWithHeaders: endedWithHeaders))
-    }
-
-    private func fail(_ error: Error) {
-        guard !done else { return }
-        done = true
-        promise.fail(error)
-    }
-}
-
 /// The server reset the stream (or the connection closed) before answering.
 public struct HTTP2StreamReset: Error, Hashable, Sendable {
     /// The RST_STREAM error code, or -1 when the connection closed.
@@ -350,4 +458,6 @@ public struct HTTP2StreamReset: Error, Hashable, Sendable {
 public enum HTTP2ConnectionError: Error, Hashable, Sendable {
     /// ALPN did not select `h2` (the protocol the server chose, if any).
     case noHTTP2(negotiated: String?)
+    /// Every client stream id of the connection is used (2^30 requests); open a new connection.
+    case streamIDsExhausted
 }

@@ -1,4 +1,5 @@
 import HeraldCore
+import HeraldNIO
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore

@@ -148,6 +148,47 @@ struct CLITests {
         #expect(push.stderr.contains("--url must look like https://HOST:PORT"))
     }
 
+    @Test("herald push send --timeout: a server that accepts and never answers ends the run at the deadline, exit 2; bad timeouts are refused")
+    func pushTimeout() throws {
+        let dir = try TemporaryDirectory.make(prefix: "herald-cli")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let keyPath = dir + "/key.p8"
+        let keyID = try Herald.run(["keys", "create", "--data-dir", dir + "/gw", "--team", "TEAM123456", "--topic", "com.example.app", "--out", keyPath]).stdout
+        // A listening socket that is never accepted from: the kernel completes the TCP handshake,
+        // and nothing ever answers the HTTP/2 preface or the requests.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(listener >= 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && listen(listener, 16) == 0 && getsockname(listener, $0, &length) == 0 }
+        }
+        #expect(bound)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let tokens = dir + "/tokens.txt"
+        try (0..<3).map { _ in DeviceToken.random().hex }.joined(separator: "\n").write(toFile: tokens, atomically: true, encoding: .utf8)
+        let base = ["push", "send", "--url", "http://127.0.0.1:\(port)", "--key", keyPath, "--key-id", keyID, "--team", "TEAM123456",
+                    "--topic", "com.example.app", "--alert", "hello"]
+        let started = ContinuousClock.now
+        let many = try Herald.run(base + ["--tokens", tokens, "--timeout", "1", "--attempts", "1"])
+        #expect(many.status == 2)
+        #expect(many.stderr.contains("no answer (time-out): 3") || many.stderr.contains("failed 3"), "\(many.stderr)")
+        let one = try Herald.run(base + ["--token", DeviceToken.random().hex, "--timeout", "1", "--attempts", "1"])
+        #expect(one.status == 2)
+        #expect(one.stderr.contains("cannot push to"), "\(one.stderr)")
+        // Both ended at their deadline, not at the 30-second default or never.
+        #expect(ContinuousClock.now - started < .seconds(20))
+        for bad in ["0", "-1", "nan", "1e300"] {
+            let refused = try Herald.run(base + ["--token", "00", "--timeout=\(bad)"])
+            #expect(refused.status != 0)
+            #expect(refused.stderr.contains("--timeout must be a number of seconds above 0"), "\(bad): \(refused.stderr)")
+        }
+    }
+
     @Test("herald device run and unregister: register, receive what herald push send sends, 410 after removal")
     func deviceWalkThrough() async throws {
         let dir = try TemporaryDirectory.make(prefix: "herald-cli")
