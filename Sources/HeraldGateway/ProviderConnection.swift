@@ -5,7 +5,7 @@ import NIOHTTP2
 /// The state of one provider connection: its token-authentication state machine, its streams,
 /// and whether it is draining. Confined to the connection's event loop (its streams share it).
 /// `@unchecked Sendable`: it is only touched on `channel.eventLoop`.
-final class ProviderConnection: NIOHTTP2StreamDelegate, @unchecked Sendable {
+final class ProviderConnection: @unchecked Sendable {
     /// Streams allowed at once before the first provider token is accepted (reference §3).
     static let streamsBeforeAuthentication = 1
     /// Streams allowed at once afterwards (the value observed from APNs in 2021).
@@ -91,13 +91,15 @@ final class ProviderConnection: NIOHTTP2StreamDelegate, @unchecked Sendable {
         channel.writeAndFlush(settings, promise: nil)
     }
 
-    func streamCreated(_ id: HTTP2StreamID, channel: Channel) {
+    /// A stream opened (``ProviderStreamTable`` reports NIO's events).
+    func streamCreated(_ id: HTTP2StreamID) {
         activeStreams += 1
         idleTimer?.cancel()
         idleTimer = nil
     }
 
-    func streamClosed(_ id: HTTP2StreamID, channel: Channel) {
+    /// A stream closed, answered or reset.
+    func streamClosed(_ id: HTTP2StreamID) {
         activeStreams -= 1
         if isDraining && activeStreams == 0 { drained?.succeed() }
         if activeStreams == 0 && !isDraining { startIdleTimer() }

@@ -58,15 +58,10 @@ final class ProviderListener: Sendable {
                         channel: channel, environment: providerPort.environment, idleTimeout: limits.providerIdleTimeout,
                         maximumHeaderListSize: limits.maximumHeaderListSize
                     ) { metrics.recordPeerClosed(port: "provider", reason: "idle_timeout") }
-                    _ = try sync.configureHTTP2Pipeline(
+                    try sync.addHandler(NIOHTTP2Handler(
                         mode: .server, connectionConfiguration: connection.connectionConfiguration,
-                        streamConfiguration: ProviderConnection.streamConfiguration, streamDelegate: connection
-                    ) { stream in
-                        stream.eventLoop.makeCompletedFuture {
-                            try stream.pipeline.syncOperations.addHandler(
-                                ProviderStreamHandler(port: providerPort, connection: connection))
-                        }
-                    }
+                        streamConfiguration: ProviderConnection.streamConfiguration))
+                    try sync.addHandler(ProviderStreamTable(port: providerPort, connection: connection))
                     try sync.addHandler(ConnectionErrorLogger(logger: providerPort.logger))
                     let id = ObjectIdentifier(channel)
                     connections.withLockedValue { $0[id] = connection }

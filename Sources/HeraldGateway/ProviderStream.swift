@@ -9,15 +9,14 @@ import NIOHTTP2
 /// exactly as APNs does — `HEADERS(:status 200, apns-id, END_STREAM)` on success, or a status with
 /// `{"reason":…}` on failure.
 ///
-/// Runs on the connection's event loop; it waits (without blocking) only on a key or topic cache
-/// miss and on the intake's commit.
-final class ProviderStreamHandler: ChannelInboundHandler {
-    typealias InboundIn = HTTP2Frame.FramePayload
-    typealias OutboundOut = HTTP2Frame.FramePayload
-
+/// A stream is frames on its connection, not a channel of its own: ``ProviderStreamTable`` hands
+/// it the frames of its stream, and `context` is the table's. Runs on the connection's event
+/// loop; it waits (without blocking) only on a key or topic cache miss and on the intake's commit.
+final class ProviderStream {
     /// Bytes of body kept: enough to tell every push type's limit apart from "too large".
     private static let maximumBodyKept = PushType.voip.maximumPayloadSize + 1
 
+    let id: HTTP2StreamID
     private let port: ProviderPort
     private let connection: ProviderConnection
     private var head = ProviderRequestHead()
@@ -26,6 +25,8 @@ final class ProviderStreamHandler: ChannelInboundHandler {
     private var bodySize = 0
     private var isComplete = false
     private var hasResponded = false
+    /// The stream closed (reset by the peer, or the connection went) before it was answered.
+    var isClosed = false
 
     // Filled as validation proceeds.
     private var target: ProviderRequestTarget?
@@ -33,13 +34,15 @@ final class ProviderStreamHandler: ChannelInboundHandler {
     private var pushHeaders: PushHeaders?
     private var query: ProviderQuery?
 
-    init(port: ProviderPort, connection: ProviderConnection) {
+    init(id: HTTP2StreamID, port: ProviderPort, connection: ProviderConnection) {
+        self.id = id
         self.port = port
         self.connection = connection
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
+    /// A frame of this stream, from the table.
+    func receive(_ payload: HTTP2Frame.FramePayload, context: ChannelHandlerContext) {
+        switch payload {
         case .headers(let headers):
             if !sawHeaders {
                 sawHeaders = true
@@ -179,7 +182,7 @@ final class ProviderStreamHandler: ChannelInboundHandler {
     /// Runs an async store lookup off the event loop, then continues on it.
     private func wait(
         context: ChannelHandlerContext, for work: @escaping @Sendable () async throws -> Void,
-        then next: @escaping (ProviderStreamHandler) -> Void
+        then next: @escaping (ProviderStream) -> Void
     ) {
         let loopBound = NIOLoopBound((self, context, next), eventLoop: context.eventLoop)
         let logger = port.logger
@@ -206,17 +209,23 @@ final class ProviderStreamHandler: ChannelInboundHandler {
         return headers
     }
 
+    /// Writes a frame of this stream on the connection.
+    private func send(_ payload: HTTP2Frame.FramePayload, context: ChannelHandlerContext, flush: Bool) {
+        let frame = NIOAny(HTTP2Frame(streamID: id, payload: payload))
+        if flush { context.writeAndFlush(frame, promise: nil) } else { context.write(frame, promise: nil) }
+    }
+
     private func respondOK(context: ChannelHandlerContext) {
-        guard !hasResponded else { return }
+        guard !hasResponded, !isClosed else { return }
         hasResponded = true
         port.metrics.acceptedPushes.increment()
         port.metrics.recordResponse(status: 200, reason: nil)
         let headers = responseHeaders(status: "200")
-        context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: headers, endStream: true))), promise: nil)
+        send(.headers(.init(headers: headers, endStream: true)), context: context, flush: true)
     }
 
     private func respondJSON(context: ChannelHandlerContext, _ body: [UInt8]) {
-        guard !hasResponded else { return }
+        guard !hasResponded, !isClosed else { return }
         hasResponded = true
         port.metrics.recordResponse(status: 200, reason: nil)
         var headers = HPACKHeaders()
@@ -225,12 +234,12 @@ final class ProviderStreamHandler: ChannelInboundHandler {
         headers.add(name: "content-length", value: String(body.count))
         var buffer = context.channel.allocator.buffer(capacity: body.count)
         buffer.writeBytes(body)
-        context.write(wrapOutboundOut(.headers(.init(headers: headers))), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.data(.init(data: .byteBuffer(buffer), endStream: true))), promise: nil)
+        send(.headers(.init(headers: headers)), context: context, flush: false)
+        send(.data(.init(data: .byteBuffer(buffer), endStream: true)), context: context, flush: true)
     }
 
     private func respond(context: ChannelHandlerContext, _ rejection: APNsRejection) {
-        guard !hasResponded else { return }
+        guard !hasResponded, !isClosed else { return }
         hasResponded = true
         port.metrics.recordResponse(status: rejection.status, reason: rejection.reason)
         var headers = responseHeaders(status: String(rejection.status))
@@ -239,7 +248,93 @@ final class ProviderStreamHandler: ChannelInboundHandler {
         var buffer = context.channel.allocator.buffer(capacity: json.utf8.count)
         buffer.writeString(json)
         headers.add(name: "content-length", value: String(buffer.readableBytes))
-        context.write(wrapOutboundOut(.headers(.init(headers: headers))), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.data(.init(data: .byteBuffer(buffer), endStream: true))), promise: nil)
+        send(.headers(.init(headers: headers)), context: context, flush: false)
+        send(.data(.init(data: .byteBuffer(buffer), endStream: true)), context: context, flush: true)
+    }
+}
+
+/// The streams of one provider connection, after SwiftNIO's HTTP/2 handler: it gives each stream's
+/// frames to its ``ProviderStream`` (made at the stream's first HEADERS), forgets a stream when
+/// NIO reports it closed, tells the ``ProviderConnection`` how many are open, and returns the
+/// flow-control window that request bodies use, for the connection and for each stream (NIO's
+/// handler leaves that to a multiplexer, and there is none: a child channel per request was the
+/// larger part of the provider port's event-loop time).
+final class ProviderStreamTable: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias InboundOut = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    /// WINDOW_UPDATE once this many bytes were consumed: half the 64 KiB window the gateway announces.
+    private static let windowUpdateThreshold = 32_768
+
+    private let port: ProviderPort
+    private let connection: ProviderConnection
+    private var streams: [HTTP2StreamID: ProviderStream] = [:]
+    /// Body bytes received since the last WINDOW_UPDATE, on the connection and per open stream.
+    private var connectionUnacknowledged = 0
+    private var streamUnacknowledged: [HTTP2StreamID: Int] = [:]
+
+    init(port: ProviderPort, connection: ProviderConnection) {
+        self.port = port
+        self.connection = connection
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        let id = frame.streamID
+        guard id != .rootStream else { return context.fireChannelRead(data) }
+        switch frame.payload {
+        case .headers:
+            let stream: ProviderStream
+            if let open = streams[id] {
+                stream = open
+            } else {
+                stream = ProviderStream(id: id, port: port, connection: connection)
+                streams[id] = stream
+            }
+            stream.receive(frame.payload, context: context)
+        case .data(let data):
+            // Flow control counts the padding and its length byte as well.
+            returnWindow(data.data.readableBytes + (data.paddingBytes.map { $0 + 1 } ?? 0), on: id, streamEnded: data.endStream, context: context)
+            streams[id]?.receive(frame.payload, context: context)
+        default:
+            break
+        }
+    }
+
+    private func returnWindow(_ length: Int, on id: HTTP2StreamID, streamEnded: Bool, context: ChannelHandlerContext) {
+        guard length > 0 else { return }
+        connectionUnacknowledged += length
+        if connectionUnacknowledged >= Self.windowUpdateThreshold {
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: connectionUnacknowledged))), promise: nil)
+            connectionUnacknowledged = 0
+            context.flush()
+        }
+        guard !streamEnded, streams[id] != nil else { return }
+        let pending = streamUnacknowledged[id, default: 0] + length
+        if pending >= Self.windowUpdateThreshold {
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .windowUpdate(windowSizeIncrement: pending))), promise: nil)
+            streamUnacknowledged[id] = nil
+            context.flush()
+        } else {
+            streamUnacknowledged[id] = pending
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let created = event as? NIOHTTP2StreamCreatedEvent {
+            connection.streamCreated(created.streamID)
+        } else if let closed = event as? StreamClosedEvent {
+            streams.removeValue(forKey: closed.streamID)?.isClosed = true
+            streamUnacknowledged[closed.streamID] = nil
+            connection.streamClosed(closed.streamID)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        for stream in streams.values { stream.isClosed = true }
+        streams.removeAll()
+        context.fireChannelInactive()
     }
 }
