@@ -182,8 +182,9 @@ struct GatewayCommand: AsyncParsableCommand {
         let gateway = Gateway(configuration: configuration, store: store, clock: clock, logger: logger)
         // Shut down in reverse order: the gateway drains and commits first, then checkpointing stops.
         let checkpointer = SQLiteCheckpointer(store: store, logger: logger)
+        let heap = HeapReturner(interval: .seconds(10))
         let group = ServiceGroup(configuration: .init(
-            services: [checkpointer, gateway], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            services: [heap, checkpointer, gateway], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         async let running: Void = group.run()
         do {
             let ports = try await gateway.ports
