@@ -53,11 +53,12 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        // Channel handlers shared by the roles that speak SwiftNIO (gateway and client).
+        // SwiftNIO pieces shared by the gateway and the client: flush coalescing, HTTP/2 window returns.
         .target(
             name: "HeraldNIO",
             dependencies: [
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
             ]
         ),
         // The gateway: provider HTTP/2 port, intake, admin/metrics.

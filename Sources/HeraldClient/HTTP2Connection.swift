@@ -213,18 +213,13 @@ final class StreamTable: ChannelInboundHandler {
         var status: Int?
         var headers: [(name: String, value: String)] = []
         var body: [UInt8] = []
-        /// Response bytes read since the last WINDOW_UPDATE for this stream.
-        var unacknowledged = 0
     }
-
-    /// WINDOW_UPDATE once this many bytes were consumed (half of HTTP/2's initial window).
-    private static let windowUpdateThreshold = 32_768
 
     private let authority: String
     private var context: ChannelHandlerContext?
     private var exchanges: [HTTP2StreamID: Exchange] = [:]
     private var nextStreamID: Int32 = 1
-    private var connectionUnacknowledged = 0
+    private var window = InboundWindow()
     private var closed = false
 
     init(authority: String) {
@@ -320,9 +315,7 @@ final class StreamTable: ChannelInboundHandler {
             }
             if headers.endStream { complete(id, endedWithHeaders: true) }
         case .data(let data):
-            // Flow control counts the padding and its length byte as well.
-            let length = data.data.readableBytes + (data.paddingBytes.map { $0 + 1 } ?? 0)
-            returnWindow(length, on: id, streamEnded: data.endStream, context: context)
+            window.consume(data, on: id, streamOpen: exchanges[id] != nil, context: context)
             guard exchanges[id] != nil else { return }
             if case .byteBuffer(let buffer) = data.data { exchanges[id]!.body.append(contentsOf: buffer.readableBytesView) }
             if data.endStream { complete(id, endedWithHeaders: false) }
@@ -330,25 +323,6 @@ final class StreamTable: ChannelInboundHandler {
             fail(id, HTTP2StreamReset(errorCode: Int(code.networkCode)))
         default:
             break
-        }
-    }
-
-    /// Gives back the flow-control window that `length` received bytes used, in steps of half
-    /// the initial window, for the connection and for a stream that continues.
-    private func returnWindow(_ length: Int, on id: HTTP2StreamID, streamEnded: Bool, context: ChannelHandlerContext) {
-        guard length > 0 else { return }
-        connectionUnacknowledged += length
-        if connectionUnacknowledged >= Self.windowUpdateThreshold {
-            context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: connectionUnacknowledged))), promise: nil)
-            connectionUnacknowledged = 0
-            context.flush()
-        }
-        guard !streamEnded, exchanges[id] != nil else { return }
-        exchanges[id]!.unacknowledged += length
-        if exchanges[id]!.unacknowledged >= Self.windowUpdateThreshold {
-            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .windowUpdate(windowSizeIncrement: exchanges[id]!.unacknowledged))), promise: nil)
-            exchanges[id]!.unacknowledged = 0
-            context.flush()
         }
     }
 
@@ -367,12 +341,14 @@ final class StreamTable: ChannelInboundHandler {
     }
 
     private func complete(_ id: HTTP2StreamID, endedWithHeaders: Bool) {
+        window.forget(id)
         guard let exchange = exchanges.removeValue(forKey: id) else { return }
         exchange.answer.succeed(HTTP2Response(
             status: exchange.status ?? 0, headers: exchange.headers, body: exchange.body, endedWithHeaders: endedWithHeaders))
     }
 
     private func fail(_ id: HTTP2StreamID, _ error: Error) {
+        window.forget(id)
         exchanges.removeValue(forKey: id)?.answer.fail(error)
     }
 

@@ -1,5 +1,6 @@
 import HeraldCore
 import HeraldStore
+import HeraldNIO
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
@@ -264,15 +265,10 @@ final class ProviderStreamTable: ChannelInboundHandler {
     typealias InboundOut = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
 
-    /// WINDOW_UPDATE once this many bytes were consumed: half the 64 KiB window the gateway announces.
-    private static let windowUpdateThreshold = 32_768
-
     private let port: ProviderPort
     private let connection: ProviderConnection
     private var streams: [HTTP2StreamID: ProviderStream] = [:]
-    /// Body bytes received since the last WINDOW_UPDATE, on the connection and per open stream.
-    private var connectionUnacknowledged = 0
-    private var streamUnacknowledged: [HTTP2StreamID: Int] = [:]
+    private var window = InboundWindow()
 
     init(port: ProviderPort, connection: ProviderConnection) {
         self.port = port
@@ -294,30 +290,10 @@ final class ProviderStreamTable: ChannelInboundHandler {
             }
             stream.receive(frame.payload, context: context)
         case .data(let data):
-            // Flow control counts the padding and its length byte as well.
-            returnWindow(data.data.readableBytes + (data.paddingBytes.map { $0 + 1 } ?? 0), on: id, streamEnded: data.endStream, context: context)
+            window.consume(data, on: id, streamOpen: streams[id] != nil, context: context)
             streams[id]?.receive(frame.payload, context: context)
         default:
             break
-        }
-    }
-
-    private func returnWindow(_ length: Int, on id: HTTP2StreamID, streamEnded: Bool, context: ChannelHandlerContext) {
-        guard length > 0 else { return }
-        connectionUnacknowledged += length
-        if connectionUnacknowledged >= Self.windowUpdateThreshold {
-            context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: connectionUnacknowledged))), promise: nil)
-            connectionUnacknowledged = 0
-            context.flush()
-        }
-        guard !streamEnded, streams[id] != nil else { return }
-        let pending = streamUnacknowledged[id, default: 0] + length
-        if pending >= Self.windowUpdateThreshold {
-            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .windowUpdate(windowSizeIncrement: pending))), promise: nil)
-            streamUnacknowledged[id] = nil
-            context.flush()
-        } else {
-            streamUnacknowledged[id] = pending
         }
     }
 
@@ -326,7 +302,7 @@ final class ProviderStreamTable: ChannelInboundHandler {
             connection.streamCreated(created.streamID)
         } else if let closed = event as? StreamClosedEvent {
             streams.removeValue(forKey: closed.streamID)?.isClosed = true
-            streamUnacknowledged[closed.streamID] = nil
+            window.forget(closed.streamID)
             connection.streamClosed(closed.streamID)
         }
         context.fireUserInboundEventTriggered(event)
