@@ -285,22 +285,24 @@ final class SendRun: Sendable {
 
     func stop() { state.withLockedValue { $0.stopped = true } }
 
+    /// Counts an outcome and writes its line. Workers call this concurrently: the progress bar (whose
+    /// state is not locked) and the writes happen under the lock, so output keeps its order and
+    /// the bar draws from one worker at a time (at most once per percent).
     func record(_ token: String, _ result: APNsResult?) {
         let line = PushCommand.Send.line(token: token, result: result, single: single)
-        let (done, flush) = state.withLockedValue { s -> (Int, [UInt8]?) in
+        state.withLockedValue { s in
             s.tally.add(result)
             if let line {
                 s.output.append(contentsOf: line.utf8)
                 s.output.append(UInt8(ascii: "\n"))
             }
+            bar.update(s.tally.done)
             let now = ContinuousClock.now
-            guard s.output.count >= 1 << 16 || now - s.lastFlush >= .milliseconds(100) else { return (s.tally.done, nil) }
+            guard s.output.count >= 1 << 16 || now - s.lastFlush >= .milliseconds(100) else { return }
             s.lastFlush = now
-            defer { s.output.removeAll(keepingCapacity: true) }
-            return (s.tally.done, s.output)
+            if !s.output.isEmpty { FileHandle.standardOutput.write(Data(s.output)) }
+            s.output.removeAll(keepingCapacity: true)
         }
-        bar.update(done)
-        if let flush, !flush.isEmpty { FileHandle.standardOutput.write(Data(flush)) }
     }
 
     /// Writes what is left and returns the tally.
