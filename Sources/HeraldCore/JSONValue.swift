@@ -35,6 +35,8 @@ public enum JSONValue: Hashable, Sendable, Codable {
     }
 
     public var stringValue: String? { if case .string(let s) = self { return s } else { return nil } }
+    /// The elements of an array (`nil` for anything else).
+    public var arrayValue: [JSONValue]? { if case .array(let a) = self { return a } else { return nil } }
     /// A member of an object (`nil` for anything else).
     public subscript(key: String) -> JSONValue? { if case .object(let o) = self { return o[key] } else { return nil } }
     /// The value as an integer of type `T` when it is exactly one (`3` and `3.0`, not `3.5`, not

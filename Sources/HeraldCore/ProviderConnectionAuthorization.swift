@@ -6,7 +6,8 @@
 /// - A token with different claims within 20 minutes of the last accepted one is
 ///   `TooManyProviderTokenUpdates` (the same claims signed again count as the same token).
 /// - A token whose `iat` is more than an hour old is `ExpiredProviderToken`, checked on every request.
-/// - The token last accepted is cached: repeating it costs a string comparison, not a signature check.
+/// - The token last accepted is cached: repeating it costs a string comparison and a look at the
+///   key (still there, not revoked), not a signature check.
 public struct ProviderConnectionAuthorization: Sendable {
     /// How old `iat` may be, in seconds.
     public static let maximumTokenAge: Int64 = 3600
@@ -62,7 +63,13 @@ public struct ProviderConnectionAuthorization: Sendable {
             if nowSeconds - currentClaims.issuedAt > Self.maximumTokenAge {
                 return .rejected(APNsRejection(.expiredProviderToken))
             }
-            return .authorized(currentClaims, isFirst: false)
+            // The signature was checked when the token was accepted; the key must still exist
+            // (a revoked key stops authenticating connections already open with it).
+            switch key(currentClaims.keyID) {
+            case .found: return .authorized(currentClaims, isFirst: false)
+            case .absent: return .rejected(APNsRejection(.invalidProviderToken))
+            case .unknown: return .needsKey(keyID: currentClaims.keyID)
+            }
         }
         guard let header, Self.hasBearerPrefix(header) else { return .rejected(APNsRejection(.missingProviderToken)) }
         let text = header.utf8.dropFirst(7)

@@ -6,7 +6,9 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 
-/// The admin port: `GET /health`, Prometheus `GET /metrics`, and the faults an operator injects
+/// The admin port: `GET /health`, Prometheus `GET /metrics`, the read-only inspection views
+/// (`GET /v1/devices`, `/v1/tokens`, `/v1/teams`, `/v1/held`, `/v1/receipts/<apns-id>`,
+/// `/v1/feedback?topic=…`; see ``GatewayInspection``), and the faults an operator injects
 /// (`GET`/`POST`/`DELETE /faults`), over plain HTTP/1.1.
 /// Low-rate traffic; kept on NIO's HTTP/1 codec so the gateway needs no second server framework.
 final class AdminServer: Sendable {
@@ -16,7 +18,8 @@ final class AdminServer: Sendable {
     private init(serverChannel: Channel) { self.serverChannel = serverChannel }
 
     static func bind(
-        host: String, port: Int, metrics: GatewayMetrics, store: any HeraldStore, faults: GatewayFaults?, group: EventLoopGroup, logger: Logger
+        host: String, port: Int, metrics: GatewayMetrics, store: any HeraldStore, inspection: GatewayInspection, environment: APNsEnvironment,
+        faults: GatewayFaults?, group: EventLoopGroup, logger: Logger
     ) async throws -> AdminServer {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -24,7 +27,8 @@ final class AdminServer: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
                     try channel.pipeline.syncOperations.addHandler(
-                        AdminHandler(metrics: metrics, store: store, faults: faults, logger: logger))
+                        AdminHandler(
+                            metrics: metrics, store: store, inspection: inspection, environment: environment, faults: faults, logger: logger))
                 }
             }
         return AdminServer(serverChannel: try await bootstrap.bind(host: host, port: port).get())
@@ -39,15 +43,19 @@ private final class AdminHandler: ChannelInboundHandler {
 
     let metrics: GatewayMetrics
     let store: any HeraldStore
+    let inspection: GatewayInspection
+    let environment: APNsEnvironment
     /// `nil` unless the gateway was started with fault injection: `/faults` is then 404.
     let faults: GatewayFaults?
     let logger: Logger
     private var request: HTTPRequestHead?
     private var body: [UInt8] = []
 
-    init(metrics: GatewayMetrics, store: any HeraldStore, faults: GatewayFaults?, logger: Logger) {
+    init(metrics: GatewayMetrics, store: any HeraldStore, inspection: GatewayInspection, environment: APNsEnvironment, faults: GatewayFaults?, logger: Logger) {
         self.metrics = metrics
         self.store = store
+        self.inspection = inspection
+        self.environment = environment
         self.faults = faults
         self.logger = logger
     }
@@ -103,6 +111,7 @@ private final class AdminHandler: ChannelInboundHandler {
         guard head.method == .GET || head.method == .HEAD else {
             return send(.methodNotAllowed, "only GET\n", type: "text/plain", head: head, context: context)
         }
+        if path.hasPrefix("/v1/") { return inspect(String(path.dropFirst(4)), uri: head.uri, head: head, context: context) }
         switch path {
         case "/health":
             send(.ok, #"{"status":"ok"}"# + "\n", type: "application/json", head: head, context: context)
@@ -121,8 +130,53 @@ private final class AdminHandler: ChannelInboundHandler {
                     type: "text/plain; version=0.0.4; charset=utf-8", head: head, context: context)
             }
         default:
-            send(.notFound, faults == nil ? "not found: try /health or /metrics\n" : "not found: try /health, /metrics or /faults\n", type: "text/plain", head: head, context: context)
+            send(.notFound, faults == nil ? "not found: try /health, /metrics or /v1/devices\n" : "not found: try /health, /metrics, /v1/devices or /faults\n", type: "text/plain", head: head, context: context)
         }
+    }
+
+    /// A read-only inspection view: JSON, or `{"error": …}` with 400/404/500.
+    private func inspect(_ view: String, uri: String, head: HTTPRequestHead, context: ChannelHandlerContext) {
+        let query: GatewayInspection.Query
+        do {
+            query = try GatewayInspection.parse(path: view, parameters: try Self.parameters(of: uri), environment: environment)
+        } catch {
+            return send(HTTPResponseStatus(statusCode: error.status), Self.errorJSON(error.message), type: "application/json", head: head, context: context)
+        }
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        let inspection = self.inspection
+        context.eventLoop.makeFutureWithTask { try await inspection.answer(query) }.whenComplete { result in
+            let (handler, context) = loopBound.value
+            switch result {
+            case .success(let body):
+                handler.send(.ok, String(decoding: body, as: UTF8.self) + "\n", type: "application/json", head: head, context: context)
+            case .failure(let refusal as GatewayInspection.Refusal):
+                handler.send(HTTPResponseStatus(statusCode: refusal.status), Self.errorJSON(refusal.message), type: "application/json", head: head, context: context)
+            case .failure(let error):
+                handler.logger.error("inspection failed", metadata: ["view": "\(view)", "error": "\(error)"])
+                handler.send(.internalServerError, Self.errorJSON("the store could not answer: \(error)"), type: "application/json", head: head, context: context)
+            }
+        }
+    }
+
+    static func errorJSON(_ message: String) -> String {
+        String(decoding: (try? JSONEncoder().encode(["error": message])) ?? Data(), as: UTF8.self) + "\n"
+    }
+
+    /// The query parameters of a request URI, percent-decoded; a parameter given twice is refused.
+    static func parameters(of uri: String) throws(GatewayInspection.Refusal) -> [String: String] {
+        guard let query = uri.split(separator: "?", maxSplits: 1).dropFirst().first else { return [:] }
+        var parameters: [String: String] = [:]
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let plus = { (text: Substring) in text.replacingOccurrences(of: "+", with: " ") }
+            guard let name = plus(parts[0]).removingPercentEncoding,
+                  let value = (parts.count > 1 ? plus(parts[1]) : "").removingPercentEncoding else {
+                throw GatewayInspection.Refusal(400, "the query string is not valid percent-encoding")
+            }
+            guard parameters[name] == nil else { throw GatewayInspection.Refusal(400, "\(name) is given twice") }
+            parameters[name] = value
+        }
+        return parameters
     }
 
     private func send(_ status: HTTPResponseStatus, _ text: String, type: String, head: HTTPRequestHead, context: ChannelHandlerContext) {

@@ -33,6 +33,9 @@ final class DeviceRegistry: Sendable {
         }
     }
 
+    /// The ids of the devices connected now.
+    func connectedDeviceIDs() -> Set<String> { sessions.withLockedValue { Set($0.keys) } }
+
     /// Hands each delivery to its device's session. Returns those whose device is not connected.
     func deliver(_ deliveries: [Delivery]) -> [Delivery] {
         var offline: [Delivery] = []

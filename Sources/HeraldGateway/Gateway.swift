@@ -100,6 +100,8 @@ public final class Gateway: Service, Sendable {
             if let adminPort = configuration.adminPort {
                 let server = try await AdminServer.bind(
                     host: configuration.adminHost, port: adminPort, metrics: metrics, store: store,
+                    inspection: GatewayInspection(store: store, connectedDevices: { [registry] in registry.connectedDeviceIDs() }),
+                    environment: configuration.environment,
                     faults: configuration.faultInjection ? faults : nil, group: group, logger: logger)
                 admin = server
                 ports.adminPort = server.port

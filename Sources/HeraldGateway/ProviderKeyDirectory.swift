@@ -8,10 +8,15 @@ import NIOConcurrencyHelpers
 /// A miss is looked up in the store once (asynchronously) and remembered, including absence.
 /// Absent keys and topic sets are looked up again after `refreshMilliseconds`, so keys and topics
 /// registered while the gateway runs (`herald keys create` from another process) are picked up.
+/// A known key older than that is still used while one lookup in the background checks it
+/// again, so a key revoked by `herald keys revoke` stops working within about that interval,
+/// on connections already authenticated with it too, and no request waits for the check.
 final class ProviderKeyDirectory: Sendable {
     private struct Entry<Value: Sendable>: Sendable {
         var value: Value
         var loadedAtMilliseconds: Int64
+        /// A background lookup of this entry is under way.
+        var refreshing = false
     }
 
     private struct State: Sendable {
@@ -30,14 +35,27 @@ final class ProviderKeyDirectory: Sendable {
         self.refreshMilliseconds = refreshMilliseconds
     }
 
-    /// What is known of a key now, without waiting.
+    /// What is known of a key now, without waiting. A known key due for a check is returned as
+    /// it is and looked up again in the background.
     func lookupKey(_ keyID: String) -> ProviderConnectionAuthorization.KeyLookup {
         let now = clock.nowMilliseconds()
-        return state.withLockedValue { state in
-            guard let entry = state.keys[keyID] else { return .unknown }
-            if let key = entry.value { return .found(key) }
-            return now - entry.loadedAtMilliseconds < refreshMilliseconds ? .absent : .unknown
+        let (lookup, refresh) = state.withLockedValue { state -> (ProviderConnectionAuthorization.KeyLookup, Bool) in
+            guard let entry = state.keys[keyID] else { return (.unknown, false) }
+            let fresh = now - entry.loadedAtMilliseconds < refreshMilliseconds
+            guard let key = entry.value else { return (fresh ? .absent : .unknown, false) }
+            if fresh || entry.refreshing { return (.found(key), false) }
+            state.keys[keyID]?.refreshing = true
+            return (.found(key), true)
         }
+        if refresh {
+            Task {
+                do { try await self.loadKey(keyID) } catch {
+                    // Checked again on a later request.
+                    state.withLockedValue { $0.keys[keyID]?.refreshing = false }
+                }
+            }
+        }
+        return lookup
     }
 
     /// Loads a key from the store into the cache.

@@ -85,6 +85,25 @@ public protocol HeraldStore: Sendable {
     ) async throws -> [FeedbackEntry]
     /// The history of every notification accepted with this apns-id.
     func receipts(apnsID: APNsID) async throws -> [Receipt]
+
+    // MARK: inspection (Inspection.swift)
+
+    /// Every team that owns a topic or a key, by team id, with its topics and keys (revoked
+    /// ones included, marked).
+    func teams() async throws -> [TeamRecord]
+    /// Revokes a provider key: from now on ``key(id:)`` does not return it, so tokens it signed
+    /// are refused (`InvalidProviderToken`). Returns the key as revoked (the first revocation's
+    /// time is kept), or `nil` when no such key exists.
+    func revokeKey(id: String, atMilliseconds: Int64) async throws -> KeyRecord?
+    /// Enrolled devices in id order, after the cursor `after`, at most `limit`.
+    func devices(after: String?, limit: Int) async throws -> [DeviceSummary]
+    /// Tokens in byte order, after the cursor `after`, at most `limit`.
+    func tokens(_ filter: TokenFilter, after: DeviceToken?, limit: Int) async throws -> [TokenRegistration]
+    /// Held notifications in order of acceptance, after sequence number `after`, at most `limit`.
+    func heldNotifications(_ filter: HeldFilter, after: Int64?, limit: Int) async throws -> [HeldNotification]
+    /// The unregistered tokens of an app's feedback list not yet read, without clearing them
+    /// (``takeFeedback(bundleID:environment:inactiveBefore:inactivityMilliseconds:)`` reads and clears).
+    func pendingFeedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry]
 }
 
 extension HeraldStore {

@@ -14,6 +14,8 @@ public actor InMemoryStore: HeraldStore {
     }
 
     private var keys: [String: ProviderKey] = [:]
+    /// When each key was registered and, if it was, revoked.
+    private var keyTimes: [String: (created: Int64, revoked: Int64?)] = [:]
     private var topicOwners: [String: String] = [:]
     private var tokens: [DeviceToken: TokenRegistration] = [:]
     private var devices: [String: DeviceRecord] = [:]
@@ -34,10 +36,11 @@ public actor InMemoryStore: HeraldStore {
             }
         }
         keys[key.keyID] = key
+        keyTimes[key.keyID] = (atMilliseconds, nil)
         for topic in topics { topicOwners[topic] = key.teamID }
     }
 
-    public func key(id: String) -> ProviderKey? { keys[id] }
+    public func key(id: String) -> ProviderKey? { keyTimes[id]?.revoked == nil ? keys[id] : nil }
 
     public func topics(ofTeam teamID: String) -> Set<String> {
         Set(topicOwners.filter { $0.value == teamID }.map(\.key))
@@ -243,5 +246,65 @@ public actor InMemoryStore: HeraldStore {
                     notification: record.notification, discardAtMilliseconds: record.discardAt, state: record.state,
                     sentAtMilliseconds: record.sentAt, ackedAtMilliseconds: record.ackedAt, endedAtMilliseconds: record.endedAt))
         }
+    }
+
+    // MARK: inspection
+
+    private func record(ofKey key: ProviderKey) -> KeyRecord {
+        let times = keyTimes[key.keyID] ?? (0, nil)
+        return KeyRecord(
+            keyID: key.keyID, teamID: key.teamID, environment: key.environment,
+            createdAtMilliseconds: times.created, revokedAtMilliseconds: times.revoked)
+    }
+
+    public func teams() -> [TeamRecord] {
+        let teamIDs = Set(topicOwners.values).union(keys.values.map(\.teamID))
+        return teamIDs.sorted().map { team in
+            TeamRecord(
+                teamID: team, topics: topicOwners.filter { $0.value == team }.map(\.key).sorted(),
+                keys: keys.values.filter { $0.teamID == team }.map(record(ofKey:)).sorted { $0.keyID < $1.keyID })
+        }
+    }
+
+    public func revokeKey(id: String, atMilliseconds: Int64) -> KeyRecord? {
+        guard let key = keys[id] else { return nil }
+        if keyTimes[id]?.revoked == nil { keyTimes[id]?.revoked = atMilliseconds }
+        return record(ofKey: key)
+    }
+
+    public func devices(after: String?, limit: Int) -> [DeviceSummary] {
+        devices.values.filter { device in after.map { device.id > $0 } ?? true }.sorted { $0.id < $1.id }.prefix(max(0, limit)).map { device in
+            DeviceSummary(
+                id: device.id, enrolledAtMilliseconds: device.enrolledAtMilliseconds, lastSeenAtMilliseconds: device.lastSeenAtMilliseconds,
+                activeTokens: tokens.values.count { $0.deviceID == device.id && $0.unregisteredAtMilliseconds == nil })
+        }
+    }
+
+    public func tokens(_ filter: TokenFilter, after: DeviceToken?, limit: Int) -> [TokenRegistration] {
+        let matching = tokens.values.filter { registration in
+            (filter.bundleID.map { $0 == registration.bundleID } ?? true)
+                && (filter.deviceID.map { $0 == registration.deviceID } ?? true)
+                && (!filter.activeOnly || registration.unregisteredAtMilliseconds == nil)
+                && (after.map { $0.bytes.lexicographicallyPrecedes(registration.token.bytes) } ?? true)
+        }
+        return Array(matching.sorted { $0.token.bytes.lexicographicallyPrecedes($1.token.bytes) }.prefix(max(0, limit)))
+    }
+
+    public func heldNotifications(_ filter: HeldFilter, after: Int64?, limit: Int) -> [HeldNotification] {
+        let matching = records.values.filter { record in
+            guard record.state == .held, record.seq > (after ?? 0) else { return false }
+            let n = record.notification
+            if let token = filter.token, n.token != token { return false }
+            if let bundleID = filter.bundleID, n.bundleID != bundleID { return false }
+            if let deviceID = filter.deviceID, tokens[n.token]?.deviceID != deviceID { return false }
+            return true
+        }
+        return matching.sorted { $0.seq < $1.seq }.prefix(max(0, limit)).map {
+            HeldNotification(seq: $0.seq, notification: $0.notification, discardAtMilliseconds: $0.discardAt, sentAtMilliseconds: $0.sentAt)
+        }
+    }
+
+    public func pendingFeedback(bundleID: String, environment: APNsEnvironment) -> [FeedbackEntry] {
+        feedback.filter { $0.bundleID == bundleID && $0.environment == environment }.map(\.entry)
     }
 }

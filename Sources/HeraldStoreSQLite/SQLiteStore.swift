@@ -17,7 +17,7 @@ public final class SQLiteStore: HeraldStore {
         case normal
     }
 
-    private let pool: DatabasePool
+    let pool: DatabasePool
     /// Registrations read by `accept`, so that a push does not pay a query for its token. Only
     /// touched inside write transactions (GRDB serializes them); emptied whenever another
     /// process has committed (`PRAGMA data_version` changed), e.g. `herald tokens revoke`.
@@ -153,6 +153,9 @@ public final class SQLiteStore: HeraldStore {
             // Replaced by `HeldIndex`: a random leaf of this index was one page write per push.
             try db.execute(sql: "DROP INDEX held_notifications_by_token")
         }
+        migrator.registerMigration("v4: revoked provider keys") { db in
+            try db.execute(sql: "ALTER TABLE provider_keys ADD COLUMN revoked_at_ms INTEGER")
+        }
         return migrator
     }
 
@@ -180,7 +183,8 @@ public final class SQLiteStore: HeraldStore {
 
     public func key(id: String) async throws -> ProviderKey? {
         try await pool.read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM provider_keys WHERE key_id = ?", arguments: [id]) else {
+            guard let row = try Row.fetchOne(
+                db, sql: "SELECT * FROM provider_keys WHERE key_id = ? AND revoked_at_ms IS NULL", arguments: [id]) else {
                 return nil
             }
             let raw: Data = row["public_key"]
@@ -269,6 +273,12 @@ public final class SQLiteStore: HeraldStore {
             FROM device_tokens WHERE token = ?
             """)
         guard let row = try Row.fetchOne(statement, arguments: [Data(token.bytes)]) else { return nil }
+        return try registration(of: token, from: row)
+    }
+
+    /// A token's registration from the columns bundle_id, environment, device_id, created_at_ms,
+    /// unregistered_at_ms, expired_at_ms (in this order).
+    static func registration(of token: DeviceToken, from row: Row) throws -> TokenRegistration {
         let environmentName: String = row[1]
         guard let environment = APNsEnvironment(rawValue: environmentName) else {
             throw StoreError(.corrupt, "token \(token) has an unknown environment \(environmentName)")
@@ -376,7 +386,7 @@ public final class SQLiteStore: HeraldStore {
         return db.lastInsertedRowID
     }
 
-    private static func notification(from row: Row, token: DeviceToken) throws -> StoredNotification {
+    static func notification(from row: Row, token: DeviceToken) throws -> StoredNotification {
         let id: String = row["apns_id"]
         let type: String = row["push_type"]
         let priority: Int = row["priority"]

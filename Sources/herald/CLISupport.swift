@@ -22,6 +22,20 @@ extension DataDirectoryOptions {
     }
 
     var databasePath: String { (dataDirectory as NSString).appendingPathComponent("herald.sqlite") }
+
+    /// Opens the store of an existing gateway data directory; refuses (rather than creating an
+    /// empty store) when the directory or its database is missing, which is nearly always a
+    /// mistyped `--data-dir`.
+    func openExistingStore() throws -> SQLiteStore {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: dataDirectory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw ValidationError("--data-dir \(dataDirectory) does not exist; give the directory `herald gateway --data-dir` uses")
+        }
+        guard FileManager.default.fileExists(atPath: databasePath) else {
+            throw ValidationError("--data-dir \(dataDirectory) has no herald.sqlite: it is not a gateway's data directory (start `herald gateway --data-dir \(dataDirectoryArgument)` once to create it)")
+        }
+        return try SQLiteStore(path: databasePath)
+    }
 }
 
 /// Writes a line to standard error.

@@ -7,8 +7,8 @@ import HeraldGateway
 struct FeedbackCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "feedback",
-        abstract: "The legacy Feedback Service: client certificates for it, and reading it.",
-        subcommands: [FeedbackCertificateCommand.self, FeedbackReadCommand.self]
+        abstract: "Feedback lists: the legacy Feedback Service's client certificates and reading it; looking at a list without clearing it.",
+        subcommands: [FeedbackCertificateCommand.self, FeedbackReadCommand.self, FeedbackListCommand.self]
     )
 }
 

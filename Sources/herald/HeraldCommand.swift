@@ -18,7 +18,7 @@ struct HeraldCommand: AsyncParsableCommand {
             """,
         subcommands: [
             GatewayCommand.self, DeviceCommand.self, ProviderCommand.self, KeysCommand.self, FeedbackCommand.self, TokensCommand.self,
-            PushCommand.self, BenchCommand.self,
+            DevicesCommand.self, HeldCommand.self, ReceiptsCommand.self, PushCommand.self, BenchCommand.self,
         ]
     )
 }

@@ -6,7 +6,7 @@ import HeraldStore
 
 struct KeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "keys", abstract: "Manage provider signing keys.", subcommands: [Create.self])
+        commandName: "keys", abstract: "Manage provider signing keys.", subcommands: [Create.self, KeysListCommand.self, KeysRevokeCommand.self])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -68,7 +68,7 @@ struct KeysCommand: AsyncParsableCommand {
 
 struct TokensCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "tokens", abstract: "Manage device tokens by hand.", subcommands: [Create.self, Revoke.self])
+        commandName: "tokens", abstract: "Manage device tokens by hand, and list them.", subcommands: [Create.self, Revoke.self, TokensListCommand.self])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

@@ -78,9 +78,14 @@ struct ProviderTokenTests {
         guard case .authorized(_, isFirst: true) = auth.authorize(header: first, nowSeconds: now, key: lookup) else {
             Issue.record("the first token is not accepted"); return
         }
-        guard case .authorized(_, isFirst: false) = auth.authorize(header: first, nowSeconds: now + 3600, key: { _ in .unknown }) else {
-            Issue.record("the cached token needs a key lookup"); return
+        guard case .authorized(_, isFirst: false) = auth.authorize(header: first, nowSeconds: now + 3600, key: lookup) else {
+            Issue.record("the cached token is refused"); return
         }
+        // The cached token still needs its key: not at hand, it is looked up; revoked (absent), refused.
+        guard case .needsKey(providerKey.keyID) = auth.authorize(header: first, nowSeconds: now + 3600, key: { _ in .unknown }) else {
+            Issue.record("the cached token's key is not looked up when it is not at hand"); return
+        }
+        #expect(reason(auth.authorize(header: first, nowSeconds: now + 3600, key: { _ in .absent })) == .invalidProviderToken)
         #expect(reason(auth.authorize(header: first, nowSeconds: now + 3601, key: lookup)) == .expiredProviderToken)
         #expect(reason(auth.authorize(header: try bearer(key, providerKey.keyID, iat: now + 60), nowSeconds: now + 600, key: lookup)) == .tooManyProviderTokenUpdates)
         #expect(reason(auth.authorize(header: try bearer(siblingKey, sibling.keyID, iat: now + 1300), nowSeconds: now + 1300, key: lookup)) == .unrelatedKeyIdInToken)

@@ -251,4 +251,83 @@ struct StoreTests {
         #expect(try await store.takeFeedback(bundleID: "com.b", environment: .production, inactiveBefore: now + 90 * day, inactivityMilliseconds: 30 * day).isEmpty)
         _ = other
     }
+
+    @Test("inspection: teams with keys, revocation, devices, tokens and held notifications paged, feedback read without clearing", arguments: Kind.allCases)
+    func inspection(kind: Kind) async throws {
+        let store = try kind.make()
+        let key = P256.Signing.PrivateKey().publicKey
+        try await store.registerKey(ProviderKey(keyID: "KEY0000001", teamID: "TEAM000001", publicKey: key), topics: ["com.b", "com.a"], atMilliseconds: now)
+        try await store.registerKey(ProviderKey(keyID: "KEY0000002", teamID: "TEAM000002", publicKey: key, environment: .production), topics: [], atMilliseconds: now + 1)
+        #expect(try await store.teams() == [
+            TeamRecord(teamID: "TEAM000001", topics: ["com.a", "com.b"], keys: [
+                KeyRecord(keyID: "KEY0000001", teamID: "TEAM000001", environment: nil, createdAtMilliseconds: now, revokedAtMilliseconds: nil)]),
+            TeamRecord(teamID: "TEAM000002", topics: [], keys: [
+                KeyRecord(keyID: "KEY0000002", teamID: "TEAM000002", environment: .production, createdAtMilliseconds: now + 1, revokedAtMilliseconds: nil)]),
+        ])
+
+        // Revocation: the key is no longer found; revoking again keeps the first time.
+        #expect(try await store.revokeKey(id: "KEY0000001", atMilliseconds: now + 5)?.revokedAtMilliseconds == now + 5)
+        #expect(try await store.revokeKey(id: "KEY0000001", atMilliseconds: now + 9)?.revokedAtMilliseconds == now + 5)
+        #expect(try await store.revokeKey(id: "NOSUCHKEY0", atMilliseconds: now) == nil)
+        #expect(try await store.key(id: "KEY0000001") == nil)
+        #expect(try await store.key(id: "KEY0000002") != nil)
+        #expect(try await store.teams().first?.keys.first?.revokedAtMilliseconds == now + 5)
+        await #expect(throws: StoreError.self, "a revoked key's id is not reused") {
+            try await store.registerKey(ProviderKey(keyID: "KEY0000001", teamID: "TEAM000001", publicKey: key), topics: [], atMilliseconds: now)
+        }
+
+        // Devices and their tokens.
+        for device in ["dev-b", "dev-a", "dev-c"] {
+            _ = try await store.deviceConnected(id: device, publicKey: Array(repeating: 1, count: 64), atMilliseconds: now)
+        }
+        _ = try await store.deviceConnected(id: "dev-a", publicKey: Array(repeating: 1, count: 64), atMilliseconds: now + 7)
+        var issued: [DeviceToken] = []
+        for bundle in ["com.a", "com.b"] {
+            let t = try await store.issueToken(
+                TokenRegistration(token: .random(), bundleID: bundle, environment: .development, deviceID: "dev-a", createdAtMilliseconds: now),
+                maximumActivePerDevice: 10)
+            issued.append(t.token)
+        }
+        let loose = try await registered(store)
+        #expect(try await store.unregisterToken(issued[1], atMilliseconds: now + 3))
+        let firstPage = try await store.devices(after: nil, limit: 2)
+        #expect(firstPage.map(\.id) == ["dev-a", "dev-b"])
+        #expect(firstPage[0] == DeviceSummary(id: "dev-a", enrolledAtMilliseconds: now, lastSeenAtMilliseconds: now + 7, activeTokens: 1))
+        #expect(try await store.devices(after: "dev-b", limit: 2).map(\.id) == ["dev-c"])
+
+        let all = try await store.tokens(TokenFilter(), after: nil, limit: 10)
+        #expect(Set(all.map(\.token)) == Set(issued + [loose]))
+        #expect(all.map(\.token.bytes) == all.map(\.token.bytes).sorted { $0.lexicographicallyPrecedes($1) }, "in byte order")
+        let paged = try await store.tokens(TokenFilter(), after: nil, limit: 1) + store.tokens(TokenFilter(), after: all[0].token, limit: 5)
+        #expect(paged.map(\.token) == all.map(\.token))
+        #expect(try await store.tokens(TokenFilter(deviceID: "dev-a", activeOnly: true), after: nil, limit: 10).map(\.token) == [issued[0]])
+        #expect(Set(try await store.tokens(TokenFilter(bundleID: "com.a"), after: nil, limit: 10).map(\.token)) == [issued[0], loose])
+        #expect(try await store.tokens(TokenFilter(bundleID: "com.b"), after: nil, limit: 10).first?.unregisteredAtMilliseconds == now + 3)
+
+        // Held notifications: by token, device and topic, in order, paged; delivered ones are not held.
+        let policy = StorePolicy(maximumPerApp: 100, maximumStorageMilliseconds: 86_400_000)
+        let outcomes = try await store.accept(
+            [notification(issued[0], "one"), notification(loose, "two"), notification(issued[0], "three")],
+            policy: policy, environment: .development, nowMilliseconds: now)
+        let seqs = outcomes.compactMap { outcome -> Int64? in if case .stored(let seq, _) = outcome { seq } else { nil } }
+        #expect(seqs.count == 3)
+        let held = try await store.heldNotifications(HeldFilter(), after: nil, limit: 10)
+        #expect(held.map { String(decoding: $0.notification.payload, as: UTF8.self) } == ["one", "two", "three"])
+        #expect(held.first?.discardAtMilliseconds == now + 86_400_000)
+        #expect(try await store.heldNotifications(HeldFilter(deviceID: "dev-a"), after: nil, limit: 10).map(\.seq) == [seqs[0], seqs[2]])
+        #expect(try await store.heldNotifications(HeldFilter(token: loose), after: nil, limit: 10).map(\.seq) == [seqs[1]])
+        #expect(try await store.heldNotifications(HeldFilter(bundleID: "com.b"), after: nil, limit: 10).isEmpty)
+        #expect(try await store.heldNotifications(HeldFilter(), after: seqs[0], limit: 1).map(\.seq) == [seqs[1]])
+        try await store.record([.acked(seq: seqs[0], sentAtMilliseconds: now + 1, ackedAtMilliseconds: now + 2), .sent(seq: seqs[2], atMilliseconds: now + 4)])
+        let after = try await store.heldNotifications(HeldFilter(deviceID: "dev-a"), after: nil, limit: 10)
+        #expect(after.map(\.seq) == [seqs[2]] && after.first?.sentAtMilliseconds == now + 4)
+
+        // Feedback: shown as often as asked, until read.
+        let pending = try await store.pendingFeedback(bundleID: "com.b", environment: .development)
+        #expect(pending == [FeedbackEntry(token: issued[1], atMilliseconds: now + 3)])
+        #expect(try await store.pendingFeedback(bundleID: "com.b", environment: .development) == pending)
+        #expect(try await store.pendingFeedback(bundleID: "com.b", environment: .production).isEmpty)
+        _ = try await store.takeFeedback(bundleID: "com.b", environment: .development, inactiveBefore: 0, inactivityMilliseconds: 0)
+        #expect(try await store.pendingFeedback(bundleID: "com.b", environment: .development).isEmpty)
+    }
 }

@@ -1,0 +1,121 @@
+import Foundation
+import HeraldClient
+import HeraldCore
+import HeraldGateway
+import HeraldStore
+import HeraldTesting
+import Testing
+
+/// What an operator sees through the admin port's read-only views, and key revocation on a
+/// running gateway.
+@Suite("Inspection")
+struct InspectionTests {
+    @Test("the admin port's /v1 views: devices (connected or not), tokens, teams, held notifications, a receipt, feedback; bad queries say what to fix")
+    func adminViews() async throws {
+        let gateway = try await TestGateway.start(admin: true)
+        let signer = try await gateway.makeKey()
+        let admin = "http://127.0.0.1:\(gateway.ports.adminPort!)"
+        func get(_ path: String) async throws -> (status: Int, json: JSONValue?) { try await ProviderServiceTests.http("GET", admin + path) }
+
+        let device = try gateway.startDevice()
+        let deviceToken = try await device.token()
+        let offline = try await gateway.makeToken()
+        let connection = try await gateway.connect()
+        let authorization = try gateway.bearer(signer)
+        let held = try await connection.send(.push(token: offline, authorization: authorization, topic: "com.example.app", pushType: "alert",
+                                                   payload: #"{"aps":{"alert":"for later"}}"#))
+        #expect(held.status == 200)
+        let heldID = try #require(held.apnsID)
+
+        // Devices: the one connected, marked so; ?connected=true lists only those.
+        try await DeviceRuntimeEndToEndTests.eventually("the device listed as connected") {
+            guard case .array(let items)? = (try? await get("/v1/devices?connected=true"))?.json?["items"] else { return false }
+            return items.count == 1 && items.first?["connected"] == .bool(true) && items.first?["activeTokens"] == .int(1)
+        }
+        // Tokens: both, with their state; filtered by device.
+        let tokens = try await get("/v1/tokens?topic=com.example.app")
+        guard case .array(let tokenItems)? = tokens.json?["items"] else { Issue.record("no token list: \(String(describing: tokens.json))"); return }
+        #expect(Set(tokenItems.compactMap { $0["token"]?.stringValue }) == [deviceToken.hex, offline.hex])
+        #expect(tokenItems.allSatisfy { $0["state"] == .string("active") })
+        guard case .object(let deviceItem)? = (try await get("/v1/devices")).json?["items"]?.arrayValue?.first,
+              case .string(let deviceID)? = deviceItem["id"] else { Issue.record("no device"); return }
+        let ofDevice = try await get("/v1/tokens?device=\(deviceID)")
+        #expect(ofDevice.json?["items"]?.arrayValue?.compactMap { $0["token"]?.stringValue } == [deviceToken.hex])
+        // Teams and keys.
+        let teams = try await get("/v1/teams")
+        #expect(teams.json?["teams"]?.arrayValue?.first?["keys"]?.arrayValue?.first?["keyId"] == .string(signer.keyID))
+        // Held: the push to the offline token, with its payload.
+        let heldList = try await get("/v1/held?token=\(offline.hex)")
+        let heldItem = try #require(heldList.json?["items"]?.arrayValue?.first)
+        #expect(heldItem["payload"] == .string(#"{"aps":{"alert":"for later"}}"#))
+        #expect(heldItem["apnsId"]?.stringValue.flatMap(APNsID.init(header:)) == APNsID(header: heldID))
+        // Its receipt.
+        let receipt = try await get("/v1/receipts/\(heldID)")
+        #expect(receipt.json?["deliveries"]?.arrayValue?.first?["status"] == .string("stored"))
+        #expect(try await get("/v1/receipts/\(APNsID.random())").status == 404)
+        // Feedback: shown without clearing.
+        _ = try await gateway.store.unregisterToken(offline, atMilliseconds: gateway.clock.nowMilliseconds())
+        for _ in 0..<2 {
+            let feedback = try await get("/v1/feedback?topic=com.example.app")
+            #expect(feedback.json?["items"]?.arrayValue?.compactMap { $0["token"]?.stringValue } == [offline.hex])
+        }
+        // Paging: one at a time, following next.
+        let first = try await get("/v1/tokens?limit=1")
+        let next = try #require(first.json?["next"]?.stringValue)
+        let second = try await get("/v1/tokens?limit=1&after=\(next)")
+        #expect(second.json?["items"]?.arrayValue?.count == 1 && second.json?["items"] != first.json?["items"])
+
+        // Bad queries: 400 with what to fix; unknown views 404.
+        let unknown = try await get("/v1/tokens?topc=com.example.app")
+        #expect(unknown.status == 400)
+        #expect(unknown.json?["error"]?.stringValue?.contains("unknown parameter topc") == true)
+        #expect(try await get("/v1/tokens?limit=0").status == 400)
+        #expect(try await get("/v1/tokens?limit=99999999999999999999999").status == 400)
+        #expect(try await get("/v1/held?after=-1").status == 400)
+        #expect(try await get("/v1/receipts/not-an-id").status == 400)
+        #expect(try await get("/v1/feedback").status == 400)
+        #expect(try await get("/v1/tokens?topic=a&topic=b").status == 400)
+        #expect(try await get("/v1/nothing").status == 404)
+        #expect(try await ProviderServiceTests.http("POST", admin + "/v1/tokens", "{}").status == 405)
+
+        await device.stop()
+        await connection.close()
+        try await gateway.stop()
+    }
+
+    @Test("a revoked key stops authenticating within the refresh interval, on a connection already using it too")
+    func revokedKey() async throws {
+        let gateway = try await TestGateway.start()
+        let signer = try await gateway.makeKey()
+        let token = try await gateway.makeToken()
+        let connection = try await gateway.connect()
+        let authorization = try gateway.bearer(signer)
+        func push() async throws -> HTTP2Response {
+            try await connection.send(.push(token: token, authorization: authorization, topic: "com.example.app", pushType: "alert",
+                                            payload: #"{"aps":{"alert":"hi"}}"#))
+        }
+        #expect(try await push().status == 200)
+        let revoked = try await gateway.store.revokeKey(id: signer.keyID, atMilliseconds: gateway.clock.nowMilliseconds())
+        #expect(revoked?.revokedAtMilliseconds != nil)
+        // Within the interval the cached key still serves.
+        #expect(try await push().status == 200)
+        gateway.clock.advance(milliseconds: 5_001)
+        // Past it, one lookup runs in the background; from its answer on, every push is refused.
+        var refused: HTTP2Response?
+        for _ in 0..<200 where refused == nil {
+            let response = try await push()
+            if response.status != 200 { refused = response } else { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        let first = try #require(refused, "the revoked key was still accepted after 2 s")
+        #expect(first.status == 403 && first.rejection?.reason == .invalidProviderToken)
+        #expect(try await push().rejection?.reason == .invalidProviderToken)
+        // A new connection with the same token: refused too.
+        let fresh = try await gateway.connect()
+        let again = try await fresh.send(.push(token: token, authorization: authorization, topic: "com.example.app", pushType: "alert",
+                                               payload: #"{"aps":{"alert":"hi"}}"#))
+        #expect(again.rejection?.reason == .invalidProviderToken)
+        await fresh.close()
+        await connection.close()
+        try await gateway.stop()
+    }
+}
