@@ -19,7 +19,7 @@ final class AdminServer: Sendable {
 
     static func bind(
         host: String, port: Int, metrics: GatewayMetrics, store: any HeraldStore, inspection: GatewayInspection, environment: APNsEnvironment,
-        faults: GatewayFaults?, group: EventLoopGroup, logger: Logger
+        feed: DeliveryFeed, faults: GatewayFaults?, group: EventLoopGroup, logger: Logger
     ) async throws -> AdminServer {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -28,7 +28,8 @@ final class AdminServer: Sendable {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
                     try channel.pipeline.syncOperations.addHandler(
                         AdminHandler(
-                            metrics: metrics, store: store, inspection: inspection, environment: environment, faults: faults, logger: logger))
+                            metrics: metrics, store: store, inspection: inspection, environment: environment, feed: feed, faults: faults,
+                            logger: logger))
                 }
             }
         return AdminServer(serverChannel: try await bootstrap.bind(host: host, port: port).get())
@@ -45,13 +46,18 @@ private final class AdminHandler: ChannelInboundHandler {
     let store: any HeraldStore
     let inspection: GatewayInspection
     let environment: APNsEnvironment
+    let feed: DeliveryFeed
+    /// This connection's subscription to the live feed, once it asked for `/v1/events`.
+    private var watching: DeliveryFeed.Subscriber?
     /// `nil` unless the gateway was started with fault injection: `/faults` is then 404.
     let faults: GatewayFaults?
     let logger: Logger
     private var request: HTTPRequestHead?
     private var body: [UInt8] = []
 
-    init(metrics: GatewayMetrics, store: any HeraldStore, inspection: GatewayInspection, environment: APNsEnvironment, faults: GatewayFaults?, logger: Logger) {
+    init(metrics: GatewayMetrics, store: any HeraldStore, inspection: GatewayInspection, environment: APNsEnvironment, feed: DeliveryFeed,
+         faults: GatewayFaults?, logger: Logger) {
+        self.feed = feed
         self.metrics = metrics
         self.store = store
         self.inspection = inspection
@@ -60,7 +66,15 @@ private final class AdminHandler: ChannelInboundHandler {
         self.logger = logger
     }
 
+    func channelInactive(context: ChannelHandlerContext) {
+        if let watching { feed.unsubscribe(watching) }
+        watching = nil
+        context.fireChannelInactive()
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // A watcher's connection carries the feed until it closes; it sends nothing more.
+        if watching != nil { return }
         switch unwrapInboundIn(data) {
         case .head(let head):
             request = head
@@ -111,6 +125,7 @@ private final class AdminHandler: ChannelInboundHandler {
         guard head.method == .GET || head.method == .HEAD else {
             return send(.methodNotAllowed, "only GET\n", type: "text/plain", head: head, context: context)
         }
+        if path == "/v1/events" { return watch(uri: head.uri, head: head, context: context) }
         if path.hasPrefix("/v1/") { return inspect(String(path.dropFirst(4)), uri: head.uri, head: head, context: context) }
         switch path {
         case "/health":
@@ -156,6 +171,54 @@ private final class AdminHandler: ChannelInboundHandler {
                 handler.send(.internalServerError, Self.errorJSON("the store could not answer: \(error)"), type: "application/json", head: head, context: context)
             }
         }
+    }
+
+    /// `GET /v1/events[?topic=…]`: server-sent events, one `data:` line of JSON per event, until
+    /// the watcher closes the connection.
+    private func watch(uri: String, head: HTTPRequestHead, context: ChannelHandlerContext) {
+        let topic: String?
+        do throws(GatewayInspection.Refusal) {
+            let parameters = try Self.parameters(of: uri)
+            if let unknown = parameters.keys.first(where: { $0 != "topic" }) {
+                throw GatewayInspection.Refusal(400, "unknown parameter \(unknown); /v1/events takes topic")
+            }
+            topic = parameters["topic"]
+        } catch {
+            return send(.badRequest, Self.errorJSON(error.message), type: "application/json", head: head, context: context)
+        }
+        var headers = HTTPHeaders()
+        headers.add(name: "content-type", value: "text/event-stream")
+        headers.add(name: "cache-control", value: "no-cache")
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: ": watching\n\n")))), promise: nil)
+        let channel = context.channel
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        let subscriber = DeliveryFeed.Subscriber(topic: topic, eventLoop: context.eventLoop) { events, dropped in
+            guard channel.isActive else { return }
+            let context = loopBound.value
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            var lost = dropped
+            var buffer = channel.allocator.buffer(capacity: events.count * 160)
+            for event in events {
+                // A watcher that does not read loses events instead of growing the gateway's buffers.
+                guard channel.isWritable, let json = try? encoder.encode(event) else {
+                    lost += 1
+                    continue
+                }
+                buffer.writeString("data: ")
+                buffer.writeBytes(json)
+                buffer.writeString("\n\n")
+            }
+            if lost > 0, let json = try? encoder.encode(DeliveryFeed.Event(event: .dropped, at: events.last?.at ?? 0, count: lost)) {
+                buffer.writeString("data: ")
+                buffer.writeBytes(json)
+                buffer.writeString("\n\n")
+            }
+            if buffer.readableBytes > 0 { context.writeAndFlush(NIOAny(HTTPServerResponsePart.body(.byteBuffer(buffer))), promise: nil) }
+        }
+        watching = subscriber
+        feed.subscribe(subscriber)
     }
 
     static func errorJSON(_ message: String) -> String {

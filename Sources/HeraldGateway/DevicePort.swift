@@ -23,4 +23,6 @@ struct DevicePort: Sendable {
     var connectionsPerAddress: ConnectionsPerAddress
     /// `nil`: enrollment is open.
     var enrollmentSecret: String?
+    /// Sends and acks, for watchers of the live feed.
+    var feed: DeliveryFeed
 }

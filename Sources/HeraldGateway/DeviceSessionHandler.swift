@@ -27,7 +27,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     private var context: ChannelHandlerContext?
     private var deviceID: String?
     /// Sent and not yet acked, by apns-id (the same apns-id may go to several apps of the device).
-    private var inFlight: [APNsID: [(seq: Int64, sentAt: Int64)]] = [:]
+    private var inFlight: [APNsID: [(seq: Int64, sentAt: Int64, topic: String)]] = [:]
     private var inFlightSeqs: Set<Int64> = []
     /// Background pushes over budget: the newest per topic, and the timer that releases it.
     private var heldBackground: [String: Delivery] = [:]
@@ -338,9 +338,12 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         var buffer = context.channel.allocator.buffer(capacity: bytes.count)
         buffer.writeBytes(bytes)
         context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer)), promise: nil)
-        inFlight[n.apnsID, default: []].append((delivery.seq, now))
+        inFlight[n.apnsID, default: []].append((delivery.seq, now, n.bundleID))
         inFlightSeqs.insert(delivery.seq)
         port.metrics.deviceDeliveries.increment()
+        port.feed.publish {
+            DeliveryFeed.Event(event: .sent, at: now, apnsId: n.apnsID.description, topic: n.bundleID, token: n.token.hex, device: delivery.deviceID)
+        }
         if n.priority == .immediate {
             needsFlush = true
         } else if lowPriorityFlush == nil {
@@ -386,6 +389,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         for id in ids {
             guard let sends = inFlight.removeValue(forKey: id) else { continue }
             for sent in sends {
+                port.feed.publish { DeliveryFeed.Event(event: .acked, at: now, apnsId: id.description, topic: sent.topic, device: deviceID) }
                 inFlightSeqs.remove(sent.seq)
                 events.append(.acked(seq: sent.seq, sentAtMilliseconds: sent.sentAt, ackedAtMilliseconds: now))
             }

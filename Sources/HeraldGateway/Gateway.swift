@@ -41,11 +41,12 @@ public final class Gateway: Service, Sendable {
 
     public func run() async throws {
         let registry = DeviceRegistry()
+        let feed = DeliveryFeed()
         let recorder = DeliveryRecorder(store: store, logger: logger)
         let intake = NotificationIntake(
             store: store, policy: configuration.storePolicy, environment: configuration.environment, clock: clock,
             maximumBatchSize: configuration.maximumBatchSize, highWater: configuration.limits.intakeHighWater,
-            registry: registry, recorder: recorder,
+            registry: registry, recorder: recorder, feed: feed,
             metrics: metrics, logger: logger)
         let providerPort = ProviderPort(
             environment: configuration.environment, clock: clock,
@@ -53,14 +54,14 @@ public final class Gateway: Service, Sendable {
             limiter: configuration.tokenRateLimit.map(TokenRateLimiter.init(configuration:)),
             intake: intake, store: store, inactivityPeriodMilliseconds: configuration.inactivityPeriodMilliseconds,
             metrics: metrics, logger: logger, faults: faults, limits: configuration.limits,
-            connectionsPerAddress: ConnectionsPerAddress(limit: configuration.limits.providerConnectionsPerAddress))
+            connectionsPerAddress: ConnectionsPerAddress(limit: configuration.limits.providerConnectionsPerAddress), feed: feed)
         let devicePort = DevicePort(
             environment: configuration.environment, clock: clock, store: store, registry: registry, recorder: recorder,
             backgroundThrottle: configuration.backgroundBudget.map { BackgroundThrottle(budget: $0) },
             pingInterval: configuration.devicePingInterval, idleTimeout: configuration.deviceIdleTimeout,
             lowPriorityDelay: configuration.lowPriorityDelay, metrics: metrics, logger: logger, limits: configuration.limits,
             connectionsPerAddress: ConnectionsPerAddress(limit: configuration.limits.deviceConnectionsPerAddress),
-            enrollmentSecret: configuration.enrollmentSecret)
+            enrollmentSecret: configuration.enrollmentSecret, feed: feed)
 
         var listeners: [ProviderListener] = []
         var deviceListener: DeviceListener?
@@ -101,7 +102,7 @@ public final class Gateway: Service, Sendable {
                 let server = try await AdminServer.bind(
                     host: configuration.adminHost, port: adminPort, metrics: metrics, store: store,
                     inspection: GatewayInspection(store: store, connectedDevices: { [registry] in registry.connectedDeviceIDs() }),
-                    environment: configuration.environment,
+                    environment: configuration.environment, feed: feed,
                     faults: configuration.faultInjection ? faults : nil, group: group, logger: logger)
                 admin = server
                 ports.adminPort = server.port

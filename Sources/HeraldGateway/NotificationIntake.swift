@@ -27,12 +27,14 @@ public final class NotificationIntake: Sendable {
     /// Where stored notifications go next: the sessions of connected devices.
     private let registry: DeviceRegistry
     private let recorder: DeliveryRecorder
+    private let feed: DeliveryFeed
 
     init(
         store: any HeraldStore, policy: StorePolicy, environment: APNsEnvironment, clock: any WallClock,
         maximumBatchSize: Int, highWater: Int = 50_000, registry: DeviceRegistry, recorder: DeliveryRecorder,
-        metrics: GatewayMetrics, logger: Logger
+        feed: DeliveryFeed, metrics: GatewayMetrics, logger: Logger
     ) {
+        self.feed = feed
         self.highWater = highWater
         self.registry = registry
         self.recorder = recorder
@@ -76,6 +78,7 @@ public final class NotificationIntake: Sendable {
             metrics.recordBatch(size: batch.count)
             complete(batch, with: outcomes.map { .success($0) })
             route(batch, outcomes, now: now)
+            if feed.isWatched { publish(batch, outcomes, now: now) }
         } catch {
             logger.error("could not commit a batch of notifications", metadata: ["count": "\(batch.count)", "error": "\(error)"])
             complete(batch, with: Array(repeating: .failure(APNsRejection(.internalServerError)), count: batch.count))
@@ -102,6 +105,25 @@ public final class NotificationIntake: Sendable {
             dropped.append(.dropped(seq: delivery.seq, atMilliseconds: now))
         }
         recorder.record(dropped)
+    }
+
+    private func publish(_ batch: [Pending], _ outcomes: [SubmissionOutcome], now: Int64) {
+        // A refusal by the token's registration is published by the stream that answers it.
+        for (pending, outcome) in zip(batch, outcomes) where !outcome.isRejected {
+            feed.publish {
+                let n = pending.notification
+                var event = DeliveryFeed.Event(event: .accepted, at: now, apnsId: n.apnsID.description, topic: n.bundleID, token: n.token.hex)
+                switch outcome {
+                case .stored(_, let deviceID?):
+                    event.outcome = "delivering"
+                    event.device = deviceID
+                case .stored(_, nil): event.outcome = "stored"
+                case .discarded: event.outcome = "discarded"
+                case .rejected: break
+                }
+                return event
+            }
+        }
     }
 
     /// Completes a batch's promises with one hop to each event loop, so that the answers of a

@@ -22,6 +22,8 @@ struct ProviderPort: Sendable {
     var limits: GatewayLimits
     /// Open provider connections per address, shared by the TLS and h2c listeners.
     var connectionsPerAddress: ConnectionsPerAddress
+    /// Refusals, for watchers of the live feed.
+    var feed: DeliveryFeed
 
     /// Whether answers carry `apns-unique-id` (the sandbox does, production does not).
     var sendsUniqueID: Bool { environment == .development }

@@ -243,6 +243,11 @@ final class ProviderStream {
         guard !hasResponded, !isClosed else { return }
         hasResponded = true
         port.metrics.recordResponse(status: rejection.status, reason: rejection.reason)
+        port.feed.publish {
+            DeliveryFeed.Event(
+                event: .refused, at: port.clock.nowMilliseconds(), apnsId: target?.apnsID?.description, topic: pushHeaders?.bundleID ?? head.topic,
+                token: target?.token.hex, status: rejection.status, reason: rejection.reason.rawValue)
+        }
         var headers = responseHeaders(status: String(rejection.status))
         headers.add(name: "content-type", value: "application/json")
         let json = rejection.jsonBody

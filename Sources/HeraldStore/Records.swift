@@ -98,6 +98,11 @@ public enum SubmissionOutcome: Sendable, Hashable {
     /// Refused because of the token's registration.
     case rejected(APNsRejection)
 
+    public var isRejected: Bool {
+        if case .rejected = self { return true }
+        return false
+    }
+
     public var isStored: Bool {
         if case .stored = self { return true }
         return false

@@ -8,9 +8,19 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 
+/// `herald gateway`: runs the gateway (`run`, the default) or watches a running one (`watch`).
 struct GatewayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gateway",
+        abstract: "Run the push gateway (the default: herald gateway run), or follow a running one live (herald gateway watch).",
+        discussion: "`herald gateway --data-dir DIR …` is `herald gateway run --data-dir DIR …`; see `herald gateway run --help` for its options.",
+        subcommands: [GatewayRunCommand.self, GatewayWatchCommand.self],
+        defaultSubcommand: GatewayRunCommand.self)
+}
+
+struct GatewayRunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
         abstract: "Run the push gateway: the APNs-compatible provider port on an embedded SQLite store.",
         discussion: """
             On start-up the gateway prints one JSON line with the ports it listens on, e.g.
@@ -18,6 +28,7 @@ struct GatewayCommand: AsyncParsableCommand {
             Port 0 lets the system choose. Without --tls-cert/--tls-key it creates a development CA and a
             server certificate for localhost and 127.0.0.1 in DIR/tls (kept across restarts); give clients
             the CA, e.g. `curl --cacert DIR/tls/ca.pem`. SIGTERM or SIGINT drains and stops it gracefully.
+            `herald gateway watch --admin http://127.0.0.1:9090` follows what happens to notifications live.
             """
     )
 
@@ -29,7 +40,7 @@ struct GatewayCommand: AsyncParsableCommand {
     @Option(help: "A plaintext HTTP/2 (h2c, prior knowledge) port for local development, bound to 127.0.0.1 only.")
     var h2cPort: Int?
 
-    @Option(help: "The admin port: GET /health and Prometheus GET /metrics (and /faults with --enable-faults).")
+    @Option(help: "The admin port: GET /health, Prometheus GET /metrics, read-only views GET /v1/… and the live feed GET /v1/events (docs/inspection.md), and /faults with --enable-faults.")
     var adminPort: Int?
 
     @Option(help: "The address the admin port listens on. It has no authentication: keep it on loopback unless a firewall guards it.")

@@ -85,6 +85,68 @@ struct CLITests {
         #expect(gateway.stop(signal: SIGTERM) == 0)
     }
 
+    @Test("inspection from the CLI: keys list/revoke, tokens list, devices list, held list, receipts show, feedback list, gateway watch; a wrong --data-dir is refused")
+    func inspection() async throws {
+        let dir = try TemporaryDirectory.make(prefix: "herald-cli")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let gateway = try GatewayProcess(dataDirectory: dir)
+        let watch = try DeviceProcess(arguments: ["gateway", "watch", "--admin", "http://127.0.0.1:\(gateway.adminPort)", "--json"])
+        let keyPath = dir + "/key.p8"
+        let key = try Herald.run(["keys", "create", "--data-dir", dir, "--team", "TEAM123456", "--topic", "com.example.app", "--out", keyPath]).stdout
+        let token = try Herald.run(["tokens", "create", "--data-dir", dir, "--topic", "com.example.app"]).stdout
+        let send = ["push", "send", "--url", "https://localhost:\(gateway.providerPort)", "--ca", gateway.caPath,
+                    "--key", keyPath, "--key-id", key, "--team", "TEAM123456", "--topic", "com.example.app", "--token", token, "--alert", "Held for you"]
+        // The watcher is subscribed once its connection is up: retry the first push until it is seen.
+        var apnsID = ""
+        var accepted: [String: Any] = [:]
+        for _ in 0..<50 where accepted.isEmpty {
+            apnsID = try Herald.run(send).stdout
+            accepted = (try? await watch.next("accepted", timeout: .milliseconds(200))) ?? [:]
+        }
+        #expect(accepted["apnsId"] as? String == apnsID && accepted["outcome"] as? String == "stored" && accepted["token"] as? String == token)
+        _ = try Herald.run(send.map { $0 == "com.example.app" ? "com.other.app" : $0 })
+        let refused = try await watch.next("refused")
+        #expect(refused["reason"] as? String == "TopicDisallowed" && refused["status"] as? Int == 400)
+
+        let keys = try Herald.run(["keys", "list", "--data-dir", dir])
+        #expect(keys.status == 0)
+        #expect(keys.stdout.contains("TEAM123456") && keys.stdout.contains(key) && keys.stdout.contains("com.example.app"))
+        let tokens = try Herald.run(["tokens", "list", "--data-dir", dir, "--topic", "com.example.app", "--json"])
+        let tokenList = try #require(try JSONSerialization.jsonObject(with: Data(tokens.stdout.utf8)) as? [String: Any])
+        #expect((tokenList["items"] as? [[String: Any]])?.map { $0["token"] as? String } == [token])
+        let held = try Herald.run(["held", "list", "--data-dir", dir, "--token", token])
+        #expect(held.status == 0 && held.stdout.contains(apnsID) && held.stdout.contains("Held for you"), "\(held.stdout) \(held.stderr)")
+        let receipt = try Herald.run(["receipts", "show", "--data-dir", dir, "--apns-id", apnsID])
+        #expect(receipt.stdout.hasPrefix("com.example.app \(token): stored"), "\(receipt.stdout)")
+        #expect(try Herald.run(["devices", "list", "--data-dir", dir]).stdout.contains("(none)"))
+
+        _ = try Herald.run(["tokens", "revoke", "--data-dir", dir, "--token", token])
+        for _ in 0..<2 {
+            let feedback = try Herald.run(["feedback", "list", "--data-dir", dir, "--topic", "com.example.app"])
+            #expect(feedback.stdout.contains(token), "listing does not clear the list")
+        }
+
+        let revoked = try Herald.run(["keys", "revoke", "--data-dir", dir, "--key-id", key])
+        #expect(revoked.status == 0 && revoked.stdout.hasPrefix("revoked \(key) of team TEAM123456"))
+        #expect(try Herald.run(["keys", "list", "--data-dir", dir, "--json"]).stdout.contains("\"revokedAt\":"))
+        let unknownKey = try Herald.run(["keys", "revoke", "--data-dir", dir, "--key-id", "NOSUCHKEY1"])
+        #expect(unknownKey.status != 0 && unknownKey.stderr.contains("no key NOSUCHKEY1 is registered"))
+
+        // A mistyped --data-dir is refused, not created.
+        let missing = try Herald.run(["tokens", "list", "--data-dir", dir + "/nope"])
+        #expect(missing.status != 0 && missing.stderr.contains("does not exist"))
+        #expect(!FileManager.default.fileExists(atPath: dir + "/nope"))
+        let notData = try Herald.run(["devices", "list", "--data-dir", dir + "/tls"])
+        #expect(notData.status != 0 && notData.stderr.contains("has no herald.sqlite"))
+        let badReceipt = try Herald.run(["receipts", "show", "--data-dir", dir, "--apns-id", "nope"])
+        #expect(badReceipt.status != 0 && badReceipt.stderr.contains("--apns-id must be a UUID"))
+        let badWatch = try Herald.run(["gateway", "watch", "--admin", "127.0.0.1:9090"])
+        #expect(badWatch.status != 0 && badWatch.stderr.contains("--admin must be http://HOST:PORT"))
+
+        watch.stop(signal: SIGKILL)
+        #expect(gateway.stop(signal: SIGTERM) == 0)
+    }
+
     @Test("a restarted gateway reuses its development CA")
     func reusesCA() async throws {
         let dir = try TemporaryDirectory.make(prefix: "herald-cli")

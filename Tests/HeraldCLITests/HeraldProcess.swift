@@ -100,7 +100,8 @@ enum GatewayProcessError: Error {
     case exited(String)
 }
 
-/// `herald device run --json` as a child process; its JSON lines are collected by a thread.
+/// A `herald` command printing JSON lines with an `"event"` field (`herald device run --json`,
+/// `herald gateway watch --json`) as a child process; its lines are collected by a thread.
 final class DeviceProcess: @unchecked Sendable {
     let process = Process()
     private let stdout = Pipe()
@@ -108,13 +109,17 @@ final class DeviceProcess: @unchecked Sendable {
     private var lines: [[String: Any]] = []
     private var consumed = 0
 
-    init(dataDirectory: String, gateway: String?, ca: String?, apps: [String], extraArguments: [String] = []) throws {
-        process.executableURL = URL(fileURLWithPath: Herald.executable)
+    convenience init(dataDirectory: String, gateway: String?, ca: String?, apps: [String], extraArguments: [String] = []) throws {
         var arguments = ["device", "run", "--data-dir", dataDirectory, "--json"]
         if let gateway { arguments += ["--gateway", gateway] }
         if let ca { arguments += ["--ca", ca] }
         for app in apps { arguments += ["--app", app] }
-        process.arguments = arguments + extraArguments
+        try self.init(arguments: arguments + extraArguments)
+    }
+
+    init(arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: Herald.executable)
+        process.arguments = arguments
         process.standardOutput = stdout
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -157,8 +162,10 @@ final class DeviceProcess: @unchecked Sendable {
 
     var allLines: [[String: Any]] { lock.withLock { lines } }
 
-    func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+    /// `signal` SIGKILL for a command that installs no handler: a child of Foundation's
+    /// `Process` here starts with SIGTERM blocked.
+    func stop(signal: Int32 = SIGTERM) {
+        if process.isRunning { kill(process.processIdentifier, signal) }
         process.waitUntilExit()
     }
 

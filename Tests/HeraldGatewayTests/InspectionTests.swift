@@ -78,9 +78,70 @@ struct InspectionTests {
         #expect(try await get("/v1/nothing").status == 404)
         #expect(try await ProviderServiceTests.http("POST", admin + "/v1/tokens", "{}").status == 405)
 
+        // The live feed (curl as the watcher): a push to the connected device is accepted,
+        // sent and acked; the watcher's topic filter leaves other apps out.
+        let watcher = try SSEWatcher(url: admin + "/v1/events?topic=com.example.app")
+        try await DeviceRuntimeEndToEndTests.eventually("the watcher subscribed") {
+            (try? await get("/metrics")) != nil && watcher.lines.contains(": watching")
+        }
+        let live = try await connection.send(.push(token: deviceToken, authorization: authorization, topic: "com.example.app", pushType: "alert",
+                                                   payload: #"{"aps":{"alert":"now"}}"#))
+        let liveID = try #require(live.apnsID.flatMap(APNsID.init(header:)))
+        try await DeviceRuntimeEndToEndTests.eventually("accepted, sent and acked in the feed") {
+            let events = watcher.events.filter { $0["apnsId"]?.stringValue.flatMap(APNsID.init(header:)) == liveID }
+            return events.compactMap { $0["event"]?.stringValue } == ["accepted", "sent", "acked"]
+        }
+        let accepted = try #require(watcher.events.first { $0["event"] == .string("accepted") })
+        #expect(accepted["outcome"] == .string("delivering") && accepted["device"] == .string(deviceID))
+        watcher.stop()
+
         await device.stop()
         await connection.close()
         try await gateway.stop()
+    }
+
+    /// `curl -N` following a server-sent event stream; its lines are collected by a thread.
+    final class SSEWatcher: @unchecked Sendable {
+        let process = Process()
+        private let lock = NSLock()
+        private var collected: [String] = []
+
+        init(url: String) throws {
+            let out = Pipe()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["curl", "-sN", url]
+            process.standardOutput = out
+            try process.run()
+            let handle = out.fileHandleForReading
+            Thread.detachNewThread { [self] in
+                var buffer = [UInt8]()
+                while true {
+                    let chunk = handle.availableData
+                    if chunk.isEmpty { return }
+                    for byte in chunk {
+                        if byte == UInt8(ascii: "\n") {
+                            let line = String(decoding: buffer, as: UTF8.self)
+                            lock.withLock { collected.append(line) }
+                            buffer.removeAll()
+                        } else {
+                            buffer.append(byte)
+                        }
+                    }
+                }
+            }
+        }
+
+        var lines: [String] { lock.withLock { collected } }
+        var events: [JSONValue] {
+            lines.filter { $0.hasPrefix("data: ") }.compactMap { try? JSONReader.parse(Array($0.utf8.dropFirst(6))) }
+        }
+
+        /// SIGKILL: a child of Foundation's `Process` here starts with SIGTERM blocked, so
+        /// `terminate()` would leave curl running.
+        func stop() {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+        }
     }
 
     @Test("a revoked key stops authenticating within the refresh interval, on a connection already using it too")

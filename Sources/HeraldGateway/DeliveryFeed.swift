@@ -1,0 +1,101 @@
+import HeraldCore
+import NIOConcurrencyHelpers
+import NIOCore
+import Synchronization
+
+/// A live feed of what happens to notifications — refused, accepted, sent to a device, acked —
+/// for someone debugging a provider: the admin port's `GET /v1/events` (server-sent events) and
+/// `herald gateway watch`.
+///
+/// Costs one atomic load per event while nobody watches. A watcher gets its events in batches on
+/// its connection's event loop; one that reads too slowly loses events (counted, and told so)
+/// rather than making the gateway buffer without bound.
+final class DeliveryFeed: Sendable {
+    /// One thing that happened. Fields that do not apply are absent from the JSON.
+    struct Event: Encodable, Sendable {
+        enum Kind: String, Encodable, Sendable {
+            /// The provider port answered with an error.
+            case refused
+            /// Committed to the store (answered 200): `outcome` says what became of it.
+            case accepted
+            /// Written on a device's connection.
+            case sent
+            /// The device acknowledged it.
+            case acked
+            /// Events this watcher lost because it read too slowly (`count`).
+            case dropped
+        }
+        var event: Kind
+        var at: Int64
+        var apnsId: String?
+        var topic: String?
+        var token: String?
+        var device: String?
+        /// `accepted`: stored (the device is offline), delivering (it is connected) or discarded
+        /// (already expired).
+        var outcome: String?
+        var status: Int?
+        var reason: String?
+        var count: Int?
+    }
+
+    /// A watcher: what it wants, and what waits to be written to it.
+    final class Subscriber: Sendable {
+        let topic: String?
+        let eventLoop: EventLoop
+        private let write: @Sendable ([Event], Int) -> Void
+        private let pending = NIOLockedValueBox((events: [Event](), dropped: 0, scheduled: false))
+        /// Events held for a watcher between two writes, at most.
+        static let maximumPending = 10_000
+
+        init(topic: String?, eventLoop: EventLoop, write: @escaping @Sendable ([Event], Int) -> Void) {
+            self.topic = topic
+            self.eventLoop = eventLoop
+            self.write = write
+        }
+
+        func offer(_ event: Event) {
+            if let topic, event.topic != topic { return }
+            let schedule = pending.withLockedValue { p -> Bool in
+                if p.events.count >= Self.maximumPending {
+                    p.dropped += 1
+                    return false
+                }
+                p.events.append(event)
+                defer { p.scheduled = true }
+                return !p.scheduled
+            }
+            if schedule { eventLoop.execute { self.drain() } }
+        }
+
+        private func drain() {
+            let (events, dropped) = pending.withLockedValue { p in
+                defer { p = ([], 0, false) }
+                return (p.events, p.dropped)
+            }
+            write(events, dropped)
+        }
+    }
+
+    private let watchers = Atomic<Int>(0)
+    private let subscribers = NIOLockedValueBox([ObjectIdentifier: Subscriber]())
+
+    /// Whether anybody watches (checked before an event is even made).
+    var isWatched: Bool { watchers.load(ordering: .relaxed) > 0 }
+
+    func publish(_ make: () -> Event) {
+        guard isWatched else { return }
+        let event = make()
+        for subscriber in subscribers.withLockedValue({ Array($0.values) }) { subscriber.offer(event) }
+    }
+
+    func subscribe(_ subscriber: Subscriber) {
+        subscribers.withLockedValue { $0[ObjectIdentifier(subscriber)] = subscriber }
+        watchers.add(1, ordering: .relaxed)
+    }
+
+    func unsubscribe(_ subscriber: Subscriber) {
+        let removed = subscribers.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(subscriber)) != nil }
+        if removed { watchers.subtract(1, ordering: .relaxed) }
+    }
+}

@@ -1,0 +1,127 @@
+import ArgumentParser
+import Foundation
+import HeraldCore
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// `herald gateway watch`: follows the admin port's live feed (`GET /v1/events`) and prints one
+/// line per event, until interrupted or the gateway goes away.
+struct GatewayWatchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch",
+        abstract: "Follow what happens to notifications live: refused, accepted, sent to a device, acked.",
+        discussion: """
+            Reads the running gateway's admin port (start it with --admin-port). One line per event:
+              2026-11-24T09:00:00.125Z  accepted  com.example.app  <apns-id>  token=<token> delivering device=<id>
+            With --json, the events' JSON as the admin port's GET /v1/events sends it.
+            Example: herald gateway watch --admin http://127.0.0.1:9090 --topic com.example.app
+            """)
+
+    @Option(help: ArgumentHelp("The gateway's admin port.", valueName: "http://HOST:PORT"))
+    var admin: String
+
+    @Option(help: "Only this app's notifications (bundle id).")
+    var topic: String?
+
+    @Flag(help: "Print each event's JSON instead of a line of text.")
+    var json = false
+
+    func run() async throws {
+        guard let url = URLComponents(string: admin), url.scheme == "http", let host = url.host, let port = url.port else {
+            throw ValidationError("--admin must be http://HOST:PORT (the gateway's --admin-port), not \(admin)")
+        }
+        var path = "/v1/events"
+        if let topic {
+            guard DeviceProtocol.isValidTopic(topic) else { throw ValidationError("--topic \"\(topic)\" is not a bundle id") }
+            path += "?topic=" + (topic.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? topic)
+        }
+        let failure = NIOLockedValueBox<String?>(nil)
+        let json = self.json
+        let channel: Channel
+        do {
+            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                        try channel.pipeline.syncOperations.addHandler(FeedPrinter(json: json, failure: failure))
+                    }
+                }
+                .connect(host: host, port: port).get()
+        } catch {
+            throw ValidationError("cannot reach the admin port at \(admin) (\(error)); is the gateway running with --admin-port \(port)?")
+        }
+        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path)
+        head.headers.add(name: "host", value: "\(host):\(port)")
+        head.headers.add(name: "accept", value: "text/event-stream")
+        channel.write(HTTPClientRequestPart.head(head), promise: nil)
+        try await channel.writeAndFlush(HTTPClientRequestPart.end(nil)).get()
+        try await channel.closeFuture.get()
+        if let failure = failure.withLockedValue({ $0 }) { throw ValidationError(failure) }
+    }
+}
+
+/// Splits the event stream into events and prints them.
+private final class FeedPrinter: ChannelInboundHandler {
+    typealias InboundIn = HTTPClientResponsePart
+    let json: Bool
+    private var pending: [UInt8] = []
+    /// Why the watch ended other than by the gateway closing it.
+    let failure: NIOLockedValueBox<String?>
+    /// The most an event line may be before the stream is considered broken.
+    static let maximumLine = 1 << 20
+
+    init(json: Bool, failure: NIOLockedValueBox<String?>) {
+        self.json = json
+        self.failure = failure
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            if head.status != .ok {
+                failure.withLockedValue { $0 = "the admin port answered \(head.status.code) to GET /v1/events (an older gateway without the live feed?)" }
+                context.close(promise: nil)
+            }
+        case .body(var buffer):
+            pending += buffer.readBytes(length: buffer.readableBytes) ?? []
+            var output = ""
+            while let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = pending[..<end]
+                pending.removeSubrange(...end)
+                guard line.starts(with: Array("data: ".utf8)) else { continue }
+                output += render(Array(line.dropFirst(6))) + "\n"
+            }
+            if pending.count > Self.maximumLine {
+                failure.withLockedValue { $0 = "the admin port sent a line over \(Self.maximumLine) bytes" }
+                context.close(promise: nil)
+            }
+            if !output.isEmpty { FileHandle.standardOutput.write(Data(output.utf8)) }
+        case .end:
+            context.close(promise: nil)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        failure.withLockedValue { $0 = "the admin connection failed: \(error)" }
+        context.close(promise: nil)
+    }
+
+    private func render(_ bytes: [UInt8]) -> String {
+        if json { return String(decoding: bytes, as: UTF8.self) }
+        guard let event = try? JSONReader.parse(bytes, limits: .standard) else { return String(decoding: bytes, as: UTF8.self) }
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let at = event["at"]?.integer(Int64.self).map { formatter.string(from: Date(timeIntervalSince1970: Double($0) / 1000)) } ?? "-"
+        var parts = [at, (event["event"]?.stringValue ?? "?").padding(toLength: 8, withPad: " ", startingAt: 0)]
+        if let topic = event["topic"]?.stringValue { parts.append(topic) }
+        if let id = event["apnsId"]?.stringValue { parts.append(id) }
+        if let token = event["token"]?.stringValue { parts.append("token=" + token) }
+        if let status = event["status"]?.integer(Int.self) { parts.append(String(status) + " " + (event["reason"]?.stringValue ?? "")) }
+        if let outcome = event["outcome"]?.stringValue { parts.append(outcome) }
+        if let device = event["device"]?.stringValue { parts.append("device=" + device) }
+        if let count = event["count"]?.integer(Int.self) { parts.append("\(count) events lost: this watcher read too slowly") }
+        return parts.joined(separator: "  ")
+    }
+}
