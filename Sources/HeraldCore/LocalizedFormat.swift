@@ -15,13 +15,30 @@ public enum LocalizedFormat {
     /// strings, fill the same way) and `%%`. A specifier without an argument becomes empty.
     public static func format(_ format: String, _ arguments: [String]) -> String {
         var result = ""
+        scan(format, literal: { result += $0 }, argument: { index in
+            if index >= 0 && index < arguments.count { result += arguments[index] }
+        })
+        return result
+    }
+
+    /// How many arguments `format` takes: its sequential specifiers, or its highest `%n$`
+    /// position, whichever is more (`"%@ and %@"` 2, `"%2$@ %1$@"` 2, `"100%%"` 0).
+    public static func argumentCount(_ format: String) -> Int {
+        var count = 0
+        scan(format, literal: { _ in }, argument: { index in count = max(count, index + 1) })
+        return count
+    }
+
+    /// Walks a format: `literal` gets the text between specifiers (`%%` as `%`), `argument` the
+    /// zero-based index each specifier takes.
+    private static func scan(_ format: String, literal: (Substring) -> Void, argument: (Int) -> Void) {
         var next = 0
         var chars = format[...]
         while let percent = chars.firstIndex(of: "%") {
-            result += chars[..<percent]
+            literal(chars[..<percent])
             chars = chars[chars.index(after: percent)...]
             if chars.first == "%" {
-                result += "%"
+                literal("%")
                 chars = chars.dropFirst()
                 continue
             }
@@ -34,15 +51,15 @@ public enum LocalizedFormat {
             // Length modifiers, then the conversion.
             chars = chars.drop(while: { "lhqLzjt".contains($0) })
             guard let conversion = chars.first, "@dDiuUxXoOfeEgGcCsSp".contains(conversion) else {
-                result += "%"
+                literal("%")
                 continue
             }
             chars = chars.dropFirst()
-            let index: Int
-            if let position { index = position - 1 } else { index = next; next += 1 }
-            if index >= 0 && index < arguments.count { result += arguments[index] }
+            if let position { argument(position - 1) } else {
+                argument(next)
+                next += 1
+            }
         }
-        result += chars
-        return result
+        literal(chars)
     }
 }

@@ -70,8 +70,21 @@ public final class ProviderDatabase: Sendable {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v3: send states and request fingerprints, lists in time order") { db in
+            try db.execute(sql: """
+                ALTER TABLE sends ADD COLUMN state TEXT NOT NULL DEFAULT 'done';
+                ALTER TABLE sends ADD COLUMN request_hash TEXT;
+                ALTER TABLE sends ADD COLUMN schedule_id TEXT;
+                UPDATE sends SET schedule_id = json_extract(report, '$.scheduleID');
+                CREATE INDEX sends_by_time ON sends(created_at, id);
+                CREATE INDEX sends_by_schedule ON sends(schedule_id, created_at, id) WHERE schedule_id IS NOT NULL;
+                """)
+        }
         return migrator
     }
+
+    /// The most items one page of a list holds.
+    public static let maximumPage = 1_000
 
     private static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
@@ -145,6 +158,30 @@ public final class ProviderDatabase: Sendable {
         }
     }
 
+    /// One page of registrations in token order, after the token `after`.
+    public func registrations(_ filter: RegistrationFilter, after: String?, limit: Int) throws -> [Registration] {
+        var conditions: [String] = [], values: [String] = []
+        func add(_ condition: String, _ value: String?) {
+            guard let value else { return }
+            conditions.append(condition)
+            values.append(value)
+        }
+        add("topic = ?", filter.topic)
+        add("user_id = ?", filter.user)
+        add("time_zone = ?", filter.zone)
+        add("EXISTS (SELECT 1 FROM json_each(registrations.tags) WHERE json_each.value = ?)", filter.tag)
+        if let language = filter.language?.lowercased() {
+            conditions.append("(lower(language) = ? OR substr(lower(language), 1, ?) = ?)")
+            values += [language, String(language.count + 1), language + "-"]
+        }
+        add("token > ?", after)
+        let clause = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
+        return try writer.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM registrations\(clause) ORDER BY token LIMIT \(min(max(limit, 1), Self.maximumPage))",
+                             arguments: StatementArguments(values)).map(Self.registration)
+        }
+    }
+
     /// The topics registrations are for.
     public func topics() throws -> [String] {
         try writer.read { db in try String.fetchAll(db, sql: "SELECT DISTINCT topic FROM registrations ORDER BY topic") }
@@ -173,13 +210,104 @@ public final class ProviderDatabase: Sendable {
         }
     }
 
+    /// One page of templates in id order, after the id `after`.
+    public func templates(after: String?, limit: Int) throws -> [MessageTemplate] {
+        try writer.read { db in
+            try String.fetchAll(db, sql: "SELECT body FROM templates WHERE id > ? ORDER BY id LIMIT ?",
+                                arguments: [after ?? "", min(max(limit, 1), Self.maximumPage)])
+                .map { try Self.decode(MessageTemplate.self, $0) }
+        }
+    }
+
+    @discardableResult
+    public func deleteTemplate(_ id: String) throws -> Bool {
+        try writer.write { db in
+            try db.execute(sql: "DELETE FROM templates WHERE id = ?", arguments: [id])
+            return db.changesCount > 0
+        }
+    }
+
     // MARK: sends
 
+    /// Stores a finished send's report in one step (a schedule's run).
     public func save(_ report: SendReport, idempotencyKey: String?) throws {
         try writer.write { db in
-            try db.execute(sql: "INSERT INTO sends (id, idempotency_key, created_at, report) VALUES (?, ?, ?, ?)",
-                           arguments: [report.id, idempotencyKey, report.createdAt, try Self.json(report)])
+            try db.execute(sql: "INSERT INTO sends (id, idempotency_key, created_at, report, state, schedule_id) VALUES (?, ?, ?, ?, 'done', ?)",
+                           arguments: [report.id, idempotencyKey, report.createdAt, try Self.json(report), report.scheduleID])
         }
+    }
+
+    /// Records a send as started before its first push. Returns `false` when another send already
+    /// holds `idempotencyKey` (nothing is written then).
+    public func beginSend(id: String, idempotencyKey: String?, fingerprint: String?, createdAt: Int64) throws -> Bool {
+        let placeholder = SendReport(id: id, createdAt: createdAt, deliveries: [], pruned: [])
+        return try writer.write { db in
+            try db.execute(sql: """
+                INSERT INTO sends (id, idempotency_key, created_at, report, state, request_hash) VALUES (?, ?, ?, ?, 'started', ?)
+                ON CONFLICT(idempotency_key) DO NOTHING
+                """, arguments: [id, idempotencyKey, createdAt, try Self.json(placeholder), fingerprint])
+            return db.changesCount > 0
+        }
+    }
+
+    /// Stores a started send's report and marks it done.
+    public func finishSend(_ report: SendReport) throws {
+        try writer.write { db in
+            try db.execute(sql: "UPDATE sends SET report = ?, state = 'done' WHERE id = ?", arguments: [try Self.json(report), report.id])
+        }
+    }
+
+    /// Marks the sends and schedule runs a stopped service left started as interrupted; returns
+    /// how many of each.
+    public func markInterrupted(at now: Int64) throws -> (sends: Int, runs: Int) {
+        try writer.write { db in
+            try db.execute(sql: "UPDATE sends SET state = 'interrupted' WHERE state = 'started'")
+            let sends = db.changesCount
+            try db.execute(sql: """
+                UPDATE schedule_runs SET outcome = 'interrupted', finished_at = ?,
+                    error = 'the service stopped while sending this run; it is not sent again (some of its pushes may have gone out)'
+                WHERE outcome = 'started'
+                """, arguments: [now])
+            return (sends, db.changesCount)
+        }
+    }
+
+    /// What a send under an idempotency key was: its state, the fingerprint of its request
+    /// (`nil` for sends stored before fingerprints were kept) and its report.
+    public func sendRecord(idempotencyKey: String) throws -> (state: SendState, fingerprint: String?, report: SendReport)? {
+        try writer.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT state, request_hash, report FROM sends WHERE idempotency_key = ?",
+                                             arguments: [idempotencyKey]) else { return nil }
+            return (SendState(rawValue: row["state"]) ?? .done, row["request_hash"], try Self.decode(SendReport.self, row["report"]))
+        }
+    }
+
+    /// One page of sends, newest first, after the send `after`; only a schedule's runs when given.
+    public func sends(after: String?, scheduleID: String?, limit: Int) throws -> [SendSummary] {
+        var conditions: [String] = [], values: [String] = []
+        if let scheduleID {
+            conditions.append("schedule_id = ?")
+            values.append(scheduleID)
+        }
+        if let after {
+            conditions.append("(created_at, id) < (SELECT created_at, id FROM sends WHERE id = ?)")
+            values.append(after)
+        }
+        let clause = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
+        return try writer.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT id, created_at, state, report FROM sends\(clause) ORDER BY created_at DESC, id DESC LIMIT \(min(max(limit, 1), Self.maximumPage))
+                """, arguments: StatementArguments(values)).map { row in
+                let report = try Self.decode(SendReport.self, row["report"])
+                return SendSummary(id: row["id"], createdAt: row["created_at"], state: SendState(rawValue: row["state"]) ?? .done,
+                                   counts: report.counts, scheduleID: report.scheduleID)
+            }
+        }
+    }
+
+    /// Whether a send with this id exists (a list's `after` must name one).
+    public func sendExists(id: String) throws -> Bool {
+        try writer.read { db in try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM sends WHERE id = ?)", arguments: [id]) ?? false }
     }
 
     public func send(id: String) throws -> SendReport? {

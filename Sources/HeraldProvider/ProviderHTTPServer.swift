@@ -110,10 +110,37 @@ struct ProviderRouter: Sendable {
         var headers: [(String, String)]
         var body: [UInt8]
         func header(_ name: String) -> String? { headers.first { $0.0 == name }?.1 }
-        /// A query parameter's value (the last one given).
-        func query(_ name: String) -> String? {
-            guard let query = uri.split(separator: "?", maxSplits: 1).dropFirst().first else { return nil }
-            return query.split(separator: "&").last { $0.hasPrefix(name + "=") }.map { String($0.dropFirst(name.count + 1)) }
+        /// A query parameter's value, percent-decoded (the last one given).
+        func query(_ name: String) -> String? { parameters.last { $0.name == name }?.value }
+
+        /// The query's parameters in order, percent-decoded (`+` is a space); one that does not
+        /// decode keeps its raw text.
+        var parameters: [(name: String, value: String)] {
+            guard let query = uri.split(separator: "?", maxSplits: 1).dropFirst().first else { return [] }
+            return query.split(separator: "&").map { pair in
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                func decode(_ text: Substring) -> String {
+                    let spaced = text.replacingOccurrences(of: "+", with: " ")
+                    return spaced.removingPercentEncoding ?? spaced
+                }
+                return (decode(parts[0]), parts.count > 1 ? decode(parts[1]) : "")
+            }
+        }
+
+        /// Refuses parameters a route does not take, naming those it does.
+        func onlyParameters(_ known: Set<String>) throws {
+            if let unknown = parameters.first(where: { !known.contains($0.name) }) {
+                throw ProviderError(400, "unknown parameter \(unknown.name)" + (known.isEmpty ? "" : "; this list takes \(known.sorted().joined(separator: ", "))"))
+            }
+        }
+
+        /// A list's page size: `limit`, 1 to ``ProviderDatabase/maximumPage`` (default 100).
+        func limit() throws -> Int {
+            guard let text = query("limit") else { return 100 }
+            guard let value = Int(text), (1...ProviderDatabase.maximumPage).contains(value) else {
+                throw ProviderError(400, "limit must be a number from 1 to \(ProviderDatabase.maximumPage)")
+            }
+            return value
         }
     }
     struct Response: Sendable {
@@ -165,6 +192,14 @@ struct ProviderRouter: Sendable {
                     language: try Self.required(f, "language", maximumBytes: 64), timeZone: try Self.required(f, "timeZone", maximumBytes: 64),
                     userID: try f.string("userId", maximumBytes: 256), tags: try f.strings("tags", maximumCount: 64, maximumBytes: 64) ?? [])
                 return Self.json(200, Self.json(r))
+            case ("GET", "v1/registrations"):
+                try request.onlyParameters(["topic", "user", "tag", "language", "zone", "after", "limit"])
+                let filter = RegistrationFilter(
+                    topic: request.query("topic"), user: request.query("user"), tag: request.query("tag"),
+                    language: request.query("language"), zone: request.query("zone"))
+                let limit = try request.limit()
+                let page = try service.database.registrations(filter, after: request.query("after")?.lowercased(), limit: limit)
+                return Self.json(200, Self.page(page.map(Self.json), next: page.count == limit ? page.last?.token : nil))
             case ("GET", "v1/registrations/{}"):
                 let token = argument
                 guard let r = try service.database.registration(token: token.lowercased()) else {
@@ -190,6 +225,30 @@ struct ProviderRouter: Sendable {
                 }
                 try await service.putTemplate(MessageTemplate(id: id, translations: translations))
                 return Self.json(200, .object(["id": .string(id), "languages": .array(translations.keys.sorted().map(JSONValue.string))]))
+            case ("GET", "v1/templates"):
+                try request.onlyParameters(["after", "limit"])
+                let limit = try request.limit()
+                let page = try service.database.templates(after: request.query("after"), limit: limit)
+                return Self.json(200, Self.page(page.map(Self.json), next: page.count == limit ? page.last?.id : nil))
+            case ("GET", "v1/templates/{}"):
+                return Self.json(200, Self.json(try await service.template(argument)))
+            case ("DELETE", "v1/templates/{}"):
+                try await service.deleteTemplate(argument)
+                return Response(status: 204, body: [])
+            case ("GET", "v1/sends"):
+                try request.onlyParameters(["scheduleId", "after", "limit"])
+                let limit = try request.limit()
+                let after = request.query("after")
+                if let after, try !service.database.sendExists(id: after) {
+                    throw ProviderError(400, "after must be the id of a send (the previous page's next)")
+                }
+                let page = try service.database.sends(after: after, scheduleID: request.query("scheduleId"), limit: limit)
+                return Self.json(200, Self.page(page.map { s in
+                    .object([
+                        "id": .string(s.id), "createdAt": .int(s.createdAt), "state": .string(s.state.rawValue),
+                        "counts": .object(s.counts.mapValues { .int(Int64($0)) }), "scheduleId": s.scheduleID.map(JSONValue.string) ?? .null,
+                    ])
+                }, next: page.count == limit ? page.last?.id : nil))
             case ("POST", "v1/sends"):
                 let send = try Self.sendRequest(try object(request.body), idempotencyHeader: request.header("idempotency-key"))
                 let (report, replayed) = try await service.send(send)
@@ -440,6 +499,26 @@ struct ProviderRouter: Sendable {
         return .object(o)
     }
 
+    /// A page of a list: `{"items": […], "next": "…"}`, `next` absent on the last page (as the
+    /// gateway's inspection lists).
+    static func page(_ items: [JSONValue], next: String?) -> JSONValue {
+        var o: [String: JSONValue] = ["items": .array(items)]
+        if let next { o["next"] = .string(next) }
+        return .object(o)
+    }
+
+    static func json(_ t: MessageTemplate) -> JSONValue {
+        .object([
+            "id": .string(t.id), "arguments": .int(Int64(t.argumentCount)),
+            "translations": .object(t.translations.mapValues { text in
+                var o: [String: JSONValue] = ["body": .string(text.body)]
+                if let title = text.title { o["title"] = .string(title) }
+                if let subtitle = text.subtitle { o["subtitle"] = .string(subtitle) }
+                return .object(o)
+            }),
+        ])
+    }
+
     static func json(_ r: Registration) -> JSONValue {
         .object([
             "token": .string(r.token), "topic": .string(r.topic), "language": .string(r.language), "timeZone": .string(r.timeZone),
@@ -457,7 +536,7 @@ struct ProviderRouter: Sendable {
                 .object([
                     "token": .string(d.token), "language": d.language.map(JSONValue.string) ?? .null, "status": .int(Int64(d.status)),
                     "reason": d.reason.map(JSONValue.string) ?? .null, "apnsId": d.apnsID.map(JSONValue.string) ?? .null,
-                    "attempts": .int(Int64(d.attempts)),
+                    "attempts": .int(Int64(d.attempts)), "error": d.error.map(JSONValue.string) ?? .null,
                 ])
             }),
         ])

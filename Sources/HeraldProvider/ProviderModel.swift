@@ -55,6 +55,13 @@ public struct MessageTemplate: Sendable, Hashable, Codable {
         for candidate in chain { if let hit = byLowercase[candidate] { return (hit.key, hit.value) } }
         return translations.keys.sorted().first.map { ($0, translations[$0]!) }
     }
+
+    /// How many arguments a send of this template must give: the most any of its texts takes.
+    public var argumentCount: Int {
+        translations.values.map { text in
+            [text.title, text.subtitle, text.body].compactMap { $0 }.map(LocalizedFormat.argumentCount).max() ?? 0
+        }.max() ?? 0
+    }
 }
 
 /// Who a send goes to.
@@ -111,6 +118,9 @@ public struct SendReport: Sendable, Hashable, Codable {
         public var reason: String?
         public var apnsID: String?
         public var attempts: Int
+        /// Why there is no answer (the transport's error, status 0), or what failed after one
+        /// (a 410 whose registration could not be pruned).
+        public var error: String? = nil
     }
     public var id: String
     public var createdAt: Int64
@@ -128,6 +138,36 @@ public struct SendReport: Sendable, Hashable, Codable {
             counts[key, default: 0] += 1
         }
         return counts
+    }
+}
+
+/// Where a send stands. A send is recorded as `started` before its first push, so that a
+/// restart can tell what it interrupted (`interrupted`: some pushes may have gone out) and never
+/// repeats it under the same idempotency key.
+public enum SendState: String, Sendable, Hashable, Codable {
+    case started, done, interrupted
+}
+
+/// A send as listed: without its deliveries.
+public struct SendSummary: Sendable, Hashable {
+    public var id: String
+    public var createdAt: Int64
+    public var state: SendState
+    public var counts: [String: Int]
+    public var scheduleID: String?
+}
+
+/// Which registrations a list shows; `nil` fields do not filter.
+public struct RegistrationFilter: Sendable, Hashable {
+    public var topic: String?
+    public var user: String?
+    /// Registrations carrying this tag.
+    public var tag: String?
+    /// A language, or its base language: `fr` matches `fr` and `fr-CA`.
+    public var language: String?
+    public var zone: String?
+    public init(topic: String? = nil, user: String? = nil, tag: String? = nil, language: String? = nil, zone: String? = nil) {
+        (self.topic, self.user, self.tag, self.language, self.zone) = (topic, user, tag, language, zone)
     }
 }
 

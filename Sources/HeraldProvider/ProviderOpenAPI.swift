@@ -11,6 +11,13 @@ public enum ProviderOpenAPI {
         "/health": {"get": {"summary": "Liveness (public)", "security": [], "responses": {"200": {"description": "ok"}}}},
         "/openapi.json": {"get": {"summary": "This document (public)", "security": [], "responses": {"200": {"description": "the document"}}}},
         "/v1/registrations": {
+          "get": {"summary": "List registrations in token order, filtered by topic, user, tag, language (its base matches too: fr lists fr-CA) and time zone",
+                  "parameters": [{"name": "topic", "in": "query", "schema": {"type": "string"}}, {"name": "user", "in": "query", "schema": {"type": "string"}},
+                                 {"name": "tag", "in": "query", "schema": {"type": "string"}}, {"name": "language", "in": "query", "schema": {"type": "string"}},
+                                 {"name": "zone", "in": "query", "schema": {"type": "string"}}, {"$ref": "#/components/parameters/after"}, {"$ref": "#/components/parameters/limit"}],
+                  "responses": {"200": {"description": "one page", "content": {"application/json": {"schema": {"type": "object", "required": ["items"],
+                                  "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/Registration"}}, "next": {"type": "string"}}}}}},
+                                "400": {"$ref": "#/components/responses/Error"}}},
           "post": {"summary": "Register a device (at every launch, and when its language or time zone changes)",
                    "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RegistrationInput"}}}},
                    "responses": {"200": {"description": "registered", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Registration"}}}},
@@ -21,18 +28,35 @@ public enum ProviderOpenAPI {
           "get": {"summary": "A registration", "responses": {"200": {"description": "found", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Registration"}}}}, "404": {"$ref": "#/components/responses/Error"}}},
           "delete": {"summary": "Forget a device", "responses": {"204": {"description": "deleted"}, "404": {"$ref": "#/components/responses/Error"}}}
         },
+        "/v1/templates": {
+          "get": {"summary": "List templates in id order",
+                  "parameters": [{"$ref": "#/components/parameters/after"}, {"$ref": "#/components/parameters/limit"}],
+                  "responses": {"200": {"description": "one page", "content": {"application/json": {"schema": {"type": "object", "required": ["items"],
+                                  "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/Template"}}, "next": {"type": "string"}}}}}},
+                                "400": {"$ref": "#/components/responses/Error"}}}
+        },
         "/v1/templates/{id}": {
           "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
           "put": {"summary": "Create or replace a message template",
                   "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/TemplateInput"}}}},
-                  "responses": {"200": {"description": "stored"}, "400": {"$ref": "#/components/responses/Error"}}}
+                  "responses": {"200": {"description": "stored"}, "400": {"$ref": "#/components/responses/Error"}}},
+          "get": {"summary": "A template with its translations and how many arguments a send must give",
+                  "responses": {"200": {"description": "found", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Template"}}}}, "404": {"$ref": "#/components/responses/Error"}}},
+          "delete": {"summary": "Delete a template (refused while an active schedule uses it)",
+                     "responses": {"204": {"description": "deleted"}, "404": {"$ref": "#/components/responses/Error"}, "409": {"$ref": "#/components/responses/Error"}}}
         },
         "/v1/sends": {
-          "post": {"summary": "Send now (idempotent with an Idempotency-Key header or idempotencyKey field)",
+          "get": {"summary": "List sends, newest first (only a schedule's runs with scheduleId), without their deliveries",
+                  "parameters": [{"name": "scheduleId", "in": "query", "schema": {"type": "string"}}, {"$ref": "#/components/parameters/after"}, {"$ref": "#/components/parameters/limit"}],
+                  "responses": {"200": {"description": "one page", "content": {"application/json": {"schema": {"type": "object", "required": ["items"],
+                                  "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/SendSummary"}}, "next": {"type": "string"}}}}}},
+                                "400": {"$ref": "#/components/responses/Error"}}},
+          "post": {"summary": "Send now (idempotent with an Idempotency-Key header or idempotencyKey field: the same key with the same request returns the first report; with another request 422; a send a restart interrupted 409). A target that matches no registration is 404 and sends nothing; a template given the wrong number of args is 400.",
                    "parameters": [{"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string"}}],
                    "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SendInput"}}}},
                    "responses": {"200": {"description": "sent (or replayed: the first send's report)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SendReport"}}}},
-                                 "400": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}}}
+                                 "400": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"},
+                                 "409": {"$ref": "#/components/responses/Error"}, "422": {"$ref": "#/components/responses/Error"}}}
         },
         "/v1/sends/{id}": {
           "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
@@ -81,6 +105,10 @@ public enum ProviderOpenAPI {
         }
       },
       "components": {
+        "parameters": {
+          "after": {"name": "after", "in": "query", "required": false, "schema": {"type": "string"}, "description": "the previous page's next"},
+          "limit": {"name": "limit", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}}
+        },
         "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
                                        "description": "The token in the provider's api-token file (DIR/api-token, or --api-token-file). Missing or wrong: 401. Bodies over 1 MiB: 413."}},
         "responses": {"Error": {"description": "what is wrong and how to fix it", "content": {"application/json": {"schema": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}}}}}},
@@ -91,6 +119,11 @@ public enum ProviderOpenAPI {
                            "userId": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}}},
           "Registration": {"allOf": [{"$ref": "#/components/schemas/RegistrationInput"}, {"type": "object", "properties": {"registeredAt": {"type": "integer", "description": "ms since 1970"}}}]},
           "Text": {"type": "object", "required": ["body"], "properties": {"title": {"type": "string"}, "subtitle": {"type": "string"}, "body": {"type": "string", "description": "%@ and %n$@ take the send's args"}}},
+          "Template": {"type": "object", "properties": {"id": {"type": "string"}, "arguments": {"type": "integer", "description": "how many args a send must give"},
+                                                         "translations": {"type": "object", "additionalProperties": {"$ref": "#/components/schemas/Text"}}}},
+          "SendSummary": {"type": "object", "properties": {"id": {"type": "string"}, "createdAt": {"type": "integer"},
+                            "state": {"type": "string", "enum": ["started", "done", "interrupted"]},
+                            "counts": {"type": "object", "additionalProperties": {"type": "integer"}}, "scheduleId": {"type": ["string", "null"]}}},
           "TemplateInput": {"type": "object", "required": ["translations"], "properties": {"translations": {"type": "object", "additionalProperties": {"$ref": "#/components/schemas/Text"}}}},
           "SendInput": {"type": "object", "required": ["to"],
             "properties": {
@@ -115,14 +148,15 @@ public enum ProviderOpenAPI {
                            "next": {"type": "object", "additionalProperties": {"type": "string", "format": "date-time"}, "description": "next occurrence per zone"},
                            "counts": {"type": "object", "additionalProperties": {"type": "integer"}}, "runCount": {"type": "integer"},
                            "runs": {"type": "array", "items": {"type": "object", "properties": {"zone": {"type": "string"}, "localDate": {"type": ["string", "null"]}, "dueAt": {"type": "string"},
-                             "startedAt": {"type": "integer"}, "finishedAt": {"type": "integer"}, "outcome": {"type": "string", "enum": ["sent", "missed"]}, "sendId": {"type": ["string", "null"]},
+                             "startedAt": {"type": "integer"}, "finishedAt": {"type": "integer"}, "outcome": {"type": "string", "enum": ["sent", "missed", "started", "interrupted"]}, "sendId": {"type": ["string", "null"]},
                              "counts": {"type": "object", "additionalProperties": {"type": "integer"}}, "error": {"type": ["string", "null"]}}}}}},
           "Receipts": {"type": "object", "properties": {"counts": {"type": "object", "additionalProperties": {"type": "integer"}}, "tokens": {"type": "object", "additionalProperties": {"type": "string"}}}},
           "SendReport": {"type": "object",
             "properties": {"id": {"type": "string"}, "createdAt": {"type": "integer"}, "replayed": {"type": "boolean"},
                            "counts": {"type": "object", "additionalProperties": {"type": "integer"}, "description": "accepted, \"410 Unregistered\", no-answer, …"},
                            "pruned": {"type": "array", "items": {"type": "string"}}, "scheduleId": {"type": ["string", "null"]},
-                           "deliveries": {"type": "array", "items": {"type": "object", "properties": {"token": {"type": "string"}, "language": {"type": ["string", "null"]}, "status": {"type": "integer"}, "reason": {"type": ["string", "null"]}, "apnsId": {"type": ["string", "null"]}, "attempts": {"type": "integer"}}}}}}
+                           "deliveries": {"type": "array", "items": {"type": "object", "properties": {"token": {"type": "string"}, "language": {"type": ["string", "null"]}, "status": {"type": "integer"}, "reason": {"type": ["string", "null"]}, "apnsId": {"type": ["string", "null"]}, "attempts": {"type": "integer"},
+                             "error": {"type": ["string", "null"], "description": "no answer: the transport's error (status 0); or what failed after the answer"}}}}}}
         }
       }
     }

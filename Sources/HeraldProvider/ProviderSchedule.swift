@@ -147,6 +147,11 @@ public struct ScheduleRun: Sendable, Hashable, Codable {
         case sent
         /// Not sent: the service was not running at the due time and came back after the window.
         case missed
+        /// Sending: recorded before the first push, so that a restart never sends it again.
+        case started
+        /// The service stopped while sending it; found so at the next start and not sent again
+        /// (some of its pushes may have gone out).
+        case interrupted
     }
     public var scheduleID: String
     /// The zone this run was for (`""` for a schedule that is one instant for everyone).

@@ -80,8 +80,11 @@ extension ProviderService {
         plan.started = true
         var late = 0, missed = 0
         do {
-            plan.zones = Set(try database.zones())
             let now = clock.nowMilliseconds()
+            // What a stopped service left half done is never sent again (its due instant stays the
+            // zone's last run, so planning resumes after it).
+            _ = try database.markInterrupted(at: now)
+            plan.zones = Set(try database.zones())
             for schedule in try database.schedules(state: .active) {
                 plan.schedules[schedule.id] = schedule
                 let last = try database.lastRuns(scheduleID: schedule.id)
@@ -113,9 +116,7 @@ extension ProviderService {
             }
         }
         do {
-            if case .template(let templateID, _) = send.message, try database.template(templateID) == nil {
-                throw ProviderError(404, "no template \"\(templateID)\": PUT /v1/templates/\(templateID) first")
-            }
+            _ = try checkedTemplate(send.message)
             if let id, let existing = try database.schedule(id) {
                 guard existing.timing == timing, existing.send == send else {
                     throw ProviderError(409, "schedule \"\(id)\" exists with another request; cancel it or use another id")
@@ -307,13 +308,16 @@ extension ProviderService {
         let started = clock.nowMilliseconds()
         var run = ScheduleRun(
             scheduleID: id, zone: occurrence.slot.zone, localDate: occurrence.date, dueAt: occurrence.due, startedAt: started,
-            finishedAt: started, outcome: .sent, sendID: nil, counts: [:])
+            finishedAt: started, outcome: .started, sendID: nil, counts: [:])
         do {
+            // Recorded before the first push: a restart finds it started and does not send it again.
+            try database.save(run)
+            run.outcome = .sent
             let targets: [Registration]
             do { targets = try resolve(schedule.send.target, zone: filterZone(schedule, occurrence.slot.zone)) } catch let e as ProviderError where e.status == 404 {
                 targets = []  // the token's registration is gone
             }
-            var report = try await deliver(schedule.send, to: targets)
+            var report = try await deliver(schedule.send, to: targets, template: try checkedTemplate(schedule.send.message))
             report.scheduleID = id
             try database.save(report, idempotencyKey: nil)
             run.sendID = report.id
@@ -321,6 +325,8 @@ extension ProviderService {
         } catch {
             run.counts = ["error": 1]
             run.error = "\(error)"
+            // Not even recorded as started: nothing was sent.
+            if run.outcome == .started { run.outcome = .missed }
         }
         run.finishedAt = clock.nowMilliseconds()
         try? database.save(run)

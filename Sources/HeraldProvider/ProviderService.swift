@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HeraldClient
 import HeraldCore
@@ -30,7 +31,8 @@ public actor ProviderService {
     public let missedSendWindow: Int64
     let sender: PushSending
     let clock: AlarmClock
-    private var inFlight: [String: Task<SendReport, Error>] = [:]
+    /// Sends under way by idempotency key, with their request's fingerprint.
+    private var inFlight: [String: (fingerprint: String, task: Task<SendReport, Error>)] = [:]
     /// The schedules' plan (see ProviderScheduling.swift).
     var plan = SchedulePlan()
     let work = WorkTracker()
@@ -86,6 +88,9 @@ public actor ProviderService {
         } catch let error as ProviderError { throw error } catch { throw ProviderError(500, "\(error)") }
     }
 
+    /// The most arguments a send gives a template (`args`), so the most a template may take.
+    public static let maximumArguments = 100
+
     public func putTemplate(_ template: MessageTemplate) throws(ProviderError) {
         guard !template.id.isEmpty, !template.translations.isEmpty else {
             throw ProviderError(400, "a template needs an id and at least one translation")
@@ -93,52 +98,143 @@ public actor ProviderService {
         for language in template.translations.keys where !Self.isLanguageTag(language) {
             throw ProviderError(400, "translation key \"\(language)\" is not a BCP 47 language tag")
         }
+        guard template.argumentCount <= Self.maximumArguments else {
+            throw ProviderError(400, "template \"\(template.id)\" takes \(template.argumentCount) arguments; a send gives at most \(Self.maximumArguments)")
+        }
         do { try database.put(template) } catch { throw ProviderError(500, "\(error)") }
+    }
+
+    public func template(_ id: String) throws(ProviderError) -> MessageTemplate {
+        do {
+            guard let template = try database.template(id) else { throw ProviderError(404, "no template \"\(id)\"") }
+            return template
+        } catch let error as ProviderError { throw error } catch { throw ProviderError(500, "\(error)") }
+    }
+
+    /// Deletes a template no active schedule uses (409 names the schedule otherwise).
+    public func deleteTemplate(_ id: String) throws(ProviderError) {
+        do {
+            for schedule in try database.schedules(state: .active) {
+                if case .template(id, _) = schedule.send.message {
+                    throw ProviderError(409, "template \"\(id)\" is used by active schedule \"\(schedule.id)\"; cancel it first (DELETE /v1/schedules/\(schedule.id))")
+                }
+            }
+            guard try database.deleteTemplate(id) else { throw ProviderError(404, "no template \"\(id)\"") }
+        } catch let error as ProviderError { throw error } catch { throw ProviderError(500, "\(error)") }
+    }
+
+    /// The template a send names, checked: it exists and the send gives exactly the arguments it takes.
+    func checkedTemplate(_ message: SendMessage) throws -> MessageTemplate? {
+        guard case .template(let id, let arguments) = message else { return nil }
+        guard let template = try database.template(id) else { throw ProviderError(404, "no template \"\(id)\": PUT /v1/templates/\(id) first") }
+        guard arguments.count == template.argumentCount else {
+            throw ProviderError(400, "template \"\(id)\" takes \(template.argumentCount) argument\(template.argumentCount == 1 ? "" : "s") (\"args\"), this send gives \(arguments.count)")
+        }
+        return template
     }
 
     // MARK: sending
 
-    /// Sends, or — for an idempotency key already used — returns the first send's report without
-    /// sending again (`replayed` true). Two requests with the same key at once send once.
+    /// Sends, or — for an idempotency key already used by the same request — returns the first
+    /// send's report without sending again (`replayed` true). Two requests with the same key at
+    /// once send once. The same key with another request is refused (422); a key whose send a
+    /// restart interrupted is refused (409), since some of its pushes may have gone out.
     public func send(_ request: SendRequest) async throws(ProviderError) -> (report: SendReport, replayed: Bool) {
         do {
-            if let key = request.idempotencyKey {
-                if let done = try database.send(idempotencyKey: key) { return (done, true) }
-                if let running = inFlight[key] { return (try await running.value, true) }
+            guard let key = request.idempotencyKey else { return (try await perform(request, fingerprint: nil), false) }
+            let fingerprint = Self.fingerprint(request)
+            if let running = inFlight[key] {
+                guard running.fingerprint == fingerprint else { throw Self.keyReused(key) }
+                return (try await running.task.value, true)
             }
-            let task = Task { try await self.perform(request) }
-            if let key = request.idempotencyKey { inFlight[key] = task }
-            defer { if let key = request.idempotencyKey { inFlight[key] = nil } }
+            if let replay = try replay(key, fingerprint) { return (replay, true) }
+            let task = Task { try await self.perform(request, fingerprint: fingerprint) }
+            inFlight[key] = (fingerprint, task)
+            defer { inFlight[key] = nil }
             return (try await task.value, false)
         } catch let error as ProviderError { throw error } catch { throw ProviderError(500, "\(error)") }
     }
 
-    private func perform(_ request: SendRequest) async throws -> SendReport {
-        let report = try await deliver(request, to: try resolve(request.target))
-        try database.save(report, idempotencyKey: request.idempotencyKey)
+    /// The report of the finished send that holds `key`, `nil` when none does.
+    private func replay(_ key: String, _ fingerprint: String) throws -> SendReport? {
+        guard let record = try database.sendRecord(idempotencyKey: key) else { return nil }
+        guard record.fingerprint == nil || record.fingerprint == fingerprint else { throw Self.keyReused(key) }
+        switch record.state {
+        case .done: return record.report
+        case .started, .interrupted:
+            throw ProviderError(409, """
+                send \(record.report.id) with Idempotency-Key "\(key)" was interrupted (the service stopped while sending it) and some of \
+                its pushes may have gone out; it is not sent again. See GET /v1/sends/\(record.report.id), and send with a new key if needed
+                """)
+        }
+    }
+
+    private static func keyReused(_ key: String) -> ProviderError {
+        ProviderError(422, "Idempotency-Key \"\(key)\" was used for a different request; use a new key for a new send")
+    }
+
+    /// SHA-256 of the request's JSON without its idempotency key: what a retry must repeat.
+    static func fingerprint(_ request: SendRequest) -> String {
+        var request = request
+        request.idempotencyKey = nil
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let bytes = (try? encoder.encode(request)) ?? Data()
+        return SHA256.hash(data: bytes).map { byte in (byte < 16 ? "0" : "") + String(byte, radix: 16) }.joined()
+    }
+
+    private func perform(_ request: SendRequest, fingerprint: String?) async throws -> SendReport {
+        let targets = try resolve(request.target)
+        guard !targets.isEmpty else { throw ProviderError(404, "no registration matches \(Self.describe(request.target)); nothing was sent") }
+        let template = try checkedTemplate(request.message)
+        let id = UUID().uuidString.lowercased()
+        guard try database.beginSend(id: id, idempotencyKey: request.idempotencyKey, fingerprint: fingerprint, createdAt: clock.nowMilliseconds()) else {
+            // Another process took the key between the check and now.
+            if let key = request.idempotencyKey, let fingerprint, let replay = try replay(key, fingerprint) { return replay }
+            throw ProviderError(409, "a send with this Idempotency-Key is under way; retry in a moment")
+        }
+        let report = try await deliver(request, to: targets, template: template, id: id)
+        do { try database.finishSend(report) } catch {
+            throw ProviderError(500, "send \(id) went out but its report could not be saved (\(error)); it stays marked started and is not repeated")
+        }
         return report
     }
 
-    /// Sends `request` to `targets` and prunes the tokens answered 410; the report is not stored.
-    func deliver(_ request: SendRequest, to targets: [Registration]) async throws -> SendReport {
-        var template: MessageTemplate?
-        if case .template(let id, _) = request.message {
-            guard let found = try database.template(id) else { throw ProviderError(404, "no template \"\(id)\": PUT /v1/templates/\(id) first") }
-            template = found
+    /// A target as the API spells it, for messages.
+    static func describe(_ target: SendTarget) -> String {
+        switch target {
+        case .token(let token): return "token \(token)"
+        case .user(let user): return "user \"\(user)\""
+        case .segment(let topic, let tags, let languages):
+            var parts: [String] = []
+            if let topic { parts.append("topic \(topic)") }
+            if !tags.isEmpty { parts.append("tags \(tags.joined(separator: ", "))") }
+            if !languages.isEmpty { parts.append("languages \(languages.joined(separator: ", "))") }
+            return "the segment" + (parts.isEmpty ? " of everyone" : " with " + parts.joined(separator: "; "))
         }
+    }
+
+    /// Sends `request` to `targets` and prunes the tokens answered 410; the report is not stored.
+    /// A token that could not be pruned is noted in its delivery, never lost with the report.
+    func deliver(_ request: SendRequest, to targets: [Registration], template: MessageTemplate?, id: String = UUID().uuidString.lowercased()) async throws -> SendReport {
         let plans = try targets.map { registration in try plan(request, for: registration, template: template) }
         // The client bounds the wire; this bounds the tasks waiting for it.
         let sender = self.sender
         let results = try await concurrentMap(plans.map(\.notification), limit: sendConcurrency) { try await sender.send($0) }
-        var report = SendReport(id: UUID().uuidString.lowercased(), createdAt: clock.nowMilliseconds(), deliveries: [], pruned: [])
+        var report = SendReport(id: id, createdAt: clock.nowMilliseconds(), deliveries: [], pruned: [])
         for (plan, result) in zip(plans, results) {
-            report.deliveries.append(.init(
+            var delivery = SendReport.Delivery(
                 token: plan.registration.token, language: plan.language, status: result.status, reason: result.reason?.rawValue,
-                apnsID: result.apnsID, attempts: result.attempts))
+                apnsID: result.apnsID, attempts: result.attempts, error: result.transportError)
             if result.status == 410 {
                 let at = result.timestamp ?? clock.nowMilliseconds()
-                if try database.prune(plan.registration.token, unregisteredAt: at) { report.pruned.append(plan.registration.token) }
+                do {
+                    if try database.prune(plan.registration.token, unregisteredAt: at) { report.pruned.append(plan.registration.token) }
+                } catch {
+                    delivery.error = "unregistered, but the registration could not be pruned: \(error)"
+                }
             }
+            report.deliveries.append(delivery)
         }
         return report
     }

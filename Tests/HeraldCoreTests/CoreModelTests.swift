@@ -5,6 +5,19 @@ import Testing
 
 @Suite("Core model")
 struct CoreModelTests {
+    @Test("localized formats: substitution and the number of arguments a format takes")
+    func localizedFormats() {
+        #expect(LocalizedFormat.format("%1$@ sent you %2$@", ["Ben", "a gift"]) == "Ben sent you a gift")
+        #expect(LocalizedFormat.format("%2$@ %1$@, 100%%", ["a", "b"]) == "b a, 100%")
+        #expect(LocalizedFormat.format("%@ and %@", ["x"]) == "x and ")
+        #expect(LocalizedFormat.argumentCount("%@ and %@") == 2)
+        #expect(LocalizedFormat.argumentCount("%2$@ only") == 2)
+        #expect(LocalizedFormat.argumentCount("%1$@ %1$@ %d") == 1)  // %d after %1$@ is the first sequential one
+        #expect(LocalizedFormat.argumentCount("100%% sure, %z") == 0)
+        #expect(LocalizedFormat.argumentCount("%99999999999999999999$@") == 1)  // a position that does not fit is sequential
+        #expect(LocalizedFormat.argumentCount("") == 0)
+    }
+
     @Test("device tokens: hex of either case in, lowercase out, 1 to 100 bytes")
     func deviceTokens() {
         let upper = DeviceToken(hex: "00FCab")

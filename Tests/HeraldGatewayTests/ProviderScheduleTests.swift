@@ -76,6 +76,70 @@ struct ProviderScheduleTests {
         var tokens: [String] { sent.withLockedValue { $0.map(\.token) } }
     }
 
+    /// A sender whose pushes never get an answer until it is released: a service stopped while
+    /// sending leaves its database as this one's does.
+    final class StalledSender: PushSending {
+        let calls = NIOLockedValueBox(0)
+        private let waiting = NIOLockedValueBox<[CheckedContinuation<Void, Error>]>([])
+        func send(_ notification: APNsNotification) async throws -> APNsResult {
+            try await withCheckedThrowingContinuation { continuation in
+                waiting.withLockedValue { $0.append(continuation) }
+                calls.withLockedValue { $0 += 1 }
+            }
+            return APNsResult(apnsID: notification.apnsID, status: 200)
+        }
+        /// Fails every waiting push (the stopped service never records them).
+        func release() { for c in waiting.withLockedValue({ w in defer { w = [] }; return w }) { c.resume(throwing: CancellationError()) } }
+    }
+
+    @Test("a restart never sends a scheduled occurrence or an idempotent send twice: what a stopped service left started is marked interrupted, a retry under its key is refused (409), the same key with another request 422")
+    func restartDuringSends() async throws {
+        let directory = try TemporaryDirectory.make(prefix: "herald-provider")
+        let clock = SimulatedAlarmClock(startMilliseconds: Self.at("2027-03-12T12:00:00Z"))
+        let stalled = StalledSender()
+        let first = ProviderService(database: try ProviderDatabase(directory: directory), sender: stalled, clock: clock, missedSendWindow: 3_600_000)
+        try await first.register(token: "aa01", topic: "com.example.app", language: "en", timeZone: "UTC", userID: "ana", tags: [])
+        try await first.startSchedules()
+        let (schedule, _) = try await first.schedule(
+            .wallClock(WallClockRule(hour: 13, minute: 0, timeZone: "UTC", repeats: .daily)),
+            send: SendRequest(target: .user("ana"), message: .alert(title: nil, subtitle: nil, body: "daily")), id: "daily")
+        clock.advance(to: Self.at("2027-03-12T13:00:00Z"))
+        let keyed = SendRequest(target: .user("ana"), message: .alert(title: nil, subtitle: nil, body: "once"), idempotencyKey: "k-1")
+        let pending = Task { try await first.send(keyed) }
+        try await DeviceRuntimeEndToEndTests.eventually("the run and the send under way") { stalled.calls.withLockedValue { $0 } == 2 }
+
+        // The service "stops" here; another starts on the same database 10 minutes later, inside
+        // the missed-send window.
+        clock.advance(to: Self.at("2027-03-12T13:10:00Z"))
+        let sender = RecordingSender(clock: clock)
+        let second = ProviderService(database: try ProviderDatabase(directory: directory), sender: sender, clock: clock, missedSendWindow: 3_600_000)
+        let caughtUp = try await second.startSchedules()
+        await second.settle()
+        #expect(caughtUp.late == 0 && caughtUp.missed == 0)
+        #expect(sender.tokens.isEmpty)
+        let runs = try await second.scheduleStatus(schedule.id).runs
+        #expect(runs.map(\.outcome) == [.interrupted])
+        #expect(runs.first?.error?.contains("not sent again") == true)
+
+        let retried = await #expect(throws: ProviderError.self) { try await second.send(keyed) }
+        #expect(retried?.status == 409 && retried?.message.contains("interrupted") == true)
+        var other = keyed
+        other.message = .alert(title: nil, subtitle: nil, body: "something else")
+        let reused = await #expect(throws: ProviderError.self) { try await second.send(other) }
+        #expect(reused?.status == 422 && reused?.message.contains("k-1") == true)
+        let listed = try await second.database.sends(after: nil, scheduleID: nil, limit: 10)
+        #expect(listed.map(\.state) == [.interrupted])
+        #expect(sender.tokens.isEmpty)
+
+        // The next day's occurrence is sent as usual.
+        await second.advance(clock, to: Self.at("2027-03-13T13:00:01Z"))
+        #expect(sender.tokens == ["aa01"])
+        await second.stopSchedules()
+        stalled.release()
+        _ = await pending.result
+        await first.stopSchedules()
+    }
+
     @Test("schedules survive a restart: an occurrence missed inside the window is sent at start-up, older ones are recorded as missed")
     func restartWithMissedOccurrences() async throws {
         let directory = try TemporaryDirectory.make(prefix: "herald-provider")

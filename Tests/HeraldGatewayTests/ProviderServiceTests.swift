@@ -244,4 +244,113 @@ struct ProviderServiceTests {
         #expect(template.text(for: "de", fallback: "en")?.language == "en")
         #expect(MessageTemplate(id: "y", translations: ["ja": .init(body: "ja")]).text(for: "de", fallback: "en")?.language == "ja")
     }
+
+    @Test("the REST API's lists and refusals: templates listed, read and deleted (not while a schedule uses one), the wrong number of template args, a reused Idempotency-Key, a target that matches nobody, registrations filtered and paged, sends paged, a transport error in a report")
+    func listsAndRefusals() async throws {
+        let gateway = try await TestGateway.start()
+        let signer = try await gateway.makeKey(team: "TEAM000001", topics: ["com.example.app"])
+        let client = APNsClient(
+            configuration: .init(host: "localhost", port: gateway.ports.providerPort, tls: ClientTLS(trustRootsPath: gateway.certificates.caCertificatePath)),
+            signer: signer, clock: gateway.clock)
+        let service = ProviderService(database: try ProviderDatabase(directory: nil), sender: client, clock: gateway.clock, defaultLanguage: "en")
+        let server = try await ProviderHTTPServer.start(service: service, port: 0, apiToken: Self.apiToken)
+        let base = "http://127.0.0.1:\(server.port)"
+        defer { Task { await server.close() } }
+
+        // Five registrations the gateway knows (offline devices: their pushes are stored).
+        var tokens: [String] = []
+        for (language, zone, tags) in [("fr", "Europe/Paris", "beta"), ("fr-CA", "America/Montreal", "beta"), ("en", "Europe/Paris", ""),
+                                       ("es", "Europe/Madrid", "beta"), ("en-GB", "Europe/London", "")] {
+            let token = try await gateway.makeToken().hex
+            tokens.append(token)
+            let body = #"{"token":"\#(token)","topic":"com.example.app","language":"\#(language)","timeZone":"\#(zone)","userId":"u-\#(language)","tags":[\#(tags.isEmpty ? "" : "\"\(tags)\"")]}"#
+            #expect(try await Self.http("POST", base + "/v1/registrations", body).status == 200)
+        }
+        func items(_ path: String) async throws -> (tokens: [String], next: String?) {
+            let answer = try await Self.http("GET", base + path)
+            #expect(answer.status == 200, "\(path): \(String(describing: answer.json))")
+            return ((answer.json?["items"]?.arrayValue ?? []).compactMap { $0["token"]?.stringValue ?? $0["id"]?.stringValue }, answer.json?["next"]?.stringValue)
+        }
+        // Filters: a base language matches its regional ones; a zone with a slash, percent-encoded; a tag.
+        #expect(Set(try await items("/v1/registrations?language=fr").tokens) == [tokens[0], tokens[1]])
+        #expect(Set(try await items("/v1/registrations?zone=Europe%2FParis").tokens) == [tokens[0], tokens[2]])
+        #expect(Set(try await items("/v1/registrations?tag=beta&language=fr-CA").tokens) == [tokens[1]])
+        #expect(try await items("/v1/registrations?user=u-es").tokens == [tokens[3]])
+        // Paging two at a time reaches every registration once, in token order.
+        var seen: [String] = []
+        var next: String? = nil
+        repeat {
+            let page = try await items("/v1/registrations?limit=2" + (next.map { "&after=\($0)" } ?? ""))
+            seen += page.tokens
+            next = page.next
+        } while next != nil
+        #expect(seen == tokens.sorted())
+        #expect(try await Self.http("GET", base + "/v1/registrations?limit=0").status == 400)
+        #expect(try await Self.http("GET", base + "/v1/registrations?limit=99999999999999999999").status == 400)
+        let typo = try await Self.http("GET", base + "/v1/registrations?langauge=fr")
+        #expect(typo.status == 400 && typo.json?["error"]?.stringValue?.contains("unknown parameter langauge") == true)
+
+        // Templates: stored, listed, read with how many args they take.
+        let welcome = #"{"translations":{"en":{"title":"Hi %1$@","body":"%1$@, you have %2$@ messages"},"fr":{"body":"%@, vous avez %@ messages"}}}"#
+        #expect(try await Self.http("PUT", base + "/v1/templates/welcome", welcome).status == 200)
+        #expect(try await Self.http("PUT", base + "/v1/templates/plain", #"{"translations":{"en":{"body":"100%% plain"}}}"#).status == 200)
+        #expect(try await items("/v1/templates").tokens == ["plain", "welcome"])
+        let read = try await Self.http("GET", base + "/v1/templates/welcome")
+        #expect(read.json?["arguments"] == .int(2) && read.json?["translations"]?["fr"]?["body"] == .string("%@, vous avez %@ messages"))
+        #expect(try await Self.http("GET", base + "/v1/templates/nope").status == 404)
+        // The wrong number of args: 400 naming the template and both counts; nothing is sent.
+        let short = try await Self.http("POST", base + "/v1/sends", #"{"to":{"user":"u-fr"},"template":{"id":"welcome","args":["Ana"]}}"#)
+        #expect(short.status == 400)
+        #expect(short.json?["error"]?.stringValue?.contains(#"template "welcome" takes 2 arguments ("args"), this send gives 1"#) == true, "\(String(describing: short.json))")
+        let tooMany = try await Self.http("PUT", base + "/v1/templates/huge", #"{"translations":{"en":{"body":"%101$@"}}}"#)
+        #expect(tooMany.status == 400)
+
+        // A target that matches nobody says so, and sends nothing.
+        let nobody = try await Self.http("POST", base + "/v1/sends", #"{"to":{"segment":{"topic":"com.example.app","languages":["ja"]}},"alert":{"body":"hi"}}"#)
+        #expect(nobody.status == 404 && nobody.json?["error"]?.stringValue?.contains("no registration matches the segment with topic com.example.app; languages ja") == true,
+                "\(String(describing: nobody.json))")
+        #expect(try await Self.http("POST", base + "/v1/sends", #"{"to":{"user":"nobody"},"alert":{"body":"hi"}}"#).status == 404)
+
+        // An Idempotency-Key: the same request replays, another request under it is 422.
+        let send = #"{"to":{"user":"u-fr"},"template":{"id":"welcome","args":["Ana",3]}}"#
+        let first = try await Self.http("POST", base + "/v1/sends", send, headers: ["Idempotency-Key": "w-1"])
+        #expect(first.status == 200 && first.json?["counts"] == .object(["accepted": .int(1)]))
+        #expect(try await Self.http("POST", base + "/v1/sends", send, headers: ["Idempotency-Key": "w-1"]).json?["replayed"] == .bool(true))
+        let reused = try await Self.http("POST", base + "/v1/sends", #"{"to":{"user":"u-fr"},"template":{"id":"welcome","args":["Ben",3]}}"#,
+                                         headers: ["Idempotency-Key": "w-1"])
+        #expect(reused.status == 422 && reused.json?["error"]?.stringValue?.contains("w-1") == true)
+
+        // A template an active schedule uses cannot be deleted; once cancelled, it can.
+        let scheduled = try await Self.http("POST", base + "/v1/schedules",
+                                            #"{"id":"weekly","to":{"user":"u-fr"},"template":{"id":"welcome","args":["Ana",1]},"time":"09:00","repeat":"daily"}"#)
+        #expect(scheduled.status == 201)
+        let inUse = try await Self.http("DELETE", base + "/v1/templates/welcome")
+        #expect(inUse.status == 409 && inUse.json?["error"]?.stringValue?.contains(#"schedule "weekly""#) == true)
+        #expect(try await Self.http("DELETE", base + "/v1/schedules/weekly").status == 200)
+        #expect(try await Self.http("DELETE", base + "/v1/templates/welcome").status == 204)
+        #expect(try await Self.http("DELETE", base + "/v1/templates/welcome").status == 404)
+        #expect(try await items("/v1/templates").tokens == ["plain"])
+
+        // Sends, newest first, paged.
+        for n in 0..<3 {
+            gateway.clock.advance(seconds: 1)
+            #expect(try await Self.http("POST", base + "/v1/sends", #"{"to":{"user":"u-en"},"alert":{"body":"n\#(n)"}}"#).status == 200)
+        }
+        let firstPage = try await Self.http("GET", base + "/v1/sends?limit=2")
+        let ids = firstPage.json?["items"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
+        #expect(ids.count == 2 && firstPage.json?["items"]?.arrayValue?.first?["state"] == .string("done"))
+        let rest = try await items("/v1/sends?limit=2&after=\(try #require(firstPage.json?["next"]?.stringValue))")
+        #expect(rest.tokens.count == 2 && Set(rest.tokens).isDisjoint(with: ids))  // the third alert, then the template send
+        #expect(try await Self.http("GET", base + "/v1/sends?after=no-such-send").status == 400)
+
+        // No gateway behind the client: the report says why each push got no answer.
+        let closed = APNsClient(
+            configuration: .init(host: "127.0.0.1", port: 1, tls: nil, retry: APNsRetryPolicy(maximumAttempts: 1)), signer: signer, clock: gateway.clock)
+        let offline = ProviderService(database: try ProviderDatabase(directory: nil), sender: closed, clock: gateway.clock)
+        try await offline.register(token: tokens[0], topic: "com.example.app", language: "fr", timeZone: "Europe/Paris", userID: nil, tags: [])
+        let (report, _) = try await offline.send(SendRequest(target: .token(tokens[0]), message: .alert(title: nil, subtitle: nil, body: "hi")))
+        #expect(report.counts == ["no-answer": 1])
+        #expect(report.deliveries.first?.status == 0 && report.deliveries.first?.error?.isEmpty == false, "\(report.deliveries)")
+        try await gateway.stop()
+    }
 }
