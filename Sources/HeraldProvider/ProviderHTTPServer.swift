@@ -166,17 +166,20 @@ struct ProviderRouter: Sendable {
         return SecretComparison.equal(header.dropFirst(7).trimmingCharacters(in: .whitespaces), apiToken)
     }
 
-    static func error(_ error: ProviderError) -> Response { json(error.status, .object(["error": .string(error.message)])) }
+    static func error(_ error: ProviderError) -> Response {
+        var response = json(error.status, .object(["error": .string(error.message)]))
+        if error.status == 401 { response.headers.append(("www-authenticate", #"Bearer realm="herald""#)) }
+        return response
+    }
+
+    static let unauthorized = ProviderError(
+        401, "every /v1 request and /metrics need the header Authorization: Bearer <token> (the token is in the provider's api-token file)")
 
     func handle(_ request: Request) async -> Response {
         let path = request.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.uri
         let parts = path.split(separator: "/").map(String.init)
         // "/v1/registrations/abc" → ("v1/registrations/{}", "abc"); "/v1/sends/abc/receipts" → ("v1/sends/{}/receipts", "abc")
-        if parts.first == "v1", !authorized(request.header("authorization")) {
-            var response = Self.error(ProviderError(401, "every /v1 request needs the header Authorization: Bearer <token> (the token is in the provider's api-token file)"))
-            response.headers.append(("www-authenticate", #"Bearer realm="herald""#))
-            return response
-        }
+        if parts.first == "v1", !authorized(request.header("authorization")) { return Self.error(Self.unauthorized) }
         let argument = parts.count >= 3 && parts[0] == "v1" ? parts[2] : ""
         let shape = parts.count >= 3 && parts[0] == "v1" ? ([parts[0], parts[1], "{}"] + parts.dropFirst(3)).joined(separator: "/") : parts.joined(separator: "/")
         do {
@@ -185,6 +188,10 @@ struct ProviderRouter: Sendable {
                 return Response(status: 200, body: Array(ProviderOpenAPI.document.utf8))
             case ("GET", "health"):
                 return Self.json(200, .object(["status": .string("ok")]))
+            case ("GET", "metrics"):
+                guard authorized(request.header("authorization")) else { throw Self.unauthorized }
+                service.metrics.registrations.set(Double(try service.database.registrationCount()))
+                return Response(status: 200, body: service.metrics.exposition(), contentType: "text/plain; version=0.0.4")
             case ("POST", "v1/registrations"):
                 let f = JSONFields(try object(request.body))
                 let r = try await service.register(

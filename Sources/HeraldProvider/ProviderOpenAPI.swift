@@ -9,6 +9,8 @@ public enum ProviderOpenAPI {
       "security": [{"bearer": []}],
       "paths": {
         "/health": {"get": {"summary": "Liveness (public)", "security": [], "responses": {"200": {"description": "ok"}}}},
+        "/metrics": {"get": {"summary": "Prometheus metrics: sends by origin, pushes by status and reason, scheduled runs by outcome and their lag, registrations",
+                             "responses": {"200": {"description": "the text exposition format", "content": {"text/plain": {"schema": {"type": "string"}}}}, "401": {"$ref": "#/components/responses/Error"}}}},
         "/openapi.json": {"get": {"summary": "This document (public)", "security": [], "responses": {"200": {"description": "the document"}}}},
         "/v1/registrations": {
           "get": {"summary": "List registrations in token order, filtered by topic, user, tag, language (its base matches too: fr lists fr-CA) and time zone",

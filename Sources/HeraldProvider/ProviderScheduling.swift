@@ -83,7 +83,8 @@ extension ProviderService {
             let now = clock.nowMilliseconds()
             // What a stopped service left half done is never sent again (its due instant stays the
             // zone's last run, so planning resumes after it).
-            _ = try database.markInterrupted(at: now)
+            let interrupted = try database.markInterrupted(at: now)
+            for _ in 0..<interrupted.runs { metrics.recordRun(outcome: "interrupted", lateMilliseconds: nil) }
             plan.zones = Set(try database.zones())
             for schedule in try database.schedules(state: .active) {
                 plan.schedules[schedule.id] = schedule
@@ -265,6 +266,7 @@ extension ProviderService {
             try database.save(ScheduleRun(
                 scheduleID: schedule.id, zone: zone, localDate: occurrence.date, dueAt: occurrence.at, startedAt: now, finishedAt: now,
                 outcome: .missed, sendID: nil, counts: ["missed": targets]))
+            metrics.recordRun(outcome: "missed", lateMilliseconds: nil)
         }
         return (late, missed.count)
     }
@@ -313,6 +315,7 @@ extension ProviderService {
             // Recorded before the first push: a restart finds it started and does not send it again.
             try database.save(run)
             run.outcome = .sent
+            metrics.recordSend(origin: "schedule")
             let targets: [Registration]
             do { targets = try resolve(schedule.send.target, zone: filterZone(schedule, occurrence.slot.zone)) } catch let e as ProviderError where e.status == 404 {
                 targets = []  // the token's registration is gone
@@ -330,6 +333,7 @@ extension ProviderService {
         }
         run.finishedAt = clock.nowMilliseconds()
         try? database.save(run)
+        metrics.recordRun(outcome: run.outcome.rawValue, lateMilliseconds: run.outcome == .sent ? run.startedAt - run.dueAt : nil)
     }
 
     /// Marks a schedule finished when no zone has another occurrence and no run is in progress. A

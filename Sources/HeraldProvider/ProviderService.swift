@@ -31,6 +31,8 @@ public actor ProviderService {
     public let missedSendWindow: Int64
     let sender: PushSending
     let clock: AlarmClock
+    /// Sends, pushes by outcome, scheduled runs and their lag, registrations (`GET /metrics`).
+    public nonisolated let metrics: ProviderMetrics
     /// Sends under way by idempotency key, with their request's fingerprint.
     private var inFlight: [String: (fingerprint: String, task: Task<SendReport, Error>)] = [:]
     /// The schedules' plan (see ProviderScheduling.swift).
@@ -45,7 +47,8 @@ public actor ProviderService {
     ///   - clock: the time of registrations and reports, and the alarms schedules wake on.
     ///   - missedSendWindow: see ``missedSendWindow``.
     public init(database: ProviderDatabase, sender: PushSending, clock: AlarmClock = SystemAlarmClock(), defaultLanguage: String = "en",
-                missedSendWindow: Int64 = 3_600_000) {
+                missedSendWindow: Int64 = 3_600_000, metrics: ProviderMetrics = ProviderMetrics()) {
+        self.metrics = metrics
         self.database = database
         self.sender = sender
         self.clock = clock
@@ -193,6 +196,7 @@ public actor ProviderService {
             if let key = request.idempotencyKey, let fingerprint, let replay = try replay(key, fingerprint) { return replay }
             throw ProviderError(409, "a send with this Idempotency-Key is under way; retry in a moment")
         }
+        metrics.recordSend(origin: "api")
         let report = try await deliver(request, to: targets, template: template, id: id)
         do { try database.finishSend(report) } catch {
             throw ProviderError(500, "send \(id) went out but its report could not be saved (\(error)); it stays marked started and is not repeated")
@@ -223,6 +227,7 @@ public actor ProviderService {
         let results = try await concurrentMap(plans.map(\.notification), limit: sendConcurrency) { try await sender.send($0) }
         var report = SendReport(id: id, createdAt: clock.nowMilliseconds(), deliveries: [], pruned: [])
         for (plan, result) in zip(plans, results) {
+            metrics.recordPush(result)
             var delivery = SendReport.Delivery(
                 token: plan.registration.token, language: plan.language, status: result.status, reason: result.reason?.rawValue,
                 apnsID: result.apnsID, attempts: result.attempts, error: result.transportError)

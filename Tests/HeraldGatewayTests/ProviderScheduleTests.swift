@@ -120,6 +120,7 @@ struct ProviderScheduleTests {
         let runs = try await second.scheduleStatus(schedule.id).runs
         #expect(runs.map(\.outcome) == [.interrupted])
         #expect(runs.first?.error?.contains("not sent again") == true)
+        #expect(String(decoding: second.metrics.exposition(), as: UTF8.self).contains(#"herald_provider_schedule_runs_total{outcome="interrupted"} 1"#))
 
         let retried = await #expect(throws: ProviderError.self) { try await second.send(keyed) }
         #expect(retried?.status == 409 && retried?.message.contains("interrupted") == true)

@@ -351,6 +351,18 @@ struct ProviderServiceTests {
         let (report, _) = try await offline.send(SendRequest(target: .token(tokens[0]), message: .alert(title: nil, subtitle: nil, body: "hi")))
         #expect(report.counts == ["no-answer": 1])
         #expect(report.deliveries.first?.status == 0 && report.deliveries.first?.error?.isEmpty == false, "\(report.deliveries)")
+
+        // Prometheus metrics, with the API token only.
+        var scrape = URLRequest(url: URL(string: base + "/metrics")!)
+        #expect((try await URLSession.shared.data(for: scrape).1 as! HTTPURLResponse).statusCode == 401)
+        scrape.setValue("Bearer \(Self.apiToken)", forHTTPHeaderField: "authorization")
+        let (data, response) = try await URLSession.shared.data(for: scrape)
+        let text = String(decoding: data, as: UTF8.self)
+        #expect((response as! HTTPURLResponse).statusCode == 200)
+        // Four pushes accepted: the keyed template send and the three alerts (the replay and every refusal sent nothing).
+        #expect(text.contains(#"herald_provider_pushes_total{status="200",reason=""} 4"#), "\(text)")
+        #expect(text.contains("herald_provider_registrations 5"))
+        #expect(text.contains(#"herald_provider_sends_total{origin="api"} 4"#))
         try await gateway.stop()
     }
 }

@@ -1,0 +1,59 @@
+import HeraldClient
+import Prometheus
+
+/// The provider service's Prometheus metrics, served on its REST port's `GET /metrics` (with the
+/// API token, like every other route but `/health` and `/openapi.json`).
+///
+/// Labels come from bounded sets: a gateway's unknown reason is counted as `other`, so a hostile
+/// gateway cannot grow the label space.
+public final class ProviderMetrics: Sendable {
+    public let registry: PrometheusCollectorRegistry
+    /// Registrations now, refreshed on each scrape.
+    let registrations: Gauge
+    /// How late each scheduled run started after its due instant.
+    let scheduleLag: DurationHistogram
+
+    public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+        self.registry = registry
+        registrations = registry.makeGauge(descriptor: Self.name("registrations", "", "Device registrations the provider holds"))
+        scheduleLag = registry.makeDurationHistogram(
+            descriptor: Self.name("schedule_lag", "seconds", "How late a scheduled run started after its due instant"),
+            buckets: [.milliseconds(10), .milliseconds(100), .seconds(1), .seconds(10), .seconds(60), .seconds(600), .seconds(3_600)])
+    }
+
+    private static func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "herald_provider", metricName: metric, unitName: unit, helpText: help)
+    }
+
+    /// Counts one push's outcome: `status` 0 for no answer, `reason` `""` for 200, `other` for a
+    /// reason APNs does not define.
+    func recordPush(_ result: APNsResult) {
+        let reason = result.reason.map { $0.isKnown ? $0.rawValue : "other" } ?? ""
+        let status = (0...599).contains(result.status) ? String(result.status) : "other"
+        registry.makeCounter(
+            descriptor: Self.name("pushes", "total", "Pushes sent, by the gateway's status (0: no answer) and reason"),
+            labels: [("status", status), ("reason", reason)]
+        ).increment()
+    }
+
+    /// Counts a send (`api`: POST /v1/sends; `schedule`: a scheduled run).
+    func recordSend(origin: String) {
+        registry.makeCounter(descriptor: Self.name("sends", "total", "Sends performed, by origin (api, schedule)"), labels: [("origin", origin)])
+            .increment()
+    }
+
+    /// Counts a scheduled run by outcome, and how late it started.
+    func recordRun(outcome: String, lateMilliseconds: Int64?) {
+        registry.makeCounter(
+            descriptor: Self.name("schedule_runs", "total", "Scheduled runs, by outcome (sent, missed, interrupted)"), labels: [("outcome", outcome)]
+        ).increment()
+        if let late = lateMilliseconds { scheduleLag.record(.milliseconds(max(0, late))) }
+    }
+
+    /// The Prometheus text exposition.
+    public func exposition() -> [UInt8] {
+        var buffer = [UInt8]()
+        registry.emit(into: &buffer)
+        return buffer
+    }
+}
