@@ -39,6 +39,11 @@ public final class Gateway: Service, Sendable {
         get async throws { try await portsPromise.futureResult.get() }
     }
 
+    /// Binds one listener, saying which port failed if it cannot.
+    private func listening<Listener>(_ name: String, host: String, port: Int, _ bind: () async throws -> Listener) async throws -> Listener {
+        do { return try await bind() } catch { throw GatewayListenError(listener: name, host: host, port: port, underlying: error) }
+    }
+
     public func run() async throws {
         let registry = DeviceRegistry()
         let feed = DeliveryFeed()
@@ -69,41 +74,48 @@ public final class Gateway: Service, Sendable {
         var admin: AdminServer?
         do {
             let tls = try configuration.makeTLSContext()
-            let main = try await ProviderListener.bind(
-                host: configuration.host, port: configuration.providerPort, tls: tls, providerPort: providerPort, group: group)
+            let main = try await listening("provider", host: configuration.host, port: configuration.providerPort) {
+                try await ProviderListener.bind(host: configuration.host, port: configuration.providerPort, tls: tls, providerPort: providerPort, group: group)
+            }
             listeners.append(main)
             var ports = GatewayPorts(providerPort: main.port)
             if let h2cPort = configuration.h2cPort {
                 // Plaintext is for development on this machine only: never bound beyond loopback.
-                let h2c = try await ProviderListener.bind(
-                    host: "127.0.0.1", port: h2cPort, tls: nil, providerPort: providerPort, group: group)
+                let h2c = try await listening("h2c", host: "127.0.0.1", port: h2cPort) {
+                    try await ProviderListener.bind(host: "127.0.0.1", port: h2cPort, tls: nil, providerPort: providerPort, group: group)
+                }
                 listeners.append(h2c)
                 ports.h2cPort = h2c.port
             }
             if let port = configuration.devicePort {
-                let listener = try await DeviceListener.bind(
-                    host: configuration.host, port: port,
-                    tls: try configuration.makeTLSContext(applicationProtocols: ["http/1.1"]),
-                    devicePort: devicePort, group: group)
+                let deviceTLS = try configuration.makeTLSContext(applicationProtocols: ["http/1.1"])
+                let listener = try await listening("device", host: configuration.host, port: port) {
+                    try await DeviceListener.bind(host: configuration.host, port: port, tls: deviceTLS, devicePort: devicePort, group: group)
+                }
                 deviceListener = listener
                 ports.devicePort = listener.port
             }
             if let port = configuration.feedbackPort {
-                let listener = try await LegacyFeedbackListener.bind(
-                    host: configuration.host, port: port, tls: try configuration.makeFeedbackTLSContext(),
-                    context: .init(
-                        store: store, clock: clock, environment: configuration.environment,
-                        inactivityMilliseconds: configuration.inactivityPeriodMilliseconds, logger: logger),
-                    handshakeTimeout: configuration.limits.handshakeTimeout, group: group)
+                let feedbackTLS = try configuration.makeFeedbackTLSContext()
+                let listener = try await listening("feedback", host: configuration.host, port: port) {
+                    try await LegacyFeedbackListener.bind(
+                        host: configuration.host, port: port, tls: feedbackTLS,
+                        context: .init(
+                            store: store, clock: clock, environment: configuration.environment,
+                            inactivityMilliseconds: configuration.inactivityPeriodMilliseconds, logger: logger),
+                        handshakeTimeout: configuration.limits.handshakeTimeout, group: group)
+                }
                 feedbackListener = listener
                 ports.feedbackPort = listener.port
             }
             if let adminPort = configuration.adminPort {
-                let server = try await AdminServer.bind(
-                    host: configuration.adminHost, port: adminPort, metrics: metrics, store: store,
-                    inspection: GatewayInspection(store: store, connectedDevices: { [registry] in registry.connectedDeviceIDs() }),
-                    environment: configuration.environment, feed: feed,
-                    faults: configuration.faultInjection ? faults : nil, group: group, logger: logger)
+                let server = try await listening("admin", host: configuration.adminHost, port: adminPort) {
+                    try await AdminServer.bind(
+                        host: configuration.adminHost, port: adminPort, metrics: metrics, store: store,
+                        inspection: GatewayInspection(store: store, connectedDevices: { [registry] in registry.connectedDeviceIDs() }),
+                        environment: configuration.environment, feed: feed,
+                        faults: configuration.faultInjection ? faults : nil, group: group, logger: logger)
+                }
                 admin = server
                 ports.adminPort = server.port
             }

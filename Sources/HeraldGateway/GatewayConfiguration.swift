@@ -1,6 +1,9 @@
 import HeraldCore
 import HeraldStore
 import NIOCore
+#if canImport(Glibc)
+import Glibc
+#endif
 import NIOSSL
 
 /// Everything a gateway is started with.
@@ -170,4 +173,21 @@ public struct GatewayLimits: Sendable, Hashable {
     public var intakeHighWater = 50_000
 
     public init() {}
+}
+
+/// A port the gateway could not listen on: which one, where, and why.
+public struct GatewayListenError: Error, CustomStringConvertible {
+    /// `provider`, `h2c`, `device`, `feedback` or `admin`.
+    public var listener: String
+    public var host: String
+    public var port: Int
+    public var underlying: any Error
+
+    /// Whether another socket already holds the address (EADDRINUSE).
+    public var isAddressInUse: Bool { (underlying as? IOError)?.errnoCode == EADDRINUSE }
+
+    public var description: String {
+        let why = isAddressInUse ? "the address is already in use (another process listens there)" : "\(underlying)"
+        return "cannot listen on \(host):\(port) for the \(listener) port: \(why)"
+    }
 }

@@ -23,6 +23,40 @@ extension DataDirectoryOptions {
 
     var databasePath: String { (dataDirectory as NSString).appendingPathComponent("herald.sqlite") }
 
+    /// Creates the directory if needed and takes its lock (`DIR/herald.lock`, `flock`) for the
+    /// life of the process, so that a second gateway on the same directory is refused instead of
+    /// sharing its store. The kernel releases the lock when the process ends, even by kill -9.
+    func lockForGateway() throws {
+        do {
+            try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
+        } catch {
+            throw ValidationError("cannot create the data directory \(dataDirectory): \(error.localizedDescription)")
+        }
+        let path = (dataDirectory as NSString).appendingPathComponent("herald.lock")
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw ValidationError("cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let failure = errno
+            close(descriptor)
+            if failure == EWOULDBLOCK {
+                throw ValidationError("another herald gateway is running on --data-dir \(dataDirectory) (it holds \(path)); stop it, or give this one another --data-dir")
+            }
+            throw ValidationError("cannot lock \(path): \(String(cString: strerror(failure)))")
+        }
+        // The descriptor stays open (and locked) until the process exits.
+    }
+
+    /// Opens (creating if needed) the store in a directory that must exist: the commands that
+    /// write (`keys create`, `tokens create`/`revoke`) may prepare a gateway's directory before its
+    /// first start, but a directory that does not exist is nearly always a mistyped `--data-dir`.
+    func openStoreInExistingDirectory() throws -> SQLiteStore {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: dataDirectory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw ValidationError("--data-dir \(dataDirectory) does not exist; give the directory `herald gateway --data-dir` uses (create it first to prepare one before the gateway's first start)")
+        }
+        return try SQLiteStore(path: databasePath)
+    }
+
     /// Opens the store of an existing gateway data directory; refuses (rather than creating an
     /// empty store) when the directory or its database is missing, which is nearly always a
     /// mistyped `--data-dir`.
@@ -79,6 +113,39 @@ struct ProviderCredentialOptions: ParsableArguments {
             throw error
         } catch {
             throw ValidationError("--key \(key) is not a PEM PKCS#8 P-256 private key (.p8): \(error)")
+        }
+    }
+}
+
+/// What a person should change when a connection fails. The libraries' errors name the cause
+/// (BoringSSL's reason, ALPN, NIO's HTTP parser), not the flag; this adds the flag.
+enum ConnectionAdvice {
+    enum Side {
+        /// `herald push send`, `herald provider`: an APNs provider port (HTTP/2).
+        case provider
+        /// `herald device run`: a gateway's device port (WebSocket over HTTP/1.1).
+        case device
+    }
+
+    /// `error` with what to do about it, when the cause is one a flag fixes; `error` otherwise.
+    static func explain(_ error: String, side: Side) -> String {
+        if error.contains("CERTIFICATE_VERIFY_FAILED") {
+            return "the server's TLS certificate is not trusted (CERTIFICATE_VERIFY_FAILED): give its CA with --ca, for a Herald gateway "
+                + "--ca DIR/tls/ca.pem (its start-up line names it as \"ca\")"
+        }
+        switch side {
+        case .provider where error.contains("noHTTP2"):
+            return "the server does not speak HTTP/2 (it did not choose h2 in TLS ALPN): is this a gateway's device port? "
+                + "Push to its provider port (\"provider_port\" in its start-up line)"
+        case .device where error.contains("invalid constant string") || error.contains("HTTPParserError") || error.contains("invalidEOFState"):
+            return "the server did not answer as a Herald device port (its reply is not HTTP/1.1: an HTTP/2 port such as the gateway's "
+                + "provider port?): point --gateway at its device port (\"device_port\" in its start-up line)"
+        default:
+            if error.contains("Connection refused") || error.contains("connectionRefused") || error.contains("ECONNREFUSED") {
+                return "nothing listens there (connection refused): is the gateway running, and is this its "
+                    + (side == .provider ? "provider port (\"provider_port\")" : "device port (\"device_port\")") + "?"
+            }
+            return error
         }
     }
 }

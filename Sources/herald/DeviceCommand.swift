@@ -283,7 +283,7 @@ struct DeviceEventPrinter {
             let payload = (try? encoder.encode(n.payload)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
             return "notification \(n.apnsID) for \(n.topic) (\(n.pushType.rawValue), priority \(n.priority.rawValue)\(n.collapseID.map { ", collapse-id \($0)" } ?? "")): \(payload)"
         case .unregistered(let topic, let at): return "unregistered \(topic) at \(at)"
-        case .disconnected(let reason): return "disconnected: \(reason)"
+        case .disconnected(let reason): return "disconnected: \(ConnectionAdvice.explain(reason, side: .device))"
         case .gatewayError(let code, let message): return "gateway error \(code.rawValue): \(message)"
         }
     }
@@ -309,7 +309,7 @@ struct DeviceEventPrinter {
             ]
         case .unregistered(let topic, let at):
             object = ["event": .string("unregistered"), "topic": .string(topic), "timestamp": .int(at)]
-        case .disconnected(let reason): object = ["event": .string("disconnected"), "reason": .string(reason)]
+        case .disconnected(let reason): object = ["event": .string("disconnected"), "reason": .string(ConnectionAdvice.explain(reason, side: .device))]
         case .gatewayError(let code, let message):
             object = ["event": .string("error"), "code": .string(code.rawValue), "message": .string(message)]
         }

@@ -153,6 +153,7 @@ struct GatewayRunCommand: AsyncParsableCommand {
         var logger = Logger(label: "herald.gateway")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
 
+        try data.lockForGateway()
         let store = try data.openStore(durability: durability)
         let clock = SystemWallClock()
         let tls: GatewayConfiguration.TLSFiles
@@ -207,8 +208,15 @@ struct GatewayRunCommand: AsyncParsableCommand {
             encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
             printLineFlushed(String(decoding: try encoder.encode(announcement), as: UTF8.self))
             if let caPath { printError("herald: development CA for clients (curl --cacert): \(caPath)") }
+        } catch let error as GatewayListenError {
+            let flag = "--\(error.listener)-port"
+            printError("herald: \(error) (\(flag) \(error.port))" + (error.isAddressInUse ? "; stop what holds it, or choose another \(flag) (0 lets the system choose)" : ""))
+            _ = try? await running
+            throw ExitCode.failure
         } catch {
             printError("herald: the gateway could not start: \(error)")
+            _ = try? await running
+            throw ExitCode.failure
         }
         try await running
     }

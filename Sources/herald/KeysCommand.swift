@@ -46,7 +46,7 @@ struct KeysCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let store = try data.openStore()
+            let store = try data.openStoreInExistingDirectory()
             let privateKey = P256.Signing.PrivateKey()
             let id = keyID ?? KeyID.random().value
             do {
@@ -83,7 +83,7 @@ struct TokensCommand: AsyncParsableCommand {
         var environment: APNsEnvironment = .development
 
         func run() async throws {
-            let store = try data.openStore()
+            let store = try data.openStoreInExistingDirectory()
             let token = DeviceToken.random()
             try await store.registerToken(TokenRegistration(
                 token: token, bundleID: topic, environment: environment,
@@ -105,7 +105,7 @@ struct TokensCommand: AsyncParsableCommand {
             guard let parsed = DeviceToken(hex: token) else {
                 throw ValidationError("--token must be hexadecimal (64 digits for a Herald token); got '\(token)'")
             }
-            let store = try data.openStore()
+            let store = try data.openStoreInExistingDirectory()
             let now = SystemWallClock().nowMilliseconds()
             guard try await store.unregisterToken(parsed, atMilliseconds: now) else {
                 throw ValidationError("no token \(parsed.hex) is registered in \(data.dataDirectory)")

@@ -238,7 +238,7 @@ struct PushCommand: AsyncParsableCommand {
             await client.close()
             tally.unanswered += targets.count - tally.done
             if single, let error = tally.lastTransportError ?? (tally.unanswered > 0 ? "no answer within \(timeout) seconds" : nil) {
-                printError("herald: cannot push to \(url): \(error)")
+                printError("herald: cannot push to \(url): \(ConnectionAdvice.explain(error, side: .provider))")
             }
             if !single { printError(tally.summary) }
             if tally.unanswered > 0 || tally.transportFailures > 0 { throw ExitCode(2) }

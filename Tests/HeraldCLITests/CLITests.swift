@@ -147,6 +147,51 @@ struct CLITests {
         #expect(gateway.stop(signal: SIGTERM) == 0)
     }
 
+    @Test("errors say what to fix: a second gateway on a data directory in use, a port in use, a --data-dir that does not exist, an untrusted certificate, a push to the device port, a device pointed at the provider port, nothing listening")
+    func errorsSayWhatToFix() async throws {
+        let dir = try TemporaryDirectory.make(prefix: "herald-cli")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let gateway = try GatewayProcess(dataDirectory: dir, extraArguments: ["--device-port", "0"])
+
+        let second = try Herald.run(["gateway", "--data-dir", dir, "--provider-port", "0"])
+        #expect(second.status != 0 && second.stderr.contains("another herald gateway is running on --data-dir \(dir)"), "\(second.stderr)")
+        let busy = try Herald.run(["gateway", "--data-dir", dir + "/other", "--provider-port", String(gateway.providerPort)])
+        #expect(busy.status != 0, "\(busy.stdout)")
+        #expect(busy.stderr.contains("already in use") && busy.stderr.contains("--provider-port \(gateway.providerPort)"), "\(busy.stderr)")
+        // Its lock went with it: the directory it made can take a gateway again.
+        let other = try GatewayProcess(dataDirectory: dir + "/other")
+        #expect(other.stop(signal: SIGTERM) == 0)
+
+        let missing = try Herald.run(["keys", "create", "--data-dir", dir + "/mistyped", "--team", "TEAM123456", "--topic", "com.example.app", "--out", dir + "/k.p8"])
+        #expect(missing.status != 0 && missing.stderr.contains("--data-dir \(dir)/mistyped does not exist"))
+        #expect(!FileManager.default.fileExists(atPath: dir + "/mistyped"))
+        #expect(try Herald.run(["tokens", "create", "--data-dir", dir + "/mistyped", "--topic", "com.example.app"]).status != 0)
+
+        let keyPath = dir + "/key.p8"
+        let key = try Herald.run(["keys", "create", "--data-dir", dir, "--team", "TEAM123456", "--topic", "com.example.app", "--out", keyPath]).stdout
+        let token = try Herald.run(["tokens", "create", "--data-dir", dir, "--topic", "com.example.app"]).stdout
+        func push(_ url: String, ca: String?) throws -> Herald.Result {
+            try Herald.run(["push", "send", "--url", url, "--key", keyPath, "--key-id", key, "--team", "TEAM123456", "--topic", "com.example.app",
+                            "--token", token, "--alert", "hi", "--timeout", "10"] + (ca.map { ["--ca", $0] } ?? []))
+        }
+        let untrusted = try push("https://localhost:\(gateway.providerPort)", ca: nil)
+        #expect(untrusted.status != 0 && untrusted.stderr.contains("CERTIFICATE_VERIFY_FAILED") && untrusted.stderr.contains("--ca DIR/tls/ca.pem"),
+                "\(untrusted.stderr)")
+        let devicePort = try push("https://localhost:\(gateway.devicePort)", ca: gateway.caPath)
+        #expect(devicePort.stderr.contains("does not speak HTTP/2") && devicePort.stderr.contains("provider port"), "\(devicePort.stderr)")
+        #expect(try push("https://localhost:\(gateway.providerPort)", ca: gateway.caPath).status == 0)
+
+        let device = try DeviceProcess(dataDirectory: dir + "/phone", gateway: "wss://localhost:\(gateway.providerPort)", ca: gateway.caPath,
+                                       apps: ["com.example.app"])
+        let disconnected = try await device.next("disconnected")
+        #expect((disconnected["reason"] as? String)?.contains("point --gateway at its device port") == true, "\(disconnected)")
+        device.stop()
+        #expect(gateway.stop(signal: SIGTERM) == 0)
+
+        let refused = try push("https://localhost:\(gateway.providerPort)", ca: gateway.caPath)
+        #expect(refused.status != 0 && refused.stderr.contains("nothing listens there"), "\(refused.stderr)")
+    }
+
     @Test("a restarted gateway reuses its development CA")
     func reusesCA() async throws {
         let dir = try TemporaryDirectory.make(prefix: "herald-cli")
@@ -215,6 +260,7 @@ struct CLITests {
         let dir = try TemporaryDirectory.make(prefix: "herald-cli")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let keyPath = dir + "/key.p8"
+        try FileManager.default.createDirectory(atPath: dir + "/gw", withIntermediateDirectories: true)
         let keyID = try Herald.run(["keys", "create", "--data-dir", dir + "/gw", "--team", "TEAM123456", "--topic", "com.example.app", "--out", keyPath]).stdout
         // A listening socket that is never accepted from: the kernel completes the TCP handshake,
         // and nothing ever answers the HTTP/2 preface or the requests.
@@ -259,6 +305,7 @@ struct CLITests {
         #expect(gateway.devicePort > 0)
         let feedbackPort = try #require(gateway.startup["feedback_port"] as? Int)
         let keyPath = dir + "/key.p8"
+        try FileManager.default.createDirectory(atPath: dir + "/gw", withIntermediateDirectories: true)
         let keyID = try Herald.run(["keys", "create", "--data-dir", dir + "/gw", "--team", "TEAM123456", "--topic", "com.example.app", "--out", keyPath]).stdout
         let device = try DeviceProcess(
             dataDirectory: dir + "/phone", gateway: "wss://localhost:\(gateway.devicePort)", ca: gateway.caPath, apps: ["com.example.app"])
@@ -328,6 +375,7 @@ struct CLITests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let gateway = try GatewayProcess(dataDirectory: dir + "/gw", extraArguments: ["--device-port", "0"])
         let keyPath = dir + "/key.p8"
+        try FileManager.default.createDirectory(atPath: dir + "/gw", withIntermediateDirectories: true)
         let keyID = try Herald.run(["keys", "create", "--data-dir", dir + "/gw", "--team", "TEAM123456", "--topic", "com.example.app", "--out", keyPath]).stdout
         let flags = ["--time-zone", "Asia/Tokyo", "--language", "ja"]
         var device = try DeviceProcess(
@@ -395,6 +443,7 @@ struct CLITests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let gateway = try GatewayProcess(dataDirectory: dir + "/gw")
         let keyPath = dir + "/key.p8"
+        try FileManager.default.createDirectory(atPath: dir + "/gw", withIntermediateDirectories: true)
         let keyID = try Herald.run(["keys", "create", "--data-dir", dir + "/gw", "--team", "TEAM123456", "--topic", "com.example.app", "--out", keyPath]).stdout
         let token = try Herald.run(["tokens", "create", "--data-dir", dir + "/gw", "--topic", "com.example.app"]).stdout
         let process = Process()
