@@ -94,10 +94,24 @@ public struct APNsReason: RawRepresentable, Hashable, Sendable, CustomStringConv
 public struct APNsRejection: Error, Hashable, Sendable, CustomStringConvertible {
     public var reason: APNsReason
     public var timestampMilliseconds: Int64?
+    /// Why, for the gateway's operator (its debug log and live feed): which of the key id, team or
+    /// key is wrong behind an `InvalidProviderToken`, say. Never sent: APNs answers the reason
+    /// alone. Not part of equality.
+    public var detail: String?
 
-    public init(_ reason: APNsReason, timestampMilliseconds: Int64? = nil) {
+    public init(_ reason: APNsReason, timestampMilliseconds: Int64? = nil, detail: String? = nil) {
         self.reason = reason
         self.timestampMilliseconds = timestampMilliseconds
+        self.detail = detail
+    }
+
+    public static func == (a: APNsRejection, b: APNsRejection) -> Bool {
+        a.reason == b.reason && a.timestampMilliseconds == b.timestampMilliseconds
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(reason)
+        hasher.combine(timestampMilliseconds)
     }
 
     public var status: Int { reason.status }

@@ -67,7 +67,8 @@ public struct ProviderConnectionAuthorization: Sendable {
             // (a revoked key stops authenticating connections already open with it).
             switch key(currentClaims.keyID) {
             case .found: return .authorized(currentClaims, isFirst: false)
-            case .absent: return .rejected(APNsRejection(.invalidProviderToken))
+            case .absent:
+                return .rejected(APNsRejection(.invalidProviderToken, detail: "key \(currentClaims.keyID) was revoked or removed since this connection's token was accepted"))
             case .unknown: return .needsKey(keyID: currentClaims.keyID)
             }
         }
@@ -76,17 +77,23 @@ public struct ProviderConnectionAuthorization: Sendable {
 
         let token: ProviderToken
         do { token = try ProviderToken(parsing: Substring(text)) } catch {
-            return .rejected(APNsRejection(.invalidProviderToken))
+            return .rejected(APNsRejection(.invalidProviderToken, detail: "the token is not an ES256 JWT the gateway can read: \(error)"))
         }
         let claims = token.claims
         let providerKey: ProviderKey
         switch key(claims.keyID) {
         case .unknown: return .needsKey(keyID: claims.keyID)
-        case .absent: return .rejected(APNsRejection(.invalidProviderToken))
+        case .absent:
+            return .rejected(APNsRejection(.invalidProviderToken, detail: "no key \(claims.keyID) is registered (check the key id: herald keys list)"))
         case .found(let found): providerKey = found
         }
-        guard providerKey.teamID == claims.teamID, token.isSigned(by: providerKey.publicKey) else {
-            return .rejected(APNsRejection(.invalidProviderToken))
+        guard providerKey.teamID == claims.teamID else {
+            return .rejected(APNsRejection(
+                .invalidProviderToken, detail: "key \(claims.keyID) belongs to team \(providerKey.teamID), the token names team \(claims.teamID) (check the team)"))
+        }
+        guard token.isSigned(by: providerKey.publicKey) else {
+            return .rejected(APNsRejection(
+                .invalidProviderToken, detail: "the signature does not verify with key \(claims.keyID) (check the key: the .p8 made with this key id)"))
         }
         if let restricted = providerKey.environment, restricted != environment {
             return .rejected(APNsRejection(.badEnvironmentKeyIdInToken))
@@ -100,7 +107,10 @@ public struct ProviderConnectionAuthorization: Sendable {
             return .authorized(claims, isFirst: false)
         }
         if let bound = currentClaims {
-            if bound.teamID != claims.teamID { return .rejected(APNsRejection(.invalidProviderToken)) }
+            if bound.teamID != claims.teamID {
+                return .rejected(APNsRejection(
+                    .invalidProviderToken, detail: "this connection belongs to team \(bound.teamID); team \(claims.teamID) needs a connection of its own"))
+            }
             if bound.keyID != claims.keyID { return .rejected(APNsRejection(.unrelatedKeyIdInToken)) }
             if nowSeconds - acceptedAtSeconds < Self.minimumRefreshInterval {
                 return .rejected(APNsRejection(.tooManyProviderTokenUpdates))

@@ -36,6 +36,9 @@ final class DeliveryFeed: Sendable {
         var outcome: String?
         var status: Int?
         var reason: String?
+        /// `refused`: why, when the gateway knows more than the reason says (which of the key id,
+        /// team or key is wrong behind an `InvalidProviderToken`).
+        var why: String?
         var count: Int?
     }
 

@@ -77,8 +77,9 @@ public final class NotificationIntake: Sendable {
                 batch.map(\.notification), policy: policy, environment: environment, nowMilliseconds: now)
             metrics.recordBatch(size: batch.count)
             complete(batch, with: outcomes.map { .success($0) })
-            route(batch, outcomes, now: now)
+            // Before routing: a watcher sees a push accepted before a device session can send it.
             if feed.isWatched { publish(batch, outcomes, now: now) }
+            route(batch, outcomes, now: now)
         } catch {
             logger.error("could not commit a batch of notifications", metadata: ["count": "\(batch.count)", "error": "\(error)"])
             complete(batch, with: Array(repeating: .failure(APNsRejection(.internalServerError)), count: batch.count))

@@ -243,10 +243,13 @@ final class ProviderStream {
         guard !hasResponded, !isClosed else { return }
         hasResponded = true
         port.metrics.recordResponse(status: rejection.status, reason: rejection.reason)
+        port.logger.debug("provider request refused", metadata: [
+            "status": "\(rejection.status)", "reason": "\(rejection.reason.rawValue)", "why": "\(rejection.detail ?? "-")",
+        ])
         port.feed.publish {
             DeliveryFeed.Event(
                 event: .refused, at: port.clock.nowMilliseconds(), apnsId: target?.apnsID?.description, topic: pushHeaders?.bundleID ?? head.topic,
-                token: target?.token.hex, status: rejection.status, reason: rejection.reason.rawValue)
+                token: target?.token.hex, status: rejection.status, reason: rejection.reason.rawValue, why: rejection.detail)
         }
         var headers = responseHeaders(status: String(rejection.status))
         headers.add(name: "content-type", value: "application/json")

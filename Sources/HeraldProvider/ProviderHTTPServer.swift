@@ -9,10 +9,13 @@ import NIOPosix
 public final class ProviderHTTPServer: Sendable {
     public let port: Int
     private let channel: Channel
+    /// Requests being answered, so that shutting down can let them finish.
+    private let requests: WorkTracker
 
-    private init(port: Int, channel: Channel) {
+    private init(port: Int, channel: Channel, requests: WorkTracker) {
         self.port = port
         self.channel = channel
+        self.requests = requests
     }
 
     /// Starts the REST API. Every `/v1/…` request needs `Authorization: Bearer <apiToken>`;
@@ -22,6 +25,7 @@ public final class ProviderHTTPServer: Sendable {
         idleTimeout: TimeAmount = .seconds(60), group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> ProviderHTTPServer {
         let router = ProviderRouter(service: service, apiToken: apiToken)
+        let requests = WorkTracker()
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -30,14 +34,19 @@ public final class ProviderHTTPServer: Sendable {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(IdleStateHandler(readTimeout: idleTimeout))
                     try sync.configureHTTPServerPipeline(withErrorHandling: true)
-                    try sync.addHandler(ProviderHTTPHandler(router: router))
+                    try sync.addHandler(ProviderHTTPHandler(router: router, requests: requests))
                 }
             }
             .bind(host: host, port: port).get()
-        return ProviderHTTPServer(port: channel.localAddress?.port ?? port, channel: channel)
+        return ProviderHTTPServer(port: channel.localAddress?.port ?? port, channel: channel, requests: requests)
     }
 
-    public func close() async { try? await channel.close() }
+    /// Stops accepting connections, then waits for the requests being answered (a send finishes
+    /// and records its report).
+    public func close() async {
+        try? await channel.close()
+        await requests.settle()
+    }
 }
 
 /// Collects a request and hands it to the router; answers in order, one at a time per
@@ -47,13 +56,17 @@ final class ProviderHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
     let router: ProviderRouter
+    let requests: WorkTracker
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
     private var tooLarge = false
     /// The largest request body the REST API reads: 1 MiB.
     static let maximumBody = 1 << 20
 
-    init(router: ProviderRouter) { self.router = router }
+    init(router: ProviderRouter, requests: WorkTracker) {
+        self.router = router
+        self.requests = requests
+    }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is IdleStateHandler.IdleStateEvent { return context.close(promise: nil) }
@@ -82,7 +95,7 @@ final class ProviderHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
             let refuse = tooLarge
             let channel = context.channel
             let router = self.router
-            Task {
+            requests.spawn {
                 let response = refuse
                     ? ProviderRouter.error(ProviderError(413, "the body is larger than \(Self.maximumBody) bytes"))
                     : await router.handle(request)

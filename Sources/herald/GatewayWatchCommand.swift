@@ -119,6 +119,7 @@ private final class FeedPrinter: ChannelInboundHandler {
         if let id = event["apnsId"]?.stringValue { parts.append(id) }
         if let token = event["token"]?.stringValue { parts.append("token=" + token) }
         if let status = event["status"]?.integer(Int.self) { parts.append(String(status) + " " + (event["reason"]?.stringValue ?? "")) }
+        if let why = event["why"]?.stringValue { parts.append("(" + why + ")") }
         if let outcome = event["outcome"]?.stringValue { parts.append(outcome) }
         if let device = event["device"]?.stringValue { parts.append("device=" + device) }
         if let count = event["count"]?.integer(Int.self) { parts.append("\(count) events lost: this watcher read too slowly") }

@@ -3,6 +3,8 @@ import Foundation
 import HeraldClient
 import HeraldCore
 import HeraldProvider
+import Logging
+import ServiceLifecycle
 
 struct ProviderCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -88,9 +90,28 @@ struct ProviderCommand: AsyncParsableCommand {
         }
         let tokenPathJSON = String(decoding: try JSONEncoder().encode(tokenPath), as: UTF8.self)
         printLineFlushed(#"{"api_token_file":\#(tokenPathJSON),"port":\#(server.port)}"#)
-        // Runs until the process is stopped.
-        while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
+        var logger = Logger(label: "herald.provider")
+        logger.logLevel = .warning
+        let group = ServiceGroup(configuration: .init(
+            services: [ProviderRunner(server: server, service: service, client: client)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+}
+
+/// `herald provider` as a service: it serves until SIGTERM or SIGINT, then stops accepting,
+/// lets the requests under way finish (a send completes and records its report), lets scheduled
+/// runs under way finish and records them, and closes its gateway connections.
+private struct ProviderRunner: Service {
+    let server: ProviderHTTPServer
+    let service: ProviderService
+    let client: APNsClient
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await service.stopFeedbackPolling()
+        await service.stopSchedules()
         await server.close()
+        await service.settle()
         await client.close()
     }
 }

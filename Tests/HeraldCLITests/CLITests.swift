@@ -107,6 +107,11 @@ struct CLITests {
         _ = try Herald.run(send.map { $0 == "com.example.app" ? "com.other.app" : $0 })
         let refused = try await watch.next("refused")
         #expect(refused["reason"] as? String == "TopicDisallowed" && refused["status"] as? Int == 400)
+        // A token naming another team: 403 for the provider, and for the operator which of the three to check.
+        _ = try Herald.run(send.map { $0 == "TEAM123456" ? "TEAM999999" : $0 })
+        let wrongTeam = try await watch.next("refused")
+        #expect(wrongTeam["reason"] as? String == "InvalidProviderToken")
+        #expect((wrongTeam["why"] as? String)?.contains("belongs to team TEAM123456, the token names team TEAM999999 (check the team)") == true, "\(wrongTeam)")
 
         let keys = try Herald.run(["keys", "list", "--data-dir", dir])
         #expect(keys.status == 0)
@@ -491,6 +496,10 @@ struct CLITests {
         #expect(sent.1["counts"] as? [String: Int] == ["accepted": 1])
         let openapi = try await call("GET", "/openapi.json", nil)
         #expect(openapi.0 == 200 && openapi.1["openapi"] as? String == "3.1.0")
+        // SIGTERM is a graceful stop: the service group finishes what is under way and exits 0.
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
         let bad = try Herald.run(["provider", "--data-dir", dir + "/p2", "--gateway", "ftp://x", "--key", keyPath, "--key-id", keyID, "--team", "T"])
         #expect(bad.status != 0 && bad.stderr.contains("--gateway must be https://HOST:PORT"))
         #expect(gateway.stop(signal: SIGTERM) == 0)

@@ -97,4 +97,23 @@ struct ProviderTokenTests {
             nowSeconds: now, key: { _ in .unknown })
         else { Issue.record("an unknown key is not looked up"); return }
     }
+
+    @Test("an InvalidProviderToken says which of the key id, team or key to check (for the operator; the answer is the reason alone)")
+    func invalidTokenDetails() throws {
+        let providerKey = ProviderKey(keyID: "KEY0000001", teamID: "TEAM000001", publicKey: key.publicKey)
+        func detail(keyID: String, team: String, signer: P256.Signing.PrivateKey) throws -> (APNsRejection?) {
+            var auth = ProviderConnectionAuthorization(environment: .production)
+            let header = "bearer " + (try ProviderTokenSigner(keyID: keyID, teamID: team, privateKey: signer).token(issuedAt: now))
+            if case .rejected(let r) = auth.authorize(header: header, nowSeconds: now, key: { $0 == providerKey.keyID ? .found(providerKey) : .absent }) { return r }
+            return nil
+        }
+        let unknown = try detail(keyID: "KEY9999999", team: "TEAM000001", signer: key)
+        #expect(unknown?.reason == .invalidProviderToken && unknown?.detail?.contains("no key KEY9999999 is registered") == true)
+        let team = try detail(keyID: "KEY0000001", team: "TEAM000002", signer: key)
+        #expect(team?.detail?.contains("belongs to team TEAM000001, the token names team TEAM000002") == true)
+        let wrongKey = try detail(keyID: "KEY0000001", team: "TEAM000001", signer: P256.Signing.PrivateKey())
+        #expect(wrongKey?.detail?.contains("the signature does not verify with key KEY0000001") == true)
+        #expect(wrongKey?.jsonBody == #"{"reason":"InvalidProviderToken"}"#)
+        #expect(wrongKey == APNsRejection(.invalidProviderToken))
+    }
 }
