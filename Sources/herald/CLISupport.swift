@@ -106,14 +106,17 @@ struct ProviderCredentialOptions: ParsableArguments {
     var team: String
 
     /// The signer of provider tokens, or a message that says what is wrong with the key.
-    func signer() throws -> ProviderTokenSigner {
-        do {
-            return try ProviderTokenSigner(keyID: keyID, teamID: team, pem: try readText(key, what: "--key"))
-        } catch let error as ValidationError {
-            throw error
-        } catch {
-            throw ValidationError("--key \(key) is not a PEM PKCS#8 P-256 private key (.p8): \(error)")
-        }
+    func signer() throws -> ProviderTokenSigner { try providerTokenSigner(key: key, keyID: keyID, team: team) }
+}
+
+/// A signer for the `--key` file, or a message that says what is wrong with it.
+func providerTokenSigner(key: String, keyID: String, team: String) throws -> ProviderTokenSigner {
+    do {
+        return try ProviderTokenSigner(keyID: keyID, teamID: team, pem: try readText(key, what: "--key"))
+    } catch let error as ValidationError {
+        throw error
+    } catch {
+        throw ValidationError("--key \(key) is not a PEM PKCS#8 P-256 private key (.p8): \(error)")
     }
 }
 

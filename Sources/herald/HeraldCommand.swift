@@ -16,6 +16,7 @@ struct HeraldCommand: AsyncParsableCommand {
               herald push send --url https://localhost:2197 --ca ./herald-data/tls/ca.pem --key key.p8 \\
                   --key-id KEYID --team TEAM123456 --topic com.example.app --token TOKEN --alert "Hello"
             """,
+        version: HeraldVersion.current,
         subcommands: [
             GatewayCommand.self, DeviceCommand.self, ProviderCommand.self, KeysCommand.self, FeedbackCommand.self, TokensCommand.self,
             DevicesCommand.self, HeldCommand.self, ReceiptsCommand.self, PushCommand.self, BenchCommand.self,
@@ -26,7 +27,7 @@ struct HeraldCommand: AsyncParsableCommand {
 /// The option every command that opens the store shares.
 struct DataDirectoryOptions: ParsableArguments {
     @Option(name: .customLong("data-dir"), help: ArgumentHelp(
-        "The gateway's data directory (database, TLS files). Created if missing.", valueName: "DIR"))
+        "The gateway's data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.", valueName: "DIR"))
     var dataDirectoryArgument: String
 
     /// The directory as an absolute path, so that the paths Herald prints work from anywhere.
@@ -34,4 +35,9 @@ struct DataDirectoryOptions: ParsableArguments {
         if dataDirectoryArgument.hasPrefix("/") { return dataDirectoryArgument }
         return URL(fileURLWithPath: dataDirectoryArgument).standardizedFileURL.path
     }
+}
+
+/// Herald's version, printed by `herald --version`.
+enum HeraldVersion {
+    static let current = "0.14.0-dev"
 }

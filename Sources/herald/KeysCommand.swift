@@ -6,7 +6,7 @@ import HeraldStore
 
 struct KeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "keys", abstract: "Manage provider signing keys.", subcommands: [Create.self, KeysListCommand.self, KeysRevokeCommand.self])
+        commandName: "keys", abstract: "Manage provider signing keys.", subcommands: [Create.self, KeysListCommand.self, KeysRevokeCommand.self, KeysJWTCommand.self])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -113,5 +113,33 @@ struct TokensCommand: AsyncParsableCommand {
             let registration = try await store.registration(of: parsed)
             print("unregistered \(parsed.hex) at \(registration?.unregisteredAtMilliseconds ?? now)")
         }
+    }
+}
+
+/// `herald keys jwt`: a provider token for clients that do not sign their own (curl).
+struct KeysJWTCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "jwt",
+        abstract: "Print a provider token (ES256 JWT) signed with a key, for curl and other clients that do not sign their own.",
+        discussion: """
+            The token is valid for an hour from now (APNs refuses older ones with ExpiredProviderToken).
+            Example:
+              JWT=$(herald keys jwt --key key.p8 --key-id KEYID --team TEAM123456)
+              curl --http2 --cacert ./herald-data/tls/ca.pem -H "authorization: bearer $JWT" -H "apns-topic: com.example.app" \\
+                  -d '{"aps":{"alert":"hi"}}' https://localhost:2197/3/device/$TOKEN
+            """)
+
+    @Option(help: ArgumentHelp("The provider's private key (PEM PKCS#8), as herald keys create wrote it.", valueName: "FILE.p8"))
+    var key: String
+
+    @Option(help: "The key's 10-character id (what herald keys create printed).")
+    var keyID: String
+
+    @Option(help: "The 10-character team id the key belongs to.")
+    var team: String
+
+    func run() throws {
+        let signer = try providerTokenSigner(key: key, keyID: keyID, team: team)
+        print(try signer.token(issuedAt: Int64(Date().timeIntervalSince1970)))
     }
 }

@@ -39,6 +39,21 @@ struct CLITests {
         #expect(ok.status == 0, "\(ok.stdout) \(ok.stderr)")
         #expect(APNsID(header: ok.stdout) != nil)
 
+        // The README's curl recipe, with the provider token herald keys jwt prints.
+        let jwt = try Herald.run(["keys", "jwt", "--key", keyPath, "--key-id", key.stdout, "--team", "TEAM123456"])
+        #expect(jwt.status == 0 && jwt.stdout.split(separator: ".").count == 3, "\(jwt.stderr)")
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        curl.arguments = ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code} %{http_version}", "--http2", "--cacert", gateway.caPath,
+                          "-H", "authorization: bearer \(jwt.stdout)", "-H", "apns-topic: com.example.app", "-d", #"{"aps":{"alert":"hi"}}"#,
+                          "https://localhost:\(gateway.providerPort)/3/device/\(token.stdout)"]
+        let curlOut = Pipe()
+        curl.standardOutput = curlOut
+        try curl.run()
+        curl.waitUntilExit()
+        #expect(String(decoding: curlOut.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) == "200 2")
+        #expect(try Herald.run(["--version"]).stdout.isEmpty == false)
+
         // The same over h2c.
         var h2c = send
         h2c[3] = "http://127.0.0.1:\(gateway.h2cPort)"
@@ -57,7 +72,7 @@ struct CLITests {
         // Metrics count what happened.
         let metrics = try await httpGet(port: gateway.adminPort, path: "/metrics")
         #expect(metrics.contains(#"herald_provider_requests_total{status="410",reason="Unregistered"} 1"#))
-        #expect(metrics.contains("herald_pushes_accepted_total 2"))
+        #expect(metrics.contains("herald_pushes_accepted_total 3"))  // two from push send, one from curl
         #expect(try await httpGet(port: gateway.adminPort, path: "/health").contains("ok"))
 
         // Many tokens from a file: one line each, a summary, exit 1 when some are rejected.
