@@ -96,27 +96,31 @@ struct ProviderCredentialOptions: ParsableArguments {
     @Option(help: ArgumentHelp("A PEM file of trusted roots (the gateway's DIR/tls/ca.pem).", valueName: "PEM"))
     var ca: String?
 
-    @Option(help: ArgumentHelp("The provider's private key (PEM PKCS#8).", valueName: "FILE.p8"))
+    @OptionGroup var signingKey: SigningKeyOptions
+
+    func signer() throws -> ProviderTokenSigner { try signingKey.signer() }
+}
+
+/// The key that signs provider tokens: `--key`, `--key-id`, `--team` (push send, provider, keys jwt).
+struct SigningKeyOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The provider's private key (PEM PKCS#8), as herald keys create wrote it.", valueName: "FILE.p8"))
     var key: String
 
-    @Option(help: "The key's 10-character id.")
+    @Option(help: "The key's 10-character id (what herald keys create printed).")
     var keyID: String
 
-    @Option(help: "The 10-character team id.")
+    @Option(help: "The 10-character team id the key belongs to.")
     var team: String
 
     /// The signer of provider tokens, or a message that says what is wrong with the key.
-    func signer() throws -> ProviderTokenSigner { try providerTokenSigner(key: key, keyID: keyID, team: team) }
-}
-
-/// A signer for the `--key` file, or a message that says what is wrong with it.
-func providerTokenSigner(key: String, keyID: String, team: String) throws -> ProviderTokenSigner {
-    do {
-        return try ProviderTokenSigner(keyID: keyID, teamID: team, pem: try readText(key, what: "--key"))
-    } catch let error as ValidationError {
-        throw error
-    } catch {
-        throw ValidationError("--key \(key) is not a PEM PKCS#8 P-256 private key (.p8): \(error)")
+    func signer() throws -> ProviderTokenSigner {
+        do {
+            return try ProviderTokenSigner(keyID: keyID, teamID: team, pem: try readText(key, what: "--key"))
+        } catch let error as ValidationError {
+            throw error
+        } catch {
+            throw ValidationError("--key \(key) is not a PEM PKCS#8 P-256 private key (.p8): \(error)")
+        }
     }
 }
 

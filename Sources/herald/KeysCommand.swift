@@ -129,17 +129,9 @@ struct KeysJWTCommand: ParsableCommand {
                   -d '{"aps":{"alert":"hi"}}' https://localhost:2197/3/device/$TOKEN
             """)
 
-    @Option(help: ArgumentHelp("The provider's private key (PEM PKCS#8), as herald keys create wrote it.", valueName: "FILE.p8"))
-    var key: String
-
-    @Option(help: "The key's 10-character id (what herald keys create printed).")
-    var keyID: String
-
-    @Option(help: "The 10-character team id the key belongs to.")
-    var team: String
+    @OptionGroup var signingKey: SigningKeyOptions
 
     func run() throws {
-        let signer = try providerTokenSigner(key: key, keyID: keyID, team: team)
-        print(try signer.token(issuedAt: Int64(Date().timeIntervalSince1970)))
+        print(try signingKey.signer().token(issuedAt: Int64(Date().timeIntervalSince1970)))
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTesting
 
 /// Runs the `herald` executable that the build put beside the test bundle.
 enum Herald {
@@ -106,8 +107,12 @@ final class DeviceProcess: @unchecked Sendable {
     let process = Process()
     private let stdout = Pipe()
     private let lock = NSLock()
-    private var lines: [[String: Any]] = []
+    private var reader: PipeLineReader!
     private var consumed = 0
+    /// The lines that are JSON objects, in order.
+    private var lines: [[String: Any]] {
+        reader.lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
 
     convenience init(dataDirectory: String, gateway: String?, ca: String?, apps: [String], extraArguments: [String] = []) throws {
         var arguments = ["device", "run", "--data-dir", dataDirectory, "--json"]
@@ -123,30 +128,14 @@ final class DeviceProcess: @unchecked Sendable {
         process.standardOutput = stdout
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let handle = stdout.fileHandleForReading
-        Thread.detachNewThread { [self] in
-            var buffer = [UInt8]()
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { return }
-                for byte in chunk {
-                    if byte == UInt8(ascii: "\n") {
-                        if let object = try? JSONSerialization.jsonObject(with: Data(buffer)) as? [String: Any] {
-                            lock.withLock { lines.append(object) }
-                        }
-                        buffer.removeAll()
-                    } else {
-                        buffer.append(byte)
-                    }
-                }
-            }
-        }
+        reader = PipeLineReader(stdout.fileHandleForReading)
     }
 
     /// The next line (after those taken) whose event is `event`; earlier lines are skipped.
     func next(_ event: String, timeout: Duration = .seconds(20)) async throws -> [String: Any] {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
+            let lines = self.lines
             let found = lock.withLock { () -> [String: Any]? in
                 while consumed < lines.count {
                     defer { consumed += 1 }
@@ -157,10 +146,10 @@ final class DeviceProcess: @unchecked Sendable {
             if let found { return found }
             try await Task.sleep(for: .milliseconds(10))
         }
-        throw GatewayProcessError.exited("no \(event) event within \(timeout); lines: \(lock.withLock { lines })")
+        throw GatewayProcessError.exited("no \(event) event within \(timeout); lines: \(lines)")
     }
 
-    var allLines: [[String: Any]] { lock.withLock { lines } }
+    var allLines: [[String: Any]] { lines }
 
     /// `signal` SIGKILL for a command that installs no handler: a child of Foundation's
     /// `Process` here starts with SIGTERM blocked.

@@ -101,10 +101,9 @@ struct InspectionTests {
     }
 
     /// `curl -N` following a server-sent event stream; its lines are collected by a thread.
-    final class SSEWatcher: @unchecked Sendable {
+    final class SSEWatcher: Sendable {
         let process = Process()
-        private let lock = NSLock()
-        private var collected: [String] = []
+        private let reader: PipeLineReader
 
         init(url: String) throws {
             let out = Pipe()
@@ -112,26 +111,10 @@ struct InspectionTests {
             process.arguments = ["curl", "-sN", url]
             process.standardOutput = out
             try process.run()
-            let handle = out.fileHandleForReading
-            Thread.detachNewThread { [self] in
-                var buffer = [UInt8]()
-                while true {
-                    let chunk = handle.availableData
-                    if chunk.isEmpty { return }
-                    for byte in chunk {
-                        if byte == UInt8(ascii: "\n") {
-                            let line = String(decoding: buffer, as: UTF8.self)
-                            lock.withLock { collected.append(line) }
-                            buffer.removeAll()
-                        } else {
-                            buffer.append(byte)
-                        }
-                    }
-                }
-            }
+            reader = PipeLineReader(out.fileHandleForReading)
         }
 
-        var lines: [String] { lock.withLock { collected } }
+        var lines: [String] { reader.lines }
         var events: [JSONValue] {
             lines.filter { $0.hasPrefix("data: ") }.compactMap { try? JSONReader.parse(Array($0.utf8.dropFirst(6))) }
         }

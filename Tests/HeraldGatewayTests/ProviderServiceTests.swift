@@ -20,6 +20,28 @@ struct ProviderServiceTests {
         return Int64(formatter.date(from: text)!.timeIntervalSince1970 * 1000)
     }
 
+    /// The in-process gateway with a key for com.example.app, a provider service (in-memory
+    /// database, English default) sending through an APNs client, and its REST API on port 0.
+    struct Stack {
+        let gateway: TestGateway
+        let signer: ProviderTokenSigner
+        let client: APNsClient
+        let service: ProviderService
+        let server: ProviderHTTPServer
+        var base: String { "http://127.0.0.1:\(server.port)" }
+
+        static func start() async throws -> Stack {
+            let gateway = try await TestGateway.start()
+            let signer = try await gateway.makeKey(team: "TEAM000001", topics: ["com.example.app"])
+            let client = APNsClient(
+                configuration: .init(host: "localhost", port: gateway.ports.providerPort, tls: ClientTLS(trustRootsPath: gateway.certificates.caCertificatePath)),
+                signer: signer, clock: gateway.clock)
+            let service = ProviderService(database: try ProviderDatabase(directory: nil), sender: client, clock: gateway.clock, defaultLanguage: "en")
+            return Stack(gateway: gateway, signer: signer, client: client, service: service,
+                         server: try await ProviderHTTPServer.start(service: service, port: 0, apiToken: ProviderServiceTests.apiToken))
+        }
+    }
+
     /// The REST API's bearer token in these tests.
     static let apiToken = "test-api-token-0123456789abcdef"
 
@@ -89,14 +111,8 @@ struct ProviderServiceTests {
 
     @Test("register, send a template localized with fallback to a user's devices, idempotent retries, prune on 410, OpenAPI served")
     func endToEnd() async throws {
-        let gateway = try await TestGateway.start()
-        let signer = try await gateway.makeKey(team: "TEAM000001", topics: ["com.example.app"])
-        let client = APNsClient(
-            configuration: .init(host: "localhost", port: gateway.ports.providerPort, tls: ClientTLS(trustRootsPath: gateway.certificates.caCertificatePath)),
-            signer: signer, clock: gateway.clock)
-        let service = ProviderService(database: try ProviderDatabase(directory: nil), sender: client, clock: gateway.clock, defaultLanguage: "en")
-        let server = try await ProviderHTTPServer.start(service: service, port: 0, apiToken: Self.apiToken)
-        let base = "http://127.0.0.1:\(server.port)"
+        let stack = try await Stack.start()
+        let (gateway, client, service, server, base) = (stack.gateway, stack.client, stack.service, stack.server, stack.base)
 
         let paris = try await Phone.start(gateway, provider: base, language: "fr-CA", zone: "America/Montreal", user: "ana")
         let madrid = try await Phone.start(gateway, provider: base, language: "es", zone: "Europe/Madrid", user: "ana")
@@ -247,14 +263,8 @@ struct ProviderServiceTests {
 
     @Test("the REST API's lists and refusals: templates listed, read and deleted (not while a schedule uses one), the wrong number of template args, a reused Idempotency-Key, a target that matches nobody, registrations filtered and paged, sends paged, a transport error in a report")
     func listsAndRefusals() async throws {
-        let gateway = try await TestGateway.start()
-        let signer = try await gateway.makeKey(team: "TEAM000001", topics: ["com.example.app"])
-        let client = APNsClient(
-            configuration: .init(host: "localhost", port: gateway.ports.providerPort, tls: ClientTLS(trustRootsPath: gateway.certificates.caCertificatePath)),
-            signer: signer, clock: gateway.clock)
-        let service = ProviderService(database: try ProviderDatabase(directory: nil), sender: client, clock: gateway.clock, defaultLanguage: "en")
-        let server = try await ProviderHTTPServer.start(service: service, port: 0, apiToken: Self.apiToken)
-        let base = "http://127.0.0.1:\(server.port)"
+        let stack = try await Stack.start()
+        let (gateway, signer, server, base) = (stack.gateway, stack.signer, stack.server, stack.base)
         defer { Task { await server.close() } }
 
         // Five registrations the gateway knows (offline devices: their pushes are stored).
