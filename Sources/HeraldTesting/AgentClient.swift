@@ -94,4 +94,16 @@ public final class AgentClient: Sendable {
     }
 
     public func close() async { try? await channel.close() }
+
+    /// Closes the write side only, as `socat` does at the end of its input; answers still arrive.
+    public func closeWrite() async throws { try await channel.close(mode: .output) }
+
+    /// Waits until the agent closes the connection.
+    public func waitUntilClosed(timeout: Duration = .seconds(15)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while channel.isActive {
+            guard ContinuousClock.now < deadline else { throw Timeout(description: "the agent did not close within \(timeout)") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
 }

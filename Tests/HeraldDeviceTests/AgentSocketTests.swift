@@ -25,6 +25,22 @@ struct AgentSocketTests {
         }
     }
 
+    @Test("an app that closes its write side after its requests (printf … | socat) gets every answer, then the agent closes")
+    func halfClosedClient() async throws {
+        let s = try await Setup()
+        let app = try await AgentClient.connect(path: s.agent.path)
+        for line in [#"{"id":1,"op":"hello","app":"com.example.app","state":"background"}"#, #"{"id":2,"op":"requestAuthorization","options":["alert","sound"]}"#,
+                     #"{"id":3,"op":"add","request":{"id":"standup","content":{"body":"Stand-up"},"trigger":{"type":"calendar","components":{"hour":9,"minute":55},"repeats":true}}}"#,
+                     #"{"id":4,"op":"pending"}"#] {
+            try await app.write(line: line)
+        }
+        try await app.closeWrite()
+        try await app.waitUntilClosed()
+        #expect(app.all.map { $0["id"] } == [.int(1), .int(2), .int(3), .int(4)])
+        #expect(app.all.allSatisfy { $0["ok"] == .bool(true) }, "\(app.all)")
+        await s.agent.close()
+    }
+
     @Test("an app over the socket: hello, authorization, categories, a scheduled request, willPresent answered, an action completed")
     func appSession() async throws {
         let s = try await Setup()

@@ -36,6 +36,10 @@ final class AgentSession: Sendable {
                 send(.object(["id": id, "ok": .bool(false), "error": .string("\(error)")]))
             }
         }
+        // The app closed its side (fully, or only for writing): once every answer written so far
+        // has gone out (writes complete in order, so an empty one completes last), close ours.
+        try? await channel.writeAndFlush(channel.allocator.buffer(capacity: 0)).get()
+        try? await channel.close()
         // The app's process went away: its callbacks have nobody to answer them.
         let (app, delegate) = bound.withLockedValue { $0 }
         if let app {

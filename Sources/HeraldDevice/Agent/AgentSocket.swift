@@ -24,6 +24,9 @@ public final class AgentSocket: Sendable {
     ) async throws -> AgentSocket {
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 64)
+            // An app that closes its write side (`printf … | socat - UNIX-CONNECT:…`) still gets
+            // an answer to every request it sent before: the session closes after answering.
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { channel in
                 let (lines, continuation) = AsyncStream.makeStream(of: String.self)
                 let backpressure = LineBackpressure(channel: channel)
@@ -138,6 +141,12 @@ final class LineForwarder: ChannelInboundHandler, Sendable {
     func channelInactive(context: ChannelHandlerContext) {
         continuation.finish()
         context.fireChannelInactive()
+    }
+
+    /// The app closed its write side: no more requests; the session answers those it has, then closes.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .inputClosed? = event as? ChannelEvent { continuation.finish() }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
