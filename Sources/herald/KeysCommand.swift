@@ -132,6 +132,6 @@ struct KeysJWTCommand: ParsableCommand {
     @OptionGroup var signingKey: SigningKeyOptions
 
     func run() throws {
-        print(try signingKey.signer().token(issuedAt: Int64(Date().timeIntervalSince1970)))
+        print(try signingKey.signer().token(issuedAt: SystemWallClock().nowMilliseconds() / 1000))
     }
 }

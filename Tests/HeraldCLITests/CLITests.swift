@@ -190,6 +190,10 @@ struct CLITests {
         let keyPath = dir + "/key.p8"
         let key = try Herald.run(["keys", "create", "--data-dir", dir, "--team", "TEAM123456", "--topic", "com.example.app", "--out", keyPath]).stdout
         let token = try Herald.run(["tokens", "create", "--data-dir", dir, "--topic", "com.example.app"]).stdout
+        let noKey = try Herald.run(["keys", "jwt", "--key", dir + "/missing.p8", "--key-id", key, "--team", "TEAM123456"])
+        #expect(noKey.status != 0 && noKey.stderr.contains("cannot read the --key file \(dir)/missing.p8"), "\(noKey.stderr)")
+        let notKey = try Herald.run(["keys", "jwt", "--key", gateway.caPath, "--key-id", key, "--team", "TEAM123456"])
+        #expect(notKey.status != 0 && notKey.stderr.contains("is not a PEM PKCS#8 P-256 private key"), "\(notKey.stderr)")
         func push(_ url: String, ca: String?) throws -> Herald.Result {
             try Herald.run(["push", "send", "--url", url, "--key", keyPath, "--key-id", key, "--team", "TEAM123456", "--topic", "com.example.app",
                             "--token", token, "--alert", "hi", "--timeout", "10"] + (ca.map { ["--ca", $0] } ?? []))
