@@ -12,7 +12,9 @@ let package = Package(
         .library(name: "HeraldGateway", targets: ["HeraldGateway"]),
         .library(name: "HeraldClient", targets: ["HeraldClient"]),
         .library(name: "HeraldDevice", targets: ["HeraldDevice"]),
+        .library(name: "HeraldProviderAPI", targets: ["HeraldProviderAPI"]),
         .library(name: "HeraldProvider", targets: ["HeraldProvider"]),
+        .library(name: "HeraldProviderServer", targets: ["HeraldProviderServer"]),
         .library(name: "HeraldTesting", targets: ["HeraldTesting"]),
         .library(name: "HeraldFuzzing", targets: ["HeraldFuzzing"]),
     ],
@@ -28,6 +30,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        .package(url: "https://github.com/hummingbird-project/swift-openapi-hummingbird.git", from: "2.1.0"),
     ],
     targets: [
         // No I/O: tokens, topics, headers, payloads, reasons, validation, ES256 provider tokens.
@@ -108,11 +113,25 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The provider service: registrations, localization, sending, pruning, its REST API.
+        // The provider service's REST API as generated from its spec, openapi.yaml (the source of
+        // truth): types and routing from swift-openapi-generator, committed with the spec as
+        // scripts/generate-openapi.sh wrote them.
+        .target(
+            name: "HeraldProviderAPI",
+            dependencies: [
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+            ],
+            exclude: ["openapi.yaml", "openapi-generator-config.yaml"],
+            // The generator's own unused-import warnings (one set per generated file), not ours.
+            swiftSettings: [.unsafeFlags(["-suppress-warnings"])]
+        ),
+        // The provider service: registrations, localization, sending, pruning, schedules, and the
+        // REST API's operations (ProviderAPI, what the generated routing calls).
         .target(
             name: "HeraldProvider",
             dependencies: [
-                "HeraldCore", "HeraldClient",
+                "HeraldCore", "HeraldClient", "HeraldProviderAPI",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -120,6 +139,19 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The provider service's HTTP server: Hummingbird 2 serving the generated API, with the
+        // bearer token, body limit and error shapes as middleware, /health, /metrics and the spec.
+        .target(
+            name: "HeraldProviderServer",
+            dependencies: [
+                "HeraldCore", "HeraldProvider", "HeraldProviderAPI",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // Test support: in-process gateway on port 0, test clock, key fixtures.
@@ -146,6 +178,7 @@ let package = Package(
             name: "herald",
             dependencies: [
                 "HeraldCore", "HeraldStore", "HeraldStoreSQLite", "HeraldGateway", "HeraldClient", "HeraldDevice", "HeraldProvider",
+                "HeraldProviderServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -173,7 +206,7 @@ let package = Package(
             name: "HeraldGatewayTests",
             dependencies: [
                 "HeraldCore", "HeraldStore", "HeraldStoreSQLite", "HeraldGateway", "HeraldClient", "HeraldDevice",
-                "HeraldProvider", "HeraldTesting", "HeraldFuzzing",
+                "HeraldProvider", "HeraldProviderServer", "HeraldProviderAPI", "HeraldTesting", "HeraldFuzzing",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
@@ -191,7 +224,9 @@ let package = Package(
 )
 
 // Herald's own targets build without warnings: every warning (a Swift 6 concurrency warning is a
-// data race the compiler could not rule out) fails the build. Dependencies are not affected.
-for target in package.targets {
+// data race the compiler could not rule out) fails the build. Dependencies are not affected, nor
+// is the code swift-openapi-generator wrote (HeraldProviderAPI: its unused-import warnings are the
+// generator's, and regenerating would undo any edit).
+for target in package.targets where target.name != "HeraldProviderAPI" {
     target.swiftSettings = (target.swiftSettings ?? []) + [.treatAllWarnings(as: .error)]
 }

@@ -33,6 +33,12 @@ public actor ProviderService {
     let clock: AlarmClock
     /// Sends, pushes by outcome, scheduled runs and their lag, registrations (`GET /metrics`).
     public nonisolated let metrics: ProviderMetrics
+
+    /// The Prometheus text exposition of ``metrics``, with the registration count read now.
+    public nonisolated func metricsExposition() throws -> [UInt8] {
+        metrics.registrations.set(Double(try database.registrationCount()))
+        return metrics.exposition()
+    }
     /// Sends under way by idempotency key, with their request's fingerprint.
     private var inFlight: [String: (fingerprint: String, task: Task<SendReport, Error>)] = [:]
     /// The schedules' plan (see ProviderScheduling.swift).

@@ -3,6 +3,8 @@ import Foundation
 import HeraldClient
 import HeraldCore
 import HeraldProvider
+import HeraldProviderServer
+import NIOConcurrencyHelpers
 import Logging
 import ServiceLifecycle
 
@@ -84,25 +86,29 @@ struct ProviderCommand: AsyncParsableCommand {
             for (topic, error) in poll.errors { printError("herald provider: feedback list of \(topic) unreadable: \(error)") }
             if !poll.pruned.isEmpty { printError("herald provider: pruned \(poll.pruned.count) token(s) from the gateway's feedback lists") }
         }
-        let server: ProviderHTTPServer
-        do { server = try await ProviderHTTPServer.start(service: service, host: host, port: port, apiToken: apiToken) } catch {
-            throw ValidationError("cannot listen on \(host):\(port): \(error)")
-        }
         let tokenPathJSON = String(decoding: try JSONEncoder().encode(tokenPath), as: UTF8.self)
-        printLineFlushed(#"{"api_token_file":\#(tokenPathJSON),"port":\#(server.port)}"#)
+        let listening = NIOLockedValueBox(false)  // whether the REST API got as far as listening
+        let api = try ProviderHTTP.application(service: service, host: host, port: port, apiToken: apiToken) { port in
+            listening.withLockedValue { $0 = true }
+            printLineFlushed(#"{"api_token_file":\#(tokenPathJSON),"port":\#(port)}"#)
+        }
         var logger = Logger(label: "herald.provider")
         logger.logLevel = .warning
+        // Shut down in reverse order: the REST API stops accepting and finishes the requests under
+        // way first, then the runner stops the schedules and closes the gateway connections.
         let group = ServiceGroup(configuration: .init(
-            services: [ProviderRunner(server: server, service: service, client: client)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
+            services: [ProviderRunner(service: service, client: client), api], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        do { try await group.run() } catch where !listening.withLockedValue({ $0 }) {
+            throw ValidationError("cannot listen on \(host):\(port) (--port, --host): \(error)")
+        }
     }
 }
 
-/// `herald provider` as a service: it serves until SIGTERM or SIGINT, then stops accepting,
-/// lets the requests under way finish (a send completes and records its report), lets scheduled
-/// runs under way finish and records them, and closes its gateway connections.
+/// `herald provider`'s own work as a service: at SIGTERM or SIGINT (after the REST API has
+/// stopped accepting and finished its requests: a send completes and records its report), it
+/// stops polling feedback and scheduling, lets scheduled runs under way finish and records them,
+/// and closes its gateway connections.
 private struct ProviderRunner: Service {
-    let server: ProviderHTTPServer
     let service: ProviderService
     let client: APNsClient
 
@@ -110,7 +116,6 @@ private struct ProviderRunner: Service {
         try? await gracefulShutdown()
         await service.stopFeedbackPolling()
         await service.stopSchedules()
-        await server.close()
         await service.settle()
         await client.close()
     }

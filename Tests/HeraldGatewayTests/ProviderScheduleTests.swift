@@ -3,6 +3,7 @@ import HeraldClient
 import HeraldCore
 import HeraldDevice
 import HeraldProvider
+import HeraldProviderServer
 import HeraldTesting
 import NIOConcurrencyHelpers
 import Testing

@@ -1,0 +1,219 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldProvider
+import HeraldProviderAPI
+import Hummingbird
+import Logging
+import NIOCore
+import OpenAPIHummingbird
+import OpenAPIRuntime
+import ServiceLifecycle
+
+/// The provider service's REST API: Hummingbird 2 serving the operations generated from
+/// `openapi.yaml` (``ProviderAPI``), behind middleware for the error shape, the bearer token and
+/// the body limit; `/health`, `/metrics` and the spec (`/openapi.yaml`, `/openapi.json`) beside them.
+public enum ProviderHTTP {
+    /// The largest request body the REST API reads: 1 MiB.
+    public static let maximumBody = 1 << 20
+
+    static let unauthorized = ProviderError(
+        401, "every /v1 request and /metrics need the header Authorization: Bearer <token> (the token is in the provider's api-token file)")
+
+    /// The router: every `/v1/…` request and `/metrics` need `Authorization: Bearer <apiToken>`;
+    /// `/health` and the spec are public.
+    public static func router(service: ProviderService, apiToken: String) throws -> Router<BasicRequestContext> {
+        let router = Router()
+        router.add(middleware: ErrorShapeMiddleware())
+        router.add(middleware: BearerTokenMiddleware(apiToken: apiToken))
+        router.add(middleware: BodyLimitMiddleware(maximum: maximumBody))
+        router.get("health") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: #"{"status":"ok"}"#)))
+        }
+        router.get("openapi.json") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.json)))
+        }
+        router.get("openapi.yaml") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.yaml)))
+        }
+        router.get("metrics") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(bytes: try service.metricsExposition())))
+        }
+        try ProviderAPI(service: service).registerHandlers(
+            on: router, configuration: Configuration(dateTranscoder: ProviderAPI.dates, jsonEncodingOptions: [.sortedKeys, .withoutEscapingSlashes]),
+            middlewares: [QueryParameterCheck()])
+        return router
+    }
+
+    /// The REST API as a service of a ServiceGroup: it stops accepting at graceful shutdown and
+    /// lets the requests under way finish (a send completes and records its report). A connection
+    /// silent for `idleTimeout` is closed.
+    public static func application(
+        service: ProviderService, host: String = "127.0.0.1", port: Int, apiToken: String, idleTimeout: TimeAmount = .seconds(60),
+        logger: Logger = Logger(label: "herald.provider.http"), onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) throws -> some ApplicationProtocol {
+        var quiet = logger
+        if quiet.logLevel < .warning { quiet.logLevel = .warning }
+        return Application(
+            router: try router(service: service, apiToken: apiToken),
+            server: .http1(configuration: .init(idleTimeout: idleTimeout)),
+            configuration: .init(address: .hostname(host, port: port), serverName: "herald-provider", reuseAddress: true),
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
+            logger: quiet)
+    }
+}
+
+/// The REST API started on its own (for tests and tools that need the port): ``start(service:host:port:apiToken:idleTimeout:)``
+/// returns once it listens; ``close()`` shuts it down gracefully.
+public final class ProviderHTTPServer: Sendable {
+    public let port: Int
+    private let group: ServiceGroup
+    private let running: Task<Void, Error>
+
+    private init(port: Int, group: ServiceGroup, running: Task<Void, Error>) {
+        (self.port, self.group, self.running) = (port, group, running)
+    }
+
+    public static func start(
+        service: ProviderService, host: String = "127.0.0.1", port: Int, apiToken: String, idleTimeout: TimeAmount = .seconds(60)
+    ) async throws -> ProviderHTTPServer {
+        let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
+        let application = try ProviderHTTP.application(
+            service: service, host: host, port: port, apiToken: apiToken, idleTimeout: idleTimeout,
+            onServerRunning: { port in
+                portSink.yield(port)
+                portSink.finish()
+            })
+        var logger = Logger(label: "herald.provider.http")
+        logger.logLevel = .critical
+        let group = ServiceGroup(configuration: .init(services: [application], logger: logger))
+        let running = Task {
+            defer { portSink.finish() }
+            try await group.run()
+        }
+        var iterator = ports.makeAsyncIterator()
+        guard let bound = await iterator.next() else {
+            // It stopped before listening: its error says why (such as the port in use).
+            try await running.value
+            throw ProviderError(500, "the REST API stopped before listening on \(host):\(port)")
+        }
+        return ProviderHTTPServer(port: bound, group: group, running: running)
+    }
+
+    /// Stops accepting connections, then waits for the requests being answered.
+    public func close() async {
+        await group.triggerGracefulShutdown()
+        _ = try? await running.value
+    }
+}
+
+/// Every error as `{"error": "…"}` with its status: the service's refusals (``ProviderError``),
+/// what the generated decoding refuses (400 naming the field), the router's (404, 413), and an
+/// unexpected error as a 500 that names it.
+struct ErrorShapeMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch {
+            let (status, message) = Self.describe(error, request: request)
+            if status >= 500 { context.logger.error("\(request.method) \(request.uri.path): \(message)") }
+            var headers: HTTPFields = [.contentType: "application/json"]
+            if status == 401 { headers[.wwwAuthenticate] = #"Bearer realm="herald""# }
+            if status == 413 { headers[.connection] = "close" }
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.withoutEscapingSlashes]
+            let body = try encoder.encode(["error": message])
+            return Response(status: .init(code: status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        }
+    }
+
+    static func describe(_ error: any Error, request: Request) -> (Int, String) {
+        switch error {
+        case let error as ProviderError:
+            return (error.status, error.message)
+        case let error as ServerError:
+            if let underlying = error.underlyingError as? ProviderError { return (underlying.status, underlying.message) }
+            if let decoding = error.underlyingError as? DecodingError {
+                return (400, ProviderAPIErrors.describe(decoding))
+            }
+            let status = Int(error.httpStatus.code)
+            if status == 415 { return (415, "the body must be JSON (Content-Type: application/json)") }
+            return (status, status >= 500 ? "\(error.causeDescription): \(error.underlyingError)" : "\(error.causeDescription)")
+        case let error as HTTPError:
+            switch error.status {
+            case .notFound: return (404, "no route \(request.method) \(request.uri.path) (see /openapi.json)")
+            case .contentTooLarge: return (413, "the body is larger than \(ProviderHTTP.maximumBody) bytes")
+            default: return (Int(error.status.code), error.body ?? error.status.reasonPhrase)
+            }
+        default:
+            return (500, "\(error)")
+        }
+    }
+}
+
+/// `Authorization: Bearer <token>` on every `/v1/…` request and `/metrics`, compared in constant time.
+struct BearerTokenMiddleware<Context: RequestContext>: RouterMiddleware {
+    let apiToken: String
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let path = request.uri.path
+        if path.hasPrefix("/v1/") || path == "/v1" || path == "/metrics" {
+            guard let header = request.headers[.authorization], header.count > 7, header.prefix(7).lowercased() == "bearer ",
+                  SecretComparison.equal(header.dropFirst(7).trimmingCharacters(in: .whitespaces), apiToken) else {
+                throw ProviderHTTP.unauthorized
+            }
+        }
+        return try await next(request, context)
+    }
+}
+
+/// Reads a request's body whole, up to `maximum` bytes (413 beyond, before reading it when its
+/// Content-Length says so). A JSON body sent without a Content-Type, or with curl's default for
+/// `-d` (`application/x-www-form-urlencoded`), is read as JSON, as the API always did.
+struct BodyLimitMiddleware<Context: RequestContext>: RouterMiddleware {
+    let maximum: Int
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > maximum {
+            throw HTTPError(.contentTooLarge)
+        }
+        var request = request
+        let body = try await request.collectBody(upTo: maximum)
+        let type = request.headers[.contentType]?.lowercased()
+        if body.readableBytes > 0, type == nil || type?.hasPrefix("application/x-www-form-urlencoded") == true {
+            var head = request.head
+            head.headerFields[.contentType] = "application/json"
+            request = Request(head: head, body: .init(buffer: body))
+        }
+        return try await next(request, context)
+    }
+}
+
+/// Refuses a query parameter an operation does not take, naming those it does (a typo such as
+/// `?users=` would otherwise list everything), and a number parameter that is not one, naming it.
+struct QueryParameterCheck: ServerMiddleware {
+    func intercept(
+        _ request: HTTPRequest, body: HTTPBody?, metadata: ServerRequestMetadata, operationID: String,
+        next: @Sendable (HTTPRequest, HTTPBody?, ServerRequestMetadata) async throws -> (HTTPResponse, HTTPBody?)
+    ) async throws -> (HTTPResponse, HTTPBody?) {
+        let known = OpenAPIDocument.queryParameters[operationID] ?? [:]
+        if let query = request.path?.split(separator: "?", maxSplits: 1).dropFirst().first {
+            for pair in query.split(separator: "&") {
+                let raw = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)[0]
+                let name = String(raw).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(raw)
+                guard let type = known[name] else {
+                    throw ProviderError(
+                        400, "unknown parameter \(name.prefix(64))" + (known.isEmpty ? "" : "; this list takes \(known.keys.sorted().joined(separator: ", "))"))
+                }
+                let value = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).dropFirst().first.map(String.init) ?? ""
+                let valid = switch type {
+                case "integer": Int(value) != nil
+                case "number": Double(value).map(\.isFinite) ?? false
+                default: true
+                }
+                guard valid else { throw ProviderError(400, "\(name) must be \(type == "integer" ? "an integer" : "a number"), not \"\(value.prefix(64))\"") }
+            }
+        }
+        return try await next(request, body, metadata)
+    }
+}

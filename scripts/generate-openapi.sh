@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Regenerates the provider API's Swift code from its spec, Sources/HeraldProviderAPI/openapi.yaml
+# (the source of truth). Run it after editing the spec and commit what it writes:
+#   Sources/HeraldProviderAPI/Generated/Types.swift, Server.swift   (swift-openapi-generator)
+#   Sources/HeraldProviderAPI/Generated/OpenAPIDocument.swift        (the spec itself, as YAML and as JSON,
+#                                                                     and each operation's query parameters)
+# The generator is built once into .build/openapi-generator (about 2 minutes the first time).
+# The build does not run the generator: the generated code is committed, so building Herald does
+# not pay for it. `scripts/generate-openapi.sh --check` (CI runs it) generates into a temporary
+# directory and fails when the committed code differs: someone edited the spec and forgot.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+api=Sources/HeraldProviderAPI
+version=1.14.3
+tool=.build/openapi-generator
+if [ ! -x "$tool/.build/release/swift-openapi-generator" ]; then
+  mkdir -p "$tool"
+  cat > "$tool/Package.swift" <<SWIFT
+// swift-tools-version: 6.0
+import PackageDescription
+let package = Package(name: "openapi-generator-tool", dependencies: [
+    .package(url: "https://github.com/apple/swift-openapi-generator.git", exact: "$version"),
+], targets: [])
+SWIFT
+  (cd "$tool" && swift build -c release --product swift-openapi-generator)
+fi
+python3 -c 'import yaml' 2>/dev/null || python3 -m pip install -q --disable-pip-version-check pyyaml
+out="$api/Generated"
+[ "${1:-}" = --check ] && out=$(mktemp -d /tmp/herald-openapi.XXXXXX)
+"$tool/.build/release/swift-openapi-generator" generate "$api/openapi.yaml" \
+  --config "$api/openapi-generator-config.yaml" --output-directory "$out" >/dev/null
+python3 "$root/scripts/openapi-document.py" "$api/openapi.yaml" > "$out/OpenAPIDocument.swift"
+if [ "${1:-}" = --check ]; then
+  if ! diff -r "$out" "$api/Generated"; then
+    echo "the committed $api/Generated is not what $api/openapi.yaml generates: run scripts/generate-openapi.sh and commit" >&2
+    exit 1
+  fi
+  echo "$api/Generated is current with $api/openapi.yaml"
+else
+  echo "generated $api/Generated from $api/openapi.yaml"
+fi
