@@ -3,7 +3,7 @@
 # (the source of truth). Run it after editing the spec and commit what it writes:
 #   Sources/HeraldProviderAPI/Generated/Types.swift, Server.swift   (swift-openapi-generator)
 #   Sources/HeraldProviderAPI/Generated/OpenAPIDocument.swift        (the spec itself, as YAML and as JSON,
-#                                                                     and each operation's query parameters)
+#                                                                     the server checks requests against)
 # The generator is built once into .build/openapi-generator (about 2 minutes the first time).
 # The build does not run the generator: the generated code is committed, so building Herald does
 # not pay for it. `scripts/generate-openapi.sh --check` (CI runs it) generates into a temporary

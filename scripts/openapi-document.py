@@ -1,5 +1,5 @@
-"""Writes OpenAPIDocument.swift: the spec as YAML (the file's bytes) and as JSON, and each
-operation's query parameters (the server refuses others, naming those it takes).
+"""Writes OpenAPIDocument.swift: the spec as YAML (the file's bytes) and as JSON (what the server
+serves at /openapi.json and checks requests against, ProviderSpec).
 Used by scripts/generate-openapi.sh and by the test that checks the committed file is current."""
 import json, sys
 import yaml
@@ -7,22 +7,6 @@ import yaml
 path = sys.argv[1]
 text = open(path, encoding="utf-8").read()
 document = yaml.safe_load(text)
-
-def resolve(parameter):
-    ref = parameter.get("$ref")
-    if ref:
-        name = ref.rsplit("/", 1)[-1]
-        return document["components"]["parameters"][name]
-    return parameter
-
-queries = {}
-for path_item in document["paths"].values():
-    shared = [resolve(p) for p in path_item.get("parameters", [])]
-    for method, operation in path_item.items():
-        if method == "parameters":
-            continue
-        parameters = shared + [resolve(p) for p in operation.get("parameters", [])]
-        queries[operation["operationId"]] = sorted((p["name"], p.get("schema", {}).get("type", "string")) for p in parameters if p["in"] == "query")
 
 def swift_string(value):
     # A raw string literal with enough # that nothing inside ends it.
@@ -42,12 +26,7 @@ lines = [
     "",
     "    /// The same document as JSON (served at `/openapi.json`).",
     "    public static let json = " + swift_string(as_json).replace("\n", "\n    "),
+    "}",
     "",
-    "    /// Each operation's query parameters and their types (string, integer, number), by operationId.",
-    "    public static let queryParameters: [String: [String: String]] = [",
 ]
-for operation in sorted(queries):
-    names = ", ".join(f"{json.dumps(n)}: {json.dumps(t)}" for n, t in queries[operation]) or ":"
-    lines.append(f"        {json.dumps(operation)}: [{names}],")
-lines += ["    ]", "}", ""]
 sys.stdout.write("\n".join(lines))

@@ -21,3 +21,7 @@ fi
 # The independent clients of the compatibility and attack suites.
 python3 -c 'import httpx, h2, hyperframe, cryptography' 2>/dev/null ||
   python3 -m pip install -q --disable-pip-version-check 'httpx[http2]' cryptography
+# schemathesis checks the provider's REST API against its spec (scripts/schemathesis.sh);
+# PyYAML reads the spec (scripts/generate-openapi.sh).
+command -v schemathesis >/dev/null && python3 -c 'import yaml' 2>/dev/null ||
+  python3 -m pip install -q --disable-pip-version-check 'schemathesis>=4,<5' pyyaml

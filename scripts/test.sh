@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: every Swift test (unit, in-process gateway over real sockets, the CLI as
 # child processes), the independent-client compatibility checks (curl, Python httpx), then the
-# attack suite (raw HTTP/2 and WebSocket frames, forged tokens, silent peers, hostile payloads).
+# attack suite (raw HTTP/2 and WebSocket frames, forged tokens, silent peers, hostile payloads),
+# and schemathesis against the provider's REST API and its spec.
 # Installs what it needs first (scripts/test-deps.sh: Debian and PyPI packages this machine lacks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,3 +14,5 @@ swift test --skip-build
 python3 Tests/compat/compat.py "$(swift build --show-bin-path)/herald"
 # The attack suite: hostile peers against a running gateway and device (docs/security.md).
 python3 Tests/attack/attack.py "$(swift build --show-bin-path)/herald"
+# The provider's REST API against its own spec, from outside (docs/provider.md).
+scripts/schemathesis.sh "$(swift build --show-bin-path)/herald"

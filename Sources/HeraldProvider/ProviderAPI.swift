@@ -213,8 +213,7 @@ extension ProviderAPI {
         return try values.map { value in
             switch value {
             case .case1(let text): return try bounded(text, name, maximumBytes: 4096) ?? text
-            case .case2(let integer): return String(integer)
-            case .case3(let number): return LocalizedFormat.argument(.double(number))
+            case .case2(let number): return LocalizedFormat.argument(.double(number))
             }
         }
     }
@@ -403,8 +402,8 @@ public struct InstantTranscoder: DateTranscoder {
     }
 }
 
-/// What the REST API makes of a request body, without a server: the same decoding (the types
-/// generated from the spec) and the same checks as `POST /v1/sends` and `POST /v1/schedules`
+/// What the REST API makes of a request body, without a server: the same checks against the spec
+/// (``ProviderSpec``), the same decoding (the types generated from it) and the same checks as `POST /v1/sends` and `POST /v1/schedules`
 /// (for fuzzing and tools). Throws ``ProviderError`` (400) for what the API answers 400.
 public enum ProviderRequestBodies {
     static func decode<T: Decodable>(_ type: T.Type, _ body: [UInt8]) throws -> T {
@@ -418,10 +417,12 @@ public enum ProviderRequestBodies {
     }
 
     public static func send(_ body: [UInt8]) throws -> SendRequest {
-        try ProviderAPI.sendRequest(try decode(Components.Schemas.SendInput.self, body))
+        try ProviderSpec.current.checkBody("send", body)
+        return try ProviderAPI.sendRequest(try decode(Components.Schemas.SendInput.self, body))
     }
 
     public static func schedule(_ body: [UInt8]) throws -> (SendRequest, ScheduleTiming) {
+        try ProviderSpec.current.checkBody("createSchedule", body)
         let input = try decode(Components.Schemas.ScheduleInput.self, body)
         return (try ProviderAPI.sendRequest(input.value1), try ProviderAPI.timing(input.value2))
     }

@@ -41,7 +41,7 @@ public enum ProviderHTTP {
         }
         try ProviderAPI(service: service).registerHandlers(
             on: router, configuration: Configuration(dateTranscoder: ProviderAPI.dates, jsonEncodingOptions: [.sortedKeys, .withoutEscapingSlashes]),
-            middlewares: [QueryParameterCheck()])
+            middlewares: [SpecCheck()])
         return router
     }
 
@@ -189,31 +189,32 @@ struct BodyLimitMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 }
 
-/// Refuses a query parameter an operation does not take, naming those it does (a typo such as
-/// `?users=` would otherwise list everything), and a number parameter that is not one, naming it.
-struct QueryParameterCheck: ServerMiddleware {
+/// Checks each request against the spec before the generated code decodes it
+/// (``ProviderSpec``): query parameters the operation does not take, values and bodies its
+/// schemas do not allow, and bodies that are not strict JSON are refused with a 400 naming the
+/// field and what it must be.
+struct SpecCheck: ServerMiddleware {
+    let spec = ProviderSpec.current
+
     func intercept(
         _ request: HTTPRequest, body: HTTPBody?, metadata: ServerRequestMetadata, operationID: String,
         next: @Sendable (HTTPRequest, HTTPBody?, ServerRequestMetadata) async throws -> (HTTPResponse, HTTPBody?)
     ) async throws -> (HTTPResponse, HTTPBody?) {
-        let known = OpenAPIDocument.queryParameters[operationID] ?? [:]
         if let query = request.path?.split(separator: "?", maxSplits: 1).dropFirst().first {
-            for pair in query.split(separator: "&") {
-                let raw = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)[0]
-                let name = String(raw).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(raw)
-                guard let type = known[name] else {
-                    throw ProviderError(
-                        400, "unknown parameter \(name.prefix(64))" + (known.isEmpty ? "" : "; this list takes \(known.keys.sorted().joined(separator: ", "))"))
-                }
-                let value = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).dropFirst().first.map(String.init) ?? ""
-                let valid = switch type {
-                case "integer": Int(value) != nil
-                case "number": Double(value).map(\.isFinite) ?? false
-                default: true
-                }
-                guard valid else { throw ProviderError(400, "\(name) must be \(type == "integer" ? "an integer" : "a number"), not \"\(value.prefix(64))\"") }
+            func decode(_ text: Substring) -> String {
+                let spaced = text.replacingOccurrences(of: "+", with: " ")
+                return spaced.removingPercentEncoding ?? spaced
             }
+            let pairs = query.split(separator: "&").map { pair in
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                return (name: decode(parts[0]), value: parts.count > 1 ? decode(parts[1]) : "")
+            }
+            try spec.checkQuery(operationID, pairs)
         }
-        return try await next(request, body, metadata)
+        guard let body, spec.operations[operationID]?.body != nil else { return try await next(request, body, metadata) }
+        // The body is already whole and at most ProviderHTTP.maximumBody (BodyLimitMiddleware).
+        let bytes = try await [UInt8](collecting: body, upTo: ProviderHTTP.maximumBody)
+        try spec.checkBody(operationID, bytes)
+        return try await next(request, HTTPBody(bytes), metadata)
     }
 }

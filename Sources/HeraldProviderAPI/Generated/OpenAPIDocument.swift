@@ -71,8 +71,7 @@ public enum OpenAPIDocument {
             "200":
               description: the document
               content:
-                application/yaml:
-                  schema: {type: string}
+                application/yaml: {}
       /v1/registrations:
         get:
           operationId: listRegistrations
@@ -417,9 +416,9 @@ public enum OpenAPIDocument {
           type: object
           required: [token, topic, language, timeZone]
           properties:
-            token: {type: string, description: "device token, hex"}
-            topic: {type: string}
-            language: {type: string, description: "BCP 47, e.g. fr-CA"}
+            token: {type: string, description: "device token, hex", pattern: "^([0-9a-fA-F]{2})+$", maxLength: 200}
+            topic: {type: string, description: "the app's bundle id", pattern: "^[!-~]+$", maxLength: 255}
+            language: {type: string, description: "BCP 47, e.g. fr-CA", pattern: "^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$"}
             timeZone: {type: string, description: "IANA, e.g. Europe/Paris"}
             userId: {type: string}
             tags: {type: array, items: {type: string}}
@@ -499,7 +498,6 @@ public enum OpenAPIDocument {
           description: a format argument; a number is written as text
           oneOf:
             - {type: string}
-            - {type: integer, format: int64}
             - {type: number}
         SendInput:
           type: object
@@ -734,11 +732,7 @@ public enum OpenAPIDocument {
               "200": {
                 "description": "the document",
                 "content": {
-                  "application/yaml": {
-                    "schema": {
-                      "type": "string"
-                    }
-                  }
+                  "application/yaml": {}
                 }
               }
             }
@@ -1564,14 +1558,20 @@ public enum OpenAPIDocument {
             "properties": {
               "token": {
                 "type": "string",
-                "description": "device token, hex"
+                "description": "device token, hex",
+                "pattern": "^([0-9a-fA-F]{2})+$",
+                "maxLength": 200
               },
               "topic": {
-                "type": "string"
+                "type": "string",
+                "description": "the app's bundle id",
+                "pattern": "^[!-~]+$",
+                "maxLength": 255
               },
               "language": {
                 "type": "string",
-                "description": "BCP 47, e.g. fr-CA"
+                "description": "BCP 47, e.g. fr-CA",
+                "pattern": "^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$"
               },
               "timeZone": {
                 "type": "string",
@@ -1807,10 +1807,6 @@ public enum OpenAPIDocument {
             "oneOf": [
               {
                 "type": "string"
-              },
-              {
-                "type": "integer",
-                "format": "int64"
               },
               {
                 "type": "number"
@@ -2206,31 +2202,4 @@ public enum OpenAPIDocument {
       }
     }
     """##
-
-    /// Each operation's query parameters and their types (string, integer, number), by operationId.
-    public static let queryParameters: [String: [String: String]] = [
-        "cancelSchedule": [:],
-        "createSchedule": [:],
-        "deleteRegistration": [:],
-        "deleteTemplate": [:],
-        "getRegistration": [:],
-        "getSchedule": [:],
-        "getSend": [:],
-        "getTemplate": [:],
-        "health": [:],
-        "listRegistrations": ["after": "string", "language": "string", "limit": "integer", "tag": "string", "topic": "string", "user": "string", "zone": "string"],
-        "listSchedules": ["state": "string"],
-        "listSends": ["after": "string", "limit": "integer", "scheduleId": "string"],
-        "listTemplates": ["after": "string", "limit": "integer"],
-        "metrics": [:],
-        "openapiJSON": [:],
-        "openapiYAML": [:],
-        "planSchedule": ["hours": "number"],
-        "pollFeedback": [:],
-        "putTemplate": [:],
-        "register": [:],
-        "scheduleReceipts": [:],
-        "send": [:],
-        "sendReceipts": [:],
-    ]
 }

@@ -39,6 +39,8 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/RegistrationInput/token`.
             public var token: Swift.String
+            /// the app's bundle id
+            ///
             /// - Remark: Generated from `#/components/schemas/RegistrationInput/topic`.
             public var topic: Swift.String
             /// BCP 47, e.g. fr-CA
@@ -57,7 +59,7 @@ extension Components {
             ///
             /// - Parameters:
             ///   - token: device token, hex
-            ///   - topic:
+            ///   - topic: the app's bundle id
             ///   - language: BCP 47, e.g. fr-CA
             ///   - timeZone: IANA, e.g. Europe/Paris
             ///   - userId:
@@ -461,9 +463,7 @@ extension Components {
             /// - Remark: Generated from `#/components/schemas/FormatArgument/case1`.
             case case1(Swift.String)
             /// - Remark: Generated from `#/components/schemas/FormatArgument/case2`.
-            case case2(Swift.Int64)
-            /// - Remark: Generated from `#/components/schemas/FormatArgument/case3`.
-            case case3(Swift.Double)
+            case case2(Swift.Double)
             public init(from decoder: any Swift.Decoder) throws {
                 var errors: [any Swift.Error] = []
                 do {
@@ -474,12 +474,6 @@ extension Components {
                 }
                 do {
                     self = .case2(try decoder.decodeFromSingleValueContainer())
-                    return
-                } catch {
-                    errors.append(error)
-                }
-                do {
-                    self = .case3(try decoder.decodeFromSingleValueContainer())
                     return
                 } catch {
                     errors.append(error)
@@ -495,8 +489,6 @@ extension Components {
                 case let .case1(value):
                     try encoder.encodeToSingleValueContainer(value)
                 case let .case2(value):
-                    try encoder.encodeToSingleValueContainer(value)
-                case let .case3(value):
                     try encoder.encodeToSingleValueContainer(value)
                 }
             }
