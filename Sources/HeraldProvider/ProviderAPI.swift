@@ -21,7 +21,7 @@ public struct ProviderAPI: APIProtocol {
         let q = input.query
         let filter = RegistrationFilter(topic: q.topic, user: q.user, tag: q.tag, language: q.language, zone: q.zone)
         let limit = try Self.limit(q.limit)
-        let page = try service.database.registrations(filter, after: q.after?.lowercased(), limit: limit)
+        let page = try await service.database.registrations(filter, after: q.after?.lowercased(), limit: limit)
         return .ok(.init(body: .json(.init(items: page.map(Self.registration), next: page.count == limit ? page.last?.token : nil))))
     }
 
@@ -36,7 +36,7 @@ public struct ProviderAPI: APIProtocol {
 
     public func getRegistration(_ input: Operations.GetRegistration.Input) async throws -> Operations.GetRegistration.Output {
         let token = input.path.token
-        guard let r = try service.database.registration(token: token.lowercased()) else {
+        guard let r = try await service.database.registration(token: token.lowercased()) else {
             throw ProviderError(404, "no registration for token \(token)")
         }
         return .ok(.init(body: .json(Self.registration(r))))
@@ -51,7 +51,7 @@ public struct ProviderAPI: APIProtocol {
 
     public func listTemplates(_ input: Operations.ListTemplates.Input) async throws -> Operations.ListTemplates.Output {
         let limit = try Self.limit(input.query.limit)
-        let page = try service.database.templates(after: input.query.after, limit: limit)
+        let page = try await service.database.templates(after: input.query.after, limit: limit)
         return .ok(.init(body: .json(.init(items: page.map(Self.template), next: page.count == limit ? page.last?.id : nil))))
     }
 
@@ -85,10 +85,10 @@ public struct ProviderAPI: APIProtocol {
     public func listSends(_ input: Operations.ListSends.Input) async throws -> Operations.ListSends.Output {
         let q = input.query
         let limit = try Self.limit(q.limit)
-        if let after = q.after, try !service.database.sendExists(id: after) {
+        if let after = q.after, try await !service.database.sendExists(id: after) {
             throw ProviderError(400, "after must be the id of a send (the previous page's next)")
         }
-        let page = try service.database.sends(after: q.after, scheduleID: q.scheduleId, limit: limit)
+        let page = try await service.database.sends(after: q.after, scheduleID: q.scheduleId, limit: limit)
         let items = page.map { s in
             Components.Schemas.SendSummary(
                 id: s.id, createdAt: s.createdAt, state: .init(rawValue: s.state.rawValue) ?? .done,
