@@ -376,4 +376,54 @@ struct ProviderServiceTests {
         #expect(text.contains(#"herald_provider_sends_total{origin="api"} 4"#))
         try await gateway.stop()
     }
+
+    @Test("the spec is the source of truth: /openapi.yaml is the committed file, /openapi.json the same document; requests are checked against it before decoding, with errors that name the field; every error is {\"error\": …}")
+    func specFirst() async throws {
+        let stack = try await Stack.start()
+        let base = stack.base
+
+        // The file the server was generated from, served as written, and the same document as JSON.
+        let specFile = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Sources/HeraldProviderAPI/openapi.yaml")
+        let onDisk = try String(contentsOf: specFile, encoding: .utf8)
+        let (yaml, yamlResponse) = try await URLSession.shared.data(from: URL(string: base + "/openapi.yaml")!)
+        #expect((yamlResponse as! HTTPURLResponse).statusCode == 200)
+        #expect(String(decoding: yaml, as: UTF8.self) == onDisk.trimmingCharacters(in: .newlines),
+                "OpenAPIDocument.swift is stale: run scripts/generate-openapi.sh")
+        let json = try await Self.http("GET", base + "/openapi.json")
+        #expect(json.json?["info"]?["title"]?.stringValue == "Herald provider service")
+        #expect(ProviderSpec.current.operations.count == 23)
+
+        func error(_ method: String, _ path: String, _ body: String? = nil, headers: [String: String] = [:]) async throws -> (Int, String) {
+            let answer = try await Self.http(method, base + path, body, headers: headers)
+            return (answer.status, answer.json?["error"]?.stringValue ?? "no error field in \(String(describing: answer.json))")
+        }
+        // Bodies: strict JSON, types, required fields, enums, bounds, named by their path.
+        let comma = try await error("POST", "/v1/sends", #"{"to":{"token":"00"},"badge":1,}"#)
+        #expect(comma.0 == 400 && comma.1.hasPrefix("the body must be a JSON object (RFC 8259): ") && comma.1.contains("byte"), "\(comma)")
+        #expect(try await error("POST", "/v1/sends", #"{"to":{"token":"00"},"badge":1e300}"#) == (400, #""badge" must be an integer"#))
+        #expect(try await error("POST", "/v1/sends", #"{"to":{"token":"00"},"badge":-1}"#) == (400, #""badge" must be at least 0 and at most 2147483647"#))
+        #expect(try await error("POST", "/v1/sends", #"{"alert":{"body":"hi"}}"#) == (400, #""to" is required"#))
+        #expect(try await error("POST", "/v1/sends", #"{"to":{"token":"00"},"template":{"id":"t","args":["a",null]}}"#)
+            == (400, #""template.args[1]" must be a string or a number"#))
+        #expect(try await error("POST", "/v1/schedules", #"{"to":{"token":"00"},"alert":{"body":"hi"},"time":"09:00","repeat":"yearly"}"#)
+            == (400, #""repeat" must be one of once, daily, weekly, monthly"#))
+        #expect(try await error("POST", "/v1/registrations", #"{"token":"00","topic":"com.example.app","language":"en","timeZone":"UTC","tags":["a",7]}"#)
+            == (400, #""tags[1]" must be a string"#))
+        #expect(try await error("POST", "/v1/sends", "[]") == (400, "the body must be a JSON object (RFC 8259)"))
+        #expect(try await error("POST", "/v1/sends", #"{"to":{"token":"00"},"badge":1}"#, headers: ["content-type": "text/csv"]).0 == 415)
+        // Query parameters: undeclared ones refused, numbers checked.
+        #expect(try await error("GET", "/v1/registrations?users=ana") == (400, "unknown parameter users; this list takes after, language, limit, tag, topic, user, zone"))
+        #expect(try await error("GET", "/v1/templates?limit=ten") == (400, #"limit must be an integer, not "ten""#))
+        #expect(try await error("GET", "/v1/templates?limit=1001") == (400, "limit must be at most 1000 and at least 1"))
+        #expect(try await error("GET", "/v1/schedules/x/plan?hours=0").0 == 400)
+        // The router's own refusals have the same shape.
+        #expect(try await error("GET", "/v1/nothing-here") == (404, "no route GET /v1/nothing-here (see /openapi.json)"))
+        let patch = try await error("PATCH", "/v1/templates/x")
+        #expect(patch == (404, "no route PATCH /v1/templates/x (see /openapi.json)"))
+
+        await stack.server.close()
+        await stack.client.close()
+        try await stack.gateway.stop()
+    }
 }
