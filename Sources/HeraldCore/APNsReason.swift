@@ -89,6 +89,30 @@ public struct APNsReason: RawRepresentable, Hashable, Sendable, CustomStringConv
     public var description: String { rawValue }
 }
 
+extension APNsReason {
+    /// What a provider should check when the server refuses its provider token, in the words of
+    /// the flags Herald's commands take (`--key`, `--key-id`, `--team`); `nil` for other reasons.
+    /// `herald push send` prints it, and `herald provider` puts it in a send report's delivery.
+    public var providerTokenAdvice: String? {
+        switch self {
+        case .invalidProviderToken:
+            return "the server does not accept this provider token: check the key id (--key-id), the team (--team) and the key file "
+                + "(--key) — one of them is not what the server holds, or the key was revoked (on a Herald gateway, "
+                + "herald keys list --data-dir DIR shows each key with its team and state)"
+        case .expiredProviderToken:
+            return "the provider token is more than an hour old: is this machine's clock right?"
+        case .missingProviderToken:
+            return "the request carried no provider token (authorization: bearer <JWT>)"
+        case .unrelatedKeyIdInToken:
+            return "this connection already used another key of the same team; use one key per connection"
+        case .badEnvironmentKeyIdInToken, .badEnvironmentKeyInToken:
+            return "the key is restricted to the other environment (development or production) than this server's"
+        default:
+            return nil
+        }
+    }
+}
+
 /// A rejection as the provider API answers it: a reason and, for 410, the time (milliseconds
 /// since 1970) at which the token was found invalid.
 public struct APNsRejection: Error, Hashable, Sendable, CustomStringConvertible {

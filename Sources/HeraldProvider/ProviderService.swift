@@ -236,7 +236,7 @@ public actor ProviderService {
             metrics.recordPush(result)
             var delivery = SendReport.Delivery(
                 token: plan.registration.token, language: plan.language, status: result.status, reason: result.reason?.rawValue,
-                apnsID: result.apnsID, attempts: result.attempts, error: result.transportError)
+                apnsID: result.apnsID, attempts: result.attempts, error: result.transportError ?? result.reason?.providerTokenAdvice)
             if result.status == 410 {
                 let at = result.timestamp ?? clock.nowMilliseconds()
                 do {

@@ -241,6 +241,7 @@ struct PushCommand: AsyncParsableCommand {
                 printError("herald: cannot push to \(url): \(ConnectionAdvice.explain(error, side: .provider))")
             }
             if !single { printError(tally.summary) }
+            for (reason, advice) in tally.tokenAdvice.sorted(by: { $0.key < $1.key }) { printError("herald: \(reason): \(advice)") }
             if tally.unanswered > 0 || tally.transportFailures > 0 { throw ExitCode(2) }
             if tally.rejected > 0 { throw ExitCode(1) }
         }
@@ -325,6 +326,8 @@ struct Tally {
     var unanswered = 0
     var byReason: [String: Int] = [:]
     var lastTransportError: String?
+    /// What to check for the provider-token refusals seen (at most one line per reason).
+    var tokenAdvice: [String: String] = [:]
 
     mutating func add(_ result: APNsResult?) {
         done += 1
@@ -335,6 +338,7 @@ struct Tally {
         } else {
             rejected += 1
             byReason["\(result.status) \(result.reason?.rawValue ?? "(no reason)")", default: 0] += 1
+            if let reason = result.reason, let advice = reason.providerTokenAdvice { tokenAdvice[reason.rawValue] = advice }
         }
     }
 

@@ -167,7 +167,7 @@ struct CLITests {
         #expect(gateway.stop(signal: SIGTERM) == 0)
     }
 
-    @Test("errors say what to fix: a second gateway on a data directory in use, a port in use, a --data-dir that does not exist, an untrusted certificate, a push to the device port, a device pointed at the provider port, nothing listening")
+    @Test("errors say what to fix: a second gateway on a data directory in use, a port in use, a --data-dir that does not exist, an untrusted certificate, a push to the device port, a device pointed at the provider port, a provider token the gateway refuses, nothing listening")
     func errorsSayWhatToFix() async throws {
         let dir = try TemporaryDirectory.make(prefix: "herald-cli")
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -204,6 +204,11 @@ struct CLITests {
         let devicePort = try push("https://localhost:\(gateway.devicePort)", ca: gateway.caPath)
         #expect(devicePort.stderr.contains("does not speak HTTP/2") && devicePort.stderr.contains("provider port"), "\(devicePort.stderr)")
         #expect(try push("https://localhost:\(gateway.providerPort)", ca: gateway.caPath).status == 0)
+        // A key id or team the gateway does not hold: the 403 comes with what to check.
+        let wrongTeam = try Herald.run(["push", "send", "--url", "https://localhost:\(gateway.providerPort)", "--ca", gateway.caPath, "--key", keyPath,
+                                        "--key-id", key, "--team", "TEAM654321", "--topic", "com.example.app", "--token", token, "--alert", "hi"])
+        #expect(wrongTeam.status == 1 && wrongTeam.stdout.contains("403 InvalidProviderToken"), "\(wrongTeam.stdout)")
+        #expect(wrongTeam.stderr.contains("check the key id (--key-id), the team (--team) and the key file (--key)"), "\(wrongTeam.stderr)")
 
         let device = try DeviceProcess(dataDirectory: dir + "/phone", gateway: "wss://localhost:\(gateway.providerPort)", ca: gateway.caPath,
                                        apps: ["com.example.app"])

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -421,6 +422,18 @@ struct ProviderServiceTests {
         #expect(try await error("GET", "/v1/nothing-here") == (404, "no route GET /v1/nothing-here (see /openapi.json)"))
         let patch = try await error("PATCH", "/v1/templates/x")
         #expect(patch == (404, "no route PATCH /v1/templates/x (see /openapi.json)"))
+
+        // A provider whose key the gateway does not hold: the report says what to check, not a bare 403.
+        let stranger = APNsClient(
+            configuration: .init(host: "localhost", port: stack.gateway.ports.providerPort,
+                                 tls: ClientTLS(trustRootsPath: stack.gateway.certificates.caCertificatePath)),
+            signer: ProviderTokenSigner(keyID: "UNKNOWN001", teamID: "TEAM000001", privateKey: .init()), clock: stack.gateway.clock)
+        let refused = ProviderService(database: try ProviderDatabase(directory: nil), sender: stranger, clock: stack.gateway.clock)
+        try await refused.register(token: "00aa", topic: "com.example.app", language: "en", timeZone: "UTC", userID: nil, tags: [])
+        let (report, _) = try await refused.send(SendRequest(target: .token("00aa"), message: .alert(title: nil, subtitle: nil, body: "hi")))
+        #expect(report.deliveries.first?.reason == "InvalidProviderToken")
+        #expect(report.deliveries.first?.error?.contains("check the key id (--key-id), the team (--team) and the key file (--key)") == true)
+        await stranger.close()
 
         await stack.server.close()
         await stack.client.close()
