@@ -22,6 +22,36 @@ struct HeraldCommand: AsyncParsableCommand {
             DevicesCommand.self, HeldCommand.self, ReceiptsCommand.self, PushCommand.self, BenchCommand.self,
         ]
     )
+
+    /// Parses and runs the command line. A ValidationError a command throws while running (a flag
+    /// whose value turns out wrong: a file that does not exist, a port in use) prints that
+    /// command's usage, as a parse error does, not the root command's.
+    static func main() async {
+        let command: any ParsableCommand
+        do { command = try parseAsRoot() } catch { exit(withError: error) }
+        do {
+            var running = command
+            if var async = running as? any AsyncParsableCommand { try await async.run() } else { try running.run() }
+        } catch let error as ValidationError {
+            let usage = usageString(for: type(of: command))
+            FileHandle.standardError.write(Data("Error: \(error.message)\n\(usage.isEmpty ? "" : "Usage: \(usage)\n")  See 'herald \(commandPath(type(of: command))) --help' for more information.\n".utf8))
+            Foundation.exit(exitCode(for: error).rawValue)
+        } catch {
+            exit(withError: error)
+        }
+    }
+
+    /// `keys create` for KeysCommand.Create: the subcommand names under `herald`.
+    private static func commandPath(_ type: any ParsableCommand.Type) -> String {
+        func path(_ node: any ParsableCommand.Type, _ trail: [String]) -> [String]? {
+            if node == type { return trail }
+            for child in node.configuration.subcommands {
+                if let found = path(child, trail + [child._commandName]) { return found }
+            }
+            return nil
+        }
+        return (path(HeraldCommand.self, []) ?? []).joined(separator: " ")
+    }
 }
 
 /// The option every command that opens the store shares.

@@ -265,7 +265,7 @@ struct CLITests {
         }
     }
 
-    @Test("bad flags get a message that says what to fix")
+    @Test("bad flags get a message that says what to fix, with the usage of the command that failed")
     func badInput() throws {
         let dir = try TemporaryDirectory.make(prefix: "herald-cli")
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -282,6 +282,10 @@ struct CLITests {
         #expect(tls.stderr.contains("give both --tls-cert and --tls-key"))
         let push = try Herald.run(["push", "send", "--url", "ftp://x", "--key", "k", "--key-id", "K", "--team", "T", "--topic", "t", "--token", "00", "--alert", "a"])
         #expect(push.stderr.contains("--url must look like https://HOST:PORT"))
+        // An error found while running (the key file is missing) shows that command's usage, not herald's.
+        let jwt = try Herald.run(["keys", "jwt", "--key", dir + "/none.p8", "--key-id", "ABCDEFGHIJ", "--team", "TEAM123456"])
+        #expect(jwt.status == 64 && jwt.stderr.contains("Usage: herald keys jwt --key <FILE.p8>") && jwt.stderr.contains("See 'herald keys jwt --help'"),
+                "\(jwt.stderr)")
     }
 
     @Test("herald push send --timeout: a server that accepts and never answers ends the run at the deadline, exit 2; bad timeouts are refused")
