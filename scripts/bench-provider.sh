@@ -74,7 +74,7 @@ PY
   grep -q "status codes: $SMALL_SENDS 2xx" "$dir/small.txt" || { echo "$name: small sends failed:" >&2; cat "$dir/small.txt" >&2; exit 1; }
   local rps mean_ms
   rps=$(sed -nE 's/^finished in .* ([0-9.]+) req\/s.*/\1/p' "$dir/small.txt")
-  mean_ms=$(awk '/^time for request:/ {v=$5; u=v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v); if (u=="us") v/=1000; if (u=="s") v*=1000; print v}' "$dir/small.txt")
+  mean_ms=$(awk '/^time for request:/ {v=$6; u=v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v); if (u=="us") v/=1000; if (u=="s") v*=1000; print v}' "$dir/small.txt")
   kill "${PIDS[@]}" 2>/dev/null || true; wait 2>/dev/null || true; PIDS=()
   echo "$(cat "$dir/in/segment.txt") $rps $mean_ms"
 }

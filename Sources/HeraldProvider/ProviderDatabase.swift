@@ -110,13 +110,21 @@ public final class ProviderDatabase: Sendable {
         }
     }
 
+    // The statements of a send's hot path (a token's registration, a send started and finished)
+    // are cached: the query interface would build their SQL again for every call, which cost the
+    // REST API a tenth of its sends per second.
+
+    private static func registration(_ db: Database, token: String) throws -> Registration? {
+        try RegistrationRecord.fetchOne(db.cachedStatement(sql: "SELECT * FROM registrations WHERE token = ?"), arguments: [token])?.model
+    }
+
     public func registration(token: String) throws -> Registration? {
-        try writer.read { db in try RegistrationRecord.fetchOne(db, key: token)?.model }
+        try writer.read { db in try Self.registration(db, token: token) }
     }
 
     /// The same, read without blocking the caller's thread (the REST API's reads).
     public func registration(token: String) async throws -> Registration? {
-        try await writer.read { db in try RegistrationRecord.fetchOne(db, key: token)?.model }
+        try await writer.read { db in try Self.registration(db, token: token) }
     }
 
     /// A user's registrations, optionally only those in one time zone.
@@ -207,19 +215,22 @@ public final class ProviderDatabase: Sendable {
         let record = SendRecord(
             id: id, idempotencyKey: idempotencyKey, createdAt: createdAt, report: SendReport(id: id, createdAt: createdAt, deliveries: [], pruned: []),
             state: .started, requestHash: fingerprint, scheduleID: nil)
+        let report = try SendRecord.column(record.report)
         return try writer.write { db in
-            try record.insert(db, onConflict: .ignore)
+            try db.cachedStatement(sql: """
+                INSERT INTO sends (id, idempotency_key, created_at, report, state, request_hash) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT(idempotency_key) DO NOTHING
+                """).execute(arguments: [record.id, record.idempotencyKey, record.createdAt, report, record.state.rawValue, record.requestHash])
             return db.changesCount > 0
         }
     }
 
     /// Stores a started send's report and marks it done.
     public func finishSend(_ report: SendReport) throws {
+        // The report column as the record type encodes it, in one cached UPDATE.
+        let column = try SendRecord.column(report)
         try writer.write { db in
-            guard var record = try SendRecord.fetchOne(db, key: report.id) else { return }
-            record.report = report
-            record.state = .done
-            try record.update(db)
+            try db.cachedStatement(sql: "UPDATE sends SET report = ?, state = ? WHERE id = ?").execute(arguments: [column, SendState.done.rawValue, report.id])
         }
     }
 

@@ -70,6 +70,12 @@ struct SendRecord: Codable, FetchableRecord, PersistableRecord {
         static let state = Column(CodingKeys.state)
         static let report = Column(CodingKeys.report)
     }
+
+    /// The `report` column's text, as the record encodes it (for the cached statements of a
+    /// send's hot path).
+    static func column(_ report: SendReport) throws -> String {
+        String(decoding: try databaseJSONEncoder(for: CodingKeys.report.rawValue).encode(report), as: UTF8.self)
+    }
 }
 
 /// A row of `schedules`: the schedule as JSON, with its state and creation time as columns to

@@ -124,6 +124,8 @@ struct DeviceRunCommand: AsyncParsableCommand {
     @Option(help: "Log level for diagnostics on standard error.")
     var logLevel: String = "warning"
 
+    @OptionGroup var logging: LogFormatOption
+
     func validate() throws {
         if apps.isEmpty && legacyApps.isEmpty { throw ValidationError("give at least one --app TOPIC (an app's bundle id)") }
         for app in apps + legacyApps where !DeviceProtocol.isValidTopic(app) {
@@ -142,7 +144,7 @@ struct DeviceRunCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        logging.logFormat.bootstrap()
         var logger = Logger(label: "herald.device")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .warning
 

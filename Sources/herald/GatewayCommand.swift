@@ -115,6 +115,8 @@ struct GatewayRunCommand: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
+    @OptionGroup var logging: LogFormatOption
+
     func validate() throws {
         if (tlsCert == nil) != (tlsKey == nil) {
             throw ValidationError("give both --tls-cert and --tls-key, or neither (a development certificate is then created)")
@@ -149,7 +151,7 @@ struct GatewayRunCommand: AsyncParsableCommand {
 
     func run() async throws {
         AllocatorTuning.applyForServer()
-        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        logging.logFormat.bootstrap()
         var logger = Logger(label: "herald.gateway")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
 

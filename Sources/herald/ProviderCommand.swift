@@ -52,6 +52,11 @@ struct ProviderCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("How often to read the gateway's feedback lists and prune the tokens they name (0: never; Apple's service has no such list).", valueName: "SECONDS"))
     var feedbackInterval: Int = 600
 
+    @Option(help: "Log level for diagnostics on standard error.")
+    var logLevel: Logger.Level = .warning
+
+    @OptionGroup var logging: LogFormatOption
+
     func validate() throws {
         guard let url = URLComponents(string: gateway), url.scheme == "https" || url.scheme == "http", url.host != nil else {
             throw ValidationError("--gateway must be https://HOST:PORT (or http:// for a gateway's h2c port), not \"\(gateway)\"")
@@ -88,12 +93,15 @@ struct ProviderCommand: AsyncParsableCommand {
         }
         let tokenPathJSON = String(decoding: try JSONEncoder().encode(tokenPath), as: UTF8.self)
         let listening = NIOLockedValueBox(false)  // whether the REST API got as far as listening
-        let api = try ProviderHTTP.application(service: service, host: host, port: port, apiToken: apiToken) { port in
+        logging.logFormat.bootstrap()
+        var httpLogger = Logger(label: "herald.provider.http")
+        httpLogger.logLevel = logLevel
+        let api = try ProviderHTTP.application(service: service, host: host, port: port, apiToken: apiToken, logger: httpLogger) { port in
             listening.withLockedValue { $0 = true }
             printLineFlushed(#"{"api_token_file":\#(tokenPathJSON),"port":\#(port)}"#)
         }
         var logger = Logger(label: "herald.provider")
-        logger.logLevel = .warning
+        logger.logLevel = logLevel
         // Shut down in reverse order: the REST API stops accepting and finishes the requests under
         // way first, then the runner stops the schedules and closes the gateway connections.
         let group = ServiceGroup(configuration: .init(

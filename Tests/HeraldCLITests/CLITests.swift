@@ -179,8 +179,11 @@ struct CLITests {
         #expect(busy.status != 0, "\(busy.stdout)")
         #expect(busy.stderr.contains("already in use") && busy.stderr.contains("--provider-port \(gateway.providerPort)"), "\(busy.stderr)")
         // Its lock went with it: the directory it made can take a gateway again.
-        let other = try GatewayProcess(dataDirectory: dir + "/other")
+        let other = try GatewayProcess(dataDirectory: dir + "/other", extraArguments: ["--log-format", "json", "--log-level", "info"])
         #expect(other.stop(signal: SIGTERM) == 0)
+        // --log-format json: each log record is one JSON object a line.
+        let records = other.stderrText.split(separator: "\n").filter { $0.hasPrefix("{") }.compactMap { try? JSONReader.parseObject(Array($0.utf8)) }
+        #expect(records.contains { $0["message"]?.stringValue == "gateway listening" && $0["level"]?.stringValue == "info" }, "\(other.stderrText)")
 
         let missing = try Herald.run(["keys", "create", "--data-dir", dir + "/mistyped", "--team", "TEAM123456", "--topic", "com.example.app", "--out", dir + "/k.p8"])
         #expect(missing.status != 0 && missing.stderr.contains("--data-dir \(dir)/mistyped does not exist"))

@@ -1,0 +1,68 @@
+import ArgumentParser
+import Foundation
+import Logging
+
+/// `--log-format`: how the long-running commands (`gateway run`, `device run`, `provider`) write
+/// their logs on standard error.
+enum LogFormat: String, ExpressibleByArgument, CaseIterable {
+    /// One line a person reads: `2026-11-24T09:00:00+0000 info herald.gateway : message`.
+    case text
+    /// One JSON object a line, for a log collector:
+    /// `{"label":"herald.gateway","level":"info","message":"…","metadata":{…},"time":"2026-11-24T09:00:00.123Z"}`.
+    case json
+
+    /// Installs the process's log handler (once, before the first logger is made).
+    func bootstrap() {
+        switch self {
+        case .text: LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        case .json: LoggingSystem.bootstrap { JSONLogHandler(label: $0) }
+        }
+    }
+}
+
+/// The `--log-format` option, shared by the long-running commands.
+struct LogFormatOption: ParsableArguments {
+    @Option(help: "How logs on standard error are written: text (for people) or json (one object a line, for a log collector).")
+    var logFormat: LogFormat = .text
+}
+
+/// Writes each log record as one line of JSON on standard error (one `write` a record, so lines
+/// from several threads never interleave).
+struct JSONLogHandler: LogHandler {
+    let label: String
+    var logLevel: Logger.Level = .info
+    var metadata: Logger.Metadata = [:]
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    private struct Record: Encodable {
+        var time: String
+        var level: String
+        var label: String
+        var message: String
+        var source: String
+        var metadata: [String: String]?
+    }
+
+    func log(event: LogEvent) {
+        var merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
+        if let error = event.error { merged["error"] = "\(error)" }
+        let (level, message, source) = (event.level, event.message, event.source)
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let record = Record(
+            time: formatter.string(from: Date()), level: level.rawValue, label: label, message: message.description, source: source,
+            metadata: merged.isEmpty ? nil : merged.mapValues(\.description))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard var line = try? encoder.encode(record) else { return }
+        line.append(0x0A)
+        FileHandle.standardError.write(line)
+    }
+}
+
+/// `--log-level trace|debug|info|notice|warning|error|critical`.
+extension Logger.Level: @retroactive ExpressibleByArgument {}
