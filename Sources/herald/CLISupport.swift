@@ -33,17 +33,7 @@ extension DataDirectoryOptions {
             throw ValidationError("cannot create the data directory \(dataDirectory): \(error.localizedDescription)")
         }
         let path = (dataDirectory as NSString).appendingPathComponent("herald.lock")
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw ValidationError("cannot open \(path): \(String(cString: strerror(errno)))") }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            let failure = errno
-            close(descriptor)
-            if failure == EWOULDBLOCK {
-                throw ValidationError("another herald gateway is running on --data-dir \(dataDirectory) (it holds \(path)); stop it, or give this one another --data-dir")
-            }
-            throw ValidationError("cannot lock \(path): \(String(cString: strerror(failure)))")
-        }
-        // The descriptor stays open (and locked) until the process exits.
+        try DirectoryLock.hold(path, whenHeld: "another herald gateway is running on --data-dir \(dataDirectory) (it holds \(path)); stop it, or give this one another --data-dir")
     }
 
     /// Opens (creating if needed) the store in a directory that must exist: the commands that
@@ -154,5 +144,22 @@ enum ConnectionAdvice {
             }
             return error
         }
+    }
+}
+
+/// An exclusive lock on a file (flock), held until the process exits: one gateway per data
+/// directory, one `device run` (or `device unregister`) per device directory.
+enum DirectoryLock {
+    /// Takes the lock on `path` (creating the file), or throws `whenHeld` when another process holds it.
+    static func hold(_ path: String, whenHeld: String) throws {
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw ValidationError("cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let failure = errno
+            close(descriptor)
+            if failure == EWOULDBLOCK { throw ValidationError(whenHeld) }
+            throw ValidationError("cannot lock \(path): \(String(cString: strerror(failure)))")
+        }
+        // The descriptor stays open (and locked) until the process exits.
     }
 }

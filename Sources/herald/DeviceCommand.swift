@@ -62,6 +62,17 @@ struct DeviceDirectoryOption: ParsableArguments {
     var path: String {
         argument.hasPrefix("/") ? argument : URL(fileURLWithPath: argument).standardizedFileURL.path
     }
+
+    /// Holds `DIR/device.lock` while this process runs: one `device run` per device, and no
+    /// `device unregister` under a running one (it would take the device's connection over, and
+    /// the running device, still given `--app`, would register the app again under a new token).
+    func lock(toUnregister: Bool = false) throws {
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        let file = (path as NSString).appendingPathComponent("device.lock")
+        try DirectoryLock.hold(file, whenHeld: "herald device run is running on --data-dir \(argument) (it holds \(file)): stop it first"
+            + (toUnregister ? " (to remove an app: stop the device, unregister the app, then start the device again without that --app)"
+                            : "; one process per device"))
+    }
 }
 
 struct DeviceRunCommand: AsyncParsableCommand {
@@ -149,6 +160,7 @@ struct DeviceRunCommand: AsyncParsableCommand {
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .warning
 
         let dir = directory.path
+        try directory.lock()
         let identity = try DeviceIdentity.loadOrCreate(in: dir)
         var state = try DeviceState.load(from: dir) ?? {
             guard let gateway else {
@@ -243,6 +255,7 @@ struct DeviceUnregisterCommand: AsyncParsableCommand {
         guard FileManager.default.fileExists(atPath: (dir as NSString).appendingPathComponent(DeviceIdentity.fileName)) else {
             throw ValidationError("\(dir) holds no device: run `herald device run --data-dir \(directory.argument) …` first")
         }
+        try directory.lock(toUnregister: true)
         let identity = try DeviceIdentity.loadOrCreate(in: dir)
         let state = try DeviceState.load(from: dir)
         guard let gatewayText = gateway ?? state?.gateway else {

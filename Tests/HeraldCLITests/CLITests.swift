@@ -333,7 +333,7 @@ struct CLITests {
         }
     }
 
-    @Test("herald device run and unregister: register, receive what herald push send sends, 410 after removal")
+    @Test("herald device run and unregister: register, receive what herald push send sends, no second run or unregister while it runs, 410 after removal")
     func deviceWalkThrough() async throws {
         let dir = try TemporaryDirectory.make(prefix: "herald-cli")
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -350,6 +350,11 @@ struct CLITests {
         let registered = try await device.next("registered")
         #expect(registered["topic"] as? String == "com.example.app")
         let token = try #require(registered["token"] as? String)
+        // While it runs, the device directory is its own: no second run, no unregister under it.
+        let secondRun = try Herald.run(["device", "run", "--data-dir", dir + "/phone", "--app", "com.example.app"])
+        #expect(secondRun.status == 64 && secondRun.stderr.contains("herald device run is running on --data-dir \(dir)/phone"), "\(secondRun.stderr)")
+        let early = try Herald.run(["device", "unregister", "--data-dir", dir + "/phone", "--app", "com.example.app"])
+        #expect(early.status == 64 && early.stderr.contains("stop the device, unregister the app"), "\(early.stderr)")
 
         let send = ["push", "send", "--url", "https://localhost:\(gateway.providerPort)", "--ca", gateway.caPath,
                     "--key", keyPath, "--key-id", keyID, "--team", "TEAM123456", "--topic", "com.example.app",
