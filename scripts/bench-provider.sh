@@ -12,8 +12,11 @@
 #     the latency of one request);
 #   - small sends: SMALL_SENDS POST /v1/sends to one token each, 8 connections at once (h2load
 #     over HTTP/1.1): requests/s through the REST layer, and its mean latency.
-# With HERALD_BASE, both binaries run the same workload on the same machine, alternately, and the
-# ratios new/base are printed.
+# The baseline, in the same run: h2load pushing the same notifications straight to the gateway's
+# provider port (the 10,000 tokens with 4 connections x 100 streams; one token with 8 connections
+# x 1 stream, as the small sends), so each ratio is what the provider service keeps of the
+# gateway's own rate. With HERALD_BASE, both binaries run the same workload on the same machine,
+# alternately, and the ratios new/base are printed too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SEGMENT_SENDS=${1:-5}
@@ -72,11 +75,18 @@ PY
   h2load --h1 -n "$SMALL_SENDS" -c 8 -t 1 -d "$dir/in/small.json" -H "authorization: Bearer $token" \
       -H "content-type: application/json" "http://127.0.0.1:$api/v1/sends" > "$dir/small.txt" 2>&1
   grep -q "status codes: $SMALL_SENDS 2xx" "$dir/small.txt" || { echo "$name: small sends failed:" >&2; cat "$dir/small.txt" >&2; exit 1; }
+  # The baseline: the same pushes straight to the gateway.
+  local auth; auth=$(cat "$dir/in/authorization.txt")
+  direct() { h2load -n "$1" -c "$2" -m "$3" -t 1 -d "$dir/in/payload.json" -H "authorization: $auth" -H "apns-topic: com.example.bench" \
+      -H "apns-push-type: alert" "${@:4}" 2>&1 | sed -nE 's/^finished in .* ([0-9.]+) req\/s.*/\1/p'; }
+  local direct_segment direct_small
+  direct_segment=$(direct $TOKENS 4 100 -i "$dir/in/uris.txt")
+  direct_small=$(direct "$SMALL_SENDS" 8 1 "$(head -1 "$dir/in/uris.txt")")
   local rps mean_ms
   rps=$(sed -nE 's/^finished in .* ([0-9.]+) req\/s.*/\1/p' "$dir/small.txt")
   mean_ms=$(awk '/^time for request:/ {v=$6; u=v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v); if (u=="us") v/=1000; if (u=="s") v*=1000; print v}' "$dir/small.txt")
   kill "${PIDS[@]}" 2>/dev/null || true; wait 2>/dev/null || true; PIDS=()
-  echo "$(cat "$dir/in/segment.txt") $rps $mean_ms"
+  echo "$(cat "$dir/in/segment.txt") $rps $mean_ms $direct_segment $direct_small"
 }
 
 N1=$(run new1 "$HERALD")
@@ -95,6 +105,8 @@ def mean(a, b): return [(x + y) / 2 for x, y in zip(a, b)]
 n = mean(n1, n2)
 print(f"segment send, 10,000 registrations: {n[0]:,.0f} pushes/s, {n[1]:.3f} s per request (runs {n1[0]:,.0f} / {n2[0]:,.0f})")
 print(f"small sends (one token each, 8 connections): {n[2]:,.0f} req/s, mean latency {n[3]:.2f} ms (runs {n1[2]:,.0f} / {n2[2]:,.0f})")
+print(f"baseline, h2load straight to the gateway: {n[4]:,.0f} pushes/s (10,000 tokens, 4x100 streams), {n[5]:,.0f} req/s (one token, 8x1)")
+print(f"ratio provider/gateway: segment {n[0] / n[4]:.2f}, small sends {n[2] / n[5]:.2f}")
 if b1:
     b = mean(b1, b2)
     print(f"base: segment {b[0]:,.0f} pushes/s, {b[1]:.3f} s; small {b[2]:,.0f} req/s, {b[3]:.2f} ms")

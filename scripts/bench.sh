@@ -8,7 +8,8 @@
 # Builds release once, then runs each benchmark script with the same binary. Every figure is a
 # ratio against a baseline measured in the same run on the same machine: the provider port
 # against a bare SwiftNIO HTTP/2 TLS responder (two workloads), delivery against acceptance,
-# `herald push send` against h2load with the same connections and concurrency. Memory is
+# `herald push send` against h2load with the same connections and concurrency, the provider
+# service's REST sends against h2load pushing the same notifications straight to the gateway. Memory is
 # reported as measured (KiB per idle device, idle RSS). Each row names the command that
 # reproduces it alone. Logs of every step are kept in the directory printed at the end.
 set -euo pipefail
@@ -17,9 +18,9 @@ cd "$(dirname "$0")/.."
 QUICK=0
 [ "${1:-}" = "--quick" ] && QUICK=1
 if [ "$QUICK" = 1 ]; then
-    GW_A="20000 5000"; GW_B="20000 200"; DELIVERY="5000 200 1000"; CLIENT="5000 200"
+    GW_A="20000 5000"; GW_B="20000 200"; DELIVERY="5000 200 1000"; CLIENT="5000 200"; PROVIDER="1 1000"
 else
-    GW_A="200000 100000"; GW_B="100000 200"; DELIVERY="50000 1000 10000"; CLIENT="20000 200"
+    GW_A="200000 100000"; GW_B="100000 200"; DELIVERY="50000 1000 10000"; CLIENT="20000 200"; PROVIDER="5 4000"
 fi
 
 command -v h2load >/dev/null || { echo "h2load is missing: apt-get install nghttp2-client" >&2; exit 1; }
@@ -45,11 +46,13 @@ RATE_LIMIT=off step gateway-b scripts/bench-gateway.sh $GW_B
 step delivery scripts/bench-delivery.sh $DELIVERY
 # shellcheck disable=SC2086
 step client scripts/bench-client.sh $CLIENT
+# shellcheck disable=SC2086
+step provider scripts/bench-provider.sh $PROVIDER
 
-python3 - "$LOGS" "$GW_A" "$GW_B" "$DELIVERY" "$CLIENT" "$QUICK" <<'PY'
+python3 - "$LOGS" "$GW_A" "$GW_B" "$DELIVERY" "$CLIENT" "$QUICK" "$PROVIDER" <<'PY'
 import re, sys
-logs, gw_a, gw_b, delivery, client, quick = sys.argv[1:7]
-text = {name: open(f"{logs}/{name}.txt").read() for name in ("gateway-a", "gateway-b", "delivery", "client")}
+logs, gw_a, gw_b, delivery, client, quick, provider = sys.argv[1:8]
+text = {name: open(f"{logs}/{name}.txt").read() for name in ("gateway-a", "gateway-b", "delivery", "client", "provider")}
 
 def find(name, pattern, default="?"):
     m = re.search(pattern, text[name], re.M)
@@ -79,6 +82,11 @@ row("resident memory per idle device", find("delivery", r"([0-9.]+ KiB) per devi
 row("idle gateway RSS", find("gateway-a", r"gateway RSS idle: ([0-9]+ MiB)"), "-", "< 30 MiB", f"scripts/bench-gateway.sh {gw_a}")
 row("herald push send vs h2load", find("client", r"^mean: herald ([0-9]+) .*") + " vs " + find("client", r"^mean: .*h2load ([0-9]+)") + " pushes/s",
     find("client", r"^mean ratio herald/h2load: ([0-9.]+)"), ">= 1.0", f"scripts/bench-client.sh {client}")
+row("provider REST, send to a 10,000-registration segment", find("provider", r"^segment send.*?: ([0-9,]+) pushes/s") + " pushes/s",
+    find("provider", r"^ratio provider/gateway: segment ([0-9.]+)"), "-", f"scripts/bench-provider.sh {provider}")
+row("provider REST, small sends (8 connections)", find("provider", r"^small sends.*?: ([0-9,]+) req/s") + " req/s, mean " +
+    find("provider", r"^small sends.*mean latency ([0-9.]+ ms)"),
+    find("provider", r"^ratio provider/gateway: .*small sends ([0-9.]+)"), "-", f"scripts/bench-provider.sh {provider}")
 
 print()
 print("| figure | measured | ratio | goal | reproduce |")
