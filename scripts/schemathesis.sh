@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks the running provider service against its own spec from outside (docs/provider.md):
+# Checks the running provider service against its own spec from outside (docs/provider-service.md):
 # schemathesis generates requests from /openapi.json (valid ones and, in its negative phases,
 # invalid ones), sends them with the API token to a `herald provider` wired to a real gateway, and
 # fails on any 5xx, any status, header, content type or body the spec does not describe, and any

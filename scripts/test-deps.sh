@@ -12,6 +12,8 @@ command -v curl >/dev/null && ! curl --version | grep -q nghttp2 && need_apt+=(c
 [ -f /usr/share/zoneinfo/America/New_York ] || need_apt+=(tzdata)
 # h2load: the load generator of the benchmarks (CI runs scripts/bench.sh --quick).
 command -v h2load >/dev/null || need_apt+=(nghttp2-client)
+# socat: the README walk-through talks to the device's agent socket with it.
+command -v socat >/dev/null || need_apt+=(socat)
 if [ ${#need_apt[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -2,7 +2,7 @@
 # The whole test suite: every Swift test (unit, in-process gateway over real sockets, the CLI as
 # child processes), the independent-client compatibility checks (curl, Python httpx), then the
 # attack suite (raw HTTP/2 and WebSocket frames, forged tokens, silent peers, hostile payloads),
-# and schemathesis against the provider's REST API and its spec.
+# schemathesis against the provider's REST API and its spec, and the README's walk-through as written.
 # Installs what it needs first (scripts/test-deps.sh: Debian and PyPI packages this machine lacks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,5 +14,7 @@ swift test --skip-build
 python3 Tests/compat/compat.py "$(swift build --show-bin-path)/herald"
 # The attack suite: hostile peers against a running gateway and device (docs/security.md).
 python3 Tests/attack/attack.py "$(swift build --show-bin-path)/herald"
-# The provider's REST API against its own spec, from outside (docs/provider.md).
+# The provider's REST API against its own spec, from outside (docs/provider-service.md).
 scripts/schemathesis.sh "$(swift build --show-bin-path)/herald"
+# The README's "Five minutes with it", run exactly as written (fixed ports 2197, 2198, 9090).
+scripts/readme-walkthrough.sh "$(swift build --show-bin-path)/herald"

@@ -50,7 +50,9 @@ struct GatewayWatchCommand: AsyncParsableCommand {
                 }
                 .connect(host: host, port: port).get()
         } catch {
-            throw ValidationError("cannot reach the admin port at \(admin) (\(error)); is the gateway running with --admin-port \(port)?")
+            // Not a usage error: the flags are fine, the gateway is not there.
+            printError("herald: cannot reach the admin port at \(admin) (\(error)); is the gateway running with --admin-port \(port)?")
+            throw ExitCode(1)
         }
         var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path)
         head.headers.add(name: "host", value: "\(host):\(port)")
@@ -58,7 +60,10 @@ struct GatewayWatchCommand: AsyncParsableCommand {
         channel.write(HTTPClientRequestPart.head(head), promise: nil)
         try await channel.writeAndFlush(HTTPClientRequestPart.end(nil)).get()
         try await channel.closeFuture.get()
-        if let failure = failure.withLockedValue({ $0 }) { throw ValidationError(failure) }
+        if let failure = failure.withLockedValue({ $0 }) {
+            printError("herald: \(failure)")
+            throw ExitCode(1)
+        }
     }
 }
 
@@ -104,7 +109,9 @@ private final class FeedPrinter: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
-        failure.withLockedValue { $0 = "the admin connection failed: \(error)" }
+        // The gateway going away mid-stream reads as an HTTP body cut short.
+        let cutShort = (error as? HTTPParserError) == .invalidEOFState
+        failure.withLockedValue { $0 = cutShort ? "the gateway closed the feed (it stopped or restarted)" : "the admin connection failed: \(error)" }
         context.close(promise: nil)
     }
 
