@@ -13,7 +13,7 @@ struct HeraldCommand: AsyncParsableCommand {
             Then create a provider key and a device token, and push:
               herald keys create --data-dir ./herald-data --team TEAM123456 --topic com.example.app --out key.p8
               herald tokens create --data-dir ./herald-data --topic com.example.app
-              herald push send --url https://localhost:2197 --ca ./herald-data/tls/ca.pem --key key.p8 \\
+              herald push send --gateway https://localhost:2197 --ca ./herald-data/tls/ca.pem --key key.p8 \\
                   --key-id KEYID --team TEAM123456 --topic com.example.app --token TOKEN --alert "Hello"
             """,
         version: HeraldVersion.current,

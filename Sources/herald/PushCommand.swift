@@ -29,8 +29,17 @@ struct PushCommand: AsyncParsableCommand {
                 http:// URL uses h2c with prior knowledge (a gateway's --h2c-port).
                 """)
 
-        @Option(help: "The server, e.g. https://localhost:2197 or http://127.0.0.1:8080.")
-        var url: String
+        @Option(name: .customLong("gateway"), help: ArgumentHelp(
+            "The server: a gateway's provider port (https://localhost:2197, or http://127.0.0.1:8080 for its --h2c-port) or Apple's.",
+            valueName: "URL"))
+        var gatewayURL: String?
+
+        /// The spelling before `--gateway` (every command names its server so), kept for scripts.
+        @Option(name: .customLong("url"), help: .hidden)
+        var legacyURL: String?
+
+        /// The server, whichever spelling named it.
+        var url: String { gatewayURL ?? legacyURL ?? "" }
 
 
         @OptionGroup var credentials: ProviderCredentialOptions
@@ -116,9 +125,12 @@ struct PushCommand: AsyncParsableCommand {
             if payload == nil && !flags { throw ValidationError("give the payload: --alert TEXT (and other payload flags) or --payload FILE") }
             if tokens.isEmpty && tokensFile == nil { throw ValidationError("give --token HEX (repeatable) or --tokens FILE (- for standard input)") }
             if apnsID != nil && (tokens.count > 1 || tokensFile != nil) { throw ValidationError("--apns-id is for a single token") }
+            guard gatewayURL != nil || legacyURL != nil else {
+                throw ValidationError("give the server with --gateway https://HOST:PORT (a gateway's provider port, or Apple's)")
+            }
             guard let components = URLComponents(string: url), let scheme = components.scheme, ["https", "http"].contains(scheme),
                   components.host != nil
-            else { throw ValidationError("--url must look like https://HOST:PORT or http://HOST:PORT; got '\(url)'") }
+            else { throw ValidationError("--gateway must look like https://HOST:PORT or http://HOST:PORT; got '\(url)'") }
             if concurrency < 1 || connections < 1 || attempts < 1 { throw ValidationError("--concurrency, --connections and --attempts must be at least 1") }
             if !(timeout > 0 && timeout <= 86_400) { throw ValidationError("--timeout must be a number of seconds above 0 and at most 86400; got \(timeout)") }
             for entry in data where !entry.contains("=") { throw ValidationError("--data must be KEY=JSON, not \"\(entry)\"") }

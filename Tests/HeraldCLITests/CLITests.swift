@@ -284,7 +284,7 @@ struct CLITests {
         #expect(tls.status != 0)
         #expect(tls.stderr.contains("give both --tls-cert and --tls-key"))
         let push = try Herald.run(["push", "send", "--url", "ftp://x", "--key", "k", "--key-id", "K", "--team", "T", "--topic", "t", "--token", "00", "--alert", "a"])
-        #expect(push.stderr.contains("--url must look like https://HOST:PORT"))
+        #expect(push.stderr.contains("--gateway must look like https://HOST:PORT"))  // --url: the old spelling, still taken
         // An error found while running (the key file is missing) shows that command's usage, not herald's.
         let jwt = try Herald.run(["keys", "jwt", "--key", dir + "/none.p8", "--key-id", "ABCDEFGHIJ", "--team", "TEAM123456"])
         #expect(jwt.status == 64 && jwt.stderr.contains("Usage: herald keys jwt --key <FILE.p8>") && jwt.stderr.contains("See 'herald keys jwt --help'"),
