@@ -13,7 +13,8 @@ import NIOSSL
 struct BenchBaseline: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "baseline",
-        abstract: "Run a bare SwiftNIO HTTP/2 TLS responder (the benchmark baseline); prints its port as JSON.")
+        abstract: "Run a bare SwiftNIO HTTP/2 TLS responder (the benchmark baseline); prints its port as JSON.",
+        discussion: "Example: herald bench baseline --tls-cert ./herald-data/tls/server.pem --tls-key ./herald-data/tls/server-key.pem (scripts/bench-gateway.sh runs it)")
 
     @Option(help: "The port; 0 picks a free one.")
     var port: Int = 0

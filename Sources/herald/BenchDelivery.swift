@@ -23,6 +23,8 @@ struct BenchDelivery: AsyncParsableCommand {
             Latency is from just before the provider sends to the device's receipt of the frame. With
             --idle-devices N and --gateway-pid PID it instead connects N idle devices and reports the
             gateway's resident memory per device. See scripts/bench-delivery.sh.
+
+            Example: scripts/bench-delivery.sh 50000 1000 10000 starts a gateway and runs this against it.
             """)
 
     @OptionGroup var data: DataDirectoryOptions

@@ -11,6 +11,8 @@ struct BenchPrepare: AsyncParsableCommand {
         discussion: """
             Writes OUT/uris.txt (one push URI per token, for h2load -i), OUT/authorization.txt (a
             provider token valid for an hour) and OUT/payload.json (a 200-byte payload).
+
+            Example: herald bench prepare --data-dir ./herald-data --tokens 1000 --url https://127.0.0.1:2197 --out ./bench-in
             """)
 
     @OptionGroup var data: DataDirectoryOptions

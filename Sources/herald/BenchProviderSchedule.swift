@@ -23,6 +23,8 @@ struct BenchProviderSchedule: AsyncParsableCommand {
             answered 200 at the next free slot of that rate, so lateness shows what the scheduler, the database and
             the report writing add on top of the rate (reported as "beyond the rate": lateness minus the push's place
             in its instant's queue divided by the rate).
+
+            Example: herald bench provider-schedule --registrations 100000 --zones 24
             """)
 
     @Option(help: "Registrations.") var registrations = 1_000_000

@@ -18,6 +18,8 @@ struct BenchScheduler: AsyncParsableCommand {
             invocation), lateness in simulated time (fire instant to delivery instant), the real time spent per wake
             (what a request could be late by on a real clock), and how many times the runtime woke compared with the
             distinct due instants and with polling every second.
+
+            Example: herald bench scheduler --apps 10 --requests 64 --days 7
             """
     )
 

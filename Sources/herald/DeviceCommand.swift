@@ -9,6 +9,7 @@ struct DeviceCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "device",
         abstract: "Be a device: keep a connection to a gateway's device port for some apps, and print what arrives.",
+        discussion: "Example: herald device run --data-dir ./phone --gateway wss://localhost:2198 --ca ./herald-data/tls/ca.pem --app com.example.app",
         subcommands: [DeviceRunCommand.self, DeviceUnregisterCommand.self, DevicePlanCommand.self]
     )
 }
@@ -92,6 +93,11 @@ struct DeviceRunCommand: AsyncParsableCommand {
             (app, notification), dropped (app, ids), dismissed, badge, sound-replaced, app-state, silent-push,
             token-delivered, prompted, contract-violation (app, message). The device reconnects by itself with
             exponential backoff and jitter.
+
+            One `device run` per device directory (it holds DIR/device.lock).
+
+            Example: herald device run --data-dir ./phone --gateway wss://localhost:2198 --ca ./herald-data/tls/ca.pem \\
+                       --app com.example.app --time-zone Europe/Paris --language fr --json
             """
     )
 
@@ -236,7 +242,13 @@ struct DeviceUnregisterCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "unregister",
         abstract: "Remove an app from the device: its token is unregistered (providers get 410 Unregistered) and its saved state removed.",
-        discussion: "Uses the gateway and CA remembered by `herald device run`, unless --gateway/--ca are given."
+        discussion: """
+            Uses the gateway and CA remembered by `herald device run`, unless --gateway/--ca are given.
+            Refused while `herald device run` runs on the directory: stop it first, then start it again
+            without that --app.
+
+            Example: herald device unregister --data-dir ./phone --app com.example.app
+            """
     )
 
     @OptionGroup var directory: DeviceDirectoryOption

@@ -12,6 +12,8 @@ struct DevicePlanCommand: ParsableCommand {
             device), then time runs to --until with the events applied at their instants. One JSON object per
             line, in order: {"id","fire" (UTC),"local" (with offset),"timeZone","trigger","presented","content"}.
             Requests dropped by the 64 limit are reported on standard error.
+
+            Example: herald device plan --requests plan.json --from 2026-03-28T00:00:00Z --until 2026-04-04T00:00:00Z --time-zone Europe/Paris
             """
     )
 

@@ -8,6 +8,7 @@ struct FeedbackCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "feedback",
         abstract: "Feedback lists: the legacy Feedback Service's client certificates and reading it; looking at a list without clearing it.",
+        discussion: "Example: herald feedback list --data-dir ./herald-data --topic com.example.app",
         subcommands: [FeedbackCertificateCommand.self, FeedbackReadCommand.self, FeedbackListCommand.self]
     )
 }
@@ -15,7 +16,8 @@ struct FeedbackCommand: AsyncParsableCommand {
 struct FeedbackCertificateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "certificate",
-        abstract: "Issue an app's client certificate (UID=<topic>) for the feedback port, signed by the gateway's development CA."
+        abstract: "Issue an app's client certificate (UID=<topic>) for the feedback port, signed by the gateway's development CA.",
+        discussion: "Example: herald feedback certificate --data-dir ./herald-data --topic com.example.app --out-cert app.pem --out-key app-key.pem"
     )
 
     @OptionGroup var data: DataDirectoryOptions
@@ -45,7 +47,8 @@ struct FeedbackCertificateCommand: ParsableCommand {
 struct FeedbackReadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "read",
-        abstract: "Read (and so clear) an app's feedback list from a feedback port: one line per dead token, `TOKEN TIMESTAMP`."
+        abstract: "Read (and so clear) an app's feedback list from a feedback port: one line per dead token, `TOKEN TIMESTAMP`.",
+        discussion: "Example: herald feedback read --address localhost:2196 --ca ./herald-data/tls/ca.pem --cert app.pem --key app-key.pem"
     )
 
     @Option(help: ArgumentHelp("The feedback port, HOST:PORT.", valueName: "HOST:PORT"))

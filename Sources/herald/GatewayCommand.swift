@@ -13,7 +13,11 @@ struct GatewayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gateway",
         abstract: "Run the push gateway (the default: herald gateway run), or follow a running one live (herald gateway watch).",
-        discussion: "`herald gateway --data-dir DIR …` is `herald gateway run --data-dir DIR …`; see `herald gateway run --help` for its options.",
+        discussion: """
+            `herald gateway --data-dir DIR …` is `herald gateway run --data-dir DIR …`; see `herald gateway run --help` for its options.
+
+            Example: herald gateway --data-dir ./herald-data --provider-port 2197 --device-port 2198 --admin-port 9090
+            """,
         subcommands: [GatewayRunCommand.self, GatewayWatchCommand.self],
         defaultSubcommand: GatewayRunCommand.self)
 }
@@ -29,6 +33,8 @@ struct GatewayRunCommand: AsyncParsableCommand {
             server certificate for localhost and 127.0.0.1 in DIR/tls (kept across restarts); give clients
             the CA, e.g. `curl --cacert DIR/tls/ca.pem`. SIGTERM or SIGINT drains and stops it gracefully.
             `herald gateway watch --admin http://127.0.0.1:9090` follows what happens to notifications live.
+
+            Example: herald gateway run --data-dir ./herald-data --provider-port 2197 --device-port 2198 --admin-port 9090
             """
     )
 

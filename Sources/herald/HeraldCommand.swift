@@ -7,7 +7,7 @@ struct HeraldCommand: AsyncParsableCommand {
         commandName: "herald",
         abstract: "A self-hostable push notification system that speaks the APNs provider protocol.",
         discussion: """
-            Start a gateway on this machine (SQLite store, development TLS certificate):
+            Example: start a gateway on this machine (SQLite store, development TLS certificate):
               herald gateway --data-dir ./herald-data --provider-port 2197 --h2c-port 8080 --admin-port 9090
 
             Then create a provider key and a device token, and push:

@@ -174,7 +174,8 @@ struct TokensListCommand: AsyncParsableCommand {
 
 struct DevicesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "devices", abstract: "See the devices enrolled on the gateway.", subcommands: [List.self])
+        commandName: "devices", abstract: "See the devices enrolled on the gateway.",
+        discussion: "Example: herald devices list --data-dir ./herald-data", subcommands: [List.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -195,7 +196,8 @@ struct DevicesCommand: AsyncParsableCommand {
 
 struct HeldCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "held", abstract: "See the notifications the gateway holds for devices not connected.", subcommands: [List.self])
+        commandName: "held", abstract: "See the notifications the gateway holds for devices not connected.",
+        discussion: "Example: herald held list --data-dir ./herald-data --topic com.example.app", subcommands: [List.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -223,7 +225,8 @@ struct HeldCommand: AsyncParsableCommand {
 
 struct ReceiptsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "receipts", abstract: "See what became of a notification.", subcommands: [Show.self])
+        commandName: "receipts", abstract: "See what became of a notification.",
+        discussion: "Example: herald receipts show --data-dir ./herald-data --apns-id 123e4567-e89b-12d3-a456-426614174000", subcommands: [Show.self])
 
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

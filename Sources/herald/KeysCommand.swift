@@ -6,7 +6,9 @@ import HeraldStore
 
 struct KeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "keys", abstract: "Manage provider signing keys.", subcommands: [Create.self, KeysListCommand.self, KeysRevokeCommand.self, KeysJWTCommand.self])
+        commandName: "keys", abstract: "Manage provider signing keys.",
+        discussion: "Example: herald keys create --data-dir ./herald-data --team TEAM123456 --topic com.example.app --out key.p8",
+        subcommands: [Create.self, KeysListCommand.self, KeysRevokeCommand.self, KeysJWTCommand.self])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -15,6 +17,8 @@ struct KeysCommand: AsyncParsableCommand {
                 Writes the private key as PEM PKCS#8 (the .p8 format Apple hands out), registers the public
                 key in the gateway's store, and prints the 10-character key id. Providers sign their JWTs
                 with it: header {"alg":"ES256","kid":KEYID}, claims {"iss":TEAMID,"iat":NOW}.
+
+                Example: KEY_ID=$(herald keys create --data-dir ./herald-data --team TEAM123456 --topic com.example.app --out key.p8)
                 """)
 
         @OptionGroup var data: DataDirectoryOptions
@@ -68,11 +72,19 @@ struct KeysCommand: AsyncParsableCommand {
 
 struct TokensCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "tokens", abstract: "Manage device tokens by hand, and list them.", subcommands: [Create.self, Revoke.self, TokensListCommand.self])
+        commandName: "tokens", abstract: "Manage device tokens by hand, and list them.",
+        discussion: "Example: herald tokens create --data-dir ./herald-data --topic com.example.app",
+        subcommands: [Create.self, Revoke.self, TokensListCommand.self])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Register a device token for an app on a device that is not connected; prints the token (hex).")
+            abstract: "Register a device token for an app on a device that is not connected; prints the token (hex).",
+            discussion: """
+                Its notifications wait in the store, as for a device that is offline: the way to test a provider
+                without a device. Several at once: for i in $(seq 100); do herald tokens create …; done > tokens.txt
+
+                Example: herald tokens create --data-dir ./herald-data --topic com.example.app
+                """)
 
         @OptionGroup var data: DataDirectoryOptions
 
@@ -94,7 +106,8 @@ struct TokensCommand: AsyncParsableCommand {
 
     struct Revoke: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Unregister a device token (the app was removed): the gateway then answers 410 Unregistered.")
+            abstract: "Unregister a device token (the app was removed): the gateway then answers 410 Unregistered.",
+            discussion: "Example: herald tokens revoke --data-dir ./herald-data --token 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08")
 
         @OptionGroup var data: DataDirectoryOptions
 

@@ -16,8 +16,11 @@ struct ProviderCommand: AsyncParsableCommand {
             Keeps its state in DIR/provider.sqlite and sends through an APNs client to --gateway (a Herald
             gateway's provider port, or Apple's https://api.push.apple.com). Schedules survive restarts:
             occurrences missed while stopped are sent at start-up when at most --missed-window old. The REST
-            API and its OpenAPI document (GET /openapi.json) are described in docs/provider-service.md. Prints
-            one JSON line when ready: {"port":N}.
+            API and its spec (GET /openapi.yaml, /openapi.json) are described in docs/provider-service.md. Prints
+            one JSON line when ready: {"api_token_file":"DIR/api-token","port":N}.
+
+            Example: herald provider --data-dir ./provider --gateway https://localhost:2197 --ca ./herald-data/tls/ca.pem \\
+                       --key key.p8 --key-id KEYID --team TEAM123456
             """)
 
     @Option(name: .customLong("data-dir"), help: ArgumentHelp("Where the provider keeps its database.", valueName: "DIR"))

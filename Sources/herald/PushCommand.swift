@@ -6,7 +6,9 @@ import NIOConcurrencyHelpers
 
 struct PushCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "push", abstract: "Send notifications as a provider does.", subcommands: [Send.self])
+        commandName: "push", abstract: "Send notifications as a provider does.",
+        discussion: "Example: herald push send --gateway https://localhost:2197 --ca ./herald-data/tls/ca.pem --key key.p8 --key-id KEYID --team TEAM123456 --topic com.example.app --token TOKEN --alert Hello",
+        subcommands: [Send.self])
 
     struct Send: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -27,6 +29,9 @@ struct PushCommand: AsyncParsableCommand {
                 429 and 5xx answers and connection failures are retried (--attempts) with exponential
                 backoff and jitter; other rejections are final. An https:// URL uses TLS (ALPN h2); an
                 http:// URL uses h2c with prior knowledge (a gateway's --h2c-port).
+
+                Example: herald push send --gateway https://localhost:2197 --ca ./herald-data/tls/ca.pem --key key.p8 \\
+                           --key-id KEYID --team TEAM123456 --topic com.example.app --tokens tokens.txt --alert "Hello"
                 """)
 
         @Option(name: .customLong("gateway"), help: ArgumentHelp(

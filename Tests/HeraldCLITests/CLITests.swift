@@ -291,6 +291,28 @@ struct CLITests {
                 "\(jwt.stderr)")
     }
 
+    @Test("every command's help has an example (read from the commands' own description, --experimental-dump-help)")
+    func everyCommandHasAnExample() throws {
+        let dump = try Herald.run(["--experimental-dump-help"])
+        #expect(dump.status == 0)
+        guard case .object(let root)? = try? JSONReader.parse(Array(dump.stdout.utf8)), case .object(let top)? = root["command"] else {
+            Issue.record("no tool info: \(dump.stdout.prefix(200))")
+            return
+        }
+        var missing: [String] = []
+        var seen = 0
+        func walk(_ command: [String: JSONValue], _ path: [String]) {
+            let name = command["commandName"]?.stringValue ?? "?"
+            let text = (command["discussion"]?.stringValue ?? "") + (command["abstract"]?.stringValue ?? "")
+            seen += 1
+            if name != "help" && !text.contains("Example") { missing.append((path + [name]).joined(separator: " ")) }
+            for case .object(let sub) in command["subcommands"]?.arrayValue ?? [] { walk(sub, path + [name]) }
+        }
+        walk(top, [])
+        #expect(seen > 30)
+        #expect(missing.isEmpty, "commands without an example: \(missing)")
+    }
+
     @Test("herald push send --timeout: a server that accepts and never answers ends the run at the deadline, exit 2; bad timeouts are refused")
     func pushTimeout() throws {
         let dir = try TemporaryDirectory.make(prefix: "herald-cli")

@@ -1,0 +1,847 @@
+#compdef herald
+
+__herald_complete() {
+    local -ar non_empty_completions=("${@:#(|:*)}")
+    local -ar empty_completions=("${(M)@:#(|:*)}")
+    _describe -V '' non_empty_completions -- empty_completions -P $'\'\''
+}
+
+__herald_custom_complete() {
+    local -a completions
+    completions=("${(@f)"$("${command_name}" "${@}" "${command_line[@]}")"}")
+    if [[ "${#completions[@]}" -gt 1 ]]; then
+        __herald_complete "${completions[@]:0:-1}"
+    fi
+}
+
+__herald_cursor_index_in_current_word() {
+    if [[ -z "${QIPREFIX}${IPREFIX}${PREFIX}" ]]; then
+        printf 0
+    else
+        printf %s "${#${(z)LBUFFER}[-1]}"
+    fi
+}
+
+_herald() {
+    emulate -RL zsh -G
+    setopt extendedglob nullglob numericglobsort
+    unsetopt aliases banghist
+
+    local -xr SAP_SHELL=zsh
+    local -x SAP_SHELL_VERSION
+    SAP_SHELL_VERSION="$(builtin emulate zsh -c 'printf %s "${ZSH_VERSION}"')"
+    local -r SAP_SHELL_VERSION
+
+    local context state state_descr line
+    local -A opt_args
+
+    local -r command_name="${words[1]}"
+    local -ar command_line=("${words[@]}")
+    local -ir current_word_index="$((CURRENT - 1))"
+
+    local -i ret=1
+    local -ar arg_specs=(
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+        '(-): :->command'
+        '(-)*:: :->arg'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+    case "${state}" in
+    command)
+        local -ar subcommands=(
+            'gateway:Run the push gateway (the default: herald gateway run), or follow a running one live (herald gateway watch).'
+            'device:Be a device: keep a connection to a gateway'\''s device port for some apps, and print what arrives.'
+            'provider:Run the provider service: the app'\''s own server (registrations, localized sends, schedules in each user'\''s time zone, pruning) with a REST API.'
+            'keys:Manage provider signing keys.'
+            'feedback:Feedback lists: the legacy Feedback Service'\''s client certificates and reading it; looking at a list without clearing it.'
+            'tokens:Manage device tokens by hand, and list them.'
+            'devices:See the devices enrolled on the gateway.'
+            'held:See the notifications the gateway holds for devices not connected.'
+            'receipts:See what became of a notification.'
+            'push:Send notifications as a provider does.'
+            'bench:Benchmarks support (see docs/benchmarks.md).'
+            'help:Show subcommand help information.'
+        )
+        _describe -V subcommand subcommands && ret=0
+        ;;
+    arg)
+        case "${words[1]}" in
+        gateway|device|provider|keys|feedback|tokens|devices|held|receipts|push|bench|help)
+            "_herald_${words[1]}" && ret=0
+            ;;
+        esac
+        ;;
+    esac
+
+    return "${ret}"
+}
+
+_herald_gateway() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+        '(-): :->command'
+        '(-)*:: :->arg'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+    case "${state}" in
+    command)
+        local -ar subcommands=(
+            'run:Run the push gateway: the APNs-compatible provider port on an embedded SQLite store.'
+            'watch:Follow what happens to notifications live: refused, accepted, sent to a device, acked.'
+        )
+        _describe -V subcommand subcommands && ret=0
+        ;;
+    arg)
+        case "${words[1]}" in
+        run|watch)
+            "_herald_gateway_${words[1]}" && ret=0
+            ;;
+        esac
+        ;;
+    esac
+
+    return "${ret}"
+}
+
+_herald_gateway_run() {
+    local -i ret=1
+    local -ar ___durability=('full' 'normal')
+    local -ar ___log_format=('text' 'json')
+    local -ar arg_specs=(
+        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--provider-port[The TLS provider port (HTTP/2, ALPN h2). 0 picks a free port.]:provider-port:'
+        '--h2c-port[A plaintext HTTP/2 (h2c, prior knowledge) port for local development, bound to 127.0.0.1 only.]:h2c-port:'
+        '--admin-port[The admin port\: GET /health, Prometheus GET /metrics, read-only views GET /v1/… and the live feed GET /v1/events (docs/inspection.md), and /faults with --enable-faults.]:admin-port:'
+        '--admin-host[The address the admin port listens on. It has no authentication\: keep it on loopback unless a firewall guards it.]:admin-host:'
+        '--enable-faults[For testing providers only\: the admin port'\''s POST /faults makes the next pushes fail with 429/5xx. Without it /faults answers 404.]'
+        '--enrollment-secret-file[A file holding a secret that new devices must present to enroll (herald device run --enrollment-secret-file). Without it enrollment is open; enrolled devices need no secret.]:FILE:'
+        '--provider-idle-timeout[Seconds a provider connection may stay without a stream before GOAWAY IdleTimeout.]:SECONDS:'
+        '--provider-connections-per-address[Open provider connections allowed from one IP address.]:provider-connections-per-address:'
+        '--device-connections-per-address[Open device connections allowed from one IP address.]:device-connections-per-address:'
+        '--handshake-timeout[Seconds a peer has to finish the TLS handshake (and a device to answer the challenge).]:SECONDS:'
+        '--device-port[The device port\: one WebSocket over TLS per device (docs/device-protocol.md). 0 picks a free port.]:device-port:'
+        '--feedback-port[The legacy binary feedback port (TLS with an app'\''s client certificate, Apple'\''s retired Feedback Service format).]:feedback-port:'
+        '--feedback-client-ca[The CA (PEM) whose client certificates the feedback port accepts. Default\: the development CA (see `herald feedback certificate`).]:PEM:'
+        '--device-ping-interval[Seconds of quiet after which the gateway pings a device.]:SECONDS:'
+        '--device-idle-timeout[Seconds without a word from a device after which it is disconnected.]:SECONDS:'
+        '--background-per-hour[Background pushes per device and app per hour (Apple advises 2-3); over budget only the newest is held. 0 turns throttling off.]:background-per-hour:'
+        '--inactivity-days[Days without a connection after which a device'\''s tokens are reported in the feedback list.]:DAYS:'
+        '--receipt-days[Days the receipts of finished notifications are kept.]:DAYS:'
+        '--host[The address the provider, device and feedback ports listen on.]:host:'
+        '--environment[The environment this gateway runs as\: development (the sandbox) or production.]:environment:'
+        '--tls-cert[The server certificate chain (PEM). Needs --tls-key.]:PEM:'
+        '--tls-key[The server certificate'\''s private key (PEM). Needs --tls-cert.]:PEM:'
+        '--token-burst[Pushes one device token may receive in a burst before 429 TooManyRequests; 0 turns the limit off.]:token-burst:'
+        '--token-rate[Pushes per second one device token may receive over time.]:token-rate:'
+        '--offline-queue[How many notifications are kept per offline device and app (1 = Apple'\''s policy\: the newest).]:offline-queue:'
+        '--durability[full\: every commit reaches the disk before 200 (survives power loss); normal\: survives a crash of the process only.]:durability:{__herald_complete "${___durability[@]}"}'
+        '--log-level[Log level\: trace, debug, info, notice, warning, error, critical.]:log-level:'
+        '--log-format[How logs on standard error are written\: text (for people) or json (one object a line, for a log collector).]:log-format:{__herald_complete "${___log_format[@]}"}'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_gateway_watch() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--admin[The gateway'\''s admin port.]:http\://HOST\:PORT:'
+        '--topic[Only this app'\''s notifications (bundle id).]:topic:'
+        '--json[Print each event'\''s JSON instead of a line of text.]'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_device() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+        '(-): :->command'
+        '(-)*:: :->arg'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+    case "${state}" in
+    command)
+        local -ar subcommands=(
+            'run:Be a device: connect to a gateway, run the notification center for the apps, serve them on a local socket.'
+            'unregister:Remove an app from the device: its token is unregistered (providers get 410 Unregistered) and its saved state removed.'
+            'plan:Print every local delivery a set of requests would make in a window, without waiting (docs/device-plan.md).'
+        )
+        _describe -V subcommand subcommands && ret=0
+        ;;
+    arg)
+        case "${words[1]}" in
+        run|unregister|plan)
+            "_herald_device_${words[1]}" && ret=0
+            ;;
+        esac
+        ;;
+    esac
+
+    return "${ret}"
+}
+
+_herald_device_run() {
+    local -i ret=1
+    local -ar ___log_format=('text' 'json')
+    local -ar arg_specs=(
+        '--data-dir[The device'\''s data directory (its key, its gateway, its apps'\'' last tokens). Created if missing.]:DIR:'
+        '--gateway[The gateway'\''s device port, wss\://HOST\:PORT. Remembered in DIR for later runs.]:URL:'
+        '--ca[A PEM file of trusted roots (the gateway'\''s DIR/tls/ca.pem). Remembered in DIR.]:PEM:'
+        '*--app[An app using UserNotifications\: its topic (bundle id). Repeat for more apps.]:TOPIC:'
+        '*--legacy-app[An app using the iOS 8–9 UIApplication API (legacy delivery rules).]:TOPIC:'
+        '*--bundle[An app'\''s bundle directory\: <lang>.lproj/Localizable.strings (or .json) for alert localization, Library/Sounds and the directory itself for sounds.]:TOPIC=DIR:'
+        '--time-zone[The device'\''s time zone (IANA). Default\: the machine'\''s.]:ZONE:'
+        '*--language[A preferred language (BCP 47), most preferred first. Default\: from LANG, else en.]:LANG:'
+        '--prompts[How the device'\''s user answers an authorization prompt\: allow (what was asked) or deny.]:ANSWER:'
+        '--enrollment-secret-file[A file holding the gateway'\''s enrollment secret, for a gateway that closed open enrollment (needed once, to enroll).]:FILE:'
+        '--agent-socket[The agent'\''s Unix domain socket. Default\: DIR/agent.sock.]:PATH:'
+        '--json[Print one JSON object per line instead of text for people.]'
+        '--log-level[Log level for diagnostics on standard error.]:log-level:'
+        '--log-format[How logs on standard error are written\: text (for people) or json (one object a line, for a log collector).]:log-format:{__herald_complete "${___log_format[@]}"}'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_device_unregister() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--data-dir[The device'\''s data directory (its key, its gateway, its apps'\'' last tokens). Created if missing.]:DIR:'
+        '--app[The app'\''s topic (bundle id).]:TOPIC:'
+        '--gateway[The gateway'\''s device port, wss\://HOST\:PORT.]:URL:'
+        '--ca[A PEM file of trusted roots.]:PEM:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_device_plan() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--requests[A JSON array of requests.]:FILE.json:'
+        '--from[When the requests are added (ISO 8601 with Z or an offset).]:ISO8601:'
+        '--until[The end of the window (inclusive).]:ISO8601:'
+        '--time-zone[The device'\''s time zone at --from.]:IANA:'
+        '--events[A JSON array of events\: time-zone moves, locations, location services, authorization.]:FILE.json:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_provider() {
+    local -i ret=1
+    local -ar ___log_level=('trace' 'debug' 'info' 'notice' 'warning' 'error' 'critical')
+    local -ar ___log_format=('text' 'json')
+    local -ar arg_specs=(
+        '--data-dir[Where the provider keeps its database.]:DIR:'
+        '--port[The port of the REST API (0\: any free port).]:port:'
+        '--api-token-file[The file holding the REST API'\''s bearer token. Default\: DIR/api-token, created with a random token at first start (mode 0600).]:FILE:'
+        '--host[The address to listen on.]:host:'
+        '--gateway[The APNs server\: https\://HOST\:PORT.]:gateway:'
+        '--ca[A PEM file of trusted roots (the gateway'\''s DIR/tls/ca.pem).]:PEM:'
+        '--key[The provider'\''s private key (PEM PKCS#8), as herald keys create wrote it.]:FILE.p8:'
+        '--key-id[The key'\''s 10-character id (what herald keys create printed).]:key-id:'
+        '--team[The 10-character team id the key belongs to.]:team:'
+        '--default-language[The language templates fall back to when neither a device'\''s language nor its base language is translated.]:default-language:'
+        '--concurrency[Requests to the gateway in flight at once.]:concurrency:'
+        '--missed-window[How late a schedule'\''s occurrence missed while the service was stopped may still be sent at start-up; older ones are recorded as missed.]:SECONDS:'
+        '--feedback-interval[How often to read the gateway'\''s feedback lists and prune the tokens they name (0\: never; Apple'\''s service has no such list).]:SECONDS:'
+        '--log-level[Log level for diagnostics on standard error.]:log-level:{__herald_complete "${___log_level[@]}"}'
+        '--log-format[How logs on standard error are written\: text (for people) or json (one object a line, for a log collector).]:log-format:{__herald_complete "${___log_format[@]}"}'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_keys() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+        '(-): :->command'
+        '(-)*:: :->arg'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+    case "${state}" in
+    command)
+        local -ar subcommands=(
+            'create:Create a provider key (ES256) for a team and give the team its topics.'
+            'list:List teams with their topics and provider keys (revoked ones marked).'
+            'revoke:Revoke a provider key: tokens it signed are refused (403 InvalidProviderToken).'
+            'jwt:Print a provider token (ES256 JWT) signed with a key, for curl and other clients that do not sign their own.'
+        )
+        _describe -V subcommand subcommands && ret=0
+        ;;
+    arg)
+        case "${words[1]}" in
+        create|list|revoke|jwt)
+            "_herald_keys_${words[1]}" && ret=0
+            ;;
+        esac
+        ;;
+    esac
+
+    return "${ret}"
+}
+
+_herald_keys_create() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--team[The 10-character team id (letters and digits) that owns the key and topics.]:team:'
+        '*--topic[A topic (bundle id) the team owns; repeat for several.]:topic:'
+        '--out[Where to write the private key (PEM PKCS#8).]:FILE.p8:'
+        '--key-id[The key id; by default a random 10-character id.]:key-id:'
+        '--environment[Restrict the key to one environment (development or production); by default it works in both.]:environment:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_keys_list() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--json[Print JSON (the admin port'\''s /v1/teams) instead of a table.]'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_keys_revoke() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--key-id[The 10-character id of the key to revoke.]:key-id:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_keys_jwt() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--key[The provider'\''s private key (PEM PKCS#8), as herald keys create wrote it.]:FILE.p8:'
+        '--key-id[The key'\''s 10-character id (what herald keys create printed).]:key-id:'
+        '--team[The 10-character team id the key belongs to.]:team:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_feedback() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+        '(-): :->command'
+        '(-)*:: :->arg'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+    case "${state}" in
+    command)
+        local -ar subcommands=(
+            'certificate:Issue an app'\''s client certificate (UID=<topic>) for the feedback port, signed by the gateway'\''s development CA.'
+            'read:Read (and so clear) an app'\''s feedback list from a feedback port: one line per dead token, `TOKEN TIMESTAMP`.'
+            'list:Show an app'\''s feedback list (tokens unregistered since providers last read it) without clearing it.'
+        )
+        _describe -V subcommand subcommands && ret=0
+        ;;
+    arg)
+        case "${words[1]}" in
+        certificate|read|list)
+            "_herald_feedback_${words[1]}" && ret=0
+            ;;
+        esac
+        ;;
+    esac
+
+    return "${ret}"
+}
+
+_herald_feedback_certificate() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--topic[The app'\''s topic (bundle id).]:topic:'
+        '--out-cert[Where to write the certificate (PEM).]:PEM:'
+        '--out-key[Where to write its private key (PEM, mode 0600).]:PEM:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_feedback_read() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--address[The feedback port, HOST\:PORT.]:HOST\:PORT:'
+        '--cert[The app'\''s client certificate (PEM).]:PEM:'
+        '--key[Its private key (PEM).]:PEM:'
+        '--ca[A PEM file of trusted roots (the gateway'\''s DIR/tls/ca.pem).]:PEM:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_feedback_list() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--topic[The app'\''s topic (bundle id).]:topic:'
+        '--environment[The environment of the tokens.]:environment:'
+        '--json[Print JSON (the admin port'\''s /v1/feedback) instead of a table.]'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_tokens() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+        '(-): :->command'
+        '(-)*:: :->arg'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+    case "${state}" in
+    command)
+        local -ar subcommands=(
+            'create:Register a device token for an app on a device that is not connected; prints the token (hex).'
+            'revoke:Unregister a device token (the app was removed): the gateway then answers 410 Unregistered.'
+            'list:List device tokens with their state (active, unregistered, expired).'
+        )
+        _describe -V subcommand subcommands && ret=0
+        ;;
+    arg)
+        case "${words[1]}" in
+        create|revoke|list)
+            "_herald_tokens_${words[1]}" && ret=0
+            ;;
+        esac
+        ;;
+    esac
+
+    return "${ret}"
+}
+
+_herald_tokens_create() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--topic[The app'\''s topic (bundle id).]:topic:'
+        '--environment[The environment the token belongs to; a gateway of the other environment answers BadDeviceToken.]:environment:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_tokens_revoke() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--token[The token, in hexadecimal.]:token:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_tokens_list() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--json[Print JSON (the admin port'\''s shape) instead of a table.]'
+        '--limit[At most this many items (1…10000).]:limit:'
+        '--after[Start after this cursor (the "next" a previous page printed).]:CURSOR:'
+        '--topic[Only this app'\''s tokens (bundle id).]:topic:'
+        '--device[Only this device'\''s tokens (its id, as herald devices list prints it).]:device:'
+        '--active[Only tokens not unregistered.]'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_devices() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+        '(-): :->command'
+        '(-)*:: :->arg'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+    case "${state}" in
+    command)
+        local -ar subcommands=(
+            'list:List enrolled devices: when each enrolled and was last seen, how many app tokens it has.'
+        )
+        _describe -V subcommand subcommands && ret=0
+        ;;
+    arg)
+        case "${words[1]}" in
+        list)
+            "_herald_devices_${words[1]}" && ret=0
+            ;;
+        esac
+        ;;
+    esac
+
+    return "${ret}"
+}
+
+_herald_devices_list() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--json[Print JSON (the admin port'\''s shape) instead of a table.]'
+        '--limit[At most this many items (1…10000).]:limit:'
+        '--after[Start after this cursor (the "next" a previous page printed).]:CURSOR:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_held() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+        '(-): :->command'
+        '(-)*:: :->arg'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+    case "${state}" in
+    command)
+        local -ar subcommands=(
+            'list:List held notifications, oldest first, by token, device or topic.'
+        )
+        _describe -V subcommand subcommands && ret=0
+        ;;
+    arg)
+        case "${words[1]}" in
+        list)
+            "_herald_held_${words[1]}" && ret=0
+            ;;
+        esac
+        ;;
+    esac
+
+    return "${ret}"
+}
+
+_herald_held_list() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--json[Print JSON (the admin port'\''s shape) instead of a table.]'
+        '--limit[At most this many items (1…10000).]:limit:'
+        '--after[Start after this cursor (the "next" a previous page printed).]:CURSOR:'
+        '--token[Only this token'\''s (hex).]:token:'
+        '--device[Only this device'\''s.]:device:'
+        '--topic[Only this app'\''s (bundle id).]:topic:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_receipts() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+        '(-): :->command'
+        '(-)*:: :->arg'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+    case "${state}" in
+    command)
+        local -ar subcommands=(
+            'show:Show a notification'\''s receipt by apns-id: each token it went to, and its history (accepted, stored, delivered, acked, …).'
+        )
+        _describe -V subcommand subcommands && ret=0
+        ;;
+    arg)
+        case "${words[1]}" in
+        show)
+            "_herald_receipts_${words[1]}" && ret=0
+            ;;
+        esac
+        ;;
+    esac
+
+    return "${ret}"
+}
+
+_herald_receipts_show() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--apns-id[The notification'\''s apns-id (the header the gateway answered with).]:apns-id:'
+        '--json[Print JSON (the admin port'\''s /v1/receipts/<apns-id>) instead of lines.]'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_push() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+        '(-): :->command'
+        '(-)*:: :->arg'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+    case "${state}" in
+    command)
+        local -ar subcommands=(
+            'send:Send a notification to one or many device tokens on an APNs-compatible server (a Herald gateway, or Apple'\''s).'
+        )
+        _describe -V subcommand subcommands && ret=0
+        ;;
+    arg)
+        case "${words[1]}" in
+        send)
+            "_herald_push_${words[1]}" && ret=0
+            ;;
+        esac
+        ;;
+    esac
+
+    return "${ret}"
+}
+
+_herald_push_send() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--gateway[The server\: a gateway'\''s provider port (https\://localhost\:2197, or http\://127.0.0.1\:8080 for its --h2c-port) or Apple'\''s.]:URL:'
+        '--ca[A PEM file of trusted roots (the gateway'\''s DIR/tls/ca.pem).]:PEM:'
+        '--key[The provider'\''s private key (PEM PKCS#8), as herald keys create wrote it.]:FILE.p8:'
+        '--key-id[The key'\''s 10-character id (what herald keys create printed).]:key-id:'
+        '--team[The 10-character team id the key belongs to.]:team:'
+        '--topic[apns-topic\: the bundle id, plus the push type'\''s suffix where it has one.]:topic:'
+        '*--token[A device token (hex). Repeat for more.]:token:'
+        '--tokens[A file of device tokens, one per line; - reads standard input.]:FILE:'
+        '--alert[The alert body.]:alert:'
+        '--title[The alert title.]:title:'
+        '--subtitle[The alert subtitle.]:subtitle:'
+        '--badge[The badge (0 removes it).]:badge:'
+        '--sound[A sound file name, or default.]:sound:'
+        '--category[The notification'\''s category (its actions).]:category:'
+        '--thread-id[thread-id\: notifications with the same one are grouped.]:thread-id:'
+        '--content-available[content-available\: 1 (a background update; with no alert, badge or sound it is silent).]'
+        '--mutable-content[mutable-content\: 1 (the app'\''s service extension may change it).]'
+        '*--data[A custom key beside aps\: KEY=JSON (e.g. id=42, or name="\\"Ana\\""). Repeat for more.]:KEY=JSON:'
+        '--payload[A file holding the whole JSON payload (instead of the payload flags).]:FILE:'
+        '--priority[apns-priority\: 10, 5 or 1.]:priority:'
+        '--expiration[apns-expiration\: UNIX seconds, or 0 for a single delivery attempt.]:expiration:'
+        '--collapse-id[apns-collapse-id (at most 64 bytes).]:collapse-id:'
+        '--push-type[apns-push-type\: alert, background, voip, … (default\: background for a silent payload, else alert)]:push-type:'
+        '--apns-id[apns-id to send (a UUID; one token only); by default a fresh one per notification.]:apns-id:'
+        '--concurrency[Requests in flight at once.]:concurrency:'
+        '--connections[HTTP/2 connections to open.]:connections:'
+        '--attempts[Attempts per notification (429, 5xx and connection failures are retried).]:attempts:'
+        '--progress[Show a progress bar on standard error (default\: when it is a terminal).]'
+        '--no-progress[Show a progress bar on standard error (default\: when it is a terminal).]'
+        '--timeout[Seconds to wait for everything before giving up (unanswered notifications count as failures).]:timeout:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_bench() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+        '(-): :->command'
+        '(-)*:: :->arg'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+    case "${state}" in
+    command)
+        local -ar subcommands=(
+            'prepare:Register a key and N tokens in a gateway'\''s data directory and write h2load'\''s inputs.'
+            'baseline:Run a bare SwiftNIO HTTP/2 TLS responder (the benchmark baseline); prints its port as JSON.'
+            'delivery:End-to-end delivery benchmark against a running gateway: devices connected, a provider pushing.'
+            'scheduler:The device runtime'\''s scheduler: memory, next-fire computation, lateness over a simulated week.'
+            'provider-schedule:The provider'\''s scheduler: plan a day of 09:00-local sends for --registrations registrations in --zones zones; memory and lateness.'
+        )
+        _describe -V subcommand subcommands && ret=0
+        ;;
+    arg)
+        case "${words[1]}" in
+        prepare|baseline|delivery|scheduler|provider-schedule)
+            "_herald_bench_${words[1]}" && ret=0
+            ;;
+        esac
+        ;;
+    esac
+
+    return "${ret}"
+}
+
+_herald_bench_prepare() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--tokens[How many device tokens to register.]:tokens:'
+        '--url[The base URL of the provider port the URIs name, e.g. https\://127.0.0.1\:2197.]:url:'
+        '--out[The directory to write the inputs to.]:out:'
+        '--topic[The topic the tokens and key use.]:topic:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_bench_baseline() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--port[The port; 0 picks a free one.]:port:'
+        '--tls-cert[The server certificate chain (PEM).]:PEM:'
+        '--tls-key[The server key (PEM).]:PEM:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_bench_delivery() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--url[The provider port, https\://HOST\:PORT.]:url:'
+        '--gateway[The device port, wss\://HOST\:PORT.]:gateway:'
+        '--ca[The gateway'\''s CA (PEM).]:ca:'
+        '--devices[Connected devices.]:devices:'
+        '--connections[Provider HTTP/2 connections.]:connections:'
+        '--streams[Concurrent streams per provider connection.]:streams:'
+        '--requests[Pushes per measurement.]:requests:'
+        '--pace[The paced step'\''s rate, as a fraction of the delivery rate of step 2.]:pace:'
+        '--idle-devices[Only measure memory\: connect this many idle devices (needs --gateway-pid).]:idle-devices:'
+        '--gateway-pid[The gateway'\''s process id (for its resident memory).]:gateway-pid:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_bench_scheduler() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--apps[Apps on the device.]:apps:'
+        '--requests[Pending repeating calendar requests per app (at most 64 are kept).]:requests:'
+        '--days[Simulated days to run.]:days:'
+        '--time-zone[The device'\''s time zone.]:time-zone:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_bench_provider-schedule() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--registrations[Registrations.]:registrations:'
+        '--zones[Time zones.]:zones:'
+        '--rate[The gateway'\''s accepted rate, pushes per second.]:rate:'
+        '--data-dir[Where to put the database (default\: a new temporary directory).]:data-dir:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_help() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '*:subcommands:'
+        '--version[Show the version.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+if [[ "${funcstack[1]}" = _herald ]]; then
+    _herald "${@}"
+else
+    compdef _herald herald
+fi
