@@ -208,6 +208,8 @@ let package = Package(
                 "HeraldCore", "HeraldStore", "HeraldStoreSQLite", "HeraldGateway", "HeraldClient", "HeraldDevice",
                 "HeraldProvider", "HeraldProviderServer", "HeraldProviderAPI", "HeraldTesting", "HeraldFuzzing",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

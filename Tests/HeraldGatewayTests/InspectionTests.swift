@@ -1,7 +1,9 @@
 import Foundation
 import HeraldClient
 import HeraldCore
-import HeraldGateway
+@testable import HeraldGateway
+import NIOConcurrencyHelpers
+import NIOEmbedded
 import HeraldStore
 import HeraldTesting
 import Testing
@@ -76,6 +78,8 @@ struct InspectionTests {
         #expect(try await get("/v1/feedback").status == 400)
         #expect(try await get("/v1/tokens?topic=a&topic=b").status == 400)
         #expect(try await get("/v1/nothing").status == 404)
+        let feedTypo = try await get("/v1/events?topc=com.example.app")
+        #expect(feedTypo.status == 400 && feedTypo.json?["error"]?.stringValue == "unknown parameter topc; /v1/events takes topic")
         #expect(try await ProviderServiceTests.http("POST", admin + "/v1/tokens", "{}").status == 405)
 
         // The live feed (curl as the watcher): a push to the connected device is accepted,
@@ -98,6 +102,33 @@ struct InspectionTests {
         await device.stop()
         await connection.close()
         try await gateway.stop()
+    }
+
+    @Test("the live feed is bounded per watcher: one that does not keep up holds at most 10,000 events and is told how many it lost; another topic's events are not held for it")
+    func feedBoundsASlowWatcher() throws {
+        let loop = EmbeddedEventLoop()
+        let written = NIOLockedValueBox<[(count: Int, dropped: Int)]>([])
+        let feed = DeliveryFeed()
+        #expect(!feed.isWatched)
+        let slow = DeliveryFeed.Subscriber(topic: "com.example.app", eventLoop: loop) { events, dropped in
+            written.withLockedValue { $0.append((events.count, dropped)) }
+        }
+        feed.subscribe(slow)
+        #expect(feed.isWatched)
+        // The watcher's event loop does not run while 10,005 events (and 3 of another app) arrive.
+        for i in 0..<10_005 { feed.publish { .init(event: .accepted, at: Int64(i), topic: "com.example.app") } }
+        for i in 0..<3 { feed.publish { .init(event: .accepted, at: Int64(i), topic: "com.example.other") } }
+        #expect(written.withLockedValue { $0.isEmpty })
+        loop.run()
+        let batches = written.withLockedValue { $0 }
+        #expect(batches.count == 1 && batches.first?.count == DeliveryFeed.Subscriber.maximumPending && batches.first?.dropped == 5, "\(batches)")
+        // Caught up: the next event goes out alone, nothing lost.
+        feed.publish { .init(event: .acked, at: 1, topic: "com.example.app") }
+        loop.run()
+        #expect(written.withLockedValue { $0.last.map { [$0.count, $0.dropped] } } == [1, 0])
+        feed.unsubscribe(slow)
+        #expect(!feed.isWatched)
+        try loop.syncShutdownGracefully()
     }
 
     /// `curl -N` following a server-sent event stream; its lines are collected by a thread.
