@@ -87,25 +87,30 @@ public final class ProviderDatabase: Sendable {
     public static let maximumPage = 1_000
 
     // MARK: registrations
+    //
+    // What the service does for a request (register, unregister, resolve a send's targets, start
+    // and finish a send, prune) goes through GRDB's async access: the service actor suspends while
+    // SQLite works instead of holding its thread. What only its scheduler does at start-up and on
+    // the schedule API stays synchronous, so that its plan and the database change together.
 
-    public func upsert(_ r: Registration) throws { try upsert([r]) }
+    public func upsert(_ r: Registration) async throws { try await upsert([r]) }
 
     /// Stores many registrations in one transaction.
-    public func upsert(_ registrations: [Registration]) throws {
-        try writer.write { db in
+    public func upsert(_ registrations: [Registration]) async throws {
+        try await writer.write { db in
             // INSERT OR REPLACE: the table has no rowid for GRDB's upsert to return.
             for r in registrations { try RegistrationRecord(r).insert(db, onConflict: .replace) }
         }
     }
 
     @discardableResult
-    public func deleteRegistration(_ token: String) throws -> Bool {
-        try writer.write { db in try RegistrationRecord.deleteOne(db, key: token) }
+    public func deleteRegistration(_ token: String) async throws -> Bool {
+        try await writer.write { db in try RegistrationRecord.deleteOne(db, key: token) }
     }
 
     /// Removes a token the gateway reported unregistered at `at`, unless the app registered it again after that.
-    public func prune(_ token: String, unregisteredAt at: Int64) throws -> Bool {
-        try writer.write { db in
+    public func prune(_ token: String, unregisteredAt at: Int64) async throws -> Bool {
+        try await writer.write { db in
             try RegistrationRecord.filter(RegistrationRecord.Columns.token == token && RegistrationRecord.Columns.registeredAt < at).deleteAll(db) > 0
         }
     }
@@ -128,18 +133,51 @@ public final class ProviderDatabase: Sendable {
     }
 
     /// A user's registrations, optionally only those in one time zone.
-    public func registrations(user: String, zone: String? = nil) throws -> [Registration] {
-        try fetch(RegistrationRecord.filter(RegistrationRecord.Columns.userID == user), zone: zone)
+    public func registrations(user: String, zone: String? = nil) async throws -> [Registration] {
+        try await fetch(RegistrationRecord.filter(RegistrationRecord.Columns.userID == user), zone: zone)
     }
 
     /// A topic's registrations (every topic's when `nil`), optionally only those in one time zone.
-    public func registrations(topic: String?, zone: String? = nil) throws -> [Registration] {
-        try fetch(topic.map { RegistrationRecord.filter(RegistrationRecord.Columns.topic == $0) } ?? RegistrationRecord.all(), zone: zone)
+    public func registrations(topic: String?, zone: String? = nil) async throws -> [Registration] {
+        try await fetch(topic.map { RegistrationRecord.filter(RegistrationRecord.Columns.topic == $0) } ?? RegistrationRecord.all(), zone: zone)
     }
 
-    private func fetch(_ request: QueryInterfaceRequest<RegistrationRecord>, zone: String?) throws -> [Registration] {
+    private func fetch(_ request: QueryInterfaceRequest<RegistrationRecord>, zone: String?) async throws -> [Registration] {
         let request = zone.map { request.filter(RegistrationRecord.Columns.timeZone == $0) } ?? request
-        return try writer.read { db in try request.order(RegistrationRecord.Columns.token).fetchAll(db).map(\.model) }
+        return try await writer.read { db in try request.order(RegistrationRecord.Columns.token).fetchAll(db).map(\.model) }
+    }
+
+    /// The registrations a send's target names, only those in `zone` when given; `nil` for a
+    /// token that has no registration at all.
+    private static func registrations(_ db: Database, for target: SendTarget, zone: String?) throws -> [Registration]? {
+        func inZone(_ request: QueryInterfaceRequest<RegistrationRecord>) -> QueryInterfaceRequest<RegistrationRecord> {
+            (zone.map { request.filter(RegistrationRecord.Columns.timeZone == $0) } ?? request).order(RegistrationRecord.Columns.token)
+        }
+        switch target {
+        case .token(let token):
+            guard let registration = try registration(db, token: token.lowercased()) else { return nil }
+            return zone == nil || registration.timeZone == zone ? [registration] : []
+        case .user(let user):
+            return try inZone(RegistrationRecord.filter(RegistrationRecord.Columns.userID == user)).fetchAll(db).map(\.model)
+        case .segment(let topic, let tags, let languages):
+            let request = topic.map { RegistrationRecord.filter(RegistrationRecord.Columns.topic == $0) } ?? RegistrationRecord.all()
+            let wanted = Set(languages.map { $0.lowercased() }), required = Set(tags)
+            return try inZone(request).fetchAll(db).map(\.model).filter { r in
+                let language = r.language.lowercased()
+                let base = language.split(separator: "-").first.map(String.init) ?? language
+                return required.isSubset(of: Set(r.tags)) && (wanted.isEmpty || wanted.contains(language) || wanted.contains(base))
+            }
+        }
+    }
+
+    /// The registrations a send's target names (see ``registrations(for:zone:)-async``).
+    public func registrations(for target: SendTarget, zone: String? = nil) async throws -> [Registration]? {
+        try await writer.read { db in try Self.registrations(db, for: target, zone: zone) }
+    }
+
+    /// The same, synchronously: what the scheduler counts while it plans.
+    public func registrations(for target: SendTarget, zone: String? = nil) throws -> [Registration]? {
+        try writer.read { db in try Self.registrations(db, for: target, zone: zone) }
     }
 
     /// One page of registrations in token order, after the token `after`.
@@ -202,21 +240,21 @@ public final class ProviderDatabase: Sendable {
     // MARK: sends
 
     /// Stores a finished send's report in one step (a schedule's run).
-    public func save(_ report: SendReport, idempotencyKey: String?) throws {
+    public func save(_ report: SendReport, idempotencyKey: String?) async throws {
         let record = SendRecord(
             id: report.id, idempotencyKey: idempotencyKey, createdAt: report.createdAt, report: report, state: .done, requestHash: nil,
             scheduleID: report.scheduleID)
-        try writer.write { db in try record.insert(db) }
+        try await writer.write { db in try record.insert(db) }
     }
 
     /// Records a send as started before its first push. Returns `false` when another send already
     /// holds `idempotencyKey` (nothing is written then).
-    public func beginSend(id: String, idempotencyKey: String?, fingerprint: String?, createdAt: Int64) throws -> Bool {
+    public func beginSend(id: String, idempotencyKey: String?, fingerprint: String?, createdAt: Int64) async throws -> Bool {
         let record = SendRecord(
             id: id, idempotencyKey: idempotencyKey, createdAt: createdAt, report: SendReport(id: id, createdAt: createdAt, deliveries: [], pruned: []),
             state: .started, requestHash: fingerprint, scheduleID: nil)
         let report = try SendRecord.column(record.report)
-        return try writer.write { db in
+        return try await writer.write { db in
             try db.cachedStatement(sql: """
                 INSERT INTO sends (id, idempotency_key, created_at, report, state, request_hash) VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT(idempotency_key) DO NOTHING
@@ -226,10 +264,10 @@ public final class ProviderDatabase: Sendable {
     }
 
     /// Stores a started send's report and marks it done.
-    public func finishSend(_ report: SendReport) throws {
+    public func finishSend(_ report: SendReport) async throws {
         // The report column as the record type encodes it, in one cached UPDATE.
         let column = try SendRecord.column(report)
-        try writer.write { db in
+        try await writer.write { db in
             try db.cachedStatement(sql: "UPDATE sends SET report = ?, state = ? WHERE id = ?").execute(arguments: [column, SendState.done.rawValue, report.id])
         }
     }
@@ -302,6 +340,11 @@ public final class ProviderDatabase: Sendable {
 
     public func save(_ run: ScheduleRun) throws {
         try writer.write { db in try ScheduleRunRecord(run).save(db) }
+    }
+
+    /// The same, while a run sends (the scheduler's start-up records missed runs synchronously).
+    public func save(_ run: ScheduleRun) async throws {
+        try await writer.write { db in try ScheduleRunRecord(run).save(db) }
     }
 
     /// A schedule's runs, in due order.

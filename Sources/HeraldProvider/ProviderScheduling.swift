@@ -181,7 +181,7 @@ extension ProviderService {
 
     /// A schedule's occurrences in the next `span` milliseconds in every zone it runs in, with
     /// their recipients as registered now — "what will tomorrow morning send?".
-    public func planAhead(_ id: String, span: Int64) throws(ProviderError) -> [PlannedRun] {
+    public func planAhead(_ id: String, span: Int64) async throws(ProviderError) -> [PlannedRun] {
         let until = clock.nowMilliseconds() + span
         do {
             guard let schedule = try database.schedule(id) else { throw ProviderError(404, "no schedule \(id)") }
@@ -195,7 +195,7 @@ extension ProviderService {
                 var recipients: Int?
                 while let next = schedule.timing.next(after: after, createdAt: schedule.createdAt, in: timeZone), next.at < until {
                     if recipients == nil {
-                        recipients = ((try? resolve(schedule.send.target, zone: filterZone(schedule, zone))) ?? []).count
+                        recipients = ((try? await resolve(schedule.send.target, zone: filterZone(schedule, zone))) ?? []).count
                     }
                     planned.append(PlannedRun(zone: zone, localDate: next.date, dueAt: next.at, recipients: recipients!))
                     after = next.at
@@ -261,7 +261,7 @@ extension ProviderService {
             missed.append(latest)
         }
         // The recipients a missed occurrence would have reached, read once for all of them.
-        let targets = missed.isEmpty ? 0 : ((try? resolve(schedule.send.target, zone: filterZone(schedule, zone)).count) ?? 0)
+        let targets = missed.isEmpty ? 0 : ((try? database.registrations(for: schedule.send.target, zone: filterZone(schedule, zone))?.count) ?? 0)
         for occurrence in missed where targets > 0 {
             try database.save(ScheduleRun(
                 scheduleID: schedule.id, zone: zone, localDate: occurrence.date, dueAt: occurrence.at, startedAt: now, finishedAt: now,
@@ -313,16 +313,16 @@ extension ProviderService {
             finishedAt: started, outcome: .started, sendID: nil, counts: [:])
         do {
             // Recorded before the first push: a restart finds it started and does not send it again.
-            try database.save(run)
+            try await database.save(run)
             run.outcome = .sent
             metrics.recordSend(origin: "schedule")
             let targets: [Registration]
-            do { targets = try resolve(schedule.send.target, zone: filterZone(schedule, occurrence.slot.zone)) } catch let e as ProviderError where e.status == 404 {
+            do { targets = try await resolve(schedule.send.target, zone: filterZone(schedule, occurrence.slot.zone)) } catch let e as ProviderError where e.status == 404 {
                 targets = []  // the token's registration is gone
             }
             var report = try await deliver(schedule.send, to: targets, template: try checkedTemplate(schedule.send.message))
             report.scheduleID = id
-            try database.save(report, idempotencyKey: nil)
+            try await database.save(report, idempotencyKey: nil)
             run.sendID = report.id
             run.counts = report.counts
         } catch {
@@ -332,7 +332,7 @@ extension ProviderService {
             if run.outcome == .started { run.outcome = .missed }
         }
         run.finishedAt = clock.nowMilliseconds()
-        try? database.save(run)
+        try? await database.save(run)
         metrics.recordRun(outcome: run.outcome.rawValue, lateMilliseconds: run.outcome == .sent ? run.startedAt - run.dueAt : nil)
     }
 

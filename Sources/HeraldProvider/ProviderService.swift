@@ -66,7 +66,7 @@ public actor ProviderService {
 
     /// Registers (or registers again) a device: at every launch, and when its language or zone changes.
     @discardableResult
-    public func register(token: String, topic: String, language: String, timeZone: String, userID: String?, tags: [String]) throws(ProviderError) -> Registration {
+    public func register(token: String, topic: String, language: String, timeZone: String, userID: String?, tags: [String]) async throws(ProviderError) -> Registration {
         let token = token.lowercased()
         guard token.count >= 2, token.count % 2 == 0, token.allSatisfy(\.isHexDigit) else {
             throw ProviderError(400, "\"token\" must be the device token in hex, not \"\(token)\"")
@@ -80,7 +80,7 @@ public actor ProviderService {
         }
         let registration = Registration(token: token, topic: topic, language: language, timeZone: timeZone, userID: userID, tags: tags,
                                         registeredAt: clock.nowMilliseconds())
-        do { try database.upsert(registration) } catch { throw ProviderError(500, "could not store the registration: \(error)") }
+        do { try await database.upsert(registration) } catch { throw ProviderError(500, "could not store the registration: \(error)") }
         zoneSeen(timeZone)
         return registration
     }
@@ -91,9 +91,9 @@ public actor ProviderService {
         return parts.dropFirst().allSatisfy { (1...8).contains($0.count) && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } }
     }
 
-    public func unregister(token: String) throws(ProviderError) {
+    public func unregister(token: String) async throws(ProviderError) {
         do {
-            guard try database.deleteRegistration(token.lowercased()) else { throw ProviderError(404, "no registration for token \(token)") }
+            guard try await database.deleteRegistration(token.lowercased()) else { throw ProviderError(404, "no registration for token \(token)") }
         } catch let error as ProviderError { throw error } catch { throw ProviderError(500, "\(error)") }
     }
 
@@ -193,18 +193,18 @@ public actor ProviderService {
     }
 
     private func perform(_ request: SendRequest, fingerprint: String?) async throws -> SendReport {
-        let targets = try resolve(request.target)
+        let targets = try await resolve(request.target)
         guard !targets.isEmpty else { throw ProviderError(404, "no registration matches \(Self.describe(request.target)); nothing was sent") }
         let template = try checkedTemplate(request.message)
         let id = UUID().uuidString.lowercased()
-        guard try database.beginSend(id: id, idempotencyKey: request.idempotencyKey, fingerprint: fingerprint, createdAt: clock.nowMilliseconds()) else {
+        guard try await database.beginSend(id: id, idempotencyKey: request.idempotencyKey, fingerprint: fingerprint, createdAt: clock.nowMilliseconds()) else {
             // Another process took the key between the check and now.
             if let key = request.idempotencyKey, let fingerprint, let replay = try replay(key, fingerprint) { return replay }
             throw ProviderError(409, "a send with this Idempotency-Key is under way; retry in a moment")
         }
         metrics.recordSend(origin: "api")
         let report = try await deliver(request, to: targets, template: template, id: id)
-        do { try database.finishSend(report) } catch {
+        do { try await database.finishSend(report) } catch {
             throw ProviderError(500, "send \(id) went out but its report could not be saved (\(error)); it stays marked started and is not repeated")
         }
         return report
@@ -240,7 +240,7 @@ public actor ProviderService {
             if result.status == 410 {
                 let at = result.timestamp ?? clock.nowMilliseconds()
                 do {
-                    if try database.prune(plan.registration.token, unregisteredAt: at) { report.pruned.append(plan.registration.token) }
+                    if try await database.prune(plan.registration.token, unregisteredAt: at) { report.pruned.append(plan.registration.token) }
                 } catch {
                     delivery.error = "unregistered, but the registration could not be pruned: \(error)"
                 }
@@ -250,24 +250,13 @@ public actor ProviderService {
         return report
     }
 
-    /// The registrations a target names, only those in `zone` when given.
-    func resolve(_ target: SendTarget, zone: String? = nil) throws -> [Registration] {
-        switch target {
-        case .token(let token):
-            guard let registration = try database.registration(token: token.lowercased()) else {
-                throw ProviderError(404, "no registration for token \(token)")
-            }
-            return zone == nil || registration.timeZone == zone ? [registration] : []
-        case .user(let user):
-            return try database.registrations(user: user, zone: zone)
-        case .segment(let topic, let tags, let languages):
-            let wanted = Set(languages.map { $0.lowercased() })
-            return try database.registrations(topic: topic, zone: zone).filter { r in
-                let language = r.language.lowercased()
-                let base = language.split(separator: "-").first.map(String.init) ?? language
-                return Set(tags).isSubset(of: Set(r.tags)) && (wanted.isEmpty || wanted.contains(language) || wanted.contains(base))
-            }
+    /// The registrations a target names, only those in `zone` when given; a token with no
+    /// registration is a 404.
+    func resolve(_ target: SendTarget, zone: String? = nil) async throws -> [Registration] {
+        guard let found = try await database.registrations(for: target, zone: zone) else {
+            throw ProviderError(404, "no registration for \(Self.describe(target))")
         }
+        return found
     }
 
     struct Plan: Sendable {
@@ -347,7 +336,7 @@ public actor ProviderService {
             do {
                 let items = try await sender.feedback(topic: topic)
                 poll.read += items.count
-                for item in items where try database.prune(item.token.lowercased(), unregisteredAt: item.timestamp) {
+                for item in items where try await database.prune(item.token.lowercased(), unregisteredAt: item.timestamp) {
                     poll.pruned.append(item.token.lowercased())
                 }
             } catch {

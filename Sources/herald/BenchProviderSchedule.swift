@@ -103,7 +103,7 @@ struct BenchProviderSchedule: AsyncParsableCommand {
             batch.append(Registration(token: token, topic: "com.example.app", language: i % 3 == 0 ? "fr" : "en",
                                       timeZone: chosen[i % chosen.count], registeredAt: start))
             if batch.count == 50_000 || i == registrations - 1 {
-                try database.upsert(batch)
+                try await database.upsert(batch)
                 batch.removeAll(keepingCapacity: true)
             }
         }

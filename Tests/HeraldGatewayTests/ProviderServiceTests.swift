@@ -253,9 +253,9 @@ struct ProviderServiceTests {
     @Test("a token registered again after its unregistration stays; the language fallback chain")
     func pruningAndFallback() async throws {
         let database = try ProviderDatabase(directory: nil)
-        try database.upsert(Registration(token: "aa", topic: "t", language: "en", timeZone: "UTC", registeredAt: 2_000))
-        #expect(try database.prune("aa", unregisteredAt: 1_000) == false)  // registered again after it was unregistered
-        #expect(try database.prune("aa", unregisteredAt: 3_000) == true)
+        try await database.upsert(Registration(token: "aa", topic: "t", language: "en", timeZone: "UTC", registeredAt: 2_000))
+        #expect(try await database.prune("aa", unregisteredAt: 1_000) == false)  // registered again after it was unregistered
+        #expect(try await database.prune("aa", unregisteredAt: 3_000) == true)
         let template = MessageTemplate(id: "x", translations: ["en": .init(body: "en"), "pt-BR": .init(body: "pt-BR"), "fr": .init(body: "fr")])
         #expect(template.text(for: "fr-CA", fallback: "en")?.language == "fr")
         #expect(template.text(for: "PT-br", fallback: "en")?.language == "pt-BR")
