@@ -378,6 +378,49 @@ struct ProviderServiceTests {
         try await gateway.stop()
     }
 
+    /// The real client, with a gate in front: each push waits until the test opens it.
+    final class GatedSender: PushSending {
+        let client: APNsClient
+        let arrived = AsyncStream<Void>.makeStream()
+        let gate = AsyncStream<Void>.makeStream()
+        init(client: APNsClient) { self.client = client }
+        func send(_ notification: APNsNotification) async throws -> APNsResult {
+            arrived.continuation.yield()
+            var opened = gate.stream.makeAsyncIterator()
+            _ = await opened.next()
+            return try await client.send(notification)
+        }
+    }
+
+    @Test("shutting the REST API down lets a send under way finish and record its report, and refuses new connections meanwhile")
+    func gracefulShutdownFinishesSends() async throws {
+        let stack = try await Stack.start()
+        let gated = GatedSender(client: stack.client)
+        let service = ProviderService(database: try ProviderDatabase(directory: nil), sender: gated, clock: stack.gateway.clock)
+        let server = try await ProviderHTTPServer.start(service: service, port: 0, apiToken: Self.apiToken)
+        let base = "http://127.0.0.1:\(server.port)"
+        let device = try await stack.gateway.makeToken(topic: "com.example.app")
+        try await service.register(token: device.hex, topic: "com.example.app", language: "en", timeZone: "UTC", userID: nil, tags: [])
+
+        let sending = Task { try await Self.http("POST", base + "/v1/sends", #"{"to":{"token":"\#(device.hex)"},"alert":{"body":"last"}}"#) }
+        var arrivals = gated.arrived.stream.makeAsyncIterator()
+        _ = await arrivals.next()  // the push is at the gate: the request is under way
+        let closing = Task { await server.close() }
+        // The listener closes first: a new connection is refused while the send is still held.
+        try await DeviceRuntimeEndToEndTests.eventually("the listener closed") {
+            (try? await Self.http("GET", base + "/health")) == nil
+        }
+        gated.gate.continuation.yield()
+        let answer = try await sending.value
+        await closing.value
+        #expect(answer.status == 200 && answer.json?["counts"] == .object(["accepted": .int(1)]), "\(String(describing: answer.json))")
+        let id = try #require(answer.json?["id"]?.stringValue)
+        #expect(try await service.report(id: id).counts == ["accepted": 1])
+        await stack.server.close()
+        await stack.client.close()
+        try await stack.gateway.stop()
+    }
+
     @Test("the spec is the source of truth: /openapi.yaml is the committed file, /openapi.json the same document; requests are checked against it before decoding, with errors that name the field; every error is {\"error\": …}")
     func specFirst() async throws {
         let stack = try await Stack.start()
