@@ -94,8 +94,8 @@ struct GatewayRunCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Days the receipts of finished notifications are kept.", valueName: "DAYS"))
     var receiptDays: Int = 7
 
-    @Option(help: "The address the provider, device and feedback ports listen on.")
-    var host: String = "0.0.0.0"
+    @Option(help: "The address the provider, device and feedback ports listen on: loopback unless you open it (0.0.0.0, or one interface's address, with --tls-cert/--tls-key naming that host: the development certificate is for localhost only).")
+    var host: String = "127.0.0.1"
 
     @Option(help: "The environment this gateway runs as: development (the sandbox) or production.")
     var environment: APNsEnvironment = .development

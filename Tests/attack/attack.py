@@ -161,7 +161,8 @@ def main():
     data = tempfile.mkdtemp(prefix="herald-attack-")
     gateway = subprocess.Popen(
         [HERALD, "gateway", "--data-dir", data, "--provider-port", "0", "--device-port", "0", "--admin-port", "0",
-         "--host", "127.0.0.1", "--log-level", "error", "--handshake-timeout", "2", "--provider-idle-timeout", "3",
+         # No --host: the default must be loopback (checked below with ss).
+         "--log-level", "error", "--handshake-timeout", "2", "--provider-idle-timeout", "3",
          "--provider-connections-per-address", "40", "--token-burst", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     device = provider = None
@@ -426,6 +427,9 @@ def main():
         listening = subprocess.run(["ss", "-ltnH"], capture_output=True, text=True).stdout if shutil.which("ss") else ""
         if listening:
             check("admin port bound to 127.0.0.1 only", f"127.0.0.1:{admin}" in listening and f"0.0.0.0:{admin}" not in listening, listening)
+            for name, bound in (("provider", port), ("device", device_port)):
+                check(f"{name} port bound to 127.0.0.1 by default (no --host)",
+                      f"127.0.0.1:{bound}" in listening and f"0.0.0.0:{bound}" not in listening and f"*:{bound}" not in listening, listening)
 
         # --- Hostile payloads to a running `herald device run`.
         phone = os.path.join(data, "phone")
