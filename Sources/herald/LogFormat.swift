@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldCore
 import Logging
 
 /// `--log-format`: how the long-running commands (`gateway run`, `device run`, `provider`) write
@@ -30,6 +31,8 @@ struct LogFormatOption: ParsableArguments {
 /// from several threads never interleave).
 struct JSONLogHandler: LogHandler {
     let label: String
+    /// Where the records' time comes from (the project's one wall clock).
+    var clock: any WallClock = SystemWallClock()
     var logLevel: Logger.Level = .info
     var metadata: Logger.Metadata = [:]
 
@@ -54,7 +57,7 @@ struct JSONLogHandler: LogHandler {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let record = Record(
-            time: formatter.string(from: Date()), level: level.rawValue, label: label, message: message.description, source: source,
+            time: formatter.string(from: Date(timeIntervalSince1970: Double(clock.nowMilliseconds()) / 1000)), level: level.rawValue, label: label, message: message.description, source: source,
             metadata: merged.isEmpty ? nil : merged.mapValues(\.description))
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
