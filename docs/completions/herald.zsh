@@ -130,7 +130,7 @@ _herald_gateway_run() {
         '--background-per-hour[Background pushes per device and app per hour (Apple advises 2-3); over budget only the newest is held. 0 turns throttling off.]:background-per-hour:'
         '--inactivity-days[Days without a connection after which a device'\''s tokens are reported in the feedback list.]:DAYS:'
         '--receipt-days[Days the receipts of finished notifications are kept.]:DAYS:'
-        '--host[The address the provider, device and feedback ports listen on.]:host:'
+        '--host[The address the provider, device and feedback ports listen on\: loopback unless you open it (0.0.0.0, or one interface'\''s address, with --tls-cert/--tls-key naming that host\: the development certificate is for localhost only).]:host:'
         '--environment[The environment this gateway runs as\: development (the sandbox) or production.]:environment:'
         '--tls-cert[The server certificate chain (PEM). Needs --tls-key.]:PEM:'
         '--tls-key[The server certificate'\''s private key (PEM). Needs --tls-cert.]:PEM:'
