@@ -197,13 +197,14 @@ public actor ProviderService {
         guard !targets.isEmpty else { throw ProviderError(404, "no registration matches \(Self.describe(request.target)); nothing was sent") }
         let template = try checkedTemplate(request.message)
         let id = UUID().uuidString.lowercased()
-        guard try await database.beginSend(id: id, idempotencyKey: request.idempotencyKey, fingerprint: fingerprint, createdAt: clock.nowMilliseconds()) else {
+        let createdAt = clock.nowMilliseconds()
+        guard try await database.beginSend(id: id, idempotencyKey: request.idempotencyKey, fingerprint: fingerprint, createdAt: createdAt) else {
             // Another process took the key between the check and now.
             if let key = request.idempotencyKey, let fingerprint, let replay = try replay(key, fingerprint) { return replay }
             throw ProviderError(409, "a send with this Idempotency-Key is under way; retry in a moment")
         }
         metrics.recordSend(origin: "api")
-        let report = try await deliver(request, to: targets, template: template, id: id)
+        let report = try await deliver(request, to: targets, template: template, id: id, createdAt: createdAt)
         do { try await database.finishSend(report) } catch {
             throw ProviderError(500, "send \(id) went out but its report could not be saved (\(error)); it stays marked started and is not repeated")
         }
@@ -226,12 +227,15 @@ public actor ProviderService {
 
     /// Sends `request` to `targets` and prunes the tokens answered 410; the report is not stored.
     /// A token that could not be pruned is noted in its delivery, never lost with the report.
-    func deliver(_ request: SendRequest, to targets: [Registration], template: MessageTemplate?, id: String = UUID().uuidString.lowercased()) async throws -> SendReport {
+    /// `createdAt` is when the send started (the time it is listed by): `now` when not given.
+    func deliver(_ request: SendRequest, to targets: [Registration], template: MessageTemplate?, id: String = UUID().uuidString.lowercased(),
+                 createdAt: Int64? = nil) async throws -> SendReport {
+        let createdAt = createdAt ?? clock.nowMilliseconds()
         let plans = try targets.map { registration in try plan(request, for: registration, template: template) }
         // The client bounds the wire; this bounds the tasks waiting for it.
         let sender = self.sender
         let results = try await concurrentMap(plans.map(\.notification), limit: sendConcurrency) { try await sender.send($0) }
-        var report = SendReport(id: id, createdAt: clock.nowMilliseconds(), deliveries: [], pruned: [])
+        var report = SendReport(id: id, createdAt: createdAt, deliveries: [], pruned: [])
         for (plan, result) in zip(plans, results) {
             metrics.recordPush(result)
             var delivery = SendReport.Delivery(

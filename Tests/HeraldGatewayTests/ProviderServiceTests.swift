@@ -392,7 +392,7 @@ struct ProviderServiceTests {
         }
     }
 
-    @Test("shutting the REST API down lets a send under way finish and record its report, and refuses new connections meanwhile")
+    @Test("shutting the REST API down lets a send under way finish and record its report, and refuses new connections meanwhile; a send is listed and reported with the time it started")
     func gracefulShutdownFinishesSends() async throws {
         let stack = try await Stack.start()
         let gated = GatedSender(client: stack.client)
@@ -410,12 +410,16 @@ struct ProviderServiceTests {
         try await DeviceRuntimeEndToEndTests.eventually("the listener closed") {
             (try? await Self.http("GET", base + "/health")) == nil
         }
+        stack.gateway.clock.advance(seconds: 5)  // the send takes 5 s: it is listed by when it started
         gated.gate.continuation.yield()
         let answer = try await sending.value
         await closing.value
         #expect(answer.status == 200 && answer.json?["counts"] == .object(["accepted": .int(1)]), "\(String(describing: answer.json))")
         let id = try #require(answer.json?["id"]?.stringValue)
-        #expect(try await service.report(id: id).counts == ["accepted": 1])
+        let report = try await service.report(id: id)
+        #expect(report.counts == ["accepted": 1])
+        let listed = try await service.database.sends(after: nil, scheduleID: nil, limit: 1)
+        #expect(listed.first?.id == id && listed.first?.createdAt == report.createdAt, "\(listed) vs \(report.createdAt)")
         await stack.server.close()
         await stack.client.close()
         try await stack.gateway.stop()
