@@ -123,28 +123,14 @@ public final class ProviderDatabase: Sendable {
         try RegistrationRecord.fetchOne(db.cachedStatement(sql: "SELECT * FROM registrations WHERE token = ?"), arguments: [token])?.model
     }
 
-    public func registration(token: String) throws -> Registration? {
-        try writer.read { db in try Self.registration(db, token: token) }
-    }
-
-    /// The same, read without blocking the caller's thread (the REST API's reads).
+    /// A token's registration (the REST API's reads).
     public func registration(token: String) async throws -> Registration? {
         try await writer.read { db in try Self.registration(db, token: token) }
     }
 
     /// A user's registrations, optionally only those in one time zone.
     public func registrations(user: String, zone: String? = nil) async throws -> [Registration] {
-        try await fetch(RegistrationRecord.filter(RegistrationRecord.Columns.userID == user), zone: zone)
-    }
-
-    /// A topic's registrations (every topic's when `nil`), optionally only those in one time zone.
-    public func registrations(topic: String?, zone: String? = nil) async throws -> [Registration] {
-        try await fetch(topic.map { RegistrationRecord.filter(RegistrationRecord.Columns.topic == $0) } ?? RegistrationRecord.all(), zone: zone)
-    }
-
-    private func fetch(_ request: QueryInterfaceRequest<RegistrationRecord>, zone: String?) async throws -> [Registration] {
-        let request = zone.map { request.filter(RegistrationRecord.Columns.timeZone == $0) } ?? request
-        return try await writer.read { db in try request.order(RegistrationRecord.Columns.token).fetchAll(db).map(\.model) }
+        try await registrations(for: .user(user), zone: zone) ?? []
     }
 
     /// The registrations a send's target names, only those in `zone` when given; `nil` for a
