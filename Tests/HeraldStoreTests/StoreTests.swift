@@ -1,7 +1,9 @@
 import Foundation
 import HeraldCore
 import HeraldStore
+import HeraldStorePostgres
 import HeraldStoreSQLite
+import Logging
 import HeraldTesting
 import Crypto
 import Testing
@@ -10,14 +12,19 @@ import Testing
 @Suite("Stores")
 struct StoreTests {
     enum Kind: String, CaseIterable, CustomTestStringConvertible {
-        case memory, sqlite
+        case memory, sqlite, postgres
         var testDescription: String { rawValue }
-        func make() throws -> any HeraldStore {
+        /// The stores this run can test: PostgreSQL when `HERALD_TEST_POSTGRES_URL` names a server
+        /// (scripts/test.sh starts one; see `PostgreSQLTestServer`).
+        static var available: [Kind] { PostgreSQLTestServer.url == nil ? [.memory, .sqlite] : allCases }
+        func make() async throws -> any HeraldStore {
             switch self {
             case .memory: return InMemoryStore()
             case .sqlite:
                 let dir = try TemporaryDirectory.make(prefix: "herald-store")
                 return try SQLiteStore(path: dir + "/herald.sqlite")
+            case .postgres:
+                return try await PostgresStore.connect(PostgresURL(try PostgreSQLTestServer.freshDatabase()), logger: Logger(label: "test"))
             }
         }
     }
@@ -37,9 +44,9 @@ struct StoreTests {
         return token
     }
 
-    @Test("keys and team topics; a topic belongs to one team", arguments: Kind.allCases)
+    @Test("keys and team topics; a topic belongs to one team", arguments: Kind.available)
     func keysAndTopics(kind: Kind) async throws {
-        let store = try kind.make()
+        let store = try await kind.make()
         let key = P256.Signing.PrivateKey().publicKey
         try await store.registerKey(ProviderKey(keyID: "KEY0000001", teamID: "TEAM000001", publicKey: key, environment: .production), topics: ["com.a", "com.b"], atMilliseconds: now)
         let loaded = try await store.key(id: "KEY0000001")
@@ -53,9 +60,9 @@ struct StoreTests {
         #expect(try await store.key(id: "KEY0000002") == nil, "a refused registration leaves nothing behind")
     }
 
-    @Test("admission: unknown, other environment, other topic, unregistered, expired", arguments: Kind.allCases)
+    @Test("admission: unknown, other environment, other topic, unregistered, expired", arguments: Kind.available)
     func admission(kind: Kind) async throws {
-        let store = try kind.make()
+        let store = try await kind.make()
         let token = try await registered(store)
         let production = try await registered(store, environment: .production)
         let outcomes = try await store.accept([
@@ -85,9 +92,9 @@ struct StoreTests {
         }
     }
 
-    @Test("store-and-forward: newest per app, deeper queues, collapse ids, expiry", arguments: Kind.allCases)
+    @Test("store-and-forward: newest per app, deeper queues, collapse ids, expiry", arguments: Kind.available)
     func storeAndForward(kind: Kind) async throws {
-        let store = try kind.make()
+        let store = try await kind.make()
         let token = try await registered(store)
         _ = try await store.accept([notification(token, "1"), notification(token, "2"), notification(token, "3")], policy: .default, environment: .development, nowMilliseconds: now)
         var held = try await store.storedNotifications(for: token, policy: .default, nowMilliseconds: now)
@@ -148,9 +155,9 @@ struct StoreTests {
 
     // MARK: devices, delivery, feedback, receipts
 
-    @Test("devices enroll by key; tokens per device and app; reinstall gives a new token", arguments: Kind.allCases)
+    @Test("devices enroll by key; tokens per device and app; reinstall gives a new token", arguments: Kind.available)
     func deviceTokens(kind: Kind) async throws {
-        let store = try kind.make()
+        let store = try await kind.make()
         let key = Array(P256.Signing.PrivateKey().publicKey.rawRepresentation)
         #expect(try await store.deviceConnected(id: "dev1", publicKey: key, atMilliseconds: now))
         #expect(try await store.deviceConnected(id: "dev1", publicKey: key, atMilliseconds: now + 1) == false)
@@ -184,9 +191,9 @@ struct StoreTests {
             token: .random(), bundleID: bundle, environment: .development, deviceID: device, createdAtMilliseconds: now), maximumActivePerDevice: 256).token
     }
 
-    @Test("delivery: pending in order, acks, receipts with every status", arguments: Kind.allCases)
+    @Test("delivery: pending in order, acks, receipts with every status", arguments: Kind.available)
     func deliveryAndReceipts(kind: Kind) async throws {
-        let store = try kind.make()
+        let store = try await kind.make()
         let a = try await deviceToken(store, bundle: "com.a")
         let b = try await deviceToken(store, bundle: "com.b")
         let deep = StorePolicy(maximumPerApp: 2)
@@ -231,9 +238,9 @@ struct StoreTests {
         _ = seq1
     }
 
-    @Test("feedback: unregistered tokens and inactive devices, read and cleared", arguments: Kind.allCases)
+    @Test("feedback: unregistered tokens and inactive devices, read and cleared", arguments: Kind.available)
     func feedback(kind: Kind) async throws {
-        let store = try kind.make()
+        let store = try await kind.make()
         let gone = try await deviceToken(store, device: "dev1")
         let idle = try await deviceToken(store, device: "dev2")
         let day: Int64 = 86_400_000
@@ -252,9 +259,9 @@ struct StoreTests {
         _ = other
     }
 
-    @Test("inspection: teams with keys, revocation, devices, tokens and held notifications paged, feedback read without clearing", arguments: Kind.allCases)
+    @Test("inspection: teams with keys, revocation, devices, tokens and held notifications paged, feedback read without clearing", arguments: Kind.available)
     func inspection(kind: Kind) async throws {
-        let store = try kind.make()
+        let store = try await kind.make()
         let key = P256.Signing.PrivateKey().publicKey
         try await store.registerKey(ProviderKey(keyID: "KEY0000001", teamID: "TEAM000001", publicKey: key), topics: ["com.b", "com.a"], atMilliseconds: now)
         try await store.registerKey(ProviderKey(keyID: "KEY0000002", teamID: "TEAM000002", publicKey: key, environment: .production), topics: [], atMilliseconds: now + 1)

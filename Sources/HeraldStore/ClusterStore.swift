@@ -1,0 +1,74 @@
+import HeraldCore
+
+/// A gateway node of a cluster, as its lease records it.
+public struct NodeRecord: Sendable, Hashable {
+    public var nodeID: String
+    public var startedAtMilliseconds: Int64
+    /// The node counts as alive until then; it renews the lease while it runs.
+    public var leaseUntilMilliseconds: Int64
+
+    public init(nodeID: String, startedAtMilliseconds: Int64, leaseUntilMilliseconds: Int64) {
+        self.nodeID = nodeID
+        self.startedAtMilliseconds = startedAtMilliseconds
+        self.leaseUntilMilliseconds = leaseUntilMilliseconds
+    }
+}
+
+/// A store that several gateway nodes share (PostgreSQL): besides everything a ``HeraldStore``
+/// keeps, the nodes and their leases, which node holds each connected device (its presence), and
+/// a channel for hints, the "a push for your device was just stored" messages from the node that
+/// accepted a push to the node that holds its device.
+///
+/// Hints are only hints. What a device must receive is always read from the notifications
+/// table — when it connects, and by each node's periodic sweep of its connected devices — so a
+/// lost hint, a dead listener or a dead node delays a delivery and never loses it.
+public protocol ClusterStore: HeraldStore {
+    /// Records the node as alive until `untilMilliseconds` (registering it on the first call).
+    func renewLease(node: String, startedAtMilliseconds: Int64, untilMilliseconds: Int64) async throws
+    /// Removes the node and the presence of its devices (graceful shutdown, or a restart under the
+    /// same id, whose connections are gone).
+    func endLease(node: String) async throws
+    /// Removes the nodes whose lease ended before `nowMilliseconds`, and their devices' presence.
+    /// Returns their ids.
+    func reapExpiredNodes(nowMilliseconds: Int64) async throws -> [String]
+    /// The nodes whose lease has not ended, by id.
+    func liveNodes(nowMilliseconds: Int64) async throws -> [NodeRecord]
+
+    /// Records that `node` holds the device's connection now: the newer connection wins, whichever
+    /// node held the device before. Returns the node that held it before, if another one did.
+    func claimPresence(deviceID: String, node: String, connection: Int64, atMilliseconds: Int64) async throws -> String?
+    /// Forgets the device's presence if it is still this connection's.
+    func releasePresence(deviceID: String, node: String, connection: Int64) async throws
+    /// The node holding each of these devices, for those that are connected somewhere.
+    func presence(deviceIDs: [String]) async throws -> [String: String]
+
+    /// The deliveries with these sequence numbers that are still held (a hint's content).
+    func heldDeliveries(seqs: [Int64]) async throws -> [Delivery]
+    /// What is held for the devices connected to `node`, accepted before `receivedBefore`, not
+    /// discarded, oldest first, at most `limit` (the node's sweep for lost hints).
+    func heldDeliveries(onNode node: String, receivedBefore: Int64, nowMilliseconds: Int64, limit: Int) async throws -> [Delivery]
+
+    /// Sends hints: for each node, the sequence numbers of notifications just stored for devices
+    /// it holds. Never inside the transaction that stored them.
+    func sendHints(_ hints: [String: [Int64]]) async throws
+    /// Receives the hints sent to `node` until the task is cancelled or the channel fails (the
+    /// caller listens again); `onListening` runs once the node is subscribed.
+    func receiveHints(
+        node: String, onListening: @escaping @Sendable () -> Void, _ handle: @escaping @Sendable ([Int64]) -> Void
+    ) async throws
+}
+
+/// Node ids name a PostgreSQL notification channel and appear in logs: short, plain ASCII.
+public enum NodeID {
+    public static let maximumLength = 40
+
+    /// Why `id` is not a valid node id, or `nil` when it is.
+    public static func problem(_ id: String) -> String? {
+        if id.isEmpty { return "a node id may not be empty" }
+        if id.utf8.count > maximumLength { return "a node id is at most \(maximumLength) characters" }
+        let allowed = id.utf8.allSatisfy { byte in
+            (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39) || byte == 0x2D || byte == 0x5F
+        }
+        return allowed ? nil : "a node id may contain only a-z, 0-9, '-' and '_'"
+    }
+}

@@ -1,0 +1,171 @@
+import HeraldCore
+import HeraldStore
+import Logging
+import NIOCore
+import NIOPosix
+import PostgresNIO
+
+// Nodes, presence and hints (`ClusterStore`). Leases and presence commit without waiting for the
+// disk: losing one in a database crash only delays a delivery until the next sweep or reconnect.
+extension PostgresStore: ClusterStore {
+    public func renewLease(node: String, startedAtMilliseconds: Int64, untilMilliseconds: Int64) async throws {
+        try await transaction(relaxed: true) { c in
+            try await c.query("""
+                INSERT INTO nodes (node_id, started_at_ms, lease_until_ms) VALUES (\(node), \(startedAtMilliseconds), \(untilMilliseconds))
+                ON CONFLICT (node_id) DO UPDATE SET started_at_ms = excluded.started_at_ms, lease_until_ms = excluded.lease_until_ms
+                """, logger: logger)
+        }
+    }
+
+    public func endLease(node: String) async throws {
+        try await transaction(relaxed: true) { c in
+            try await c.query("DELETE FROM presence WHERE node_id = \(node)", logger: logger)
+            try await c.query("DELETE FROM nodes WHERE node_id = \(node)", logger: logger)
+        }
+    }
+
+    public func reapExpiredNodes(nowMilliseconds: Int64) async throws -> [String] {
+        try await transaction(relaxed: true) { c in
+            var reaped: [String] = []
+            for try await node in try await c.query(
+                "DELETE FROM nodes WHERE lease_until_ms < \(nowMilliseconds) RETURNING node_id", logger: logger).decode(String.self) {
+                reaped.append(node)
+            }
+            if !reaped.isEmpty {
+                try await c.query("DELETE FROM presence WHERE node_id = ANY(\(reaped))", logger: logger)
+            }
+            return reaped.sorted()
+        }
+    }
+
+    public func liveNodes(nowMilliseconds: Int64) async throws -> [NodeRecord] {
+        var nodes: [NodeRecord] = []
+        for try await (id, started, until) in try await client.query(
+            "SELECT node_id, started_at_ms, lease_until_ms FROM nodes WHERE lease_until_ms >= \(nowMilliseconds) ORDER BY node_id",
+            logger: logger).decode((String, Int64, Int64).self) {
+            nodes.append(NodeRecord(nodeID: id, startedAtMilliseconds: started, leaseUntilMilliseconds: until))
+        }
+        return nodes
+    }
+
+    public func claimPresence(deviceID: String, node: String, connection: Int64, atMilliseconds: Int64) async throws -> String? {
+        try await transaction(relaxed: true) { c in
+            var previous: String?
+            for try await before in try await c.query(
+                "SELECT node_id FROM presence WHERE device_id = \(deviceID) FOR UPDATE", logger: logger).decode(String.self) {
+                previous = before
+            }
+            try await c.query("""
+                INSERT INTO presence (device_id, node_id, connection_id, since_ms) VALUES (\(deviceID), \(node), \(connection), \(atMilliseconds))
+                ON CONFLICT (device_id) DO UPDATE
+                SET node_id = excluded.node_id, connection_id = excluded.connection_id, since_ms = excluded.since_ms
+                """, logger: logger)
+            return previous == node ? nil : previous
+        }
+    }
+
+    public func releasePresence(deviceID: String, node: String, connection: Int64) async throws {
+        try await transaction(relaxed: true) { c in
+            try await c.query(
+                "DELETE FROM presence WHERE device_id = \(deviceID) AND node_id = \(node) AND connection_id = \(connection)",
+                logger: logger)
+        }
+    }
+
+    public func presence(deviceIDs: [String]) async throws -> [String: String] {
+        guard !deviceIDs.isEmpty else { return [:] }
+        var nodes: [String: String] = [:]
+        for try await (device, node) in try await client.query(
+            "SELECT device_id, node_id FROM presence WHERE device_id = ANY(\(deviceIDs))", logger: logger).decode((String, String).self) {
+            nodes[device] = node
+        }
+        return nodes
+    }
+
+    public func heldDeliveries(seqs: [Int64]) async throws -> [Delivery] {
+        guard !seqs.isEmpty else { return [] }
+        // No discard filter: a hint follows its commit by milliseconds, and `apns-expiration: 0`
+        // is for a device connected at that moment, which this is.
+        return try await deliveries("""
+            SELECT \(unescaped: Self.notificationColumns), t.device_id FROM notifications n JOIN device_tokens t ON t.token = n.token
+            WHERE n.seq = ANY(\(seqs)) AND n.state = 0 AND t.device_id IS NOT NULL AND t.unregistered_at_ms IS NULL
+            ORDER BY n.seq
+            """)
+    }
+
+    public func heldDeliveries(onNode node: String, receivedBefore: Int64, nowMilliseconds: Int64, limit: Int) async throws -> [Delivery] {
+        try await deliveries("""
+            SELECT \(unescaped: Self.notificationColumns), t.device_id
+            FROM presence p
+            JOIN device_tokens t ON t.device_id = p.device_id AND t.unregistered_at_ms IS NULL
+            JOIN notifications n ON n.token = t.token AND n.state = 0
+            WHERE p.node_id = \(node) AND n.received_at_ms < \(receivedBefore) AND n.discard_at_ms > \(nowMilliseconds)
+            ORDER BY n.seq LIMIT \(Int64(max(0, limit)))
+            """)
+    }
+
+    /// The notification channel of a node (node ids are checked by ``NodeID``).
+    static func channel(_ node: String) -> String { "herald_node_" + node }
+
+    /// A NOTIFY payload must stay under 8,000 bytes: sequence numbers go in chunks.
+    static let hintPayloadLimit = 7_900
+
+    static func payloads(_ seqs: [Int64]) -> [String] {
+        var payloads: [String] = []
+        var current = ""
+        for seq in seqs {
+            let text = String(seq)
+            if !current.isEmpty, current.utf8.count + 1 + text.utf8.count > hintPayloadLimit {
+                payloads.append(current)
+                current = ""
+            }
+            current += current.isEmpty ? text : "," + text
+        }
+        if !current.isEmpty { payloads.append(current) }
+        return payloads
+    }
+
+    /// The sequence numbers of a hint's payload; anything that is not one is skipped.
+    static func seqs(inPayload payload: String) -> [Int64] {
+        payload.split(separator: ",", omittingEmptySubsequences: true).compactMap { Int64($0) }
+    }
+
+    public func sendHints(_ hints: [String: [Int64]]) async throws {
+        var channels: [String] = []
+        var payloads: [String] = []
+        for (node, seqs) in hints where NodeID.problem(node) == nil {
+            for payload in Self.payloads(seqs) {
+                channels.append(Self.channel(node))
+                payloads.append(payload)
+            }
+        }
+        guard !channels.isEmpty else { return }
+        // One statement, its own short transaction: never the one that stored the pushes.
+        try await client.query(
+            "SELECT pg_notify(c, p) FROM unnest(\(channels)::text[], \(payloads)::text[]) AS u(c, p)", logger: logger)
+    }
+
+    public func receiveHints(
+        node: String, onListening: @escaping @Sendable () -> Void, _ handle: @escaping @Sendable ([Int64]) -> Void
+    ) async throws {
+        let connection = try await PostgresConnection.connect(
+            on: MultiThreadedEventLoopGroup.singleton.any(), configuration: listenerConfiguration, id: 0, logger: logger
+        ).get()
+        try await withTaskCancellationHandler {
+            do {
+                try await connection.listen(on: Self.channel(node)) { notifications in
+                    onListening()
+                    for try await notification in notifications {
+                        handle(Self.seqs(inPayload: notification.payload))
+                    }
+                }
+            } catch {
+                try? await connection.close()
+                throw error
+            }
+            try? await connection.close()
+        } onCancel: {
+            let _: EventLoopFuture<Void> = connection.close()
+        }
+    }
+}

@@ -1,0 +1,288 @@
+import HeraldCore
+import HeraldStore
+import NIOCore
+import PostgresNIO
+
+// Accepting, holding and delivering notifications.
+extension PostgresStore {
+    static let notificationColumns = """
+        n.seq, n.apns_id, n.token, n.bundle_id, n.push_type, n.priority, n.expiration, n.collapse_id, n.payload,
+        n.received_at_ms, n.discard_at_ms, n.state, n.sent_at_ms, n.acked_at_ms, n.ended_at_ms
+        """
+    typealias NotificationRow = (
+        Int64, String, ByteBuffer, String, String, Int16, Int64?, String?, ByteBuffer, Int64, Int64, Int16, Int64?, Int64?, Int64?
+    )
+
+    struct Record {
+        var seq: Int64
+        var notification: StoredNotification
+        var discardAt: Int64
+        var state: NotificationState
+        var sentAt: Int64?
+        var ackedAt: Int64?
+        var endedAt: Int64?
+    }
+
+    static func record(_ row: NotificationRow) throws -> Record {
+        guard let apnsID = APNsID(header: row.1), let priority = Priority(rawValue: Int(row.5)),
+              let state = NotificationState(rawValue: Int(row.11)) else {
+            throw StoreError(.corrupt, "notification \(row.0) has an invalid id, priority or state")
+        }
+        let notification = StoredNotification(
+            apnsID: apnsID, token: try token(row.2), bundleID: row.3, pushType: PushType(rawValue: row.4), priority: priority,
+            expiration: Expiration(storedSeconds: row.6), collapseID: row.7.flatMap(CollapseID.init), payload: bytes(row.8),
+            receivedAtMilliseconds: row.9)
+        return Record(seq: row.0, notification: notification, discardAt: row.10, state: state, sentAt: row.12, ackedAt: row.13, endedAt: row.14)
+    }
+
+    // MARK: accepting
+
+    /// What waits for a token while a batch is decided: held rows read from the database, and
+    /// the batch's own notifications decided so far.
+    private enum Waiting {
+        case stored(seq: Int64, apnsID: String, collapseID: String?, sent: Bool)
+        case batch(index: Int)
+    }
+
+    public func accept(
+        _ batch: [StoredNotification], policy: StorePolicy, environment: APNsEnvironment, nowMilliseconds: Int64
+    ) async throws -> [SubmissionOutcome] {
+        guard !batch.isEmpty else { return [] }
+        let logger = self.logger
+        return try await transaction { c in
+            // The registrations, locked in token order: accepting for a token, replacing what
+            // waits for it and unregistering it are serialized across nodes.
+            let tokens = Array(Set(batch.map { Self.buffer($0.token.bytes) })).sorted {
+                $0.readableBytesView.lexicographicallyPrecedes($1.readableBytesView)
+            }
+            var registrations: [DeviceToken: TokenRegistration] = [:]
+            for try await row in try await c.query("""
+                SELECT \(unescaped: Self.registrationColumns) FROM device_tokens WHERE token = ANY(\(tokens)) ORDER BY token FOR UPDATE
+                """, logger: logger).decode(RegistrationRow.self) {
+                let registration = try Self.registration(row)
+                registrations[registration.token] = registration
+            }
+            var outcomes = batch.map { n in
+                Admission.decide(
+                    registration: registrations[n.token], notification: n, environment: environment, nowMilliseconds: nowMilliseconds)
+            }
+            // What already waits for the admitted tokens.
+            let admitted = Array(Set(zip(batch, outcomes).compactMap { n, o in o.isStored ? Self.buffer(n.token.bytes) : nil }))
+            var waiting: [DeviceToken: [Waiting]] = [:]
+            if !admitted.isEmpty {
+                for try await (seq, token, apnsID, collapseID, sent) in try await c.query("""
+                    SELECT seq, token, apns_id, collapse_id, sent_at_ms IS NOT NULL FROM notifications
+                    WHERE token = ANY(\(admitted)) AND state = 0 ORDER BY seq
+                    """, logger: logger).decode((Int64, ByteBuffer, String, String?, Bool).self) {
+                    waiting[try Self.token(token), default: []].append(.stored(seq: seq, apnsID: apnsID, collapseID: collapseID, sent: sent))
+                }
+            }
+            // Store-and-forward, in the batch's order (the same rules as the other stores).
+            var states = [NotificationState?](repeating: nil, count: batch.count)
+            var replacedRows: [Int64] = []
+            for (index, n) in batch.enumerated() {
+                switch outcomes[index] {
+                case .rejected: continue
+                case .discarded: states[index] = .expired
+                case .stored:
+                    states[index] = .held
+                    guard n.expiration != .immediately else { continue }
+                    var kept: [Waiting] = []
+                    var unsent: [Waiting] = []
+                    for entry in waiting[n.token] ?? [] {
+                        let (apnsID, collapseID, sent): (String, String?, Bool)
+                        switch entry {
+                        case .stored(_, let id, let collapse, let wasSent): (apnsID, collapseID, sent) = (id, collapse, wasSent)
+                        case .batch(let i):
+                            guard states[i] == .held else { continue }
+                            (apnsID, collapseID, sent) = (batch[i].apnsID.description, batch[i].collapseID?.value, false)
+                        }
+                        if sent {
+                            kept.append(entry)
+                        } else if apnsID == n.apnsID.description || (n.collapseID != nil && collapseID == n.collapseID?.value) {
+                            Self.replace(entry, &replacedRows, &states)
+                        } else {
+                            unsent.append(entry)
+                        }
+                    }
+                    // Keep the newest `maximumPerApp - 1` of what waits unsent; the new one makes `maximumPerApp`.
+                    for entry in unsent.dropLast(policy.maximumPerApp - 1) { Self.replace(entry, &replacedRows, &states) }
+                    let survivors = unsent.suffix(policy.maximumPerApp - 1)
+                    waiting[n.token] = kept + survivors + [.batch(index: index)]
+                }
+            }
+            // One multi-row insert for the batch, in its order.
+            let rows = batch.indices.filter { states[$0] != nil }
+            if !rows.isEmpty {
+                var apnsIDs: [String] = [], tokenBytes: [ByteBuffer] = [], bundles: [String] = [], types: [String] = []
+                var priorities: [Int64] = [], expirations: [Int64] = [], collapses: [String] = [], payloads: [ByteBuffer] = []
+                var received: [Int64] = [], discards: [Int64] = [], rowStates: [Int64] = [], ended: [Int64] = []
+                for index in rows {
+                    let n = batch[index]
+                    let state = states[index] ?? .held
+                    apnsIDs.append(n.apnsID.description)
+                    tokenBytes.append(Self.buffer(n.token.bytes))
+                    bundles.append(n.bundleID)
+                    types.append(n.pushType.rawValue)
+                    priorities.append(Int64(n.priority.rawValue))
+                    expirations.append(n.expiration.storedSeconds ?? Self.absent)
+                    collapses.append(n.collapseID?.value ?? "")
+                    payloads.append(Self.buffer(n.payload))
+                    received.append(n.receivedAtMilliseconds)
+                    discards.append(n.discardAtMilliseconds(policy: policy))
+                    rowStates.append(Int64(state.rawValue))
+                    ended.append(state == .held ? Self.absent : nowMilliseconds)
+                }
+                var seqs: [Int64] = []
+                for try await seq in try await c.query("""
+                    INSERT INTO notifications
+                        (apns_id, token, bundle_id, push_type, priority, expiration, collapse_id, payload, received_at_ms,
+                         discard_at_ms, state, ended_at_ms)
+                    SELECT a, t, b, p, pr, nullif(e, \(Self.absent)), nullif(c, ''), pl, r, d, s, nullif(en, \(Self.absent))
+                    FROM unnest(\(apnsIDs)::text[], \(tokenBytes)::bytea[], \(bundles)::text[], \(types)::text[],
+                                \(priorities)::int8[], \(expirations)::int8[], \(collapses)::text[], \(payloads)::bytea[],
+                                \(received)::int8[], \(discards)::int8[], \(rowStates)::int8[], \(ended)::int8[])
+                        WITH ORDINALITY AS u(a, t, b, p, pr, e, c, pl, r, d, s, en, ord)
+                    ORDER BY ord
+                    RETURNING seq
+                    """, logger: logger).decode(Int64.self) {
+                    seqs.append(seq)
+                }
+                guard seqs.count == rows.count else {
+                    throw StoreError(.corrupt, "inserting \(rows.count) notifications returned \(seqs.count) sequence numbers")
+                }
+                // Identity values are drawn in the order the rows are inserted.
+                seqs.sort()
+                for (index, seq) in zip(rows, seqs) {
+                    if case .stored(_, let deviceID) = outcomes[index] { outcomes[index] = .stored(seq: seq, deviceID: deviceID) }
+                }
+            }
+            if !replacedRows.isEmpty {
+                try await c.query("""
+                    UPDATE notifications SET state = \(Int16(NotificationState.replaced.rawValue)), ended_at_ms = \(nowMilliseconds)
+                    WHERE seq = ANY(\(replacedRows)) AND state = 0
+                    """, logger: logger)
+            }
+            return outcomes
+        }
+    }
+
+    /// Stands for NULL in the integer arrays of the batch insert.
+    static var absent: Int64 { Int64.min }
+
+    private static func replace(_ entry: Waiting, _ rows: inout [Int64], _ states: inout [NotificationState?]) {
+        switch entry {
+        case .stored(let seq, _, _, _): rows.append(seq)
+        case .batch(let index): states[index] = .replaced
+        }
+    }
+
+    // MARK: reading what is held
+
+    public func storedNotifications(for token: DeviceToken, policy: StorePolicy, nowMilliseconds: Int64) async throws -> [StoredNotification] {
+        let rows = try await client.query("""
+            SELECT \(unescaped: Self.notificationColumns) FROM notifications n
+            WHERE n.token = \(Self.buffer(token.bytes)) AND n.state = 0 AND n.discard_at_ms > \(nowMilliseconds) ORDER BY n.seq
+            """, logger: logger)
+        var notifications: [StoredNotification] = []
+        for try await row in rows.decode(NotificationRow.self) { notifications.append(try Self.record(row).notification) }
+        return notifications
+    }
+
+    public func storedNotificationCount() async throws -> Int {
+        for try await count in try await client.query("SELECT count(*) FROM notifications WHERE state = 0", logger: logger).decode(Int64.self) {
+            return Int(clamping: count)
+        }
+        return 0
+    }
+
+    /// Deliveries from rows of `notificationColumns` followed by the device id.
+    func deliveries(_ query: PostgresQuery) async throws -> [Delivery] {
+        var deliveries: [Delivery] = []
+        for try await row in try await client.query(query, logger: logger).decode(DeliveryRow.self) {
+            let record = try Self.record((row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9, row.10, row.11, row.12, row.13, row.14))
+            deliveries.append(Delivery(seq: record.seq, deviceID: row.15, notification: record.notification))
+        }
+        return deliveries
+    }
+
+    typealias DeliveryRow = (
+        Int64, String, ByteBuffer, String, String, Int16, Int64?, String?, ByteBuffer, Int64, Int64, Int16, Int64?, Int64?, Int64?, String
+    )
+
+    public func pendingDeliveries(forDevice deviceID: String, nowMilliseconds: Int64) async throws -> [Delivery] {
+        try await deliveries("""
+            SELECT \(unescaped: Self.notificationColumns), t.device_id FROM notifications n JOIN device_tokens t ON t.token = n.token
+            WHERE t.device_id = \(deviceID) AND t.unregistered_at_ms IS NULL AND n.state = 0 AND n.discard_at_ms > \(nowMilliseconds)
+            ORDER BY n.seq
+            """)
+    }
+
+    // MARK: recording
+
+    /// Records delivery events in one transaction that does not wait for the disk: losing an ack
+    /// in a database crash means the notification is sent again (the device drops it by apns-id).
+    public func record(_ events: [DeliveryEvent]) async throws {
+        guard !events.isEmpty else { return }
+        var ackSeqs: [Int64] = [], ackSent: [Int64] = [], ackAt: [Int64] = []
+        var sentSeqs: [Int64] = [], sentAt: [Int64] = []
+        var endSeqs: [Int64] = [], endStates: [Int64] = [], endAt: [Int64] = []
+        for event in events {
+            switch event {
+            case .acked(let seq, let sent, let acked):
+                ackSeqs.append(seq); ackSent.append(sent); ackAt.append(acked)
+            case .sent(let seq, let at):
+                sentSeqs.append(seq); sentAt.append(at)
+            case .replaced(let seq, let at):
+                endSeqs.append(seq); endStates.append(Int64(NotificationState.replaced.rawValue)); endAt.append(at)
+            case .dropped(let seq, let at):
+                endSeqs.append(seq); endStates.append(Int64(NotificationState.dropped.rawValue)); endAt.append(at)
+            }
+        }
+        let logger = self.logger
+        try await transaction(relaxed: true) { [ackSeqs, ackSent, ackAt, sentSeqs, sentAt, endSeqs, endStates, endAt] c in
+            if !ackSeqs.isEmpty {
+                try await c.query("""
+                    UPDATE notifications n SET state = \(Int16(NotificationState.acked.rawValue)),
+                        sent_at_ms = coalesce(n.sent_at_ms, u.sent), acked_at_ms = u.acked, ended_at_ms = u.acked
+                    FROM unnest(\(ackSeqs)::int8[], \(ackSent)::int8[], \(ackAt)::int8[]) AS u(seq, sent, acked)
+                    WHERE n.seq = u.seq AND n.state <> \(Int16(NotificationState.acked.rawValue))
+                    """, logger: logger)
+            }
+            if !sentSeqs.isEmpty {
+                try await c.query("""
+                    UPDATE notifications n SET sent_at_ms = u.at
+                    FROM unnest(\(sentSeqs)::int8[], \(sentAt)::int8[]) AS u(seq, at)
+                    WHERE n.seq = u.seq AND n.sent_at_ms IS NULL
+                    """, logger: logger)
+            }
+            if !endSeqs.isEmpty {
+                try await c.query("""
+                    UPDATE notifications n SET state = u.state, ended_at_ms = u.at
+                    FROM unnest(\(endSeqs)::int8[], \(endStates)::int8[], \(endAt)::int8[]) AS u(seq, state, at)
+                    WHERE n.seq = u.seq AND n.state = 0
+                    """, logger: logger)
+            }
+        }
+    }
+
+    public func sweep(nowMilliseconds: Int64, retainFinishedUntil: Int64) async throws -> Int {
+        try await transaction(relaxed: true) { c in
+            try await c.query("""
+                UPDATE notifications SET state = \(Int16(NotificationState.dropped.rawValue)), ended_at_ms = \(nowMilliseconds)
+                WHERE state = 0 AND discard_at_ms <= \(nowMilliseconds) AND expiration = 0
+                """, logger: logger)
+            var expired = 0
+            for try await count in try await c.query("""
+                WITH expired AS (
+                    UPDATE notifications SET state = \(Int16(NotificationState.expired.rawValue)), ended_at_ms = \(nowMilliseconds)
+                    WHERE state = 0 AND discard_at_ms <= \(nowMilliseconds) RETURNING 1)
+                SELECT count(*) FROM expired
+                """, logger: logger).decode(Int64.self) {
+                expired = Int(clamping: count)
+            }
+            try await c.query("DELETE FROM notifications WHERE state <> 0 AND ended_at_ms < \(retainFinishedUntil)", logger: logger)
+            return expired
+        }
+    }
+}

@@ -1,0 +1,421 @@
+import Crypto
+import Foundation
+import HeraldCore
+import HeraldStore
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// The clustered store: one PostgreSQL database that several gateway nodes share.
+///
+/// The same semantics as the embedded store (the store contract tests run against both), with
+/// what a cluster needs besides: nodes and their leases, device presence and hints between
+/// nodes (``ClusterStore``, `PostgresStore+Cluster.swift`).
+///
+/// Durability: `accept` writes a whole batch in one transaction (one multi-row insert), committed
+/// with `synchronous_commit` on, so a 200 means the push is on the database's disk. Delivery
+/// records (acks, sends, drops), presence and leases commit with `synchronous_commit = off`:
+/// losing one of those in a database crash only causes a repeat.
+///
+/// Concurrency between nodes: accepting for a token locks its registration row (`FOR UPDATE`,
+/// in token order), so store-and-forward replacement and unregistration are serialized per token
+/// across nodes; everything else is one statement or one transaction.
+public final class PostgresStore: HeraldStore, Sendable {
+    let client: PostgresClient
+    let logger: Logger
+    private let runner: Task<Void, Never>
+    /// Where the database is (without its password), for messages.
+    public let url: PostgresURL
+    let listenerConfiguration: PostgresConnection.Configuration
+
+    private init(url: PostgresURL, logger: Logger) {
+        self.url = url
+        self.logger = logger
+        let tls: PostgresClient.Configuration.TLS
+        let connectionTLS: PostgresConnection.Configuration.TLS
+        switch url.tls {
+        case .disable:
+            tls = .disable
+            connectionTLS = .disable
+        case .prefer:
+            tls = .prefer(.makeClientConfiguration())
+            connectionTLS = try! .prefer(.init(configuration: .makeClientConfiguration()))
+        case .require:
+            tls = .require(.makeClientConfiguration())
+            connectionTLS = try! .require(.init(configuration: .makeClientConfiguration()))
+        }
+        var configuration = PostgresClient.Configuration(
+            host: url.host, port: url.port, username: url.user, password: url.password, database: url.database, tls: tls)
+        configuration.options.maximumConnections = 16
+        configuration.options.connectTimeout = .seconds(5)
+        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        listenerConfiguration = PostgresConnection.Configuration(
+            host: url.host, port: url.port, username: url.user, password: url.password, database: url.database, tls: connectionTLS)
+        runner = Task { [client] in await client.run() }
+    }
+
+    /// Connects to the database at `url` and brings its schema up to date. Several nodes may
+    /// start together: the migrations run under an advisory lock, once.
+    public static func connect(_ url: PostgresURL, logger: Logger) async throws -> PostgresStore {
+        let store = PostgresStore(url: url, logger: logger)
+        do {
+            try await store.migrate()
+        } catch {
+            await store.close()
+            throw PostgresStoreError("cannot use the database \(url): \(String(reflecting: error))")
+        }
+        return store
+    }
+
+    /// Closes the store's connections.
+    public func close() async {
+        runner.cancel()
+        await runner.value
+    }
+
+    // MARK: schema
+
+    /// The schema's versions, in order; each runs once, in its own transaction.
+    static let migrations: [(version: Int, name: String, sql: [String])] = [
+        (1, "keys, topics, tokens, devices, notifications, feedback, nodes, presence", [
+            "CREATE TABLE topics (topic TEXT PRIMARY KEY, team_id TEXT NOT NULL)",
+            "CREATE INDEX topics_by_team ON topics (team_id)",
+            """
+            CREATE TABLE provider_keys (
+                key_id TEXT PRIMARY KEY, team_id TEXT NOT NULL, public_key BYTEA NOT NULL, environment TEXT,
+                created_at_ms BIGINT NOT NULL, revoked_at_ms BIGINT)
+            """,
+            """
+            CREATE TABLE device_tokens (
+                token BYTEA PRIMARY KEY, bundle_id TEXT NOT NULL, environment TEXT NOT NULL, device_id TEXT,
+                created_at_ms BIGINT NOT NULL, unregistered_at_ms BIGINT, expired_at_ms BIGINT,
+                inactivity_reported BOOLEAN NOT NULL DEFAULT false)
+            """,
+            "CREATE INDEX device_tokens_by_device ON device_tokens (device_id, bundle_id) WHERE device_id IS NOT NULL",
+            "CREATE INDEX device_tokens_by_app ON device_tokens (bundle_id, environment)",
+            """
+            CREATE TABLE notifications (
+                seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, apns_id TEXT NOT NULL, token BYTEA NOT NULL,
+                bundle_id TEXT NOT NULL, push_type TEXT NOT NULL, priority SMALLINT NOT NULL, expiration BIGINT,
+                collapse_id TEXT, payload BYTEA NOT NULL, received_at_ms BIGINT NOT NULL, discard_at_ms BIGINT NOT NULL,
+                state SMALLINT NOT NULL DEFAULT 0, sent_at_ms BIGINT, acked_at_ms BIGINT, ended_at_ms BIGINT)
+            """,
+            "CREATE INDEX held_notifications_by_token ON notifications (token, seq) WHERE state = 0",
+            "CREATE INDEX held_notifications_by_discard ON notifications (discard_at_ms) WHERE state = 0",
+            "CREATE INDEX finished_notifications ON notifications (ended_at_ms) WHERE state <> 0",
+            "CREATE INDEX notifications_by_apns_id ON notifications (apns_id)",
+            """
+            CREATE TABLE devices (
+                device_id TEXT PRIMARY KEY, public_key BYTEA NOT NULL, enrolled_at_ms BIGINT NOT NULL,
+                last_seen_at_ms BIGINT NOT NULL)
+            """,
+            """
+            CREATE TABLE feedback (
+                id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, bundle_id TEXT NOT NULL, environment TEXT NOT NULL,
+                token BYTEA NOT NULL, at_ms BIGINT NOT NULL)
+            """,
+            "CREATE INDEX feedback_by_app ON feedback (bundle_id, environment, id)",
+            "CREATE TABLE nodes (node_id TEXT PRIMARY KEY, started_at_ms BIGINT NOT NULL, lease_until_ms BIGINT NOT NULL)",
+            """
+            CREATE TABLE presence (
+                device_id TEXT PRIMARY KEY, node_id TEXT NOT NULL, connection_id BIGINT NOT NULL, since_ms BIGINT NOT NULL)
+            """,
+            "CREATE INDEX presence_by_node ON presence (node_id)",
+        ]),
+    ]
+
+    /// An arbitrary constant: the advisory lock every node takes to migrate.
+    private static let migrationLock: Int64 = 0x4845_5241_4C44  // "HERALD"
+
+    private func migrate() async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
+            try await connection.query("""
+                CREATE TABLE IF NOT EXISTS herald_migrations (
+                    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
+                """, logger: logger)
+            var applied = Set<Int>()
+            for try await version in try await connection.query("SELECT version FROM herald_migrations", logger: logger).decode(Int.self) {
+                applied.insert(version)
+            }
+            if let newest = applied.max(), newest > Self.migrations.last?.version ?? 0 {
+                throw PostgresStoreError("the database's schema is version \(newest), newer than this herald knows (\(Self.migrations.last?.version ?? 0)): upgrade herald")
+            }
+            for migration in Self.migrations where !applied.contains(migration.version) {
+                for statement in migration.sql {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await connection.query(
+                    "INSERT INTO herald_migrations (version, name) VALUES (\(migration.version), \(migration.name))", logger: logger)
+                logger.info("database migrated", metadata: ["version": "\(migration.version)", "name": "\(migration.name)"])
+            }
+        }
+    }
+
+    // MARK: helpers
+
+    static func bytes(_ buffer: ByteBuffer) -> [UInt8] { Array(buffer.readableBytesView) }
+    static func buffer(_ bytes: some Collection<UInt8>) -> ByteBuffer { ByteBuffer(bytes: bytes) }
+
+    static func token(_ buffer: ByteBuffer) throws -> DeviceToken {
+        guard let token = DeviceToken(bytes: bytes(buffer)) else { throw StoreError(.corrupt, "an invalid token is stored") }
+        return token
+    }
+
+    static func environment(_ name: String) throws -> APNsEnvironment {
+        guard let environment = APNsEnvironment(rawValue: name) else { throw StoreError(.corrupt, "an unknown environment \(name) is stored") }
+        return environment
+    }
+
+    /// Runs `body` in one transaction. An error thrown by `body` is rethrown as it is (after the
+    /// rollback); a failed commit or rollback as the driver reports it. With `relaxed`, the commit
+    /// does not wait for the disk: for records whose loss in a database crash only causes a repeat.
+    @discardableResult
+    func transaction<T: Sendable>(
+        relaxed: Bool = false, _ body: @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        do {
+            return try await client.withTransaction(logger: logger) { connection in
+                if relaxed { try await connection.query("SET LOCAL synchronous_commit = off", logger: logger) }
+                return try await body(connection)
+            }
+        } catch let error as PostgresTransactionError {
+            if let closureError = error.closureError, error.rollbackError == nil { throw closureError }
+            throw error
+        }
+    }
+
+    // MARK: keys and topics
+
+    public func registerKey(_ key: ProviderKey, topics: [String], atMilliseconds: Int64) async throws {
+        try await transaction { c in
+            // Topics are claimed in a fixed order so that two registrations cannot deadlock.
+            let sorted = Array(Set(topics)).sorted()
+            try await c.query("LOCK TABLE topics IN SHARE ROW EXCLUSIVE MODE", logger: logger)
+            for try await _ in try await c.query("SELECT 1 FROM provider_keys WHERE key_id = \(key.keyID)", logger: logger) {
+                throw StoreError(.keyExists, "key \(key.keyID) is already registered")
+            }
+            for try await (topic, owner) in try await c.query(
+                "SELECT topic, team_id FROM topics WHERE topic = ANY(\(sorted))", logger: logger).decode((String, String).self)
+            where owner != key.teamID {
+                throw StoreError(.topicOwnedByAnotherTeam, "topic \(topic) belongs to team \(owner), not \(key.teamID)")
+            }
+            try await c.query("""
+                INSERT INTO provider_keys (key_id, team_id, public_key, environment, created_at_ms)
+                VALUES (\(key.keyID), \(key.teamID), \(Self.buffer(key.publicKey.x963Representation)), \(key.environment?.rawValue), \(atMilliseconds))
+                """, logger: logger)
+            try await c.query("""
+                INSERT INTO topics (topic, team_id) SELECT unnest(\(sorted)::text[]), \(key.teamID) ON CONFLICT (topic) DO NOTHING
+                """, logger: logger)
+        }
+    }
+
+    public func key(id: String) async throws -> ProviderKey? {
+        let rows = try await client.query(
+            "SELECT key_id, team_id, public_key, environment FROM provider_keys WHERE key_id = \(id) AND revoked_at_ms IS NULL",
+            logger: logger)
+        for try await (keyID, teamID, raw, environment) in rows.decode((String, String, ByteBuffer, String?).self) {
+            guard let publicKey = try? P256.Signing.PublicKey(x963Representation: Self.bytes(raw)) else {
+                throw StoreError(.corrupt, "the public key of \(id) in the database is not a P-256 key")
+            }
+            return ProviderKey(
+                keyID: keyID, teamID: teamID, publicKey: publicKey, environment: environment.flatMap(APNsEnvironment.init(rawValue:)))
+        }
+        return nil
+    }
+
+    public func topics(ofTeam teamID: String) async throws -> Set<String> {
+        var topics = Set<String>()
+        for try await topic in try await client.query("SELECT topic FROM topics WHERE team_id = \(teamID)", logger: logger).decode(String.self) {
+            topics.insert(topic)
+        }
+        return topics
+    }
+
+    // MARK: tokens
+
+    public func registerTokens(_ registrations: [TokenRegistration]) async throws {
+        guard !registrations.isEmpty else { return }
+        do {
+            try await transaction { c in
+                for registration in registrations { try await Self.insert(registration, in: c, logger: logger) }
+            }
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+            throw StoreError(.tokenExists, "a token of this batch is already registered")
+        }
+    }
+
+    static func insert(_ r: TokenRegistration, in c: PostgresConnection, logger: Logger) async throws {
+        try await c.query("""
+            INSERT INTO device_tokens (token, bundle_id, environment, device_id, created_at_ms, unregistered_at_ms, expired_at_ms)
+            VALUES (\(buffer(r.token.bytes)), \(r.bundleID), \(r.environment.rawValue), \(r.deviceID), \(r.createdAtMilliseconds),
+                    \(r.unregisteredAtMilliseconds), \(r.expiredAtMilliseconds))
+            """, logger: logger)
+    }
+
+    public func unregisterToken(_ token: DeviceToken, atMilliseconds: Int64) async throws -> Bool {
+        let key = Self.buffer(token.bytes)
+        return try await transaction { c in
+            var known = false
+            for try await _ in try await c.query("SELECT 1 FROM device_tokens WHERE token = \(key) FOR UPDATE", logger: logger) { known = true }
+            guard known else { return false }
+            try await c.query("""
+                WITH removed AS (
+                    UPDATE device_tokens SET unregistered_at_ms = \(atMilliseconds)
+                    WHERE token = \(key) AND unregistered_at_ms IS NULL
+                    RETURNING bundle_id, environment, token, unregistered_at_ms)
+                INSERT INTO feedback (bundle_id, environment, token, at_ms) SELECT * FROM removed
+                """, logger: logger)
+            try await c.query("""
+                UPDATE notifications SET state = \(Int16(NotificationState.dropped.rawValue)), ended_at_ms = \(atMilliseconds)
+                WHERE token = \(key) AND state = 0
+                """, logger: logger)
+            return true
+        }
+    }
+
+    static let registrationColumns = "token, bundle_id, environment, device_id, created_at_ms, unregistered_at_ms, expired_at_ms"
+    typealias RegistrationRow = (ByteBuffer, String, String, String?, Int64, Int64?, Int64?)
+
+    static func registration(_ row: RegistrationRow) throws -> TokenRegistration {
+        TokenRegistration(
+            token: try token(row.0), bundleID: row.1, environment: try environment(row.2), deviceID: row.3,
+            createdAtMilliseconds: row.4, unregisteredAtMilliseconds: row.5, expiredAtMilliseconds: row.6)
+    }
+
+    public func registration(of token: DeviceToken) async throws -> TokenRegistration? {
+        let rows = try await client.query(
+            "SELECT \(unescaped: Self.registrationColumns) FROM device_tokens WHERE token = \(Self.buffer(token.bytes))", logger: logger)
+        for try await row in rows.decode(RegistrationRow.self) { return try Self.registration(row) }
+        return nil
+    }
+
+    // MARK: devices
+
+    public func deviceConnected(id: String, publicKey: [UInt8], atMilliseconds: Int64) async throws -> Bool {
+        try await transaction(relaxed: true) { c in
+            let inserted = try await c.query("""
+                INSERT INTO devices (device_id, public_key, enrolled_at_ms, last_seen_at_ms)
+                VALUES (\(id), \(Self.buffer(publicKey)), \(atMilliseconds), \(atMilliseconds))
+                ON CONFLICT (device_id) DO NOTHING RETURNING 1
+                """, logger: logger)
+            for try await _ in inserted { return true }
+            var known: ByteBuffer?
+            for try await key in try await c.query(
+                "SELECT public_key FROM devices WHERE device_id = \(id) FOR UPDATE", logger: logger).decode(ByteBuffer.self) {
+                known = key
+            }
+            guard let known, Self.bytes(known) == publicKey else {
+                throw StoreError(.deviceKeyMismatch, "device \(id) is enrolled with another public key")
+            }
+            try await c.query(
+                "UPDATE devices SET last_seen_at_ms = greatest(last_seen_at_ms, \(atMilliseconds)) WHERE device_id = \(id)",
+                logger: logger)
+            try await c.query(
+                "UPDATE device_tokens SET inactivity_reported = false WHERE device_id = \(id) AND inactivity_reported",
+                logger: logger)
+            return false
+        }
+    }
+
+    public func device(id: String) async throws -> DeviceRecord? {
+        let rows = try await client.query(
+            "SELECT public_key, enrolled_at_ms, last_seen_at_ms FROM devices WHERE device_id = \(id)", logger: logger)
+        for try await (key, enrolled, seen) in rows.decode((ByteBuffer, Int64, Int64).self) {
+            return DeviceRecord(id: id, publicKey: Self.bytes(key), enrolledAtMilliseconds: enrolled, lastSeenAtMilliseconds: seen)
+        }
+        return nil
+    }
+
+    public func issueToken(_ candidate: TokenRegistration, maximumActivePerDevice: Int) async throws -> TokenRegistration {
+        try await transaction { c in
+            if let deviceID = candidate.deviceID {
+                // The device's row serializes its registrations, on every node.
+                try await c.query("SELECT 1 FROM devices WHERE device_id = \(deviceID) FOR UPDATE", logger: logger)
+                if let existing = try await Self.activeToken(
+                    deviceID: deviceID, bundleID: candidate.bundleID, environment: candidate.environment, in: c, logger: logger) {
+                    return existing
+                }
+                var active = 0
+                for try await count in try await c.query(
+                    "SELECT count(*) FROM device_tokens WHERE device_id = \(deviceID) AND unregistered_at_ms IS NULL",
+                    logger: logger).decode(Int64.self) {
+                    active = Int(clamping: count)
+                }
+                guard active < maximumActivePerDevice else {
+                    throw StoreError(.tooManyTokens, "device \(deviceID) has \(active) active tokens, the most it may have")
+                }
+            }
+            try await Self.insert(candidate, in: c, logger: logger)
+            return candidate
+        }
+    }
+
+    public func activeToken(deviceID: String, bundleID: String, environment: APNsEnvironment) async throws -> TokenRegistration? {
+        try await client.withConnection { c in
+            try await Self.activeToken(deviceID: deviceID, bundleID: bundleID, environment: environment, in: c, logger: logger)
+        }
+    }
+
+    private static func activeToken(
+        deviceID: String, bundleID: String, environment: APNsEnvironment, in c: PostgresConnection, logger: Logger
+    ) async throws -> TokenRegistration? {
+        let rows = try await c.query("""
+            SELECT \(unescaped: registrationColumns) FROM device_tokens
+            WHERE device_id = \(deviceID) AND bundle_id = \(bundleID) AND environment = \(environment.rawValue)
+              AND unregistered_at_ms IS NULL
+            ORDER BY created_at_ms LIMIT 1
+            """, logger: logger)
+        for try await row in rows.decode(RegistrationRow.self) { return try registration(row) }
+        return nil
+    }
+
+    // MARK: feedback and receipts
+
+    public func takeFeedback(
+        bundleID: String, environment: APNsEnvironment, inactiveBefore: Int64, inactivityMilliseconds: Int64
+    ) async throws -> [FeedbackEntry] {
+        try await transaction { c in
+            var removed: [(Int64, FeedbackEntry)] = []
+            for try await (id, token, at) in try await c.query("""
+                DELETE FROM feedback WHERE bundle_id = \(bundleID) AND environment = \(environment.rawValue)
+                RETURNING id, token, at_ms
+                """, logger: logger).decode((Int64, ByteBuffer, Int64).self) {
+                if let token = DeviceToken(bytes: Self.bytes(token)) { removed.append((id, FeedbackEntry(token: token, atMilliseconds: at))) }
+            }
+            var inactive: [(Int64, FeedbackEntry)] = []
+            for try await (token, lastSeen, created) in try await c.query("""
+                UPDATE device_tokens t SET inactivity_reported = true FROM devices d
+                WHERE d.device_id = t.device_id AND t.bundle_id = \(bundleID) AND t.environment = \(environment.rawValue)
+                  AND t.unregistered_at_ms IS NULL AND NOT t.inactivity_reported AND d.last_seen_at_ms < \(inactiveBefore)
+                RETURNING t.token, d.last_seen_at_ms, t.created_at_ms
+                """, logger: logger).decode((ByteBuffer, Int64, Int64).self) {
+                if let token = DeviceToken(bytes: Self.bytes(token)) {
+                    inactive.append((created, FeedbackEntry(token: token, atMilliseconds: lastSeen &+ inactivityMilliseconds)))
+                }
+            }
+            return removed.sorted { $0.0 < $1.0 }.map(\.1) + inactive.sorted { $0.0 < $1.0 }.map(\.1)
+        }
+    }
+
+    public func receipts(apnsID: APNsID) async throws -> [Receipt] {
+        let rows = try await client.query(
+            "SELECT \(unescaped: Self.notificationColumns) FROM notifications n WHERE n.apns_id = \(apnsID.description) ORDER BY n.seq",
+            logger: logger)
+        var receipts: [Receipt] = []
+        for try await row in rows.decode(NotificationRow.self) {
+            let record = try Self.record(row)
+            receipts.append(Receipt(
+                apnsID: apnsID, token: record.notification.token, bundleID: record.notification.bundleID,
+                events: Receipt.events(
+                    notification: record.notification, discardAtMilliseconds: record.discardAt, state: record.state,
+                    sentAtMilliseconds: record.sentAt, ackedAtMilliseconds: record.ackedAt, endedAtMilliseconds: record.endedAt)))
+        }
+        return receipts
+    }
+}
+
+public struct PostgresStoreError: Error, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}

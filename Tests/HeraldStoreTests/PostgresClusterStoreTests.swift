@@ -1,0 +1,123 @@
+import Crypto
+import Foundation
+import HeraldCore
+import HeraldStore
+import HeraldStorePostgres
+import HeraldTesting
+import Logging
+import Synchronization
+import Testing
+
+/// What only the clustered store does: migrations shared by nodes starting together, leases,
+/// presence, hints between nodes and the sweep's query. Against a real PostgreSQL.
+@Suite("PostgreSQL cluster store", .enabled(if: PostgreSQLTestServer.url != nil || PostgreSQLTestServer.isRequired))
+struct PostgresClusterStoreTests {
+    let now: Int64 = 1_795_262_400_000
+    let logger = Logger(label: "test")
+
+    func database() throws -> PostgresURL { try PostgresURL(try PostgreSQLTestServer.freshDatabase()) }
+
+    @Test("nodes starting together migrate once")
+    func concurrentMigrations() async throws {
+        let url = try database()
+        let stores = try await withThrowingTaskGroup(of: PostgresStore.self) { group in
+            for _ in 0..<4 { group.addTask { try await PostgresStore.connect(url, logger: logger) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(stores.count == 4)
+        try await stores[0].registerKey(
+            ProviderKey(keyID: "KEY0000001", teamID: "T1", publicKey: P256.Signing.PrivateKey().publicKey), topics: ["com.a"], atMilliseconds: now)
+        #expect(try await stores[3].topics(ofTeam: "T1") == ["com.a"])
+        for store in stores { await store.close() }
+    }
+
+    @Test("leases: live nodes, expired ones reaped with their devices' presence")
+    func leases() async throws {
+        let store = try await PostgresStore.connect(try database(), logger: logger)
+        defer { Task { await store.close() } }
+        try await store.renewLease(node: "a", startedAtMilliseconds: now, untilMilliseconds: now + 10_000)
+        try await store.renewLease(node: "b", startedAtMilliseconds: now, untilMilliseconds: now + 1_000)
+        _ = try await store.claimPresence(deviceID: "d1", node: "b", connection: 1, atMilliseconds: now)
+        #expect(try await store.liveNodes(nowMilliseconds: now + 500).map(\.nodeID) == ["a", "b"])
+        #expect(try await store.liveNodes(nowMilliseconds: now + 2_000).map(\.nodeID) == ["a"])
+        #expect(try await store.reapExpiredNodes(nowMilliseconds: now + 2_000) == ["b"])
+        #expect(try await store.presence(deviceIDs: ["d1"]).isEmpty, "a dead node's devices are not present anywhere")
+        try await store.endLease(node: "a")
+        #expect(try await store.liveNodes(nowMilliseconds: now).isEmpty)
+    }
+
+    @Test("presence: the newer connection wins; an old connection's release does not remove the new one")
+    func presence() async throws {
+        let store = try await PostgresStore.connect(try database(), logger: logger)
+        defer { Task { await store.close() } }
+        #expect(try await store.claimPresence(deviceID: "d1", node: "a", connection: 1, atMilliseconds: now) == nil)
+        #expect(try await store.claimPresence(deviceID: "d1", node: "b", connection: 2, atMilliseconds: now + 1) == "a")
+        try await store.releasePresence(deviceID: "d1", node: "a", connection: 1)
+        #expect(try await store.presence(deviceIDs: ["d1", "d2"]) == ["d1": "b"])
+        try await store.releasePresence(deviceID: "d1", node: "b", connection: 2)
+        #expect(try await store.presence(deviceIDs: ["d1"]).isEmpty)
+    }
+
+    @Test("hints reach the node they name, and the sweep finds what is held for a node's devices")
+    func hintsAndSweep() async throws {
+        let store = try await PostgresStore.connect(try database(), logger: logger)
+        defer { Task { await store.close() } }
+        _ = try await store.deviceConnected(id: "d1", publicKey: Array(repeating: 1, count: 64), atMilliseconds: now)
+        let token = try await store.issueToken(
+            TokenRegistration(token: .random(), bundleID: "com.a", environment: .development, deviceID: "d1", createdAtMilliseconds: now),
+            maximumActivePerDevice: 10).token
+        let stored = try await store.accept(
+            (0..<3).map { i in
+                StoredNotification(
+                    apnsID: .random(), token: token, bundleID: "com.a", pushType: .alert, priority: .immediate,
+                    expiration: .unspecified, collapseID: nil, payload: Array("\(i)".utf8), receivedAtMilliseconds: now)
+            },
+            policy: StorePolicy(maximumPerApp: 5), environment: .development, nowMilliseconds: now)
+        let seqs = stored.compactMap { outcome -> Int64? in if case .stored(let seq, _) = outcome { seq } else { nil } }
+        #expect(seqs.count == 3)
+        #expect(try await store.heldDeliveries(seqs: seqs).map(\.seq) == seqs)
+
+        // Hints: a listener on node "a" receives what is sent to "a" and nothing sent to "b".
+        let received = Mutex<[[Int64]]>([])
+        let listening = AsyncStream<Void>.makeStream()
+        let listener = Task {
+            try await store.receiveHints(node: "a", onListening: { listening.continuation.yield() }) { seqs in
+                received.withLock { $0.append(seqs) }
+            }
+        }
+        for await _ in listening.stream { break }
+        let many = (1...3_000).map { Int64($0) * 1_000_000_007 }
+        try await store.sendHints(["b": [1], "a": seqs])
+        try await store.sendHints(["a": many])
+        // The barrier: the last payload of the second send has arrived.
+        while received.withLock({ $0.flatMap { $0 }.last }) != many.last { try await Task.sleep(for: .milliseconds(10)) }
+        listener.cancel()
+        let all = received.withLock { $0 }
+        #expect(all.first == seqs)
+        #expect(Array(all.dropFirst().joined()) == many, "a long hint arrives whole, in chunks under NOTIFY's limit")
+
+        // The sweep: nothing while the device is not present; then its held notifications.
+        #expect(try await store.heldDeliveries(onNode: "a", receivedBefore: now + 1, nowMilliseconds: now, limit: 100).isEmpty)
+        _ = try await store.claimPresence(deviceID: "d1", node: "a", connection: 7, atMilliseconds: now)
+        #expect(try await store.heldDeliveries(onNode: "a", receivedBefore: now + 1, nowMilliseconds: now, limit: 100).map(\.seq) == seqs)
+        #expect(try await store.heldDeliveries(onNode: "a", receivedBefore: now, nowMilliseconds: now, limit: 100).isEmpty,
+                "the sweep leaves what is younger than the hint's grace to the hint")
+        try await store.record(seqs.map { .acked(seq: $0, sentAtMilliseconds: now, ackedAtMilliseconds: now + 1) })
+        #expect(try await store.heldDeliveries(onNode: "a", receivedBefore: now + 1, nowMilliseconds: now, limit: 100).isEmpty)
+    }
+
+    @Test("a URL that is not a database's is refused with what is wrong")
+    func urls() throws {
+        #expect(throws: PostgresURLError.self) { try PostgresURL("postgres://localhost/db") }
+        #expect(throws: PostgresURLError.self) { try PostgresURL("postgres://u@localhost") }
+        #expect(throws: PostgresURLError.self) { try PostgresURL("postgres://u@localhost/db?sslmode=maybe") }
+        let url = try PostgresURL("postgres://u:secret@db.example:6543/herald?sslmode=require")
+        #expect(url.port == 6543 && url.database == "herald" && url.tls == .require)
+        #expect(!url.description.contains("secret"))
+    }
+
+    @Test("PostgreSQL is there when the run requires it")
+    func required() {
+        #expect(!PostgreSQLTestServer.isRequired || PostgreSQLTestServer.url != nil, "HERALD_REQUIRE_POSTGRES=1 but HERALD_TEST_POSTGRES_URL is not set")
+    }
+}
