@@ -25,4 +25,6 @@ struct DevicePort: Sendable {
     var enrollmentSecret: String?
     /// Sends and acks, for watchers of the live feed.
     var feed: DeliveryFeed
+    /// This node's part in a cluster; `nil` for a single gateway.
+    var cluster: ClusterNode?
 }

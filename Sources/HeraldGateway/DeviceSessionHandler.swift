@@ -38,6 +38,8 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     /// from the store again once the device has acked what it has.
     private var reloadWhenAcked = false
     private var reloading = false
+    /// This connection, in the device's cluster presence (a newer connection replaces it).
+    private let connectionID = Int64.random(in: 1...Int64.max)
 
     init(port: DevicePort) {
         self.port = port
@@ -75,6 +77,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         releaseTimers = [:]
         guard let deviceID, let context else { return }
         port.registry.remove(deviceID: deviceID, sessionID: ObjectIdentifier(context.channel))
+        port.cluster?.release(deviceID: deviceID, connection: connectionID)
         port.metrics.connectedDevices.decrement()
         let unacked = inFlight.values.flatMap { $0 }.map { DeliveryEvent.sent(seq: $0.seq, atMilliseconds: $0.sentAt) }
         port.recorder.record(unacked)
@@ -235,7 +238,13 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
             pingIntervalSeconds: Int(port.pingInterval.nanoseconds / 1_000_000_000)), flush: true)
         let store = port.store
         let now = port.clock.nowMilliseconds()
-        run({ try await store.pendingDeliveries(forDevice: deviceID, nowMilliseconds: now) }) { handler, result in
+        let cluster = port.cluster
+        let connection = connectionID
+        run({
+            // Presence first: whatever is committed after the load below is then hinted here.
+            try await cluster?.claim(deviceID: deviceID, connection: connection)
+            return try await store.pendingDeliveries(forDevice: deviceID, nowMilliseconds: now)
+        }) { handler, result in
             guard case .loading(let waiting) = handler.state else { return }
             switch result {
             case .failure(let error):

@@ -48,15 +48,32 @@ public final class Gateway: Service, Sendable {
         let registry = DeviceRegistry()
         let feed = DeliveryFeed()
         let recorder = DeliveryRecorder(store: store, logger: logger)
+        let limiter = configuration.tokenRateLimit.map(TokenRateLimiter.init(configuration:))
+        var cluster: ClusterNode?
+        if let clusterConfiguration = configuration.cluster {
+            guard let clusterStore = store as? any ClusterStore else {
+                let error = GatewayClusterError(description: "a cluster node needs a store that several nodes share (PostgreSQL)")
+                portsPromise.fail(error)
+                throw error
+            }
+            let node = ClusterNode(
+                configuration: clusterConfiguration, store: clusterStore, registry: registry, recorder: recorder,
+                limiter: limiter, clock: clock, metrics: metrics, logger: logger)
+            do { try await node.join() } catch {
+                portsPromise.fail(error)
+                throw error
+            }
+            cluster = node
+        }
         let intake = NotificationIntake(
             store: store, policy: configuration.storePolicy, environment: configuration.environment, clock: clock,
             maximumBatchSize: configuration.maximumBatchSize, highWater: configuration.limits.intakeHighWater,
-            registry: registry, recorder: recorder, feed: feed,
+            registry: registry, recorder: recorder, feed: feed, cluster: cluster,
             metrics: metrics, logger: logger)
         let providerPort = ProviderPort(
             environment: configuration.environment, clock: clock,
             directory: ProviderKeyDirectory(store: store, clock: clock),
-            limiter: configuration.tokenRateLimit.map(TokenRateLimiter.init(configuration:)),
+            limiter: limiter,
             intake: intake, store: store, inactivityPeriodMilliseconds: configuration.inactivityPeriodMilliseconds,
             metrics: metrics, logger: logger, faults: faults, limits: configuration.limits,
             connectionsPerAddress: ConnectionsPerAddress(limit: configuration.limits.providerConnectionsPerAddress), feed: feed)
@@ -66,7 +83,7 @@ public final class Gateway: Service, Sendable {
             pingInterval: configuration.devicePingInterval, idleTimeout: configuration.deviceIdleTimeout,
             lowPriorityDelay: configuration.lowPriorityDelay, metrics: metrics, logger: logger, limits: configuration.limits,
             connectionsPerAddress: ConnectionsPerAddress(limit: configuration.limits.deviceConnectionsPerAddress),
-            enrollmentSecret: configuration.enrollmentSecret, feed: feed)
+            enrollmentSecret: configuration.enrollmentSecret, feed: feed, cluster: cluster)
 
         var listeners: [ProviderListener] = []
         var deviceListener: DeviceListener?
@@ -139,6 +156,7 @@ public final class Gateway: Service, Sendable {
         async let intakeFinished: Void = intake.run()
         async let recorderFinished: Void = recorder.run()
         let sweeper = Task { await sweep() }
+        let clusterLoops = Task { [cluster] in await cluster?.run() }
         await waitForGracefulShutdown()
         logger.info("gateway draining")
         await deviceListener?.close()
@@ -152,8 +170,11 @@ public final class Gateway: Service, Sendable {
         await intakeFinished
         registry.closeAll()
         await deviceListener?.waitForConnectionsToClose(timeout: .seconds(2))
+        clusterLoops.cancel()
+        await clusterLoops.value
         recorder.close()
         await recorderFinished
+        await cluster?.leave()
         sweeper.cancel()
         await sweeper.value
         await admin?.close()
@@ -177,4 +198,9 @@ public final class Gateway: Service, Sendable {
     private func waitForGracefulShutdown() async {
         try? await gracefulShutdown()
     }
+}
+
+/// A cluster node was configured over a store that cannot be shared.
+public struct GatewayClusterError: Error, CustomStringConvertible {
+    public var description: String
 }

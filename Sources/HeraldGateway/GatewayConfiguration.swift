@@ -8,6 +8,9 @@ import NIOSSL
 
 /// Everything a gateway is started with.
 public struct GatewayConfiguration: Sendable {
+    /// The cluster this gateway is a node of (its store must be a ``ClusterStore``); `nil` for a
+    /// single gateway.
+    public var cluster: ClusterConfiguration?
     /// The one environment this gateway runs as.
     public var environment: APNsEnvironment = .development
     /// The address the TLS provider, device and feedback ports listen on.

@@ -21,6 +21,13 @@ public final class GatewayMetrics: Sendable {
     let deviceDeliveries: Counter
     /// Notifications acknowledged by devices.
     let deviceAcks: Counter
+    /// Live gateway nodes of the cluster, as this node last counted them (1 without a cluster).
+    let clusterNodes: Gauge
+    /// Hints sent to other nodes, and received from them (notifications, not messages).
+    let clusterHintsSent: Counter
+    let clusterHintsReceived: Counter
+    /// Notifications the cluster sweep handed to this node's devices again.
+    let clusterSwept: Counter
     private let requestCounters = NIOLockedValueBox([String: Counter]())
     private let peerCounters = NIOLockedValueBox([String: Counter]())
     /// Requests answered 200: kept apart so the hot path takes no lock.
@@ -46,6 +53,14 @@ public final class GatewayMetrics: Sendable {
             descriptor: Self.name("device_deliveries", "total", "Notifications sent on device connections"))
         deviceAcks = registry.makeCounter(
             descriptor: Self.name("device_acks", "total", "Notifications acknowledged by devices"))
+        clusterNodes = registry.makeGauge(
+            descriptor: Self.name("cluster_nodes", "live", "Live gateway nodes in the cluster, as this node last counted them"))
+        clusterHintsSent = registry.makeCounter(
+            descriptor: Self.name("cluster_hints_sent", "total", "Notifications hinted to the node holding their device"))
+        clusterHintsReceived = registry.makeCounter(
+            descriptor: Self.name("cluster_hints_received", "total", "Notifications hinted to this node by other nodes"))
+        clusterSwept = registry.makeCounter(
+            descriptor: Self.name("cluster_swept", "total", "Held notifications the cluster sweep handed to this node's devices again"))
         okResponses = registry.makeCounter(
             descriptor: Self.name("provider_requests", "total", "Provider requests answered, by status and reason"),
             labels: [("status", "200"), ("reason", "")])

@@ -28,13 +28,16 @@ public final class NotificationIntake: Sendable {
     private let registry: DeviceRegistry
     private let recorder: DeliveryRecorder
     private let feed: DeliveryFeed
+    /// Where stored notifications for devices connected to other nodes go; `nil` for a single gateway.
+    private let cluster: ClusterNode?
 
     init(
         store: any HeraldStore, policy: StorePolicy, environment: APNsEnvironment, clock: any WallClock,
         maximumBatchSize: Int, highWater: Int = 50_000, registry: DeviceRegistry, recorder: DeliveryRecorder,
-        feed: DeliveryFeed, metrics: GatewayMetrics, logger: Logger
+        feed: DeliveryFeed, cluster: ClusterNode? = nil, metrics: GatewayMetrics, logger: Logger
     ) {
         self.feed = feed
+        self.cluster = cluster
         self.highWater = highWater
         self.registry = registry
         self.recorder = recorder
@@ -102,8 +105,15 @@ public final class NotificationIntake: Sendable {
             }
         }
         if stored > 0 { metrics.storedNotifications.increment(by: Int64(stored)) }
-        for delivery in registry.deliver(deliveries) where delivery.notification.expiration == .immediately {
-            dropped.append(.dropped(seq: delivery.seq, atMilliseconds: now))
+        let offline = registry.deliver(deliveries)
+        if let cluster {
+            // The device may be connected to another node: the cluster hints it (and drops
+            // `apns-expiration: 0` for a device connected nowhere).
+            cluster.forward(offline)
+        } else {
+            for delivery in offline where delivery.notification.expiration == .immediately {
+                dropped.append(.dropped(seq: delivery.seq, atMilliseconds: now))
+            }
         }
         recorder.record(dropped)
     }

@@ -26,6 +26,9 @@ public final class TokenRateLimiter: Sendable {
     private struct State {
         var buckets: [DeviceToken: Bucket] = [:]
         var lastSweepMilliseconds: Int64 = 0
+        /// The nodes the limit is divided among: in a cluster each node enforces 1/n of it, so a
+        /// token's pushes spread over n nodes get the configured limit in all (docs/cluster.md).
+        var share = 1
     }
 
     private let configuration: Configuration
@@ -36,11 +39,17 @@ public final class TokenRateLimiter: Sendable {
         self.configuration = configuration
     }
 
+    /// Divides the limit among `nodes` live gateway nodes.
+    public func setShare(_ nodes: Int) {
+        state.withLockedValue { $0.share = max(1, nodes) }
+    }
+
     /// Takes one push from the token's bucket. Returns `false` when the bucket is empty.
     public func allow(_ token: DeviceToken, nowMilliseconds: Int64) -> Bool {
-        let burst = Double(configuration.burst)
-        let rate = configuration.perSecond / 1000
-        return state.withLockedValue { state in
+        state.withLockedValue { state in
+            let nodes = Double(state.share)
+            let burst = max(1, Double(configuration.burst) / nodes)
+            let rate = configuration.perSecond / nodes / 1000
             var bucket = state.buckets[token] ?? Bucket(tokens: burst, updatedAtMilliseconds: nowMilliseconds)
             let elapsed = max(0, nowMilliseconds - bucket.updatedAtMilliseconds)
             bucket.tokens = min(burst, bucket.tokens + Double(elapsed) * rate)

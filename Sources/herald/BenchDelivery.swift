@@ -80,7 +80,7 @@ struct BenchDelivery: AsyncParsableCommand {
         }
 
         // A provider key for the bench topic, registered in the gateway's store.
-        let store = try data.openStore(durability: .normal)
+        let store = try await data.openStore(durability: .normal).store
         let privateKey = P256.Signing.PrivateKey()
         let keyID = KeyID.random().value
         try? await store.registerKey(

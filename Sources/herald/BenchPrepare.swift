@@ -30,7 +30,7 @@ struct BenchPrepare: AsyncParsableCommand {
     var topic: String = "com.example.bench"
 
     func run() async throws {
-        let store = try data.openStore(durability: .normal)
+        let store = try await data.openStore(durability: .normal).store
         let clock = SystemWallClock()
         let privateKey = P256.Signing.PrivateKey()
         let keyID = KeyID.random().value

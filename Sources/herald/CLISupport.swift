@@ -1,7 +1,10 @@
 import ArgumentParser
 import Foundation
 import HeraldCore
+import HeraldStore
+import HeraldStorePostgres
 import HeraldStoreSQLite
+import Logging
 
 extension APNsEnvironment: ExpressibleByArgument {
     public init?(argument: String) { self.init(rawValue: argument) }
@@ -10,15 +13,55 @@ extension APNsEnvironment: ExpressibleByArgument {
 
 extension SQLiteStore.Durability: ExpressibleByArgument {}
 
+/// A store a command opened: the gateway's SQLite database, or a cluster's PostgreSQL one.
+enum OpenedStore {
+    case sqlite(SQLiteStore)
+    case postgres(PostgresStore)
+
+    var store: any HeraldStore {
+        switch self {
+        case .sqlite(let store): store
+        case .postgres(let store): store
+        }
+    }
+
+    /// Where it is: the database file, or the URL without its password.
+    var location: String {
+        switch self {
+        case .sqlite(let store): store.path
+        case .postgres(let store): store.url.description
+        }
+    }
+}
+
 extension DataDirectoryOptions {
-    /// Creates the directory if needed and opens the store in it.
-    func openStore(durability: SQLiteStore.Durability = .full) throws -> SQLiteStore {
+    /// Which store the commands' messages name.
+    var storeName: String {
+        if let databaseURL { return (try? PostgresURL(databaseURL).description) ?? databaseURL }
+        return dataDirectory
+    }
+
+    /// Connects to the PostgreSQL store of `--database`, or returns `nil` when there is none.
+    private func openPostgres(logger: Logger?) async throws -> PostgresStore? {
+        guard let databaseURL else { return nil }
+        var quiet = Logger(label: "herald.store")
+        quiet.logLevel = .warning
+        do {
+            return try await PostgresStore.connect(try PostgresURL(databaseURL), logger: logger ?? quiet)
+        } catch {
+            throw ValidationError("--database: \(error)")
+        }
+    }
+
+    /// Creates the directory if needed and opens the store in it (or the `--database` one).
+    func openStore(durability: SQLiteStore.Durability = .full, logger: Logger? = nil) async throws -> OpenedStore {
+        if let store = try await openPostgres(logger: logger) { return .postgres(store) }
         do {
             try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
         } catch {
             throw ValidationError("cannot create the data directory \(dataDirectory): \(error.localizedDescription)")
         }
-        return try SQLiteStore(path: databasePath, durability: durability)
+        return .sqlite(try SQLiteStore(path: databasePath, durability: durability))
     }
 
     var databasePath: String { (dataDirectory as NSString).appendingPathComponent("herald.sqlite") }
@@ -39,7 +82,8 @@ extension DataDirectoryOptions {
     /// Opens (creating if needed) the store in a directory that must exist: the commands that
     /// write (`keys create`, `tokens create`/`revoke`) may prepare a gateway's directory before its
     /// first start, but a directory that does not exist is nearly always a mistyped `--data-dir`.
-    func openStoreInExistingDirectory() throws -> SQLiteStore {
+    func openStoreInExistingDirectory() async throws -> any HeraldStore {
+        if let store = try await openPostgres(logger: nil) { return store }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: dataDirectory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw ValidationError("--data-dir \(dataDirectory) does not exist; give the directory `herald gateway --data-dir` uses (create it first to prepare one before the gateway's first start)")
@@ -47,16 +91,17 @@ extension DataDirectoryOptions {
         return try SQLiteStore(path: databasePath)
     }
 
-    /// Opens the store of an existing gateway data directory; refuses (rather than creating an
-    /// empty store) when the directory or its database is missing, which is nearly always a
-    /// mistyped `--data-dir`.
-    func openExistingStore() throws -> SQLiteStore {
+    /// Opens the store of an existing gateway data directory (or the `--database` one); refuses
+    /// (rather than creating an empty store) when the directory or its database is missing,
+    /// which is nearly always a mistyped `--data-dir`.
+    func openExistingStore() async throws -> any HeraldStore {
+        if let store = try await openPostgres(logger: nil) { return store }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: dataDirectory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw ValidationError("--data-dir \(dataDirectory) does not exist; give the directory `herald gateway --data-dir` uses")
         }
         guard FileManager.default.fileExists(atPath: databasePath) else {
-            throw ValidationError("--data-dir \(dataDirectory) has no herald.sqlite: it is not a gateway's data directory (start `herald gateway --data-dir \(dataDirectoryArgument)` once to create it)")
+            throw ValidationError("--data-dir \(dataDirectory) has no herald.sqlite: it is not a gateway's data directory (start `herald gateway --data-dir \(dataDirectoryArgument ?? "")` once to create it)")
         }
         return try SQLiteStore(path: databasePath)
     }

@@ -118,6 +118,18 @@ struct GatewayRunCommand: AsyncParsableCommand {
     @Option(help: "full: every commit reaches the disk before 200 (survives power loss); normal: survives a crash of the process only.")
     var durability: SQLiteStore.Durability = .full
 
+    @Option(help: ArgumentHelp("This node's name in a cluster (with --database): a-z, 0-9, '-' and '_', at most 40. Give each node its own, and the same one again when it restarts. Default: the host name.", valueName: "NAME"))
+    var nodeId: String?
+
+    @Option(help: "Cluster: seconds without a lease renewal after which a node counts as dead and its devices' presence is reaped.")
+    var nodeLease: Int = 10
+
+    @Option(help: "Cluster: milliseconds between sweeps of what is held for this node's devices (delivers what a lost hint delayed).")
+    var clusterSweep: Int = 2_000
+
+    @Option(help: "Cluster: hint the node holding a device when a push for it is stored (on), or rely on the sweep alone (off: slower, still correct).")
+    var crossNodeHints: Switch = .on
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
@@ -150,6 +162,15 @@ struct GatewayRunCommand: AsyncParsableCommand {
         if !(0...1_000_000_000).contains(tokenBurst) || !(tokenRate > 0 && tokenRate <= 1_000_000) {
             throw ValidationError("--token-burst must be from 0 to 1000000000 and --token-rate greater than 0 and at most 1000000")
         }
+        if data.dataDirectoryArgument == nil {
+            throw ValidationError("give --data-dir DIR: the gateway keeps its TLS files (and, without --database, its SQLite store) there")
+        }
+        if data.databaseURL == nil && nodeId != nil {
+            throw ValidationError("--node-id names a node of a cluster: give --database postgres://USER@HOST:PORT/DB too")
+        }
+        if let problem = NodeID.problem(resolvedNodeID) { throw ValidationError("--node-id \(resolvedNodeID): \(problem)") }
+        if !(2...3_600).contains(nodeLease) { throw ValidationError("--node-lease must be from 2 to 3600 seconds") }
+        if !(100...600_000).contains(clusterSweep) { throw ValidationError("--cluster-sweep must be from 100 to 600000 milliseconds") }
         if Logger.Level(rawValue: logLevel) == nil {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
@@ -162,7 +183,8 @@ struct GatewayRunCommand: AsyncParsableCommand {
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
 
         try data.lockForGateway()
-        let store = try data.openStore(durability: durability)
+        let opened = try await data.openStore(durability: durability, logger: logger)
+        let store = opened.store
         let clock = SystemWallClock()
         let tls: GatewayConfiguration.TLSFiles
         var caPath: String?
@@ -198,20 +220,30 @@ struct GatewayRunCommand: AsyncParsableCommand {
         configuration.backgroundBudget = backgroundPerHour == 0 ? nil : .init(count: backgroundPerHour, windowMilliseconds: 3_600_000)
         configuration.inactivityPeriodMilliseconds = Int64(inactivityDays) * 86_400_000
         configuration.receiptRetentionMilliseconds = Int64(receiptDays) * 86_400_000
+        if case .postgres = opened {
+            var cluster = ClusterConfiguration(nodeID: resolvedNodeID)
+            cluster.leaseMilliseconds = Int64(nodeLease) * 1_000
+            cluster.heartbeatMilliseconds = max(500, cluster.leaseMilliseconds / 3)
+            cluster.sweepMilliseconds = Int64(clusterSweep)
+            cluster.hints = crossNodeHints == .on
+            configuration.cluster = cluster
+        }
 
         let gateway = Gateway(configuration: configuration, store: store, clock: clock, logger: logger)
         // Shut down in reverse order: the gateway drains and commits first, then checkpointing stops.
-        let checkpointer = SQLiteCheckpointer(store: store, logger: logger)
-        let heap = HeapReturner(interval: .seconds(10))
+        var services: [any Service] = [HeapReturner(interval: .seconds(10))]
+        if case .sqlite(let sqlite) = opened { services.append(SQLiteCheckpointer(store: sqlite, logger: logger)) }
+        services.append(gateway)
         let group = ServiceGroup(configuration: .init(
-            services: [heap, checkpointer, gateway], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         async let running: Void = group.run()
         do {
             let ports = try await gateway.ports
             let announcement = StartupLine(
                 provider_port: ports.providerPort, h2c_port: ports.h2cPort, admin_port: ports.adminPort,
                 device_port: ports.devicePort, feedback_port: ports.feedbackPort,
-                ca: caPath, environment: environment.rawValue, database: data.databasePath)
+                ca: caPath, environment: environment.rawValue, database: opened.location,
+                node: configuration.cluster?.nodeID)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
             printLineFlushed(String(decoding: try encoder.encode(announcement), as: UTF8.self))
@@ -239,6 +271,7 @@ struct GatewayRunCommand: AsyncParsableCommand {
         var ca: String?
         var environment: String
         var database: String
+        var node: String?
 
         func encode(to encoder: Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
@@ -250,7 +283,26 @@ struct GatewayRunCommand: AsyncParsableCommand {
             try c.encode(ca, forKey: .ca)
             try c.encode(environment, forKey: .environment)
             try c.encode(database, forKey: .database)
+            try c.encode(node, forKey: .node)
         }
-        enum CodingKeys: String, CodingKey { case provider_port, h2c_port, admin_port, device_port, feedback_port, ca, environment, database }
+        enum CodingKeys: String, CodingKey { case provider_port, h2c_port, admin_port, device_port, feedback_port, ca, environment, database, node }
     }
 }
+
+extension GatewayRunCommand {
+    /// The node id: `--node-id`, or the host name made into one.
+    var resolvedNodeID: String {
+        if let nodeId { return nodeId }
+        let host = ProcessInfo.processInfo.hostName.lowercased().map { c -> Character in
+            c.isASCII && (c.isLetter || c.isNumber || c == "-" || c == "_") ? c : "-"
+        }
+        let name = String(host.prefix(NodeID.maximumLength))
+        return name.isEmpty ? "node" : name
+    }
+}
+
+/// `on` or `off`, for flags that switch a behaviour.
+enum Switch: String, ExpressibleByArgument, CaseIterable {
+    case on, off
+}
+

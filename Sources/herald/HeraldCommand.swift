@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldStorePostgres
 
 @main
 struct HeraldCommand: AsyncParsableCommand {
@@ -57,11 +58,26 @@ struct HeraldCommand: AsyncParsableCommand {
 /// The option every command that opens the store shares.
 struct DataDirectoryOptions: ParsableArguments {
     @Option(name: .customLong("data-dir"), help: ArgumentHelp(
-        "The gateway's data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.", valueName: "DIR"))
-    var dataDirectoryArgument: String
+        "The gateway's data directory (its SQLite database and TLS files). herald gateway creates it; the other commands refuse one that does not exist.", valueName: "DIR"))
+    var dataDirectoryArgument: String?
 
-    /// The directory as an absolute path, so that the paths Herald prints work from anywhere.
+    @Option(name: .customLong("database"), help: ArgumentHelp(
+        "A PostgreSQL database several gateway nodes share, postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=disable|prefer|require], instead of the SQLite database in --data-dir (docs/cluster.md).", valueName: "URL"))
+    var databaseURL: String?
+
+    func validate() throws {
+        if dataDirectoryArgument == nil && databaseURL == nil {
+            throw ValidationError("give --data-dir DIR (the gateway's SQLite store) or --database postgres://USER@HOST:PORT/DB (a cluster's)")
+        }
+        if let databaseURL {
+            do { _ = try PostgresURL(databaseURL) } catch { throw ValidationError("--database: \(error)") }
+        }
+    }
+
+    /// The directory as an absolute path, so that the paths Herald prints work from anywhere
+    /// (empty when only --database is given).
     var dataDirectory: String {
+        guard let dataDirectoryArgument else { return "" }
         if dataDirectoryArgument.hasPrefix("/") { return dataDirectoryArgument }
         return URL(fileURLWithPath: dataDirectoryArgument).standardizedFileURL.path
     }

@@ -42,7 +42,7 @@ struct InspectionOptions: ParsableArguments {
         } catch {
             throw ValidationError(error.message)
         }
-        let store = try data.openExistingStore()
+        let store = try await data.openExistingStore()
         let body: [UInt8]
         do { body = try await GatewayInspection(store: store).answer(query) } catch let refusal as GatewayInspection.Refusal {
             throw ValidationError(refusal.message)
@@ -98,7 +98,7 @@ struct KeysListCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let store = try data.openExistingStore()
+        let store = try await data.openExistingStore()
         let body = try await GatewayInspection(store: store).answer(.teams)
         if json { return printLineFlushed(String(decoding: body, as: UTF8.self)) }
         let teams = try await store.teams()
@@ -138,10 +138,10 @@ struct KeysRevokeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let store = try data.openExistingStore()
+        let store = try await data.openExistingStore()
         let now = SystemWallClock().nowMilliseconds()
         guard let key = try await store.revokeKey(id: keyID, atMilliseconds: now) else {
-            throw ValidationError("no key \(keyID) is registered in \(data.dataDirectory) (herald keys list shows them)")
+            throw ValidationError("no key \(keyID) is registered in \(data.storeName) (herald keys list shows them)")
         }
         let when = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(key.revokedAtMilliseconds ?? now) / 1000))
         printLineFlushed(key.revokedAtMilliseconds == now ? "revoked \(key.keyID) of team \(key.teamID) at \(when)"
@@ -245,7 +245,7 @@ struct ReceiptsCommand: AsyncParsableCommand {
             guard let id = APNsID(header: apnsID) else {
                 throw ValidationError("--apns-id must be a UUID such as 123e4567-e89b-12d3-a456-426614174000; got '\(apnsID)'")
             }
-            let store = try data.openExistingStore()
+            let store = try await data.openExistingStore()
             let body: [UInt8]
             do { body = try await GatewayInspection(store: store).answer(.receipt(id)) } catch let refusal as GatewayInspection.Refusal {
                 throw ValidationError(refusal.message)
@@ -282,7 +282,7 @@ struct FeedbackListCommand: AsyncParsableCommand {
 
     func run() async throws {
         guard DeviceProtocol.isValidTopic(topic) else { throw ValidationError("--topic \"\(topic)\" is not a bundle id") }
-        let store = try data.openExistingStore()
+        let store = try await data.openExistingStore()
         let body = try await GatewayInspection(store: store).answer(.feedback(topic: topic, environment: environment))
         if json { return printLineFlushed(String(decoding: body, as: UTF8.self)) }
         guard case .object(let object) = try JSONReader.parse(body, limits: JSONLimits(maximumBytes: body.count, maximumDepth: 64)), case .array(let items)? = object["items"] else { return }

@@ -50,7 +50,7 @@ struct KeysCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let store = try data.openStoreInExistingDirectory()
+            let store = try await data.openStoreInExistingDirectory()
             let privateKey = P256.Signing.PrivateKey()
             let id = keyID ?? KeyID.random().value
             do {
@@ -95,7 +95,7 @@ struct TokensCommand: AsyncParsableCommand {
         var environment: APNsEnvironment = .development
 
         func run() async throws {
-            let store = try data.openStoreInExistingDirectory()
+            let store = try await data.openStoreInExistingDirectory()
             let token = DeviceToken.random()
             try await store.registerToken(TokenRegistration(
                 token: token, bundleID: topic, environment: environment,
@@ -118,10 +118,10 @@ struct TokensCommand: AsyncParsableCommand {
             guard let parsed = DeviceToken(hex: token) else {
                 throw ValidationError("--token must be hexadecimal (64 digits for a Herald token); got '\(token)'")
             }
-            let store = try data.openStoreInExistingDirectory()
+            let store = try await data.openStoreInExistingDirectory()
             let now = SystemWallClock().nowMilliseconds()
             guard try await store.unregisterToken(parsed, atMilliseconds: now) else {
-                throw ValidationError("no token \(parsed.hex) is registered in \(data.dataDirectory)")
+                throw ValidationError("no token \(parsed.hex) is registered in \(data.storeName)")
             }
             let registration = try await store.registration(of: parsed)
             print("unregistered \(parsed.hex) at \(registration?.unregisteredAtMilliseconds ?? now)")

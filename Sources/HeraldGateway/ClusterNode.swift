@@ -1,0 +1,241 @@
+import HeraldCore
+import HeraldStore
+import Logging
+
+/// How a gateway node takes part in a cluster (`herald gateway --database postgres://… --node-id`).
+public struct ClusterConfiguration: Sendable {
+    /// This node's id: its hint channel, and what its devices' presence names.
+    public var nodeID: String
+    /// How long a node counts as alive after its last renewal; a node silent that long is dead
+    /// and its devices' presence is reaped by the others.
+    public var leaseMilliseconds: Int64 = 10_000
+    /// How often the node renews its lease (and reaps dead nodes).
+    public var heartbeatMilliseconds: Int64 = 3_000
+    /// How often the node reads what is held for its connected devices: what a lost hint
+    /// delayed is delivered after at most this (plus `hintGraceMilliseconds`).
+    public var sweepMilliseconds: Int64 = 2_000
+    /// The sweep leaves notifications younger than this to their hint.
+    public var hintGraceMilliseconds: Int64 = 1_000
+    /// Whether the accepting node hints the node holding the device (off: the sweep alone
+    /// delivers across nodes: slower, still correct).
+    public var hints = true
+
+    public init(nodeID: String) { self.nodeID = nodeID }
+}
+
+/// This gateway's part in a cluster of nodes sharing one ``ClusterStore``.
+///
+/// - Its lease: renewed every heartbeat; dead nodes (lease ended) are reaped, with the presence
+///   of their devices. The live node count divides the per-token rate limit.
+/// - Presence: a device's session claims it before loading what is held (so anything committed
+///   after that load is hinted here), and releases it when it closes.
+/// - Routing: the intake hands it what it stored for devices not connected here; it looks up
+///   which node holds each device and sends that node a hint (after the commit, never in it).
+///   Hints received are loaded from the store by sequence number and handed to the sessions.
+/// - The sweep: every `sweepMilliseconds`, what is held for this node's devices and older than
+///   the hint grace is handed to their sessions again (they skip what is in flight), so a lost
+///   hint, a dead listener or a dead accepting node only delays a delivery.
+final class ClusterNode: Sendable {
+    let configuration: ClusterConfiguration
+    private let store: any ClusterStore
+    private let registry: DeviceRegistry
+    private let recorder: DeliveryRecorder
+    private let clock: any WallClock
+    private let logger: Logger
+    private let metrics: GatewayMetrics
+    private let limiter: TokenRateLimiter?
+    private let startedAt: Int64
+    /// Stored for devices not connected here, waiting to be hinted to their node.
+    private let outgoing = BatchQueue<Delivery>(maximumBatchSize: 8_192)
+    /// Sequence numbers hinted to this node, waiting to be loaded.
+    private let incoming = BatchQueue<Int64>(maximumBatchSize: 8_192)
+
+    init(
+        configuration: ClusterConfiguration, store: any ClusterStore, registry: DeviceRegistry, recorder: DeliveryRecorder,
+        limiter: TokenRateLimiter?, clock: any WallClock, metrics: GatewayMetrics, logger: Logger
+    ) {
+        self.configuration = configuration
+        self.store = store
+        self.registry = registry
+        self.recorder = recorder
+        self.limiter = limiter
+        self.clock = clock
+        self.metrics = metrics
+        self.logger = logger
+        self.startedAt = clock.nowMilliseconds()
+    }
+
+    var nodeID: String { configuration.nodeID }
+
+    /// Joins the cluster: a restart under the same id forgets the presence its previous process
+    /// left (those connections are gone), then takes the lease.
+    func join() async throws {
+        try await store.endLease(node: nodeID)
+        try await renew()
+    }
+
+    /// Leaves the cluster (graceful shutdown): its devices' presence goes with it.
+    func leave() async {
+        do { try await store.endLease(node: nodeID) } catch {
+            logger.warning("could not end this node's lease; the others reap it when it runs out", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func renew() async throws {
+        let now = clock.nowMilliseconds()
+        try await store.renewLease(node: nodeID, startedAtMilliseconds: startedAt, untilMilliseconds: now + configuration.leaseMilliseconds)
+        let reaped = try await store.reapExpiredNodes(nowMilliseconds: now)
+        if !reaped.isEmpty { logger.warning("nodes whose lease ran out were removed", metadata: ["nodes": "\(reaped)"]) }
+        let live = try await store.liveNodes(nowMilliseconds: now).count
+        limiter?.setShare(max(1, live))
+        metrics.clusterNodes.set(Double(live))
+    }
+
+    // MARK: presence
+
+    /// Records that this node holds the device's connection now.
+    func claim(deviceID: String, connection: Int64) async throws {
+        if let previous = try await store.claimPresence(
+            deviceID: deviceID, node: nodeID, connection: connection, atMilliseconds: clock.nowMilliseconds()) {
+            logger.debug("device moved here from another node", metadata: ["device": "\(deviceID)", "from": "\(previous)"])
+        }
+    }
+
+    /// Forgets the device's presence here (its session closed).
+    func release(deviceID: String, connection: Int64) {
+        let store = self.store
+        let node = nodeID
+        let logger = self.logger
+        Task {
+            do { try await store.releasePresence(deviceID: deviceID, node: node, connection: connection) } catch {
+                // The presence stays until the device connects again or this node's lease ends;
+                // hints to it meanwhile are dropped here and the sweep finds nothing for it.
+                logger.debug("could not release a device's presence", metadata: ["device": "\(deviceID)", "error": "\(error)"])
+            }
+        }
+    }
+
+    // MARK: routing
+
+    /// Takes what the intake stored for devices not connected here.
+    func forward(_ deliveries: [Delivery]) {
+        guard !deliveries.isEmpty else { return }
+        if !outgoing.append(contentsOf: deliveries) { dropImmediate(deliveries) }
+    }
+
+    /// `apns-expiration: 0` is for a device connected at the moment it is accepted: one
+    /// connected nowhere drops it.
+    private func dropImmediate(_ deliveries: [Delivery]) {
+        let now = clock.nowMilliseconds()
+        recorder.record(deliveries.filter { $0.notification.expiration == .immediately }.map { .dropped(seq: $0.seq, atMilliseconds: now) })
+    }
+
+    private func sendHints() async {
+        while let batch = await outgoing.nextBatch() {
+            do {
+                let present = try await store.presence(deviceIDs: Array(Set(batch.map(\.deviceID))))
+                var hints: [String: [Int64]] = [:]
+                var nowhere: [Delivery] = []
+                for delivery in batch {
+                    guard let node = present[delivery.deviceID] else {
+                        nowhere.append(delivery)
+                        continue
+                    }
+                    // A device that moved here since the intake looked: hand it over directly.
+                    if node == nodeID {
+                        let offline = registry.deliver([delivery])
+                        nowhere += offline
+                    } else if configuration.hints {
+                        hints[node, default: []].append(delivery.seq)
+                    }
+                }
+                dropImmediate(nowhere)
+                if !hints.isEmpty {
+                    try await store.sendHints(hints)
+                    metrics.clusterHintsSent.increment(by: Int64(hints.values.reduce(0) { $0 + $1.count }))
+                }
+            } catch {
+                // The notifications are stored: the holding node's sweep delivers them.
+                logger.warning("could not hint other nodes", metadata: ["count": "\(batch.count)", "error": "\(error)"])
+            }
+        }
+    }
+
+    private func receiveHints() async {
+        while !Task.isCancelled {
+            do {
+                try await store.receiveHints(node: nodeID, onListening: { [logger, nodeID] in
+                    logger.debug("listening for hints", metadata: ["node": "\(nodeID)"])
+                }) { [incoming] seqs in
+                    _ = incoming.append(contentsOf: seqs)
+                }
+            } catch {
+                if Task.isCancelled { break }
+                logger.warning("the hint listener failed; listening again (the sweep delivers meanwhile)", metadata: ["error": "\(error)"])
+            }
+            try? await Task.sleep(for: .seconds(1))
+        }
+    }
+
+    private func loadHints() async {
+        while let seqs = await incoming.nextBatch() {
+            do {
+                let deliveries = try await store.heldDeliveries(seqs: seqs)
+                metrics.clusterHintsReceived.increment(by: Int64(seqs.count))
+                // Devices no longer here get theirs from the sweep or their next connection.
+                _ = registry.deliver(deliveries)
+            } catch {
+                logger.warning("could not load hinted notifications (the sweep delivers them)", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    private func sweep() async {
+        let limit = 10_000
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(configuration.sweepMilliseconds))
+            if Task.isCancelled { break }
+            let now = clock.nowMilliseconds()
+            do {
+                // Acks recorded so far must be in the store, or they would be sent again.
+                await recorder.waitUntilRecorded()
+                let held = try await store.heldDeliveries(
+                    onNode: nodeID, receivedBefore: now - configuration.hintGraceMilliseconds, nowMilliseconds: now, limit: limit)
+                if !held.isEmpty {
+                    metrics.clusterSwept.increment(by: Int64(held.count))
+                    _ = registry.deliver(held)
+                }
+            } catch {
+                logger.warning("the cluster sweep failed", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    private func heartbeat() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(configuration.heartbeatMilliseconds))
+            if Task.isCancelled { break }
+            do { try await renew() } catch {
+                logger.error("could not renew this node's lease", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// Runs the node's loops until the task is cancelled; then stops taking hints.
+    func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.sendHints() }
+            group.addTask { await self.loadHints() }
+            group.addTask { await self.receiveHints() }
+            group.addTask { await self.sweep() }
+            group.addTask { await self.heartbeat() }
+            await withTaskCancellationHandler {
+                await group.next()
+            } onCancel: {
+                self.outgoing.close()
+                self.incoming.close()
+            }
+            group.cancelAll()
+        }
+    }
+}
