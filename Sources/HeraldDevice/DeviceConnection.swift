@@ -46,12 +46,26 @@ public final class DeviceConnection: Sendable {
         public var acknowledgement: Acknowledgement
         /// Presented in every hello: what a gateway with closed enrollment asks of a new device.
         public var enrollmentSecret: String?
+        /// Other gateway nodes of the same cluster (host, port), tried in turn after `host`:port
+        /// when one is unreachable or its connection ends.
+        public var alternates: [Endpoint] = []
+
+        /// Where a gateway's device port is.
+        public struct Endpoint: Sendable, Hashable {
+            public var host: String
+            public var port: Int
+            public init(host: String, port: Int) {
+                self.host = host
+                self.port = port
+            }
+        }
 
         public init(
             host: String, port: Int, tls: NIOSSLContext?, topics: [String], knownTokens: [String: DeviceToken] = [:],
             backoff: ReconnectBackoff = ReconnectBackoff(), acknowledgement: Acknowledgement = .onReceipt,
-            enrollmentSecret: String? = nil
+            enrollmentSecret: String? = nil, alternates: [Endpoint] = []
         ) {
+            self.alternates = alternates
             self.acknowledgement = acknowledgement
             self.enrollmentSecret = enrollmentSecret
             self.host = host
@@ -102,21 +116,33 @@ public final class DeviceConnection: Sendable {
     public func run() async {
         var backoff = configuration.backoff
         var state = SessionState(knownTokens: configuration.knownTokens)
+        let endpoints = [Configuration.Endpoint(host: configuration.host, port: configuration.port)] + configuration.alternates
+        var next = 0
+        var unreachableInARow = 0
         while !Task.isCancelled {
             var reason = "closed by the gateway"
+            let endpoint = endpoints[next]
+            // The next connection goes to the next gateway node (a load balancer's job, done here
+            // for deployments without one).
+            next = (next + 1) % endpoints.count
             do {
                 let socket = try await DeviceSocket.connect(
-                    host: configuration.host, port: configuration.port, tls: configuration.tls, group: group,
+                    host: endpoint.host, port: endpoint.port, tls: configuration.tls, group: group,
                     acknowledgeOnReceipt: configuration.acknowledgement == .onReceipt)
+                unreachableInARow = 0
                 current.withLockedValue { $0 = (socket, []) }
                 reason = await session(on: socket, state: &state, backoff: &backoff)
                 current.withLockedValue { $0 = (nil, []) }
                 await socket.close()
             } catch {
                 reason = "\(error)"
+                unreachableInARow += 1
             }
             if Task.isCancelled { break }
             continuation.yield(.disconnected(reason: reason))
+            // Another node not yet tried in this round is tried at once; after a whole round
+            // unreachable, the backoff applies.
+            if endpoints.count > 1, unreachableInARow % endpoints.count != 0 { continue }
             let delay = backoff.nextDelay()
             logger.debug("reconnecting", metadata: ["delay_ms": "\(delay)"])
             try? await Task.sleep(for: .milliseconds(delay))

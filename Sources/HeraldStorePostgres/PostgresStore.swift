@@ -51,13 +51,22 @@ public final class PostgresStore: HeraldStore, Sendable {
         client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         listenerConfiguration = PostgresConnection.Configuration(
             host: url.host, port: url.port, username: url.user, password: url.password, database: url.database, tls: connectionTLS)
-        runner = Task { [client] in await client.run() }
+        let (started, signal) = AsyncStream<Void>.makeStream()
+        runner = Task { [client] in
+            signal.finish()
+            await client.run()
+        }
+        self.started = started
     }
+
+    /// Finishes when the client's run loop has started (a query before it only logs a warning).
+    private let started: AsyncStream<Void>
 
     /// Connects to the database at `url` and brings its schema up to date. Several nodes may
     /// start together: the migrations run under an advisory lock, once.
     public static func connect(_ url: PostgresURL, logger: Logger) async throws -> PostgresStore {
         let store = PostgresStore(url: url, logger: logger)
+        for await _ in store.started {}
         do {
             try await store.migrate()
         } catch {

@@ -18,6 +18,8 @@ struct DeviceCommand: AsyncParsableCommand {
 struct DeviceState: Codable {
     /// `wss://host:port` of the gateway.
     var gateway: String
+    /// Other nodes of the gateway's cluster, tried in turn when one is unreachable.
+    var alternates: [String]?
     /// The PEM file of roots the gateway's certificate is checked against.
     var ca: String?
     // The apps' tokens are not kept here: the runtime keeps each app's token with its state
@@ -103,8 +105,8 @@ struct DeviceRunCommand: AsyncParsableCommand {
 
     @OptionGroup var directory: DeviceDirectoryOption
 
-    @Option(help: ArgumentHelp("The gateway's device port, wss://HOST:PORT. Remembered in DIR for later runs.", valueName: "URL"))
-    var gateway: String?
+    @Option(help: ArgumentHelp("The gateway's device port, wss://HOST:PORT. Remembered in DIR for later runs. Give it again for each node of a cluster without a load balancer: the device moves to the next when one is unreachable.", valueName: "URL"))
+    var gateway: [String] = []
 
     @Option(help: ArgumentHelp("A PEM file of trusted roots (the gateway's DIR/tls/ca.pem). Remembered in DIR.", valueName: "PEM"))
     var ca: String?
@@ -148,7 +150,7 @@ struct DeviceRunCommand: AsyncParsableCommand {
         for app in apps + legacyApps where !DeviceProtocol.isValidTopic(app) {
             throw ValidationError("--app \"\(app)\" is not a bundle id (printable ASCII, no spaces, no push-type suffix such as .voip)")
         }
-        if let gateway { _ = try GatewayAddress(gateway) }
+        for gateway in gateway { _ = try GatewayAddress(gateway) }
         if let timeZone, TimeZone(identifier: timeZone) == nil {
             throw ValidationError("--time-zone \"\(timeZone)\" is not an IANA time zone (e.g. Europe/Paris)")
         }
@@ -169,15 +171,22 @@ struct DeviceRunCommand: AsyncParsableCommand {
         try directory.lock()
         let identity = try DeviceIdentity.loadOrCreate(in: dir)
         var state = try DeviceState.load(from: dir) ?? {
-            guard let gateway else {
+            guard let first = gateway.first else {
                 throw ValidationError("this device has no gateway yet: give --gateway wss://HOST:PORT")
             }
-            return DeviceState(gateway: gateway, ca: nil)
+            return DeviceState(gateway: first, ca: nil)
         }()
-        if let gateway { state.gateway = gateway }
+        if let first = gateway.first {
+            state.gateway = first
+            state.alternates = gateway.count > 1 ? Array(gateway.dropFirst()) : nil
+        }
         if let ca { state.ca = ca.hasPrefix("/") ? ca : URL(fileURLWithPath: ca).standardizedFileURL.path }
         try state.save(to: dir)
         let address = try GatewayAddress(state.gateway)
+        let alternates = try (state.alternates ?? []).map { text in
+            let alternate = try GatewayAddress(text)
+            return DeviceConnection.Configuration.Endpoint(host: alternate.host, port: alternate.port)
+        }
         let tls: NIOSSLContext
         do { tls = try DeviceTLS.makeContext(trustRootsPath: state.ca) } catch {
             throw ValidationError("cannot use the CA file \(state.ca ?? "(system roots)"): \(error)")
@@ -214,7 +223,8 @@ struct DeviceRunCommand: AsyncParsableCommand {
             identity: identity,
             configuration: .init(
                 host: address.host, port: address.port, tls: tls, topics: apps + legacyApps, knownTokens: await runtime.tokens(),
-                acknowledgement: .byConsumer, enrollmentSecret: try enrollmentSecretFile.map(EnrollmentSecret.read)),
+                acknowledgement: .byConsumer, enrollmentSecret: try enrollmentSecretFile.map(EnrollmentSecret.read),
+                alternates: alternates),
             logger: logger)
         let task = Task { await connection.run() }
         await runtime.follow(connection.events, acknowledge: { connection.acknowledge($0) }) { event in
