@@ -14,6 +14,8 @@ command -v curl >/dev/null && ! curl --version | grep -q nghttp2 && need_apt+=(c
 command -v h2load >/dev/null || need_apt+=(nghttp2-client)
 # socat: the README walk-through talks to the device's agent socket with it.
 command -v socat >/dev/null || need_apt+=(socat)
+# PostgreSQL: the clustered store's tests and the cluster test start a server of their own.
+ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1 && command -v psql >/dev/null || need_apt+=(postgresql postgresql-client)
 if [ ${#need_apt[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -21,8 +23,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   $sudo apt-get install -y -q "${need_apt[@]}"
 fi
 # The independent clients of the compatibility and attack suites.
-python3 -c 'import httpx, h2, hyperframe, cryptography' 2>/dev/null ||
-  python3 -m pip install -q --disable-pip-version-check 'httpx[http2]' cryptography
+python3 -c 'import httpx, h2, hyperframe, cryptography, websockets' 2>/dev/null ||
+  python3 -m pip install -q --disable-pip-version-check 'httpx[http2]' cryptography websockets
 # schemathesis checks the provider's REST API against its spec (scripts/schemathesis.sh);
 # PyYAML reads the spec (scripts/generate-openapi.sh).
 command -v schemathesis >/dev/null && python3 -c 'import yaml' 2>/dev/null ||

@@ -2,15 +2,23 @@
 # The whole test suite: every Swift test (unit, in-process gateway over real sockets, the CLI as
 # child processes), the independent-client compatibility checks (curl, Python httpx), then the
 # attack suite (raw HTTP/2 and WebSocket frames, forged tokens, silent peers, hostile payloads),
-# schemathesis against the provider's REST API and its spec, and the README's walk-through as written.
+# schemathesis against the provider's REST API and its spec, the README's walk-through as written,
+# and three gateway nodes on a PostgreSQL server the script starts (Tests/cluster).
 # Installs what it needs first (scripts/test-deps.sh: Debian and PyPI packages this machine lacks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/test-deps.sh
 
+# A PostgreSQL server of its own: the store contract tests run against it too, and so does the
+# cluster test (three gateway nodes sharing it).
+eval "$(scripts/postgres-for-tests.sh start)"
+trap 'scripts/postgres-for-tests.sh stop' EXIT
+
 swift build --build-tests
 swift test --skip-build
+# Three gateway nodes on PostgreSQL, one killed mid-load (docs/cluster.md).
+python3 Tests/cluster/cluster.py "$(swift build --show-bin-path)/herald"
 python3 Tests/compat/compat.py "$(swift build --show-bin-path)/herald"
 # The attack suite: hostile peers against a running gateway and device (docs/security.md).
 python3 Tests/attack/attack.py "$(swift build --show-bin-path)/herald"
