@@ -211,12 +211,15 @@ _herald_gateway_run() {
     repeating_flags=()
     non_repeating_flags=(--enable-faults --version -h --help)
     repeating_options=()
-    non_repeating_options=(--data-dir --provider-port --h2c-port --admin-port --admin-host --enrollment-secret-file --provider-idle-timeout --provider-connections-per-address --device-connections-per-address --handshake-timeout --device-port --feedback-port --feedback-client-ca --device-ping-interval --device-idle-timeout --background-per-hour --inactivity-days --receipt-days --host --environment --tls-cert --tls-key --token-burst --token-rate --offline-queue --durability --log-level --log-format)
+    non_repeating_options=(--data-dir --database --provider-port --h2c-port --admin-port --admin-host --enrollment-secret-file --provider-idle-timeout --provider-connections-per-address --device-connections-per-address --handshake-timeout --device-port --feedback-port --feedback-client-ca --device-ping-interval --device-idle-timeout --background-per-hour --inactivity-days --receipt-days --host --environment --tls-cert --tls-key --token-burst --token-rate --offline-queue --durability --node-id --node-lease --cluster-sweep --cross-node-hints --log-level --log-format)
     __herald_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--data-dir')
+        return
+        ;;
+    '--database')
         return
         ;;
     '--provider-port')
@@ -295,6 +298,19 @@ _herald_gateway_run() {
         __herald_add_completions -W 'full'$'\n''normal'
         return
         ;;
+    '--node-id')
+        return
+        ;;
+    '--node-lease')
+        return
+        ;;
+    '--cluster-sweep')
+        return
+        ;;
+    '--cross-node-hints')
+        __herald_add_completions -W 'on'$'\n''off'
+        return
+        ;;
     '--log-level')
         return
         ;;
@@ -349,8 +365,8 @@ _herald_device() {
 _herald_device_run() {
     repeating_flags=()
     non_repeating_flags=(--json --version -h --help)
-    repeating_options=(--app --legacy-app --bundle --language)
-    non_repeating_options=(--data-dir --gateway --ca --time-zone --prompts --enrollment-secret-file --agent-socket --log-level --log-format)
+    repeating_options=(--gateway --app --legacy-app --bundle --language)
+    non_repeating_options=(--data-dir --ca --time-zone --prompts --enrollment-secret-file --agent-socket --log-level --log-format)
     __herald_offer_flags_options 0
 
     # Offer option value completions
@@ -535,12 +551,15 @@ _herald_keys_create() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=(--topic)
-    non_repeating_options=(--data-dir --team --out --key-id --environment)
+    non_repeating_options=(--data-dir --database --team --out --key-id --environment)
     __herald_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--data-dir')
+        return
+        ;;
+    '--database')
         return
         ;;
     '--team')
@@ -565,12 +584,15 @@ _herald_keys_list() {
     repeating_flags=()
     non_repeating_flags=(--json --version -h --help)
     repeating_options=()
-    non_repeating_options=(--data-dir)
+    non_repeating_options=(--data-dir --database)
     __herald_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--data-dir')
+        return
+        ;;
+    '--database')
         return
         ;;
     esac
@@ -580,12 +602,15 @@ _herald_keys_revoke() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--data-dir --key-id)
+    non_repeating_options=(--data-dir --database --key-id)
     __herald_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--data-dir')
+        return
+        ;;
+    '--database')
         return
         ;;
     '--key-id')
@@ -642,12 +667,15 @@ _herald_feedback_certificate() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--data-dir --topic --out-cert --out-key)
+    non_repeating_options=(--data-dir --database --topic --out-cert --out-key)
     __herald_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--data-dir')
+        return
+        ;;
+    '--database')
         return
         ;;
     '--topic')
@@ -690,12 +718,15 @@ _herald_feedback_list() {
     repeating_flags=()
     non_repeating_flags=(--json --version -h --help)
     repeating_options=()
-    non_repeating_options=(--data-dir --topic --environment)
+    non_repeating_options=(--data-dir --database --topic --environment)
     __herald_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--data-dir')
+        return
+        ;;
+    '--database')
         return
         ;;
     '--topic')
@@ -734,12 +765,15 @@ _herald_tokens_create() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--data-dir --topic --environment)
+    non_repeating_options=(--data-dir --database --topic --environment)
     __herald_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--data-dir')
+        return
+        ;;
+    '--database')
         return
         ;;
     '--topic')
@@ -755,12 +789,15 @@ _herald_tokens_revoke() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--data-dir --token)
+    non_repeating_options=(--data-dir --database --token)
     __herald_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--data-dir')
+        return
+        ;;
+    '--database')
         return
         ;;
     '--token')
@@ -773,12 +810,15 @@ _herald_tokens_list() {
     repeating_flags=()
     non_repeating_flags=(--json --active --version -h --help)
     repeating_options=()
-    non_repeating_options=(--data-dir --limit --after --topic --device)
+    non_repeating_options=(--data-dir --database --limit --after --topic --device)
     __herald_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--data-dir')
+        return
+        ;;
+    '--database')
         return
         ;;
     '--limit')
@@ -823,12 +863,15 @@ _herald_devices_list() {
     repeating_flags=()
     non_repeating_flags=(--json --version -h --help)
     repeating_options=()
-    non_repeating_options=(--data-dir --limit --after)
+    non_repeating_options=(--data-dir --database --limit --after)
     __herald_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--data-dir')
+        return
+        ;;
+    '--database')
         return
         ;;
     '--limit')
@@ -867,12 +910,15 @@ _herald_held_list() {
     repeating_flags=()
     non_repeating_flags=(--json --version -h --help)
     repeating_options=()
-    non_repeating_options=(--data-dir --limit --after --token --device --topic)
+    non_repeating_options=(--data-dir --database --limit --after --token --device --topic)
     __herald_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--data-dir')
+        return
+        ;;
+    '--database')
         return
         ;;
     '--limit')
@@ -920,12 +966,15 @@ _herald_receipts_show() {
     repeating_flags=()
     non_repeating_flags=(--json --version -h --help)
     repeating_options=()
-    non_repeating_options=(--data-dir --apns-id)
+    non_repeating_options=(--data-dir --database --apns-id)
     __herald_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--data-dir')
+        return
+        ;;
+    '--database')
         return
         ;;
     '--apns-id')
@@ -1074,12 +1123,15 @@ _herald_bench_prepare() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--data-dir --tokens --url --out --topic)
+    non_repeating_options=(--data-dir --database --tokens --url --out --topic)
     __herald_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--data-dir')
+        return
+        ;;
+    '--database')
         return
         ;;
     '--tokens')
@@ -1122,12 +1174,15 @@ _herald_bench_delivery() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--data-dir --url --gateway --ca --devices --connections --streams --requests --pace --idle-devices --gateway-pid)
+    non_repeating_options=(--data-dir --database --url --gateway --ca --devices --connections --streams --requests --pace --idle-devices --gateway-pid)
     __herald_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--data-dir')
+        return
+        ;;
+    '--database')
         return
         ;;
     '--url')

@@ -109,9 +109,11 @@ _herald_gateway() {
 _herald_gateway_run() {
     local -i ret=1
     local -ar ___durability=('full' 'normal')
+    local -ar ___cross_node_hints=('on' 'off')
     local -ar ___log_format=('text' 'json')
     local -ar arg_specs=(
-        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--data-dir[The gateway'\''s data directory (its SQLite database and TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--database[A PostgreSQL database several gateway nodes share, postgres\://USER\[\:PASSWORD\]@HOST\[\:PORT\]/DB\[?sslmode=disable|prefer|require\], instead of the SQLite database in --data-dir (docs/cluster.md).]:URL:'
         '--provider-port[The TLS provider port (HTTP/2, ALPN h2). 0 picks a free port.]:provider-port:'
         '--h2c-port[A plaintext HTTP/2 (h2c, prior knowledge) port for local development, bound to 127.0.0.1 only.]:h2c-port:'
         '--admin-port[The admin port\: GET /health, Prometheus GET /metrics, read-only views GET /v1/… and the live feed GET /v1/events (docs/inspection.md), and /faults with --enable-faults.]:admin-port:'
@@ -138,6 +140,10 @@ _herald_gateway_run() {
         '--token-rate[Pushes per second one device token may receive over time.]:token-rate:'
         '--offline-queue[How many notifications are kept per offline device and app (1 = Apple'\''s policy\: the newest).]:offline-queue:'
         '--durability[full\: every commit reaches the disk before 200 (survives power loss); normal\: survives a crash of the process only.]:durability:{__herald_complete "${___durability[@]}"}'
+        '--node-id[This node'\''s name in a cluster (with --database)\: a-z, 0-9, '\''-'\'' and '\''_'\'', at most 40. Give each node its own, and the same one again when it restarts. Default\: the host name.]:NAME:'
+        '--node-lease[Cluster\: seconds without a lease renewal after which a node counts as dead and its devices'\'' presence is reaped.]:node-lease:'
+        '--cluster-sweep[Cluster\: milliseconds between sweeps of what is held for this node'\''s devices (delivers what a lost hint delayed).]:cluster-sweep:'
+        '--cross-node-hints[Cluster\: hint the node holding a device when a push for it is stored (on), or rely on the sweep alone (off\: slower, still correct).]:cross-node-hints:{__herald_complete "${___cross_node_hints[@]}"}'
         '--log-level[Log level\: trace, debug, info, notice, warning, error, critical.]:log-level:'
         '--log-format[How logs on standard error are written\: text (for people) or json (one object a line, for a log collector).]:log-format:{__herald_complete "${___log_format[@]}"}'
         '--version[Show the version.]'
@@ -197,7 +203,7 @@ _herald_device_run() {
     local -ar ___log_format=('text' 'json')
     local -ar arg_specs=(
         '--data-dir[The device'\''s data directory (its key, its gateway, its apps'\'' last tokens). Created if missing.]:DIR:'
-        '--gateway[The gateway'\''s device port, wss\://HOST\:PORT. Remembered in DIR for later runs.]:URL:'
+        '*--gateway[The gateway'\''s device port, wss\://HOST\:PORT. Remembered in DIR for later runs. Give it again for each node of a cluster without a load balancer\: the device moves to the next when one is unreachable.]:URL:'
         '--ca[A PEM file of trusted roots (the gateway'\''s DIR/tls/ca.pem). Remembered in DIR.]:PEM:'
         '*--app[An app using UserNotifications\: its topic (bundle id). Repeat for more apps.]:TOPIC:'
         '*--legacy-app[An app using the iOS 8–9 UIApplication API (legacy delivery rules).]:TOPIC:'
@@ -311,7 +317,8 @@ _herald_keys() {
 _herald_keys_create() {
     local -i ret=1
     local -ar arg_specs=(
-        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--data-dir[The gateway'\''s data directory (its SQLite database and TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--database[A PostgreSQL database several gateway nodes share, postgres\://USER\[\:PASSWORD\]@HOST\[\:PORT\]/DB\[?sslmode=disable|prefer|require\], instead of the SQLite database in --data-dir (docs/cluster.md).]:URL:'
         '--team[The 10-character team id (letters and digits) that owns the key and topics.]:team:'
         '*--topic[A topic (bundle id) the team owns; repeat for several.]:topic:'
         '--out[Where to write the private key (PEM PKCS#8).]:FILE.p8:'
@@ -328,7 +335,8 @@ _herald_keys_create() {
 _herald_keys_list() {
     local -i ret=1
     local -ar arg_specs=(
-        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--data-dir[The gateway'\''s data directory (its SQLite database and TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--database[A PostgreSQL database several gateway nodes share, postgres\://USER\[\:PASSWORD\]@HOST\[\:PORT\]/DB\[?sslmode=disable|prefer|require\], instead of the SQLite database in --data-dir (docs/cluster.md).]:URL:'
         '--json[Print JSON (the admin port'\''s /v1/teams) instead of a table.]'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
@@ -341,7 +349,8 @@ _herald_keys_list() {
 _herald_keys_revoke() {
     local -i ret=1
     local -ar arg_specs=(
-        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--data-dir[The gateway'\''s data directory (its SQLite database and TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--database[A PostgreSQL database several gateway nodes share, postgres\://USER\[\:PASSWORD\]@HOST\[\:PORT\]/DB\[?sslmode=disable|prefer|require\], instead of the SQLite database in --data-dir (docs/cluster.md).]:URL:'
         '--key-id[The 10-character id of the key to revoke.]:key-id:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
@@ -398,7 +407,8 @@ _herald_feedback() {
 _herald_feedback_certificate() {
     local -i ret=1
     local -ar arg_specs=(
-        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--data-dir[The gateway'\''s data directory (its SQLite database and TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--database[A PostgreSQL database several gateway nodes share, postgres\://USER\[\:PASSWORD\]@HOST\[\:PORT\]/DB\[?sslmode=disable|prefer|require\], instead of the SQLite database in --data-dir (docs/cluster.md).]:URL:'
         '--topic[The app'\''s topic (bundle id).]:topic:'
         '--out-cert[Where to write the certificate (PEM).]:PEM:'
         '--out-key[Where to write its private key (PEM, mode 0600).]:PEM:'
@@ -428,7 +438,8 @@ _herald_feedback_read() {
 _herald_feedback_list() {
     local -i ret=1
     local -ar arg_specs=(
-        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--data-dir[The gateway'\''s data directory (its SQLite database and TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--database[A PostgreSQL database several gateway nodes share, postgres\://USER\[\:PASSWORD\]@HOST\[\:PORT\]/DB\[?sslmode=disable|prefer|require\], instead of the SQLite database in --data-dir (docs/cluster.md).]:URL:'
         '--topic[The app'\''s topic (bundle id).]:topic:'
         '--environment[The environment of the tokens.]:environment:'
         '--json[Print JSON (the admin port'\''s /v1/feedback) instead of a table.]'
@@ -473,7 +484,8 @@ _herald_tokens() {
 _herald_tokens_create() {
     local -i ret=1
     local -ar arg_specs=(
-        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--data-dir[The gateway'\''s data directory (its SQLite database and TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--database[A PostgreSQL database several gateway nodes share, postgres\://USER\[\:PASSWORD\]@HOST\[\:PORT\]/DB\[?sslmode=disable|prefer|require\], instead of the SQLite database in --data-dir (docs/cluster.md).]:URL:'
         '--topic[The app'\''s topic (bundle id).]:topic:'
         '--environment[The environment the token belongs to; a gateway of the other environment answers BadDeviceToken.]:environment:'
         '--version[Show the version.]'
@@ -487,7 +499,8 @@ _herald_tokens_create() {
 _herald_tokens_revoke() {
     local -i ret=1
     local -ar arg_specs=(
-        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--data-dir[The gateway'\''s data directory (its SQLite database and TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--database[A PostgreSQL database several gateway nodes share, postgres\://USER\[\:PASSWORD\]@HOST\[\:PORT\]/DB\[?sslmode=disable|prefer|require\], instead of the SQLite database in --data-dir (docs/cluster.md).]:URL:'
         '--token[The token, in hexadecimal.]:token:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
@@ -500,7 +513,8 @@ _herald_tokens_revoke() {
 _herald_tokens_list() {
     local -i ret=1
     local -ar arg_specs=(
-        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--data-dir[The gateway'\''s data directory (its SQLite database and TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--database[A PostgreSQL database several gateway nodes share, postgres\://USER\[\:PASSWORD\]@HOST\[\:PORT\]/DB\[?sslmode=disable|prefer|require\], instead of the SQLite database in --data-dir (docs/cluster.md).]:URL:'
         '--json[Print JSON (the admin port'\''s shape) instead of a table.]'
         '--limit[At most this many items (1…10000).]:limit:'
         '--after[Start after this cursor (the "next" a previous page printed).]:CURSOR:'
@@ -546,7 +560,8 @@ _herald_devices() {
 _herald_devices_list() {
     local -i ret=1
     local -ar arg_specs=(
-        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--data-dir[The gateway'\''s data directory (its SQLite database and TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--database[A PostgreSQL database several gateway nodes share, postgres\://USER\[\:PASSWORD\]@HOST\[\:PORT\]/DB\[?sslmode=disable|prefer|require\], instead of the SQLite database in --data-dir (docs/cluster.md).]:URL:'
         '--json[Print JSON (the admin port'\''s shape) instead of a table.]'
         '--limit[At most this many items (1…10000).]:limit:'
         '--after[Start after this cursor (the "next" a previous page printed).]:CURSOR:'
@@ -589,7 +604,8 @@ _herald_held() {
 _herald_held_list() {
     local -i ret=1
     local -ar arg_specs=(
-        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--data-dir[The gateway'\''s data directory (its SQLite database and TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--database[A PostgreSQL database several gateway nodes share, postgres\://USER\[\:PASSWORD\]@HOST\[\:PORT\]/DB\[?sslmode=disable|prefer|require\], instead of the SQLite database in --data-dir (docs/cluster.md).]:URL:'
         '--json[Print JSON (the admin port'\''s shape) instead of a table.]'
         '--limit[At most this many items (1…10000).]:limit:'
         '--after[Start after this cursor (the "next" a previous page printed).]:CURSOR:'
@@ -635,7 +651,8 @@ _herald_receipts() {
 _herald_receipts_show() {
     local -i ret=1
     local -ar arg_specs=(
-        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--data-dir[The gateway'\''s data directory (its SQLite database and TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--database[A PostgreSQL database several gateway nodes share, postgres\://USER\[\:PASSWORD\]@HOST\[\:PORT\]/DB\[?sslmode=disable|prefer|require\], instead of the SQLite database in --data-dir (docs/cluster.md).]:URL:'
         '--apns-id[The notification'\''s apns-id (the header the gateway answered with).]:apns-id:'
         '--json[Print JSON (the admin port'\''s /v1/receipts/<apns-id>) instead of lines.]'
         '--version[Show the version.]'
@@ -750,7 +767,8 @@ _herald_bench() {
 _herald_bench_prepare() {
     local -i ret=1
     local -ar arg_specs=(
-        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--data-dir[The gateway'\''s data directory (its SQLite database and TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--database[A PostgreSQL database several gateway nodes share, postgres\://USER\[\:PASSWORD\]@HOST\[\:PORT\]/DB\[?sslmode=disable|prefer|require\], instead of the SQLite database in --data-dir (docs/cluster.md).]:URL:'
         '--tokens[How many device tokens to register.]:tokens:'
         '--url[The base URL of the provider port the URIs name, e.g. https\://127.0.0.1\:2197.]:url:'
         '--out[The directory to write the inputs to.]:out:'
@@ -780,7 +798,8 @@ _herald_bench_baseline() {
 _herald_bench_delivery() {
     local -i ret=1
     local -ar arg_specs=(
-        '--data-dir[The gateway'\''s data directory (database, TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--data-dir[The gateway'\''s data directory (its SQLite database and TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--database[A PostgreSQL database several gateway nodes share, postgres\://USER\[\:PASSWORD\]@HOST\[\:PORT\]/DB\[?sslmode=disable|prefer|require\], instead of the SQLite database in --data-dir (docs/cluster.md).]:URL:'
         '--url[The provider port, https\://HOST\:PORT.]:url:'
         '--gateway[The device port, wss\://HOST\:PORT.]:gateway:'
         '--ca[The gateway'\''s CA (PEM).]:ca:'
