@@ -48,6 +48,9 @@ public final class PostgresStore: HeraldStore, Sendable {
             host: url.host, port: url.port, username: url.user, password: url.password, database: url.database, tls: tls)
         configuration.options.maximumConnections = 16
         configuration.options.connectTimeout = .seconds(5)
+        // Every commit waits for the disk unless a transaction says otherwise (`relaxed`), even
+        // on a server configured with synchronous_commit off: a 200 means durable.
+        configuration.options.additionalStartupParameters = [("synchronous_commit", "on")]
         client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         listenerConfiguration = PostgresConnection.Configuration(
             host: url.host, port: url.port, username: url.user, password: url.password, database: url.database, tls: connectionTLS)

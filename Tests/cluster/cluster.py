@@ -320,6 +320,25 @@ async def scenario(work, hints):
         check(f"[{label}] the feedback list read through each node agrees and holds the 3 removed tokens",
               len(set(lists)) == 1 and all(d.token in lists[0] for d in devices[:3]), lists[0][:200])
 
+        # A key revoked through the database stops working on every node within seconds, on
+        # connections already authenticated with it too.
+        revoked_at = time.time()
+        subprocess.run([HERALD, "keys", "revoke", "--database", database, "--key-id", key_id], check=True, capture_output=True)
+        refused = {}
+        while time.time() - revoked_at < 15 and len(refused) < len(nodes):
+            for node in nodes:
+                if node.name in refused:
+                    continue
+                r = await clients[node.name].post(
+                    f"https://localhost:{node.provider_port}/3/device/{devices[-1].token}",
+                    content=b'{"aps":{"alert":"after revocation"}}',
+                    headers={"authorization": f"bearer {jwt}", "apns-topic": TOPIC})
+                if r.status_code == 403:
+                    refused[node.name] = (round(time.time() - revoked_at, 1), r.json().get("reason"))
+            await asyncio.sleep(0.2)
+        check(f"[{label}] a revoked key is refused by every node within seconds {refused}",
+              len(refused) == len(nodes) and all(reason == "InvalidProviderToken" for _, reason in refused.values()), refused)
+
         fleet.stopping = True
         for t in tasks:
             t.cancel()
