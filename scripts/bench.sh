@@ -9,7 +9,8 @@
 # ratio against a baseline measured in the same run on the same machine: the provider port
 # against a bare SwiftNIO HTTP/2 TLS responder (two workloads), delivery against acceptance,
 # `herald push send` against h2load with the same connections and concurrency, the provider
-# service's REST sends against h2load pushing the same notifications straight to the gateway. Memory is
+# service's REST sends against h2load pushing the same notifications straight to the gateway, PostgreSQL
+# nodes against one SQLite node and cross-node delivery latency against same-node. Memory is
 # reported as measured (KiB per idle device, idle RSS). Each row names the command that
 # reproduces it alone. Logs of every step are kept in the directory printed at the end.
 set -euo pipefail
@@ -18,9 +19,9 @@ cd "$(dirname "$0")/.."
 QUICK=0
 [ "${1:-}" = "--quick" ] && QUICK=1
 if [ "$QUICK" = 1 ]; then
-    GW_A="20000 5000"; GW_B="20000 200"; DELIVERY="5000 200 1000"; CLIENT="5000 200"; PROVIDER="1 1000"
+    GW_A="20000 5000"; GW_B="20000 200"; DELIVERY="5000 200 1000"; CLIENT="5000 200"; PROVIDER="1 1000"; CLUSTER="5000 2000 100"
 else
-    GW_A="200000 100000"; GW_B="100000 200"; DELIVERY="50000 1000 10000"; CLIENT="20000 200"; PROVIDER="5 4000"
+    GW_A="200000 100000"; GW_B="100000 200"; DELIVERY="50000 1000 10000"; CLIENT="20000 200"; PROVIDER="5 4000"; CLUSTER="40000 10000 500"
 fi
 
 command -v h2load >/dev/null || { echo "h2load is missing: apt-get install nghttp2-client" >&2; exit 1; }
@@ -48,11 +49,13 @@ step delivery scripts/bench-delivery.sh $DELIVERY
 step client scripts/bench-client.sh $CLIENT
 # shellcheck disable=SC2086
 step provider scripts/bench-provider.sh $PROVIDER
+# shellcheck disable=SC2086
+step cluster scripts/bench-cluster.sh $CLUSTER
 
-python3 - "$LOGS" "$GW_A" "$GW_B" "$DELIVERY" "$CLIENT" "$QUICK" "$PROVIDER" <<'PY'
+python3 - "$LOGS" "$GW_A" "$GW_B" "$DELIVERY" "$CLIENT" "$QUICK" "$PROVIDER" "$CLUSTER" <<'PY'
 import re, sys
-logs, gw_a, gw_b, delivery, client, quick, provider = sys.argv[1:8]
-text = {name: open(f"{logs}/{name}.txt").read() for name in ("gateway-a", "gateway-b", "delivery", "client", "provider")}
+logs, gw_a, gw_b, delivery, client, quick, provider, cluster = sys.argv[1:9]
+text = {name: open(f"{logs}/{name}.txt").read() for name in ("gateway-a", "gateway-b", "delivery", "client", "provider", "cluster")}
 
 def find(name, pattern, default="?"):
     m = re.search(pattern, text[name], re.M)
@@ -87,6 +90,14 @@ row("provider REST, send to a 10,000-registration segment", find("provider", r"^
 row("provider REST, small sends (8 connections)", find("provider", r"^small sends.*?: ([0-9,]+) req/s") + " req/s, mean " +
     find("provider", r"^small sends.*mean latency ([0-9.]+ ms)"),
     find("provider", r"^ratio provider/gateway: .*small sends ([0-9.]+)"), "-", f"scripts/bench-provider.sh {provider}")
+row("cluster: one PostgreSQL node, acceptance", find("cluster", r"one node on PostgreSQL: +([0-9,]+) pushes/s") + " vs " +
+    find("cluster", r"one node on SQLite: +([0-9,]+) pushes/s") + " on SQLite",
+    find("cluster", r"one node on PostgreSQL: .*ratio to SQLite ([0-9.]+)"), "-", f"scripts/bench-cluster.sh {cluster}")
+row("cluster: two PostgreSQL nodes, acceptance", find("cluster", r"two nodes on PostgreSQL: +([0-9,.]+) pushes/s") + " pushes/s",
+    find("cluster", r"two nodes on PostgreSQL: .*ratio to SQLite ([0-9.]+)"), "-", f"scripts/bench-cluster.sh {cluster}")
+row("cluster: delivery latency across nodes, paced", "p50 " + find("cluster", r"across nodes .*p50 ([0-9.]+ ms)") + ", p99 " +
+    find("cluster", r"across nodes .*p99 ([0-9.]+ ms)"), find("cluster", r"ratio cross-node / same node: p50 ([0-9.]+)") + " (p50 vs same node)",
+    "-", f"scripts/bench-cluster.sh {cluster}")
 
 print()
 print("| figure | measured | ratio | goal | reproduce |")

@@ -4,6 +4,7 @@ import HeraldCore
 import HeraldStore
 import Logging
 import NIOCore
+import NIOPosix
 import PostgresNIO
 
 /// The clustered store: one PostgreSQL database that several gateway nodes share.
@@ -70,13 +71,42 @@ public final class PostgresStore: HeraldStore, Sendable {
     public static func connect(_ url: PostgresURL, logger: Logger) async throws -> PostgresStore {
         let store = PostgresStore(url: url, logger: logger)
         for await _ in store.started {}
+        // One direct connection first: an unreachable server or a refused login is reported at
+        // once and plainly, where the pool would retry for a minute before giving up.
+        do {
+            var configuration = store.listenerConfiguration
+            configuration.options.connectTimeout = .seconds(5)
+            let probe = try await PostgresConnection.connect(
+                on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: 0, logger: logger
+            ).get()
+            try? await probe.close()
+        } catch {
+            await store.close()
+            throw PostgresStoreError("cannot use the database \(url): \(Self.explain(error))")
+        }
         do {
             try await store.migrate()
         } catch {
             await store.close()
-            throw PostgresStoreError("cannot use the database \(url): \(String(reflecting: error))")
+            throw PostgresStoreError("cannot use the database \(url): \(Self.explain(error))")
         }
         return store
+    }
+
+    /// What went wrong, in the server's words where it gave some (PSQLError hides them from
+    /// `description` so that they do not leak into logs by accident; an operator needs them here).
+    static func explain(_ error: any Error) -> String {
+        if let error = error as? PSQLError {
+            if let message = error.serverInfo?[.message] {
+                return message + (error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? "")
+            }
+            if let underlying = error.underlying { return "\(underlying)" }
+            return "\(error.code)"
+        }
+        if let error = error as? PostgresTransactionError {
+            return (error.closureError ?? error.commitError ?? error.beginError ?? error.rollbackError).map(explain) ?? "\(error)"
+        }
+        return "\(error)"
     }
 
     /// Closes the store's connections.

@@ -33,6 +33,9 @@ struct FeedbackCertificateCommand: ParsableCommand {
 
     func validate() throws {
         guard DeviceProtocol.isValidTopic(topic) else { throw ValidationError("--topic \"\(topic)\" is not a bundle id") }
+        guard data.dataDirectoryArgument != nil, data.databaseURL == nil else {
+            throw ValidationError("give the gateway's --data-dir (its CA issues the certificate), not --database")
+        }
     }
 
     func run() throws {

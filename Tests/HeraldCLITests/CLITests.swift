@@ -289,6 +289,21 @@ struct CLITests {
         let jwt = try Herald.run(["keys", "jwt", "--key", dir + "/none.p8", "--key-id", "ABCDEFGHIJ", "--team", "TEAM123456"])
         #expect(jwt.status == 64 && jwt.stderr.contains("Usage: herald keys jwt --key <FILE.p8>") && jwt.stderr.contains("See 'herald keys jwt --help'"),
                 "\(jwt.stderr)")
+        // The cluster's flags.
+        let noStore = try Herald.run(["keys", "list"])
+        #expect(noStore.status == 64 && noStore.stderr.contains("give --data-dir DIR") && noStore.stderr.contains("--database postgres://"), "\(noStore.stderr)")
+        let badURL = try Herald.run(["keys", "list", "--database", "postgres://db.example/herald"])
+        #expect(badURL.status == 64 && badURL.stderr.contains("names no user"), "\(badURL.stderr)")
+        let password = try Herald.run(["keys", "list", "--database", "postgres://u:hunter2@db.example/herald?sslmode=sometimes"])
+        #expect(password.stderr.contains("sslmode must be one of") && !password.stderr.contains("hunter2"), "\(password.stderr)")
+        let nodeWithoutDatabase = try Herald.run(["gateway", "--data-dir", dir, "--node-id", "gw1"])
+        #expect(nodeWithoutDatabase.status == 64 && nodeWithoutDatabase.stderr.contains("give --database"), "\(nodeWithoutDatabase.stderr)")
+        let badNode = try Herald.run(["gateway", "--data-dir", dir, "--database", "postgres://u@127.0.0.1:1/herald", "--node-id", "GW 1"])
+        #expect(badNode.status == 64 && badNode.stderr.contains("a-z, 0-9"), "\(badNode.stderr)")
+        let gatewayWithoutDirectory = try Herald.run(["gateway", "--database", "postgres://u@127.0.0.1:1/herald"])
+        #expect(gatewayWithoutDirectory.status == 64 && gatewayWithoutDirectory.stderr.contains("TLS files"), "\(gatewayWithoutDirectory.stderr)")
+        let unreachable = try Herald.run(["keys", "list", "--database", "postgres://u@127.0.0.1:1/herald?sslmode=disable"])
+        #expect(unreachable.status != 0 && unreachable.stderr.contains("cannot use the database postgres://u@127.0.0.1:1/herald"), "\(unreachable.stderr)")
     }
 
     @Test("every command's help has an example (read from the commands' own description, --experimental-dump-help)")
