@@ -55,12 +55,17 @@ extension PostgresStore {
             let tokens = Array(Set(batch.map { Self.buffer($0.token.bytes) })).sorted {
                 $0.readableBytesView.lexicographicallyPrecedes($1.readableBytesView)
             }
+            // With each, whether its device is connected to a node now (it has a presence).
             var registrations: [DeviceToken: TokenRegistration] = [:]
+            var connected: Set<DeviceToken> = []
             for try await row in try await c.query("""
-                SELECT \(unescaped: Self.registrationColumns) FROM device_tokens WHERE token = ANY(\(tokens)) ORDER BY token FOR UPDATE
-                """, logger: logger).decode(RegistrationRow.self) {
-                let registration = try Self.registration(row)
+                SELECT \(unescaped: Self.registrationColumns),
+                       EXISTS (SELECT 1 FROM presence p WHERE p.device_id = device_tokens.device_id)
+                FROM device_tokens WHERE token = ANY(\(tokens)) ORDER BY token FOR UPDATE
+                """, logger: logger).decode(PresentRegistrationRow.self) {
+                let registration = try Self.registration((row.0, row.1, row.2, row.3, row.4, row.5, row.6))
                 registrations[registration.token] = registration
+                if row.7 { connected.insert(registration.token) }
             }
             var outcomes = batch.map { n in
                 Admission.decide(
@@ -86,7 +91,11 @@ extension PostgresStore {
                 case .discarded: states[index] = .expired
                 case .stored:
                     states[index] = .held
-                    guard n.expiration != .immediately else { continue }
+                    // Replacement is for devices that are offline. One connected to a node gets
+                    // every push, as on a single gateway (where its session has each in memory
+                    // before a later one could replace it); here the next push may be committed
+                    // before the hint of this one reaches the node holding the device.
+                    guard n.expiration != .immediately, !connected.contains(n.token) else { continue }
                     var kept: [Waiting] = []
                     var unsent: [Waiting] = []
                     for entry in waiting[n.token] ?? [] {
@@ -166,6 +175,8 @@ extension PostgresStore {
             return outcomes
         }
     }
+
+    typealias PresentRegistrationRow = (ByteBuffer, String, String, String?, Int64, Int64?, Int64?, Bool)
 
     /// Stands for NULL in the integer arrays of the batch insert.
     static var absent: Int64 { Int64.min }

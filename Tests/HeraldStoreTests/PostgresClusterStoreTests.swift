@@ -106,6 +106,28 @@ struct PostgresClusterStoreTests {
         #expect(try await store.heldDeliveries(onNode: "a", receivedBefore: now + 1, nowMilliseconds: now, limit: 100).isEmpty)
     }
 
+    @Test("store-and-forward replaces what waits for an offline device, never what goes to a connected one")
+    func connectedDevicesKeepEveryPush() async throws {
+        let store = try await PostgresStore.connect(try database(), logger: logger)
+        defer { Task { await store.close() } }
+        _ = try await store.deviceConnected(id: "d1", publicKey: Array(repeating: 1, count: 64), atMilliseconds: now)
+        let token = try await store.issueToken(
+            TokenRegistration(token: .random(), bundleID: "com.a", environment: .development, deviceID: "d1", createdAtMilliseconds: now),
+            maximumActivePerDevice: 10).token
+        func push(_ text: String) -> StoredNotification {
+            StoredNotification(
+                apnsID: .random(), token: token, bundleID: "com.a", pushType: .alert, priority: .immediate,
+                expiration: .unspecified, collapseID: nil, payload: Array(text.utf8), receivedAtMilliseconds: now)
+        }
+        _ = try await store.accept([push("1"), push("2")], policy: .default, environment: .development, nowMilliseconds: now)
+        #expect(try await store.storedNotifications(for: token, policy: .default, nowMilliseconds: now).map { String(decoding: $0.payload, as: UTF8.self) } == ["2"])
+        // Connected to node b: the next pushes are hinted there and none replaces another.
+        _ = try await store.claimPresence(deviceID: "d1", node: "b", connection: 1, atMilliseconds: now)
+        _ = try await store.accept([push("3")], policy: .default, environment: .development, nowMilliseconds: now)
+        _ = try await store.accept([push("4")], policy: .default, environment: .development, nowMilliseconds: now)
+        #expect(try await store.storedNotifications(for: token, policy: .default, nowMilliseconds: now).map { String(decoding: $0.payload, as: UTF8.self) } == ["2", "3", "4"])
+    }
+
     @Test("a URL that is not a database's is refused with what is wrong")
     func urls() throws {
         #expect(throws: PostgresURLError.self) { try PostgresURL("postgres://localhost/db") }
