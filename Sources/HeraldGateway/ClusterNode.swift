@@ -70,6 +70,14 @@ final class ClusterNode: Sendable {
     /// Joins the cluster: a restart under the same id forgets the presence its previous process
     /// left (those connections are gone), then takes the lease.
     func join() async throws {
+        let now = clock.nowMilliseconds()
+        if let previous = try await store.liveNodes(nowMilliseconds: now).first(where: { $0.nodeID == nodeID }) {
+            // A restart after a crash looks the same as a second process under this id; only
+            // the operator can tell them apart.
+            logger.warning("this node id still had a live lease: taking it over (a restart after a crash); if another gateway runs with this --node-id, give each node its own", metadata: [
+                "node": "\(nodeID)", "lease_until_ms": "\(previous.leaseUntilMilliseconds)",
+            ])
+        }
         try await store.endLease(node: nodeID)
         try await renew()
     }
