@@ -125,9 +125,10 @@ extension PostgresStore: ClusterStore {
         return payloads
     }
 
-    /// The sequence numbers of a hint's payload; anything that is not one is skipped.
+    /// The sequence numbers of a hint's payload; anything that is not one (sequence numbers are
+    /// positive) is skipped.
     static func seqs(inPayload payload: String) -> [Int64] {
-        payload.split(separator: ",", omittingEmptySubsequences: true).compactMap { Int64($0) }
+        payload.split(separator: ",", omittingEmptySubsequences: true).compactMap { Int64($0) }.filter { $0 > 0 }
     }
 
     public func sendHints(_ hints: [String: [Int64]]) async throws {

@@ -300,6 +300,11 @@ struct CLITests {
         #expect(nodeWithoutDatabase.status == 64 && nodeWithoutDatabase.stderr.contains("give --database"), "\(nodeWithoutDatabase.stderr)")
         let badNode = try Herald.run(["gateway", "--data-dir", dir, "--database", "postgres://u@127.0.0.1:1/herald", "--node-id", "GW 1"])
         #expect(badNode.status == 64 && badNode.stderr.contains("a-z, 0-9"), "\(badNode.stderr)")
+        for (flag, message) in [("--node-lease=0", "--node-lease must be from 2"), ("--node-lease=99999999999999999999", "--node-lease"),
+                                ("--cluster-sweep=-1", "--cluster-sweep must be from 100"), ("--cross-node-hints=maybe", "one of 'on' and 'off'")] {
+            let bad = try Herald.run(["gateway", "--data-dir", dir, "--database", "postgres://u@127.0.0.1:1/herald", flag])
+            #expect(bad.status == 64 && bad.stderr.contains(message), "\(flag): \(bad.stderr)")
+        }
         let gatewayWithoutDirectory = try Herald.run(["gateway", "--database", "postgres://u@127.0.0.1:1/herald"])
         #expect(gatewayWithoutDirectory.status == 64 && gatewayWithoutDirectory.stderr.contains("TLS files"), "\(gatewayWithoutDirectory.stderr)")
         let unreachable = try Herald.run(["keys", "list", "--database", "postgres://u@127.0.0.1:1/herald?sslmode=disable"])

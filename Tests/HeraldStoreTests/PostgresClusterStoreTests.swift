@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import HeraldCore
 import HeraldStore
-import HeraldStorePostgres
+@testable import HeraldStorePostgres
 import HeraldTesting
 import Logging
 import Synchronization
@@ -16,6 +16,26 @@ struct PostgresClusterStoreTests {
     let logger = Logger(label: "test")
 
     func database() throws -> PostgresURL { try PostgresURL(try PostgreSQLTestServer.freshDatabase()) }
+
+    /// A fresh store with device d1 enrolled and its token for com.a.
+    func storeWithDevice() async throws -> (PostgresStore, DeviceToken) {
+        let store = try await PostgresStore.connect(try database(), logger: logger)
+        _ = try await store.deviceConnected(id: "d1", publicKey: Array(repeating: 1, count: 64), atMilliseconds: now)
+        let token = try await store.issueToken(
+            TokenRegistration(token: .random(), bundleID: "com.a", environment: .development, deviceID: "d1", createdAtMilliseconds: now),
+            maximumActivePerDevice: 10).token
+        return (store, token)
+    }
+
+    @Test("a hint's payload: only sequence numbers are read from it; anything else is skipped, never a trap")
+    func hostileHintPayloads() {
+        #expect(PostgresStore.seqs(inPayload: "1,2,x,99999999999999999999,-5,,0,3, 4,+7") == [1, 2, 3, 7])
+        #expect(PostgresStore.seqs(inPayload: "").isEmpty)
+        #expect(PostgresStore.seqs(inPayload: String(repeating: ",", count: 10_000)).isEmpty)
+        let chunks = PostgresStore.payloads((1...5_000).map { Int64.max - $0 })
+        #expect(chunks.allSatisfy { $0.utf8.count <= PostgresStore.hintPayloadLimit } && chunks.count > 1)
+        #expect(chunks.flatMap(PostgresStore.seqs(inPayload:)) == (1...5_000).map { Int64.max - $0 })
+    }
 
     @Test("nodes starting together migrate once")
     func concurrentMigrations() async throws {
@@ -60,12 +80,8 @@ struct PostgresClusterStoreTests {
 
     @Test("hints reach the node they name, and the sweep finds what is held for a node's devices")
     func hintsAndSweep() async throws {
-        let store = try await PostgresStore.connect(try database(), logger: logger)
+        let (store, token) = try await storeWithDevice()
         defer { Task { await store.close() } }
-        _ = try await store.deviceConnected(id: "d1", publicKey: Array(repeating: 1, count: 64), atMilliseconds: now)
-        let token = try await store.issueToken(
-            TokenRegistration(token: .random(), bundleID: "com.a", environment: .development, deviceID: "d1", createdAtMilliseconds: now),
-            maximumActivePerDevice: 10).token
         let stored = try await store.accept(
             (0..<3).map { i in
                 StoredNotification(
@@ -108,12 +124,8 @@ struct PostgresClusterStoreTests {
 
     @Test("store-and-forward replaces what waits for an offline device, never what goes to a connected one")
     func connectedDevicesKeepEveryPush() async throws {
-        let store = try await PostgresStore.connect(try database(), logger: logger)
+        let (store, token) = try await storeWithDevice()
         defer { Task { await store.close() } }
-        _ = try await store.deviceConnected(id: "d1", publicKey: Array(repeating: 1, count: 64), atMilliseconds: now)
-        let token = try await store.issueToken(
-            TokenRegistration(token: .random(), bundleID: "com.a", environment: .development, deviceID: "d1", createdAtMilliseconds: now),
-            maximumActivePerDevice: 10).token
         func push(_ text: String) -> StoredNotification {
             StoredNotification(
                 apnsID: .random(), token: token, bundleID: "com.a", pushType: .alert, priority: .immediate,
