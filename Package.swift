@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "HeraldStoreSQLite", targets: ["HeraldStoreSQLite"]),
         .library(name: "HeraldStorePostgres", targets: ["HeraldStorePostgres"]),
         .library(name: "HeraldGateway", targets: ["HeraldGateway"]),
+        .library(name: "HeraldDashboard", targets: ["HeraldDashboard"]),
         .library(name: "HeraldClient", targets: ["HeraldClient"]),
         .library(name: "HeraldDevice", targets: ["HeraldDevice"]),
         .library(name: "HeraldProviderAPI", targets: ["HeraldProviderAPI"]),
@@ -35,6 +36,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
         .package(url: "https://github.com/hummingbird-project/swift-openapi-hummingbird.git", from: "2.1.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
     ],
     targets: [
         // No I/O: tokens, topics, headers, payloads, reasons, validation, ES256 provider tokens.
@@ -81,11 +83,20 @@ let package = Package(
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
             ]
         ),
+        // The pages people look at: the gateway's and the provider's dashboards and the browser
+        // device, as mustache templates, stylesheet and small JavaScript modules (no I/O).
+        .target(
+            name: "HeraldDashboard",
+            dependencies: [
+                "HeraldCore",
+                .product(name: "Mustache", package: "swift-mustache"),
+            ]
+        ),
         // The gateway: provider HTTP/2 port, intake, admin/metrics.
         .target(
             name: "HeraldGateway",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldNIO",
+                "HeraldCore", "HeraldStore", "HeraldNIO", "HeraldDashboard",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -161,7 +172,7 @@ let package = Package(
         .target(
             name: "HeraldProviderServer",
             dependencies: [
-                "HeraldCore", "HeraldProvider", "HeraldProviderAPI",
+                "HeraldCore", "HeraldProvider", "HeraldProviderAPI", "HeraldDashboard",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird"),

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldDashboard
 import HeraldStore
 import Logging
 import NIOCore
@@ -8,8 +9,9 @@ import NIOPosix
 
 /// The admin port: `GET /health`, Prometheus `GET /metrics`, the read-only inspection views
 /// (`GET /v1/devices`, `/v1/tokens`, `/v1/teams`, `/v1/held`, `/v1/receipts/<apns-id>`,
-/// `/v1/feedback?topic=…`; see ``GatewayInspection``), and the faults an operator injects
-/// (`GET`/`POST`/`DELETE /faults`), over plain HTTP/1.1.
+/// `/v1/feedback?topic=…`; see ``GatewayInspection``), the dashboard pages that show the same
+/// (`/dashboard/…`, ``GatewayDashboard``, with their `/assets/`), and the faults an operator
+/// injects (`GET`/`POST`/`DELETE /faults`), over plain HTTP/1.1.
 /// Low-rate traffic; kept on NIO's HTTP/1 codec so the gateway needs no second server framework.
 final class AdminServer: Sendable {
     let serverChannel: Channel
@@ -19,7 +21,7 @@ final class AdminServer: Sendable {
 
     static func bind(
         host: String, port: Int, metrics: GatewayMetrics, store: any HeraldStore, inspection: GatewayInspection, environment: APNsEnvironment,
-        feed: DeliveryFeed, faults: GatewayFaults?, group: EventLoopGroup, logger: Logger
+        feed: DeliveryFeed, faults: GatewayFaults?, dashboard: GatewayDashboard, group: EventLoopGroup, logger: Logger
     ) async throws -> AdminServer {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -29,7 +31,7 @@ final class AdminServer: Sendable {
                     try channel.pipeline.syncOperations.addHandler(
                         AdminHandler(
                             metrics: metrics, store: store, inspection: inspection, environment: environment, feed: feed, faults: faults,
-                            logger: logger))
+                            dashboard: dashboard, logger: logger))
                 }
             }
         return AdminServer(serverChannel: try await bootstrap.bind(host: host, port: port).get())
@@ -51,13 +53,15 @@ private final class AdminHandler: ChannelInboundHandler {
     private var watching: DeliveryFeed.Subscriber?
     /// `nil` unless the gateway was started with fault injection: `/faults` is then 404.
     let faults: GatewayFaults?
+    let dashboard: GatewayDashboard
     let logger: Logger
     private var request: HTTPRequestHead?
     private var body: [UInt8] = []
 
     init(metrics: GatewayMetrics, store: any HeraldStore, inspection: GatewayInspection, environment: APNsEnvironment, feed: DeliveryFeed,
-         faults: GatewayFaults?, logger: Logger) {
+         faults: GatewayFaults?, dashboard: GatewayDashboard, logger: Logger) {
         self.feed = feed
+        self.dashboard = dashboard
         self.metrics = metrics
         self.store = store
         self.inspection = inspection
@@ -126,6 +130,16 @@ private final class AdminHandler: ChannelInboundHandler {
             return send(.methodNotAllowed, "only GET\n", type: "text/plain", head: head, context: context)
         }
         if path == "/v1/events" { return watch(uri: head.uri, head: head, context: context) }
+        if path == "/" {
+            return send(.seeOther, "the dashboard is at /dashboard\n", type: "text/plain", head: head, context: context, extraHeaders: [("location", "/dashboard")])
+        }
+        if path == "/dashboard" || path.hasPrefix("/dashboard/") { return page(String(path.dropFirst("/dashboard".count)), uri: head.uri, head: head, context: context) }
+        if path.hasPrefix("/assets/") {
+            guard let asset = DashboardAssets.asset(named: String(path.dropFirst("/assets/".count))) else {
+                return send(.notFound, "no such asset\n", type: "text/plain", head: head, context: context)
+            }
+            return send(.ok, asset.body, type: asset.contentType, head: head, context: context, extraHeaders: DashboardAssets.securityHeaders)
+        }
         if path.hasPrefix("/v1/") { return inspect(String(path.dropFirst(4)), uri: head.uri, head: head, context: context) }
         switch path {
         case "/health":
@@ -145,7 +159,7 @@ private final class AdminHandler: ChannelInboundHandler {
                     type: "text/plain; version=0.0.4; charset=utf-8", head: head, context: context)
             }
         default:
-            send(.notFound, faults == nil ? "not found: try /health, /metrics or /v1/devices\n" : "not found: try /health, /metrics, /v1/devices or /faults\n", type: "text/plain", head: head, context: context)
+            send(.notFound, faults == nil ? "not found: try /dashboard, /health, /metrics or /v1/devices\n" : "not found: try /dashboard, /health, /metrics, /v1/devices or /faults\n", type: "text/plain", head: head, context: context)
         }
     }
 
@@ -171,6 +185,43 @@ private final class AdminHandler: ChannelInboundHandler {
                 handler.send(.internalServerError, Self.errorJSON("the store could not answer: \(error)"), type: "application/json", head: head, context: context)
             }
         }
+    }
+
+    /// A dashboard page (HTML), or 404 for a page that does not exist.
+    private func page(_ path: String, uri: String, head: HTTPRequestHead, context: ChannelHandlerContext) {
+        let parameters: [String: String]
+        do {
+            parameters = try Self.parameters(of: uri)
+        } catch {
+            return send(.badRequest, dashboard.renderer.renderMessage(title: "Cannot show this", message: error.message, section: ""),
+                        type: "text/html; charset=utf-8", head: head, context: context, extraHeaders: DashboardAssets.securityHeaders)
+        }
+        let host = head.headers.first(name: "host").map(Self.hostName)
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        let dashboard = self.dashboard
+        context.eventLoop.makeFutureWithTask { await dashboard.page(path, parameters: parameters, host: host) }.whenSuccess { page in
+            let (handler, context) = loopBound.value
+            guard let page else {
+                return handler.send(.notFound, dashboard.renderer.renderMessage(title: "No such page", message: "There is no page at /dashboard\(path).", section: ""),
+                                    type: "text/html; charset=utf-8", head: head, context: context, extraHeaders: DashboardAssets.securityHeaders)
+            }
+            handler.send(HTTPResponseStatus(statusCode: page.status), page.html, type: "text/html; charset=utf-8", head: head, context: context,
+                         extraHeaders: DashboardAssets.securityHeaders)
+        }
+    }
+
+    /// The host name of a Host header (`[::1]:9090` → `::1`, `example.com:9090` → `example.com`),
+    /// kept only if it is made of the characters a host name or address has.
+    static func hostName(_ header: String) -> String {
+        var name = Substring(header)
+        if name.hasPrefix("["), let close = name.firstIndex(of: "]") {
+            name = name[name.index(after: name.startIndex)..<close]
+        } else if let colon = name.lastIndex(of: ":"), name.firstIndex(of: ":") == colon {
+            name = name[..<colon]
+        }
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:")
+        guard !name.isEmpty, name.count <= 253, name.allSatisfy(allowed.contains) else { return "127.0.0.1" }
+        return String(name)
     }
 
     /// `GET /v1/events[?topic=…]`: server-sent events, one `data:` line of JSON per event, until
@@ -242,10 +293,13 @@ private final class AdminHandler: ChannelInboundHandler {
         return parameters
     }
 
-    private func send(_ status: HTTPResponseStatus, _ text: String, type: String, head: HTTPRequestHead, context: ChannelHandlerContext) {
+    private func send(
+        _ status: HTTPResponseStatus, _ text: String, type: String, head: HTTPRequestHead, context: ChannelHandlerContext,
+        extraHeaders: [(String, String)] = []
+    ) {
         var buffer = context.channel.allocator.buffer(capacity: text.utf8.count)
         buffer.writeString(text)
-        var headers = HTTPHeaders()
+        var headers = HTTPHeaders(extraHeaders)
         headers.add(name: "content-type", value: type)
         headers.add(name: "content-length", value: String(buffer.readableBytes))
         let keepAlive = head.isKeepAlive

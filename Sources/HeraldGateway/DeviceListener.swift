@@ -1,4 +1,5 @@
 import HeraldCore
+import HeraldDashboard
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -91,20 +92,45 @@ final class DeviceListener: Sendable {
     }
 }
 
-/// Answers plain HTTP requests on the device port (anything but the WebSocket upgrade).
+/// Answers plain HTTP requests on the device port (anything but the WebSocket upgrade): the
+/// browser device's page at `/` and its assets (``BrowserDevice``), 404 for anything else.
+/// Each connection answers one request and is closed.
 private final class DevicePortHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
+    /// Rendered once: the page reads nothing from the server.
+    private static let devicePage = BrowserDevice.page()
+    private var head: HTTPRequestHead?
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard case .end = unwrapInboundIn(data) else { return }
-        let body = "This is Herald's device port: open a WebSocket at \(DeviceProtocol.path) (see docs/device-protocol.md).\n"
-        var headers = HTTPHeaders()
-        headers.add(name: "content-type", value: "text/plain; charset=utf-8")
+        switch unwrapInboundIn(data) {
+        case .head(let head): self.head = head
+        case .body: break
+        case .end:
+            let path = head.map { $0.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? $0.uri } ?? ""
+            let method = head?.method
+            if method == .GET || method == .HEAD, path == "/" {
+                return respond(.ok, Self.devicePage, type: "text/html; charset=utf-8", context: context)
+            }
+            if method == .GET || method == .HEAD, path.hasPrefix("/assets/"),
+               let asset = DashboardAssets.asset(named: String(path.dropFirst("/assets/".count))) {
+                return respond(.ok, asset.body, type: asset.contentType, context: context)
+            }
+            respond(.notFound, "This is Herald's device port: open a WebSocket at \(DeviceProtocol.path) (see docs/device-protocol.md), or / for a device in this browser.\n",
+                    type: "text/plain; charset=utf-8", context: context)
+        }
+    }
+
+    private func respond(_ status: HTTPResponseStatus, _ body: String, type: String, context: ChannelHandlerContext) {
+        var headers = HTTPHeaders(DashboardAssets.securityHeaders)
+        headers.add(name: "content-type", value: type)
         headers.add(name: "content-length", value: String(body.utf8.count))
         headers.add(name: "connection", value: "close")
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .notFound, headers: headers))), promise: nil)
-        context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: body)))), promise: nil)
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+        if head?.method != .HEAD {
+            context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: body)))), promise: nil)
+        }
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
     }

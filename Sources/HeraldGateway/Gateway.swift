@@ -131,7 +131,12 @@ public final class Gateway: Service, Sendable {
                         host: configuration.adminHost, port: adminPort, metrics: metrics, store: store,
                         inspection: GatewayInspection(store: store, connectedDevices: { [registry] in registry.connectedDeviceIDs() }),
                         environment: configuration.environment, feed: feed,
-                        faults: configuration.faultInjection ? faults : nil, group: group, logger: logger)
+                        faults: configuration.faultInjection ? faults : nil,
+                        dashboard: GatewayDashboard(
+                            inspection: GatewayInspection(store: store, connectedDevices: { [registry] in registry.connectedDeviceIDs() }),
+                            store: store, environment: configuration.environment, nodeID: configuration.cluster?.nodeID,
+                            devicePort: ports.devicePort, connectedDevices: { [registry] in registry.connectedDeviceIDs().count }),
+                        group: group, logger: logger)
                 }
                 admin = server
                 ports.adminPort = server.port

@@ -21,6 +21,10 @@ public final class GatewayMetrics: Sendable {
     let deviceDeliveries: Counter
     /// Notifications acknowledged by devices.
     let deviceAcks: Counter
+    /// How long the store took to commit one batch of accepted pushes.
+    let intakeCommitSeconds: DurationHistogram
+    /// From a notification written on a device's connection to the device's ack of it.
+    let deviceAckSeconds: DurationHistogram
     /// Live gateway nodes of the cluster, as this node last counted them (1 without a cluster).
     let clusterNodes: Gauge
     /// Hints sent to other nodes, and received from them (notifications, not messages).
@@ -53,6 +57,12 @@ public final class GatewayMetrics: Sendable {
             descriptor: Self.name("device_deliveries", "total", "Notifications sent on device connections"))
         deviceAcks = registry.makeCounter(
             descriptor: Self.name("device_acks", "total", "Notifications acknowledged by devices"))
+        let latencyBuckets: [Duration] = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000].map { .milliseconds($0) }
+        intakeCommitSeconds = registry.makeDurationHistogram(
+            descriptor: Self.name("intake_commit", "seconds", "Time to commit one batch of accepted pushes to the store"), buckets: latencyBuckets)
+        deviceAckSeconds = registry.makeDurationHistogram(
+            descriptor: Self.name("device_ack", "seconds", "Time from a notification written on a device connection to the device's ack of it"),
+            buckets: latencyBuckets)
         clusterNodes = registry.makeGauge(
             descriptor: Self.name("cluster_nodes", "live", "Live gateway nodes in the cluster, as this node last counted them"))
         clusterHintsSent = registry.makeCounter(
@@ -104,7 +114,8 @@ public final class GatewayMetrics: Sendable {
         counter.increment()
     }
 
-    func recordBatch(size: Int) {
+    func recordBatch(size: Int, commit: Duration) {
+        intakeCommitSeconds.record(commit)
         batches.increment()
         batchedNotifications.increment(by: Int64(size))
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import NIOConcurrencyHelpers
 import HeraldCore
 import HeraldDevice
 import Logging
@@ -140,6 +141,11 @@ struct DeviceRunCommand: AsyncParsableCommand {
     @Flag(help: "Print one JSON object per line instead of text for people.")
     var json = false
 
+    @Flag(help: ArgumentHelp(
+        "Show notifications on this Linux desktop (the freedesktop Notifications D-Bus interface, through gdbus): the category's actions as buttons; a click reaches the app as the user's choice.",
+        discussion: "Needs a session bus with a notification server (GNOME, KDE, dunst, mako…) and gdbus (Debian libglib2.0-bin)."))
+    var desktop = false
+
     @Option(help: "Log level for diagnostics on standard error.")
     var logLevel: String = "warning"
 
@@ -199,10 +205,38 @@ struct DeviceRunCommand: AsyncParsableCommand {
         // The notification center.
         let printer = DeviceEventPrinter(json: json)
         let zone = timeZone.flatMap(TimeZone.init(identifier:)) ?? TimeZone.current
+        // The desktop's notification server, when asked for: it answers through the runtime, made next.
+        let runtimeBox = NIOLockedValueBox<DeviceRuntime?>(nil)
+        let desktopNotifications: DesktopNotifications?
+        if desktop {
+            do {
+                desktopNotifications = try DesktopNotifications(respond: { [logger] response in
+                    guard let runtime = runtimeBox.withLockedValue({ $0 }) else { return }
+                    do {
+                        switch response {
+                        case .tapped(let app, let id): try await runtime.userTapped(app: app, notification: id)
+                        case .chose(let app, let id, let action): try await runtime.userChoseAction(app: app, notification: id, action: action)
+                        case .dismissed(let app, let id): try await runtime.userDismissed(app: app, notification: id)
+                        }
+                    } catch {
+                        logger.notice("a desktop response the notification center no longer takes", metadata: ["error": "\(error)"])
+                    }
+                }, logger: logger)
+            } catch {
+                throw ValidationError("\(error)")
+            }
+        } else {
+            desktopNotifications = nil
+        }
+        defer { desktopNotifications?.close() }
         let runtime = try DeviceRuntime(
             clock: SystemAlarmClock(), timeZone: zone, preferredLanguages: languages.isEmpty ? Self.languagesFromEnvironment() : languages,
             user: FixedPromptAnswer(allow: prompts == "allow"), storageDirectory: dir,
-            observer: { [printer] event in printer.print(event, in: zone) })
+            observer: { [printer] event in
+                printer.print(event, in: zone)
+                desktopNotifications?.handle(event)
+            })
+        runtimeBox.withLockedValue { $0 = runtime }
         for app in apps + legacyApps {
             var bundle = DeviceRuntime.AppBundle(api: legacyApps.contains(app) ? .legacy : .userNotifications)
             if let entry = bundles.first(where: { $0.hasPrefix(app + "=") }) {
