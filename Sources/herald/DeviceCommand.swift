@@ -210,7 +210,7 @@ struct DeviceRunCommand: AsyncParsableCommand {
         let desktopNotifications: DesktopNotifications?
         if desktop {
             do {
-                desktopNotifications = try DesktopNotifications(respond: { [logger] response in
+                desktopNotifications = try await DesktopNotifications.connect(respond: { [logger] response in
                     guard let runtime = runtimeBox.withLockedValue({ $0 }) else { return }
                     do {
                         switch response {

@@ -18,10 +18,10 @@ import NIOConcurrencyHelpers
 ///   `paplay`, `aplay` found on the PATH; otherwise the server is asked to play it (`sound-file`,
 ///   or `sound-name` `message-new-instant` for the default sound).
 ///
-/// The bus is spoken through `gdbus` (GLib's command-line D-Bus client, Debian `libglib2.0-bin`):
-/// no Swift D-Bus library is available here. Every string from a payload reaches `gdbus` as one
-/// argument (no shell), quoted as a GVariant text literal; action keys sent to the bus are
-/// Herald's own (`a0`, `a1`…), so no app-chosen identifier is ever parsed back from the bus.
+/// The bus is spoken by ``SessionBus`` (no Swift D-Bus library is available here): one
+/// connection sends the notifications and hears their signals. Action keys sent to the bus are
+/// Herald's own (`a0`, `a1`…), mapped back to the app's identifiers, so nothing an app or a
+/// payload chose is ever parsed back from the bus.
 public final class DesktopNotifications: Sendable {
     /// What the user did to a desktop notification.
     public enum UserResponse: Sendable, Hashable {
@@ -42,50 +42,52 @@ public final class DesktopNotifications: Sendable {
         var actions: [String: String]
     }
 
-    private struct State {
-        var shown: [UInt32: Shown] = [:]
-        var byNotification: [String: UInt32] = [:]
-        var monitor: Process?
-    }
-
-    private let gdbus: String
+    private let bus: SessionBus
     private let player: String?
     private let bodyMarkup: Bool
     private let respond: @Sendable (UserResponse) async -> Void
     private let logger: Logger
-    private let state = NIOLockedValueBox(State())
+    private let shown = NIOLockedValueBox((byNumber: [UInt32: Shown](), byNotification: [String: UInt32]()))
     /// Desktop notifications remembered for responses, at most (the oldest are forgotten).
     static let rememberedLimit = 1_000
+    static let service = "org.freedesktop.Notifications"
+    static let path = "/org/freedesktop/Notifications"
 
-    /// Connects to the session bus's notification server (fails with a message that says what is
-    /// missing), and starts listening for its signals.
-    public init(respond: @escaping @Sendable (UserResponse) async -> Void, logger: Logger) throws {
-        guard let gdbus = Self.executable("gdbus") else {
-            throw Unavailable(description: "--desktop needs gdbus on the PATH (Debian: apt-get install libglib2.0-bin)")
-        }
-        guard ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] != nil || FileManager.default.fileExists(atPath: "/run/user/\(getuid())/bus") else {
-            throw Unavailable(description: "--desktop needs a D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set): run it in a desktop session or under dbus-run-session")
-        }
-        self.gdbus = gdbus
+    private init(bus: SessionBus, bodyMarkup: Bool, respond: @escaping @Sendable (UserResponse) async -> Void, logger: Logger) {
+        self.bus = bus
+        self.bodyMarkup = bodyMarkup
         self.player = ["pw-play", "paplay", "aplay"].lazy.compactMap(Self.executable).first
         self.respond = respond
         self.logger = logger
-        let capabilities = try Self.run(gdbus, Self.call("GetCapabilities"))
-        guard capabilities.status == 0 else {
-            throw Unavailable(description: "no notification server answers on the session bus (org.freedesktop.Notifications): \(capabilities.error.trimmingCharacters(in: .whitespacesAndNewlines))")
-        }
-        bodyMarkup = capabilities.output.contains("'body-markup'")
-        try startMonitor()
     }
 
-    /// Closes the signal monitor.
-    public func close() {
-        let monitor = state.withLockedValue { state -> Process? in
-            defer { state.monitor = nil }
-            return state.monitor
+    /// Connects to the session bus's notification server (fails with a message that says what is
+    /// missing) and listens for its signals.
+    public static func connect(respond: @escaping @Sendable (UserResponse) async -> Void, logger: Logger) async throws -> DesktopNotifications {
+        let receiver = NIOLockedValueBox<DesktopNotifications?>(nil)
+        let bus: SessionBus
+        do {
+            bus = try SessionBus(onSignal: { message in receiver.withLockedValue { $0 }?.signal(message) })
+        } catch {
+            throw Unavailable(description: "--desktop needs a D-Bus session bus (run it in a desktop session or under dbus-run-session): \(error)")
         }
-        if let monitor, monitor.isRunning { monitor.terminate() }
+        let bodyMarkup: Bool
+        do {
+            try await bus.start(match: "type='signal',sender='\(service)',interface='\(service)',path='\(path)'")
+            let capabilities = try await bus.call(destination: service, path: path, interface: service, member: "GetCapabilities")
+            guard case .array(_, let names)? = capabilities.body.first else { throw DBusError("GetCapabilities answered \(capabilities.body)") }
+            bodyMarkup = names.contains(.string("body-markup"))
+        } catch {
+            bus.close()
+            throw Unavailable(description: "no notification server answers on the session bus (\(service)): \(error)")
+        }
+        let notifications = DesktopNotifications(bus: bus, bodyMarkup: bodyMarkup, respond: respond, logger: logger)
+        receiver.withLockedValue { $0 = notifications }
+        return notifications
     }
+
+    /// Closes the bus connection.
+    public func close() { bus.close() }
 
     /// What the runtime reported: a banner shown, an entry gone.
     public func handle(_ event: RuntimeEvent) {
@@ -93,9 +95,9 @@ public final class DesktopNotifications: Sendable {
         case .delivered(let app, let notification) where notification.presentation.banner:
             Task.detached { [self] in await show(app: app, notification) }
         case .dismissed(_, let id):
-            guard let number = state.withLockedValue({ $0.byNotification[id] }) else { return }
-            Task.detached { [self] in
-                _ = try? Self.run(gdbus, Self.call("CloseNotification", "uint32 \(number)"))
+            guard let number = shown.withLockedValue({ $0.byNotification[id] }) else { return }
+            Task.detached { [bus] in
+                _ = try? await bus.call(destination: Self.service, path: Self.path, interface: Self.service, member: "CloseNotification", [.uint32(number)])
             }
         default: break
         }
@@ -104,7 +106,7 @@ public final class DesktopNotifications: Sendable {
     private func show(app: String, _ notification: DeliveredNotification) async {
         let content = notification.content
         let summary = content.title.flatMap { $0.isEmpty ? nil : $0 } ?? app
-        let body = [content.subtitle, content.body].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: "\n")
+        let text = [content.subtitle, content.body].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: "\n")
         var actions = ["default", "Open"]
         var keys: [String: String] = [:]
         for (index, action) in notification.actions.enumerated() {
@@ -112,36 +114,37 @@ public final class DesktopNotifications: Sendable {
             keys[key] = action.identifier
             actions += [key, action.title]
         }
-        var hints = ["'urgency': <byte \(content.interruptionLevel == .timeSensitive || content.interruptionLevel == .critical ? 2 : 1)>",
-                     "'desktop-entry': <'herald'>"]
+        var hints: [DBusValue: DBusValue] = [
+            .string("urgency"): .variant(.byte(content.interruptionLevel.breaksThroughFocus ? 2 : 1)),
+            .string("desktop-entry"): .variant(.string("herald")),
+        ]
         if let sound = notification.playedSound {
             if let player, sound != "default" {
                 play(sound, with: player)
             } else if sound == "default" {
-                hints.append("'sound-name': <'message-new-instant'>")
+                hints[.string("sound-name")] = .variant(.string("message-new-instant"))
             } else {
-                hints.append("'sound-file': <\(Self.literal(sound))>")
+                hints[.string("sound-file")] = .variant(.string(sound))
             }
         }
-        let arguments = Self.call(
-            "Notify", Self.literal("Herald: \(app)"), "uint32 0", "''", Self.literal(summary),
-            Self.literal(bodyMarkup ? Self.escapeMarkup(body) : body),
-            "[" + actions.map(Self.literal).joined(separator: ", ") + "]", "{" + hints.joined(separator: ", ") + "}", "int32 -1")
+        let body: [DBusValue] = [
+            .string("Herald: \(app)"), .uint32(0), .string(""), .string(summary), .string(bodyMarkup ? Self.escapeMarkup(text) : text),
+            .array(element: "s", actions.map(DBusValue.string)), .dictionary(key: "s", value: "v", hints), .int32(-1),
+        ]
         do {
-            let result = try Self.run(gdbus, arguments)
-            guard result.status == 0, let number = Self.notificationNumber(result.output) else {
-                return logger.warning("the desktop did not show a notification", metadata: ["id": "\(notification.id)", "error": "\(result.error)"])
-            }
-            state.withLockedValue { state in
-                state.shown[number] = Shown(app: app, notification: notification.id, actions: keys)
-                state.byNotification[notification.id] = number
-                if state.shown.count > Self.rememberedLimit, let oldest = state.shown.keys.min(), let gone = state.shown.removeValue(forKey: oldest) {
-                    state.byNotification[gone.notification] = nil
+            let answer = try await bus.call(destination: Self.service, path: Self.path, interface: Self.service, member: "Notify", body)
+            guard let number = answer.body.first?.uint32Value else { throw DBusError("Notify answered \(answer.body)") }
+            shown.withLockedValue { shown in
+                shown.byNumber[number] = Shown(app: app, notification: notification.id, actions: keys)
+                shown.byNotification[notification.id] = number
+                if shown.byNumber.count > Self.rememberedLimit, let oldest = shown.byNumber.keys.min(),
+                   let gone = shown.byNumber.removeValue(forKey: oldest) {
+                    shown.byNotification[gone.notification] = nil
                 }
             }
             logger.debug("shown on the desktop", metadata: ["id": "\(notification.id)", "desktop_id": "\(number)"])
         } catch {
-            logger.warning("could not run gdbus", metadata: ["error": "\(error)"])
+            logger.warning("the desktop did not show a notification", metadata: ["id": "\(notification.id)", "error": "\(error)"])
         }
     }
 
@@ -156,122 +159,49 @@ public final class DesktopNotifications: Sendable {
 
     // MARK: signals
 
-    private func startMonitor() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: gdbus)
-        process.arguments = ["monitor", "--session", "--dest", "org.freedesktop.Notifications", "--object-path", "/org/freedesktop/Notifications"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        state.withLockedValue { $0.monitor = process }
-        let handle = pipe.fileHandleForReading
-        let thread = Thread { [weak self] in
-            var pending = Data()
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { return }
-                pending.append(chunk)
-                // A line longer than 64 KiB is not a signal of ours: dropped.
-                if pending.count > 65_536, !pending.contains(UInt8(ascii: "\n")) { pending.removeAll() }
-                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                    let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
-                    pending.removeSubrange(pending.startIndex...newline)
-                    guard let self else { return }
-                    self.signal(line)
-                }
-            }
-        }
-        thread.name = "herald-desktop-signals"
-        thread.start()
-    }
-
-    /// One line of `gdbus monitor`: `…ActionInvoked (uint32 7, 'a0')` or `…NotificationClosed (uint32 7, uint32 2)`.
-    func signal(_ line: String) {
-        if let range = line.range(of: ".ActionInvoked (uint32 ") {
-            let rest = line[range.upperBound...]
-            guard let comma = rest.firstIndex(of: ","), let number = UInt32(rest[..<comma]) else { return }
-            let key = rest[comma...].dropFirst().trimmingCharacters(in: CharacterSet(charactersIn: " ')"))
-            guard let shown = state.withLockedValue({ $0.shown[number] }) else { return }
+    /// `ActionInvoked (u id, s key)` or `NotificationClosed (u id, u reason)` from the server.
+    func signal(_ message: DBusMessage) {
+        switch message.member {
+        case "ActionInvoked":
+            guard message.body.count == 2, let number = message.body[0].uint32Value, let key = message.body[1].stringValue,
+                  let entry = shown.withLockedValue({ $0.byNumber[number] }) else { return }
             let response: UserResponse
             if key == "default" {
-                response = .tapped(app: shown.app, notification: shown.notification)
-            } else if let action = shown.actions[key] {
-                response = .chose(app: shown.app, notification: shown.notification, action: action)
+                response = .tapped(app: entry.app, notification: entry.notification)
+            } else if let action = entry.actions[key] {
+                response = .chose(app: entry.app, notification: entry.notification, action: action)
             } else {
                 return
             }
             forget(number)
             Task.detached { [respond] in await respond(response) }
-        } else if let range = line.range(of: ".NotificationClosed (uint32 ") {
-            let parts = line[range.upperBound...].split(separator: ",")
-            guard parts.count == 2, let number = UInt32(parts[0]), let reason = Self.notificationNumber(String(parts[1])) else { return }
-            guard let shown = forget(number) else { return }
+        case "NotificationClosed":
+            guard message.body.count == 2, let number = message.body[0].uint32Value, let reason = message.body[1].uint32Value,
+                  let entry = forget(number) else { return }
             // 2: dismissed by the user. 1 (expired), 3 (closed by CloseNotification): nothing the user did.
-            if reason == 2 { Task.detached { [respond] in await respond(.dismissed(app: shown.app, notification: shown.notification)) } }
+            if reason == 2 { Task.detached { [respond] in await respond(.dismissed(app: entry.app, notification: entry.notification)) } }
+        default: break
         }
     }
 
     @discardableResult
     private func forget(_ number: UInt32) -> Shown? {
-        state.withLockedValue { state in
-            guard let shown = state.shown.removeValue(forKey: number) else { return nil }
-            state.byNotification[shown.notification] = nil
-            return shown
+        shown.withLockedValue { shown in
+            guard let entry = shown.byNumber.removeValue(forKey: number) else { return nil }
+            shown.byNotification[entry.notification] = nil
+            return entry
         }
     }
 
-    // MARK: gdbus
-
-    static func call(_ method: String, _ arguments: String...) -> [String] {
-        ["call", "--session", "--dest", "org.freedesktop.Notifications", "--object-path", "/org/freedesktop/Notifications",
-         "--method", "org.freedesktop.Notifications.\(method)"] + arguments
-    }
-
-    /// A GVariant text string literal: single-quoted, with `\`, `'` and control characters escaped.
-    static func literal(_ text: String) -> String {
-        var out = "'"
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\\": out += "\\\\"
-            case "'": out += "\\'"
-            case "\n": out += "\\n"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7f:
-                out += "\\u" + String(format: "%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "'"
-    }
+    // MARK: helpers
 
     /// Text for a server that reads markup in bodies: `&`, `<`, `>` as entities.
     static func escapeMarkup(_ text: String) -> String {
         text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
     }
 
-    /// `(uint32 7,)` → 7.
-    static func notificationNumber(_ output: String) -> UInt32? {
-        guard let range = output.range(of: "uint32 ") else { return nil }
-        return UInt32(output[range.upperBound...].prefix { $0.isNumber })
-    }
-
     static func executable(_ name: String) -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
         return path.split(separator: ":").map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
-    }
-
-    static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let output = Pipe(), error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        try process.run()
-        // gdbus answers in a few lines; read before waiting so a full pipe cannot block it.
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = error.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
     }
 }
