@@ -1,0 +1,540 @@
+import Foundation
+import NIOConcurrencyHelpers
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A value in a D-Bus message (the subset of the type system the notification interface uses).
+indirect enum DBusValue: Sendable, Hashable {
+    case byte(UInt8)
+    case boolean(Bool)
+    case int32(Int32)
+    case uint32(UInt32)
+    case string(String)
+    case objectPath(String)
+    case signature(String)
+    /// Elements of one type, named by its signature (needed for an empty array).
+    case array(element: String, [DBusValue])
+    /// `a{…}`: entries with keys of `key` and values of `value` signature.
+    case dictionary(key: String, value: String, [DBusValue: DBusValue])
+    case variant(DBusValue)
+    case structure([DBusValue])
+
+    var signature: String {
+        switch self {
+        case .byte: "y"
+        case .boolean: "b"
+        case .int32: "i"
+        case .uint32: "u"
+        case .string: "s"
+        case .objectPath: "o"
+        case .signature: "g"
+        case .array(let element, _): "a" + element
+        case .dictionary(let key, let value, _): "a{" + key + value + "}"
+        case .variant: "v"
+        case .structure(let fields): "(" + fields.map(\.signature).joined() + ")"
+        }
+    }
+
+    var stringValue: String? {
+        switch self {
+        case .string(let s), .objectPath(let s), .signature(let s): s
+        default: nil
+        }
+    }
+
+    var uint32Value: UInt32? { if case .uint32(let u) = self { u } else { nil } }
+}
+
+/// Why the bus could not be used or answered with an error.
+struct DBusError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// One D-Bus message, as read or to be written.
+struct DBusMessage: Sendable {
+    enum Kind: UInt8, Sendable {
+        case methodCall = 1, methodReturn = 2, error = 3, signal = 4
+    }
+
+    var kind: Kind
+    var serial: UInt32 = 0
+    var path: String?
+    var interface: String?
+    var member: String?
+    var errorName: String?
+    var replySerial: UInt32?
+    var destination: String?
+    var sender: String?
+    var body: [DBusValue] = []
+
+    /// The largest message read (the notification interface's are a few hundred bytes).
+    static let maximumLength = 1 << 20
+
+    func encoded() -> [UInt8] {
+        var fields: [DBusValue] = []
+        func field(_ code: UInt8, _ value: DBusValue?) {
+            if let value { fields.append(.structure([.byte(code), .variant(value)])) }
+        }
+        field(1, path.map(DBusValue.objectPath))
+        field(2, interface.map(DBusValue.string))
+        field(3, member.map(DBusValue.string))
+        field(4, errorName.map(DBusValue.string))
+        field(5, replySerial.map(DBusValue.uint32))
+        field(6, destination.map(DBusValue.string))
+        let bodySignature = body.map(\.signature).joined()
+        if !body.isEmpty { field(8, .signature(bodySignature)) }
+        var bodyWriter = DBusWriter()
+        for value in body { bodyWriter.write(value) }
+        var writer = DBusWriter()
+        writer.bytes = [UInt8(ascii: "l"), kind.rawValue, 0, 1]
+        writer.writeUInt32(UInt32(bodyWriter.bytes.count))
+        writer.writeUInt32(serial)
+        writer.write(.array(element: "(yv)", fields))
+        writer.pad(to: 8)
+        return writer.bytes + bodyWriter.bytes
+    }
+
+    /// The length of the message that starts with these 16 bytes, or nil if they cannot start one.
+    static func length(ofMessageStartingWith header: ArraySlice<UInt8>) -> Int? {
+        guard header.count >= 16 else { return nil }
+        let start = header.startIndex
+        let big: Bool
+        switch header[start] {
+        case UInt8(ascii: "l"): big = false
+        case UInt8(ascii: "B"): big = true
+        default: return nil
+        }
+        func u32(_ at: Int) -> Int {
+            let b = header[(start + at)..<(start + at + 4)].map(Int.init)
+            return big ? (b[0] << 24 | b[1] << 16 | b[2] << 8 | b[3]) : (b[3] << 24 | b[2] << 16 | b[1] << 8 | b[0])
+        }
+        let fieldsLength = u32(12), bodyLength = u32(4)
+        guard fieldsLength <= maximumLength, bodyLength <= maximumLength else { return nil }
+        let headerLength = (16 + fieldsLength + 7) & ~7
+        return headerLength + bodyLength
+    }
+
+    /// Reads one whole message (its length from ``length(ofMessageStartingWith:)``).
+    static func decode(_ bytes: [UInt8]) throws(DBusError) -> DBusMessage {
+        guard bytes.count >= 16, let kind = Kind(rawValue: bytes[1]) else { throw DBusError("not a D-Bus message") }
+        var reader = DBusReader(bytes: bytes, bigEndian: bytes[0] == UInt8(ascii: "B"))
+        reader.offset = 4
+        let bodyLength = Int(try reader.readUInt32())
+        var message = DBusMessage(kind: kind)
+        message.serial = try reader.readUInt32()
+        guard case .array(_, let fields) = try reader.read("a(yv)") else { throw DBusError("malformed header") }
+        var bodySignature = ""
+        for case .structure(let pair) in fields {
+            guard pair.count == 2, case .byte(let code) = pair[0], case .variant(let value) = pair[1] else { continue }
+            switch code {
+            case 1: message.path = value.stringValue
+            case 2: message.interface = value.stringValue
+            case 3: message.member = value.stringValue
+            case 4: message.errorName = value.stringValue
+            case 5: message.replySerial = value.uint32Value
+            case 6: message.destination = value.stringValue
+            case 7: message.sender = value.stringValue
+            case 8: bodySignature = value.stringValue ?? ""
+            default: break
+            }
+        }
+        reader.align(8)
+        guard reader.offset + bodyLength == bytes.count else { throw DBusError("the body's length does not match") }
+        var types = Substring(bodySignature)
+        while !types.isEmpty {
+            let type = try DBusReader.firstCompleteType(of: types)
+            types = types.dropFirst(type.count)
+            message.body.append(try reader.read(type))
+        }
+        return message
+    }
+}
+
+/// Marshals values in little-endian order with D-Bus alignment.
+struct DBusWriter {
+    var bytes: [UInt8] = []
+
+    mutating func pad(to alignment: Int) {
+        while bytes.count % alignment != 0 { bytes.append(0) }
+    }
+
+    mutating func writeUInt32(_ value: UInt32) {
+        pad(to: 4)
+        withUnsafeBytes(of: value.littleEndian) { bytes += $0 }
+    }
+
+    mutating func write(_ value: DBusValue) {
+        switch value {
+        case .byte(let b): bytes.append(b)
+        case .boolean(let b): writeUInt32(b ? 1 : 0)
+        case .int32(let i): writeUInt32(UInt32(bitPattern: i))
+        case .uint32(let u): writeUInt32(u)
+        case .string(let s), .objectPath(let s):
+            writeUInt32(UInt32(s.utf8.count))
+            bytes += s.utf8
+            bytes.append(0)
+        case .signature(let s):
+            bytes.append(UInt8(s.utf8.count))
+            bytes += s.utf8
+            bytes.append(0)
+        case .array(let element, let items):
+            writeArray(elementAlignment: DBusReader.alignment(of: element.first ?? "y")) {
+                for item in items { $0.write(item) }
+            }
+        case .dictionary(_, _, let entries):
+            writeArray(elementAlignment: 8) { writer in
+                for (key, value) in entries.sorted(by: { "\($0.key)" < "\($1.key)" }) {
+                    writer.pad(to: 8)
+                    writer.write(key)
+                    writer.write(value)
+                }
+            }
+        case .variant(let inner):
+            write(.signature(inner.signature))
+            write(inner)
+        case .structure(let fields):
+            pad(to: 8)
+            for field in fields { write(field) }
+        }
+    }
+
+    private mutating func writeArray(elementAlignment: Int, _ elements: (inout DBusWriter) -> Void) {
+        writeUInt32(0)
+        let lengthAt = bytes.count - 4
+        pad(to: elementAlignment)
+        let start = bytes.count
+        elements(&self)
+        let length = UInt32(bytes.count - start).littleEndian
+        withUnsafeBytes(of: length) { bytes.replaceSubrange(lengthAt..<(lengthAt + 4), with: $0) }
+    }
+}
+
+/// Unmarshals values by signature, every length checked against what was received.
+struct DBusReader {
+    let bytes: [UInt8]
+    let bigEndian: Bool
+    var offset = 0
+    /// Nesting deeper than this is refused (the specification allows 64 in all).
+    static let maximumDepth = 32
+
+    init(bytes: [UInt8], bigEndian: Bool) {
+        self.bytes = bytes
+        self.bigEndian = bigEndian
+    }
+
+    static func alignment(of type: Character) -> Int {
+        switch type {
+        case "y", "g", "v": 1
+        case "n", "q": 2
+        case "x", "t", "d", "(", "{": 8
+        default: 4
+        }
+    }
+
+    mutating func align(_ alignment: Int) { offset = (offset + alignment - 1) / alignment * alignment }
+
+    private mutating func take(_ count: Int) throws(DBusError) -> ArraySlice<UInt8> {
+        guard count >= 0, offset <= bytes.count, count <= bytes.count - offset else { throw DBusError("a value runs past the message") }
+        defer { offset += count }
+        return bytes[offset..<(offset + count)]
+    }
+
+    mutating func readUInt32() throws(DBusError) -> UInt32 {
+        align(4)
+        let b = try take(4).map(UInt32.init)
+        return bigEndian ? (b[0] << 24 | b[1] << 16 | b[2] << 8 | b[3]) : (b[3] << 24 | b[2] << 16 | b[1] << 8 | b[0])
+    }
+
+    /// The first complete type of a signature (`as`, `a{sv}`, `(yv)`, `u`…).
+    static func firstCompleteType(of signature: Substring) throws(DBusError) -> Substring {
+        var depth = 0
+        var index = signature.startIndex
+        while index < signature.endIndex {
+            let c = signature[index]
+            index = signature.index(after: index)
+            switch c {
+            case "a": continue
+            case "(", "{": depth += 1
+            case ")", "}":
+                depth -= 1
+                guard depth >= 0 else { throw DBusError("unbalanced signature") }
+            default: break
+            }
+            if depth == 0 { return signature[signature.startIndex..<index] }
+        }
+        throw DBusError("incomplete signature \(signature)")
+    }
+
+    mutating func read(_ type: Substring, depth: Int = 0) throws(DBusError) -> DBusValue {
+        guard depth <= Self.maximumDepth, let first = type.first else { throw DBusError("signature too deep or empty") }
+        switch first {
+        case "y": return .byte(try take(1).first ?? 0)
+        case "b": return .boolean(try readUInt32() != 0)
+        case "i": return .int32(Int32(bitPattern: try readUInt32()))
+        case "u": return .uint32(try readUInt32())
+        case "n", "q":
+            align(2)
+            _ = try take(2)
+            return .int32(0)
+        case "x", "t", "d":
+            align(8)
+            _ = try take(8)
+            return .int32(0)
+        case "s", "o":
+            let length = Int(try readUInt32())
+            let text = String(decoding: try take(length), as: UTF8.self)
+            _ = try take(1)
+            return first == "s" ? .string(text) : .objectPath(text)
+        case "g":
+            let length = Int(try take(1).first ?? 0)
+            let text = String(decoding: try take(length), as: UTF8.self)
+            _ = try take(1)
+            return .signature(text)
+        case "v":
+            guard case .signature(let inner) = try read("g", depth: depth + 1) else { throw DBusError("bad variant") }
+            let innerType = try Self.firstCompleteType(of: Substring(inner))
+            guard innerType.count == inner.count else { throw DBusError("a variant holds more than one type") }
+            return .variant(try read(innerType, depth: depth + 1))
+        case "a":
+            let element = type.dropFirst()
+            let length = Int(try readUInt32())
+            guard length <= DBusMessage.maximumLength else { throw DBusError("array too long") }
+            align(Self.alignment(of: element.first ?? "y"))
+            let end = offset + length
+            guard end <= bytes.count else { throw DBusError("an array runs past the message") }
+            if element.first == "{" {
+                let inner = element.dropFirst().dropLast()
+                let keyType = try Self.firstCompleteType(of: inner)
+                let valueType = inner.dropFirst(keyType.count)
+                var entries: [DBusValue: DBusValue] = [:]
+                while offset < end {
+                    align(8)
+                    let key = try read(keyType, depth: depth + 1)
+                    entries[key] = try read(valueType, depth: depth + 1)
+                }
+                return .dictionary(key: String(keyType), value: String(valueType), entries)
+            }
+            var items: [DBusValue] = []
+            while offset < end { items.append(try read(element, depth: depth + 1)) }
+            return .array(element: String(element), items)
+        case "(":
+            align(8)
+            var inner = type.dropFirst().dropLast()
+            var fields: [DBusValue] = []
+            while !inner.isEmpty {
+                let field = try Self.firstCompleteType(of: inner)
+                inner = inner.dropFirst(field.count)
+                fields.append(try read(field, depth: depth + 1))
+            }
+            return .structure(fields)
+        default:
+            throw DBusError("unsupported type \(first)")
+        }
+    }
+}
+
+/// A connection to the D-Bus session bus: authenticated as this user (`EXTERNAL`), method calls
+/// answered by serial, signals matching a rule handed to `onSignal` on the connection's reading
+/// thread. One connection both sends notifications and hears their signals, as servers such as
+/// dunst address `ActionInvoked` to the connection that called `Notify`.
+final class SessionBus: Sendable {
+    private let descriptor: Int32
+    private let state = NIOLockedValueBox((serial: UInt32(0), pending: [UInt32: CheckedContinuation<DBusMessage, any Error>](), closed: false))
+    private let writing = NIOLock()
+    private let onSignal: @Sendable (DBusMessage) -> Void
+
+    /// Connects to the session bus named by `DBUS_SESSION_BUS_ADDRESS` (else `$XDG_RUNTIME_DIR/bus`).
+    init(onSignal: @escaping @Sendable (DBusMessage) -> Void) throws {
+        self.onSignal = onSignal
+        let environment = ProcessInfo.processInfo.environment
+        let addresses = environment["DBUS_SESSION_BUS_ADDRESS"]
+            ?? environment["XDG_RUNTIME_DIR"].map { "unix:path=\($0)/bus" }
+            ?? "unix:path=/run/user/\(getuid())/bus"
+        var lastError = DBusError("no usable address in \(addresses)")
+        var connected: Int32?
+        for address in addresses.split(separator: ";") {
+            do {
+                connected = try Self.connect(String(address))
+                break
+            } catch {
+                lastError = error
+            }
+        }
+        guard let descriptor = connected else { throw lastError }
+        self.descriptor = descriptor
+        do {
+            try authenticate()
+        } catch {
+            Glibc.close(descriptor)
+            throw error
+        }
+        let thread = Thread { [self] in readMessages() }
+        thread.name = "herald-session-bus"
+        thread.start()
+    }
+
+    /// `unix:path=/run/user/0/bus` or `unix:abstract=/tmp/dbus-XXXX` (`,guid=…` ignored).
+    private static func connect(_ address: String) throws(DBusError) -> Int32 {
+        guard address.hasPrefix("unix:") else { throw DBusError("only unix: bus addresses are supported, not \(address)") }
+        var path: [UInt8]?
+        for pair in address.dropFirst(5).split(separator: ",") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2 else { continue }
+            let value = Array((String(parts[1]).removingPercentEncoding ?? String(parts[1])).utf8)
+            if parts[0] == "path" { path = value }
+            if parts[0] == "abstract" { path = [0] + value }
+        }
+        guard let path, !path.isEmpty else { throw DBusError("the bus address \(address) names no socket") }
+        var socketAddress = sockaddr_un()
+        socketAddress.sun_family = sa_family_t(AF_UNIX)
+        let capacity = MemoryLayout.size(ofValue: socketAddress.sun_path)
+        guard path.count < capacity else { throw DBusError("the bus socket path is too long") }
+        withUnsafeMutableBytes(of: &socketAddress.sun_path) { raw in
+            for (index, byte) in path.enumerated() { raw[index] = byte }
+        }
+        #if canImport(Glibc)
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        #else
+        let descriptor = socket(AF_UNIX, SOCK_STREAM, 0)
+        #endif
+        guard descriptor >= 0 else { throw DBusError("cannot make a socket: errno \(errno)") }
+        let length = socklen_t(MemoryLayout<sa_family_t>.size + path.count + (path.first == 0 ? 0 : 1))
+        let result = withUnsafePointer(to: &socketAddress) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(descriptor, $0, length) }
+        }
+        guard result == 0 else {
+            let code = errno
+            Glibc.close(descriptor)
+            throw DBusError("cannot connect to the session bus at \(address): \(String(cString: strerror(code)))")
+        }
+        return descriptor
+    }
+
+    private func writeAll(_ bytes: [UInt8]) throws(DBusError) {
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { throw DBusError("the session bus closed the connection") }
+            sent += n
+        }
+    }
+
+    /// Reads up to `count` bytes, blocking; empty at the end of the stream.
+    private func readSome(_ count: Int) -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: count)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, count, 0) }
+            if n < 0, errno == EINTR { continue }
+            return n > 0 ? Array(buffer[0..<n]) : []
+        }
+    }
+
+    /// SASL `EXTERNAL` with this process's uid, then `BEGIN`, then `Hello`.
+    private func authenticate() throws {
+        let uid = Array(String(getuid()).utf8).map { String(format: "%02x", $0) }.joined()
+        try writeAll([0] + Array("AUTH EXTERNAL \(uid)\r\n".utf8))
+        var line: [UInt8] = []
+        while !line.suffix(2).elementsEqual([13, 10]) {
+            let byte = readSome(1)
+            guard let b = byte.first, line.count < 512 else { throw DBusError("the session bus did not answer the authentication") }
+            line.append(b)
+        }
+        guard line.starts(with: Array("OK ".utf8)) else {
+            throw DBusError("the session bus refused authentication: \(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))")
+        }
+        try writeAll(Array("BEGIN\r\n".utf8))
+    }
+
+    private func readMessages() {
+        var pending: [UInt8] = []
+        while true {
+            let chunk = readSome(65_536)
+            if chunk.isEmpty { break }
+            pending += chunk
+            while pending.count >= 16 {
+                guard let length = DBusMessage.length(ofMessageStartingWith: pending[0..<16]) else {
+                    pending = []
+                    shutdown(descriptor, Int32(SHUT_RDWR))
+                    break
+                }
+                guard pending.count >= length else { break }
+                let bytes = Array(pending[0..<length])
+                pending.removeFirst(length)
+                guard let message = try? DBusMessage.decode(bytes) else { continue }
+                dispatch(message)
+            }
+        }
+        let waiting = state.withLockedValue { state in
+            defer { state.pending = [:]; state.closed = true }
+            return Array(state.pending.values)
+        }
+        for continuation in waiting { continuation.resume(throwing: DBusError("the session bus closed the connection")) }
+        Glibc.close(descriptor)
+    }
+
+    private func dispatch(_ message: DBusMessage) {
+        switch message.kind {
+        case .methodReturn, .error:
+            guard let serial = message.replySerial, let continuation = state.withLockedValue({ $0.pending.removeValue(forKey: serial) }) else { return }
+            if message.kind == .error {
+                let detail = message.body.first?.stringValue.map { ": \($0)" } ?? ""
+                continuation.resume(throwing: DBusError("\(message.errorName ?? "error")\(detail)"))
+            } else {
+                continuation.resume(returning: message)
+            }
+        case .signal: onSignal(message)
+        case .methodCall: break
+        }
+    }
+
+    /// Calls a method and waits for its answer (up to `timeout`).
+    func call(
+        destination: String, path: String, interface: String, member: String, _ body: [DBusValue] = [], timeout: Duration = .seconds(10)
+    ) async throws -> DBusMessage {
+        try await withCheckedThrowingContinuation { continuation in
+            let serial: UInt32? = state.withLockedValue { state in
+                guard !state.closed else { return nil }
+                state.serial &+= 1
+                if state.serial == 0 { state.serial = 1 }
+                state.pending[state.serial] = continuation
+                return state.serial
+            }
+            guard let serial else { return continuation.resume(throwing: DBusError("the session bus connection is closed")) }
+            var message = DBusMessage(kind: .methodCall)
+            message.serial = serial
+            message.destination = destination
+            message.path = path
+            message.interface = interface
+            message.member = member
+            message.body = body
+            do {
+                try writing.withLock { try writeAll(message.encoded()) }
+            } catch {
+                if let waiting = state.withLockedValue({ $0.pending.removeValue(forKey: serial) }) { waiting.resume(throwing: error) }
+                return
+            }
+            Task { [state] in
+                try? await Task.sleep(for: timeout)
+                if let waiting = state.withLockedValue({ $0.pending.removeValue(forKey: serial) }) {
+                    waiting.resume(throwing: DBusError("\(interface).\(member) was not answered within \(timeout)"))
+                }
+            }
+        }
+    }
+
+    /// `Hello` (every connection's first call) and the match rule for the signals wanted.
+    func start(match rule: String) async throws {
+        _ = try await call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "Hello")
+        _ = try await call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "AddMatch",
+                           [.string(rule)])
+    }
+
+    func close() {
+        shutdown(descriptor, Int32(SHUT_RDWR))
+    }
+}
