@@ -16,6 +16,12 @@ command -v h2load >/dev/null || need_apt+=(nghttp2-client)
 command -v socat >/dev/null || need_apt+=(socat)
 # PostgreSQL: the clustered store's tests and the cluster test start a server of their own.
 ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1 && command -v psql >/dev/null || need_apt+=(postgresql postgresql-client)
+# The pages in a real browser (Tests/browser): Debian's chromium and its driver.
+command -v chromium >/dev/null && command -v chromedriver >/dev/null || need_apt+=(chromium chromium-driver)
+# Desktop notifications (Tests/desktop): a session bus, a notification server, a virtual display.
+command -v dbus-run-session >/dev/null && command -v dbus-monitor >/dev/null || need_apt+=(dbus)
+command -v dunst >/dev/null || need_apt+=(dunst)
+command -v Xvfb >/dev/null || need_apt+=(xvfb)
 if [ ${#need_apt[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -29,3 +35,6 @@ python3 -c 'import httpx, h2, hyperframe, cryptography, websockets' 2>/dev/null 
 # PyYAML reads the spec (scripts/generate-openapi.sh).
 command -v schemathesis >/dev/null && python3 -c 'import yaml' 2>/dev/null ||
   python3 -m pip install -q --disable-pip-version-check 'schemathesis>=4,<5' pyyaml
+# selenium drives chromium (Tests/browser); Pillow takes the desktop test's screenshot.
+python3 -c 'import selenium, PIL' 2>/dev/null ||
+  python3 -m pip install -q --disable-pip-version-check selenium pillow

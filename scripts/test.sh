@@ -3,7 +3,9 @@
 # child processes), the independent-client compatibility checks (curl, Python httpx), then the
 # attack suite (raw HTTP/2 and WebSocket frames, forged tokens, silent peers, hostile payloads),
 # schemathesis against the provider's REST API and its spec, the README's walk-through as written,
-# and three gateway nodes on a PostgreSQL server the script starts (Tests/cluster).
+# three gateway nodes on a PostgreSQL server the script starts (Tests/cluster), the dashboards and
+# the browser device in headless chromium (Tests/browser), and desktop notifications under a real
+# session bus and notification server (Tests/desktop). Screenshots go to .build/test-artifacts/.
 # Installs what it needs first (scripts/test-deps.sh: Debian and PyPI packages this machine lacks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,5 +26,8 @@ python3 Tests/compat/compat.py "$(swift build --show-bin-path)/herald"
 python3 Tests/attack/attack.py "$(swift build --show-bin-path)/herald"
 # The provider's REST API against its own spec, from outside (docs/provider-service.md).
 scripts/schemathesis.sh "$(swift build --show-bin-path)/herald"
+# The pages in a real browser, and the desktop's notification server (docs/dashboards.md).
+python3 Tests/browser/browser.py "$(swift build --show-bin-path)/herald" .build/test-artifacts
+Tests/desktop/run.sh "$(swift build --show-bin-path)/herald" .build/test-artifacts
 # The README's "Five minutes with it", run exactly as written (fixed ports 2197, 2198, 9090).
 scripts/readme-walkthrough.sh "$(swift build --show-bin-path)/herald"

@@ -251,13 +251,17 @@ struct DBusReader {
 
     /// The first complete type of a signature (`as`, `a{sv}`, `(yv)`, `u`…).
     static func firstCompleteType(of signature: Substring) throws(DBusError) -> Substring {
-        var depth = 0
+        var depth = 0, arrays = 0
         var index = signature.startIndex
         while index < signature.endIndex {
             let c = signature[index]
             index = signature.index(after: index)
+            // Containers nested past the limit are refused even when empty.
+            guard depth + arrays <= maximumDepth else { throw DBusError("signature nested too deep") }
             switch c {
-            case "a": continue
+            case "a":
+                arrays += 1
+                continue
             case "(", "{": depth += 1
             case ")", "}":
                 depth -= 1
@@ -301,6 +305,7 @@ struct DBusReader {
             return .variant(try read(innerType, depth: depth + 1))
         case "a":
             let element = type.dropFirst()
+            _ = try Self.firstCompleteType(of: type)
             let length = Int(try readUInt32())
             guard length <= DBusMessage.maximumLength else { throw DBusError("array too long") }
             align(Self.alignment(of: element.first ?? "y"))
