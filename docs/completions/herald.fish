@@ -34,7 +34,7 @@ function __herald_parse_tokens -S
             __herald_parse_subcommand 0 'version' 'h/help'
             switch $unparsed_tokens[1]
             case 'run'
-                __herald_parse_subcommand 0 'data-dir=' 'gateway=+' 'ca=' 'app=+' 'legacy-app=+' 'bundle=+' 'time-zone=' 'language=+' 'prompts=' 'enrollment-secret-file=' 'agent-socket=' 'json' 'log-level=' 'log-format=' 'version' 'h/help'
+                __herald_parse_subcommand 0 'data-dir=' 'gateway=+' 'ca=' 'app=+' 'legacy-app=+' 'bundle=+' 'time-zone=' 'language=+' 'prompts=' 'enrollment-secret-file=' 'agent-socket=' 'json' 'desktop' 'log-level=' 'log-format=' 'version' 'h/help'
             case 'unregister'
                 __herald_parse_subcommand 0 'data-dir=' 'app=' 'gateway=' 'ca=' 'version' 'h/help'
             case 'plan'
@@ -243,6 +243,7 @@ complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options 
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" enrollment-secret-file' -l 'enrollment-secret-file' -d 'A file holding the gateway\'s enrollment secret, for a gateway that closed open enrollment (needed once, to enroll).' -rfka ''
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" agent-socket' -l 'agent-socket' -d 'The agent\'s Unix domain socket. Default: DIR/agent.sock.' -rfka ''
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" json' -l 'json' -d 'Print one JSON object per line instead of text for people.'
+complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" desktop' -l 'desktop' -d 'Show notifications on this Linux desktop (the freedesktop Notifications D-Bus interface, through gdbus): the category\'s actions as buttons; a click reaches the app as the user\'s choice.'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" log-level' -l 'log-level' -d 'Log level for diagnostics on standard error.' -rfka ''
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" log-format' -l 'log-format' -d 'How logs on standard error are written: text (for people) or json (one object a line, for a log collector).' -rfka 'text json'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" version' -l 'version' -d 'Show the version.'

@@ -214,6 +214,7 @@ _herald_device_run() {
         '--enrollment-secret-file[A file holding the gateway'\''s enrollment secret, for a gateway that closed open enrollment (needed once, to enroll).]:FILE:'
         '--agent-socket[The agent'\''s Unix domain socket. Default\: DIR/agent.sock.]:PATH:'
         '--json[Print one JSON object per line instead of text for people.]'
+        '--desktop[Show notifications on this Linux desktop (the freedesktop Notifications D-Bus interface, through gdbus)\: the category'\''s actions as buttons; a click reaches the app as the user'\''s choice.]'
         '--log-level[Log level for diagnostics on standard error.]:log-level:'
         '--log-format[How logs on standard error are written\: text (for people) or json (one object a line, for a log collector).]:log-format:{__herald_complete "${___log_format[@]}"}'
         '--version[Show the version.]'
