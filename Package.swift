@@ -174,6 +174,8 @@ let package = Package(
             dependencies: [
                 "HeraldCore", "HeraldProvider", "HeraldProviderAPI", "HeraldDashboard",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

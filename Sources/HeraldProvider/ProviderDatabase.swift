@@ -198,6 +198,35 @@ public final class ProviderDatabase: Sendable {
         }
     }
 
+    /// How many registrations there are by language, by time zone and by topic (most first).
+    public struct RegistrationCounts: Sendable, Hashable {
+        public var total = 0
+        public var byLanguage: [(String, Int)] = []
+        public var byZone: [(String, Int)] = []
+        public var byTopic: [(String, Int)] = []
+
+        public static func == (a: Self, b: Self) -> Bool {
+            a.total == b.total && a.byLanguage.elementsEqual(b.byLanguage, by: ==) && a.byZone.elementsEqual(b.byZone, by: ==)
+                && a.byTopic.elementsEqual(b.byTopic, by: ==)
+        }
+        public func hash(into hasher: inout Hasher) { hasher.combine(total) }
+    }
+
+    public func registrationCounts() async throws -> RegistrationCounts {
+        try await writer.read { db in
+            func grouped(_ column: String) throws -> [(String, Int)] {
+                try Row.fetchAll(db, sql: "SELECT \(column) AS value, COUNT(*) AS n FROM \(RegistrationRecord.databaseTableName) GROUP BY \(column) ORDER BY n DESC, value")
+                    .map { ($0["value"] as String? ?? "", $0["n"] as Int? ?? 0) }
+            }
+            var counts = RegistrationCounts()
+            counts.total = try RegistrationRecord.fetchCount(db)
+            counts.byLanguage = try grouped(RegistrationRecord.Columns.language.name)
+            counts.byZone = try grouped(RegistrationRecord.Columns.timeZone.name)
+            counts.byTopic = try grouped(RegistrationRecord.Columns.topic.name)
+            return counts
+        }
+    }
+
     public func registrationCount() throws -> Int {
         try writer.read { db in try RegistrationRecord.fetchCount(db) }
     }

@@ -24,6 +24,7 @@ struct RegistrationRecord: Codable, FetchableRecord, PersistableRecord {
     enum Columns {
         static let token = Column(CodingKeys.token)
         static let topic = Column(CodingKeys.topic)
+        static let language = Column(CodingKeys.language)
         static let timeZone = Column(CodingKeys.timeZone)
         static let userID = Column(CodingKeys.userID)
         static let registeredAt = Column(CodingKeys.registeredAt)

@@ -256,6 +256,16 @@ public actor ProviderService {
 
     /// The registrations a target names, only those in `zone` when given; a token with no
     /// registration is a 404.
+    /// How many registrations a send to `target` would reach now (the dashboard's count before sending).
+    public func recipientCount(_ target: SendTarget) async throws(ProviderError) -> Int {
+        do {
+            return try await resolve(target).count
+        } catch let error as ProviderError { throw error } catch { throw ProviderError(500, "\(error)") }
+    }
+
+    /// Now, on the service's clock (milliseconds since 1970).
+    public nonisolated func nowMilliseconds() -> Int64 { clock.nowMilliseconds() }
+
     func resolve(_ target: SendTarget, zone: String? = nil) async throws -> [Registration] {
         guard let found = try await database.registrations(for: target, zone: zone) else {
             throw ProviderError(404, "no registration for \(Self.describe(target))")

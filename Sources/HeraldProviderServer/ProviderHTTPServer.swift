@@ -39,6 +39,7 @@ public enum ProviderHTTP {
         router.get("metrics") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(bytes: try service.metricsExposition())))
         }
+        ProviderDashboard(service: service, apiToken: apiToken).register(on: router)
         try ProviderAPI(service: service).registerHandlers(
             on: router, configuration: Configuration(dateTranscoder: ProviderAPI.dates, jsonEncodingOptions: [.sortedKeys, .withoutEscapingSlashes]),
             middlewares: [SpecCheck()])

@@ -229,7 +229,100 @@ def gateway_pages(driver, admin, push, data):
 
 
 def provider_pages(driver, work, ports, ca, key, key_id):
-    pass
+    wait = WebDriverWait(driver, 20)
+    data = os.path.join(work, "gw")
+    provider_dir = os.path.join(work, "provider")
+    provider_out = os.path.join(work, "provider.json")
+    start([HERALD, "provider", "--data-dir", provider_dir, "--port", "0", "--gateway", f"https://localhost:{ports['provider_port']}",
+           "--ca", ca, "--key", key, "--key-id", key_id, "--team", TEAM], provider_out, os.path.join(work, "provider.err"))
+    started = json.loads(wait_for("the provider", lambda: read(provider_out).splitlines()[0] if read(provider_out).strip() else None))
+    base = f"http://127.0.0.1:{started['port']}"
+    api_token = read(os.path.join(provider_dir, "api-token")).strip()
+    auth = {"Authorization": f"Bearer {api_token}", "Content-Type": "application/json"}
+
+    def api(method, path, body):
+        request = urllib.request.Request(base + path, method=method, data=json.dumps(body).encode(), headers=auth)
+        with urllib.request.urlopen(request, timeout=20) as response:
+            return json.loads(response.read() or b"null")
+
+    people = [("en", "America/New_York"), ("fr", "Europe/Paris"), ("de", "Asia/Tokyo")]
+    tokens = []
+    for language, zone in people:
+        token = subprocess.run([HERALD, "tokens", "create", "--data-dir", data, "--topic", TOPIC], capture_output=True, text=True).stdout.strip()
+        api("POST", "/v1/registrations", {"token": token, "topic": TOPIC, "language": language, "timeZone": zone})
+        tokens.append(token)
+    api("PUT", "/v1/templates/welcome", {"translations": {"en": {"title": "Welcome", "body": "Hello %@"},
+                                                         "fr": {"title": "Bienvenue", "body": "Bonjour %@"}}})
+    api("POST", "/v1/schedules", {"to": {"segment": {"topic": TOPIC}}, "template": {"id": "welcome", "args": ["friend"]},
+                                  "time": "09:00", "repeat": "daily"})
+
+    driver.get(base + "/dashboard")
+    wait.until(EC.presence_of_element_located((By.ID, "login")))
+    check("the provider dashboard asks to sign in", driver.current_url.endswith("/dashboard/login"), driver.current_url)
+    shot(driver, "provider-login")
+    driver.find_element(By.ID, "token").send_keys("not-the-token")
+    driver.find_element(By.CSS_SELECTOR, "#login button").click()
+    message = wait.until(EC.presence_of_element_located((By.ID, "message"))).text
+    check("a wrong token is refused", "not this provider's API token" in message, message)
+    driver.find_element(By.ID, "token").send_keys(api_token)
+    driver.find_element(By.CSS_SELECTOR, "#login button").click()
+    total = wait.until(EC.presence_of_element_located((By.ID, "total"))).text
+    check("signed in: registrations counted", total == "3", total)
+    languages = {row.get_attribute("data-value"): row.get_attribute("data-count") for row in driver.find_elements(By.CSS_SELECTOR, "#by-language tr[data-value]")}
+    zones = {row.get_attribute("data-value"): row.get_attribute("data-count") for row in driver.find_elements(By.CSS_SELECTOR, "#by-zone tr[data-value]")}
+    check("registrations by language", languages == {"en": "1", "fr": "1", "de": "1"}, languages)
+    check("registrations by zone", zones == {"America/New_York": "1", "Europe/Paris": "1", "Asia/Tokyo": "1"}, zones)
+    shot(driver, "provider-registrations")
+
+    driver.get(base + "/dashboard/templates?args=Ada")
+    previews = {b.get_attribute("data-language"): b for b in driver.find_elements(By.CSS_SELECTOR, "[data-template='welcome'] .banner")}
+    check("template preview per language", "Bonjour Ada" in previews["fr"].text and "Hello Ada" in previews["en"].text,
+          {k: v.text for k, v in previews.items()})
+    check("template preview shows the fallback", previews["de"].get_attribute("data-used") == "en" and "falls back to en" in previews["de"].text,
+          previews["de"].text)
+    shot(driver, "provider-templates")
+
+    driver.get(base + "/dashboard/send")
+    driver.find_element(By.NAME, "topic").send_keys(TOPIC)
+    Select(driver.find_element(By.NAME, "template")).select_by_visible_text("welcome")
+    driver.find_element(By.NAME, "args").send_keys("Grace")
+    driver.find_element(By.ID, "count").click()
+    count = wait.until(EC.presence_of_element_located((By.ID, "recipient-count")))
+    check("the send form counts the recipients before sending", count.get_attribute("data-count") == "3", count.text)
+    shot(driver, "provider-send")
+    driver.find_element(By.ID, "send").click()
+    try:
+        rows = wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#deliveries tr[data-token]"))
+    except Exception:
+        raise AssertionError("no report after sending; the page says: " + driver.find_element(By.TAG_NAME, "body").text[:500])
+    statuses = {r.get_attribute("data-token"): r.find_element(By.CSS_SELECTOR, "td.receipt").get_attribute("data-receipt") for r in rows}
+    check("the send's report appears with every recipient", set(statuses) == set(tokens), statuses)
+    check("the report shows the gateway's receipts", all(v == "stored" for v in statuses.values()), statuses)
+    languages = sorted(r.find_elements(By.TAG_NAME, "td")[1].text for r in rows)
+    check("the report shows the language each recipient got (de fell back to en)", languages == ["en", "en", "fr"], languages)
+    shot(driver, "provider-report")
+    report_url = driver.current_url
+    driver.back()  # the count page again: sending the same form twice sends once (its idempotency key)
+    wait.until(EC.presence_of_element_located((By.ID, "send"))).click()
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#deliveries tr[data-token]"))
+    check("submitting the same form twice sends once", driver.current_url == report_url, (driver.current_url, report_url))
+
+    driver.get(base + "/dashboard/reports")
+    check("reports page lists the send", report_url.rsplit("/", 1)[1] in driver.find_element(By.ID, "reports").text)
+
+    driver.get(base + "/dashboard/schedules")
+    rows = driver.find_elements(By.CSS_SELECTOR, ".schedule .zone-row")
+    ticks = driver.find_elements(By.CSS_SELECTOR, ".schedule .zone-track .tick")
+    check("schedules: each zone's next occurrences on a timeline", {r.get_attribute("data-zone") for r in rows} ==
+          {"America/New_York", "Europe/Paris", "Asia/Tokyo"} and len(ticks) >= 18 and all(t.value_of_css_property("left") != "auto" for t in ticks),
+          (len(rows), len(ticks)))
+    shot(driver, "provider-schedules")
+
+    # A form posted from another site is refused, even signed in.
+    status = driver.execute_script("""
+        return fetch('/dashboard/send', {method: 'POST', headers: {'Content-Type': 'application/x-www-form-urlencoded'},
+                     body: 'target=segment&topic=x&body=hi'}).then(r => r.status);""")
+    check("a POST without the session's CSRF token is refused", status == 403, status)
 
 
 try:

@@ -1,0 +1,442 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldDashboard
+import HeraldProvider
+import Hummingbird
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// The provider's dashboard (`/dashboard/…`): registrations by language, zone and topic;
+/// templates with a preview per language (with the fallback); a send form that counts the
+/// recipients before it sends; schedules with each zone's next occurrences on a timeline; send
+/// reports with the gateway's receipts.
+///
+/// Authentication is the REST API's token: the login page takes it (compared in constant time)
+/// and starts a session (a random id in an `HttpOnly`, `SameSite=Strict` cookie, kept in memory
+/// for 12 hours; at most ``DashboardSessions/maximumSessions``); a request with the API's
+/// `Authorization: Bearer` header is let in too. Every form that changes something carries the
+/// session's CSRF token, and a POST from another origin is refused.
+struct ProviderDashboard: Sendable {
+    let service: ProviderService
+    let apiToken: String
+    let sessions: DashboardSessions
+    let renderer = ProviderPages.renderer()
+    static let cookie = "herald_session"
+
+    init(service: ProviderService, apiToken: String) {
+        self.service = service
+        self.apiToken = apiToken
+        self.sessions = DashboardSessions(now: { service.nowMilliseconds() })
+    }
+
+    func register(on router: Router<BasicRequestContext>) {
+        router.get("/") { _, _ in Self.redirect("/dashboard") }
+        router.get("assets/:name") { _, context in
+            guard let name = context.parameters.get("name"), let asset = DashboardAssets.asset(named: name) else {
+                return Self.text(.notFound, "no such asset")
+            }
+            return Self.response(.ok, asset.body, type: asset.contentType)
+        }
+        let pages = router.group("dashboard")
+        pages.get("login") { _, _ in login(nil) }
+        pages.post("login") { request, _ in try await signIn(request) }
+        pages.post("logout") { request, _ in
+            if let id = request.cookies[Self.cookie]?.value { sessions.end(id) }
+            var response = Self.redirect("/dashboard/login")
+            response.setCookie(Cookie(name: Self.cookie, value: "", maxAge: 0, path: "/dashboard", httpOnly: true, sameSite: .strict))
+            return response
+        }
+        pages.get { request, _ in try await page(request, "/dashboard") { _ in try await registrations() } }
+        pages.get("templates") { request, _ in try await page(request, "/dashboard/templates") { _ in try await templates(request) } }
+        pages.get("send") { request, _ in try await page(request, "/dashboard/send") { session in try await sendForm(request, session: session) } }
+        pages.post("send") { request, _ in try await page(request, "/dashboard/send", changes: true) { session in try await send(request, session: session) } }
+        pages.get("schedules") { request, _ in try await page(request, "/dashboard/schedules") { _ in try await schedules() } }
+        pages.get("reports") { request, _ in try await page(request, "/dashboard/reports") { _ in try await reports() } }
+        pages.get("reports/:id") { request, context in
+            let id = context.parameters.get("id") ?? ""
+            return try await page(request, "/dashboard/reports") { _ in try await report(id) }
+        }
+    }
+
+    // MARK: sessions and pages
+
+    /// Runs `render` for a signed-in request; else the login page. A page that changes something
+    /// (`changes`) needs the session's CSRF token and a same-origin request.
+    private func page(
+        _ request: Request, _ section: String, changes: Bool = false, render: (DashboardSessions.Session) async throws -> Response
+    ) async throws -> Response {
+        guard let session = signedIn(request) else { return Self.redirect("/dashboard/login") }
+        if changes {
+            if let origin = request.headers[.origin], let host = request.head.authority, origin != "http://\(host)", origin != "https://\(host)" {
+                return Self.response(.forbidden, renderer.renderMessage(title: "Refused", message: "a form from another site (\(origin)) cannot change this provider", section: section))
+            }
+        }
+        do {
+            return try await render(session)
+        } catch let error as ProviderError {
+            return Self.response(.init(code: error.status), renderer.renderMessage(title: "Cannot do this", message: error.message, section: section))
+        }
+    }
+
+    private func signedIn(_ request: Request) -> DashboardSessions.Session? {
+        if let header = request.headers[.authorization], header.count > 7, header.prefix(7).lowercased() == "bearer ",
+           SecretComparison.equal(header.dropFirst(7).trimmingCharacters(in: .whitespaces), apiToken) {
+            return DashboardSessions.Session(id: "", csrf: "", expiresAt: .max)
+        }
+        guard let id = request.cookies[Self.cookie]?.value else { return nil }
+        return sessions.session(id)
+    }
+
+    private func login(_ message: String?, status: HTTPResponse.Status = .ok) -> Response {
+        var context: [String: Any] = [:]
+        if let message { context["message"] = message }
+        return Self.response(status, renderer.render("login", title: "Sign in", section: "", context: context))
+    }
+
+    private struct LoginForm: Decodable { var token: String? }
+
+    private func signIn(_ request: Request) async throws -> Response {
+        let form = try? URLEncodedFormDecoder().decode(LoginForm.self, from: String(buffer: try await request.body.collect(upTo: 4096)))
+        guard let token = form?.token, SecretComparison.equal(token.trimmingCharacters(in: .whitespacesAndNewlines), apiToken) else {
+            return login("That is not this provider's API token (it is in DIR/api-token).", status: .unauthorized)
+        }
+        let session = sessions.start()
+        var response = Self.redirect("/dashboard")
+        response.setCookie(Cookie(name: Self.cookie, value: session.id, maxAge: DashboardSessions.lifetimeSeconds, path: "/dashboard", httpOnly: true, sameSite: .strict))
+        return response
+    }
+
+    private func render(_ name: String, _ title: String, _ section: String, _ context: [String: Any], scripts: [String] = []) -> Response {
+        var context = context
+        context["signedIn"] = true
+        if !scripts.isEmpty { context["scripts"] = scripts }
+        return Self.response(.ok, renderer.render(name, title: title, section: section, context: context))
+    }
+
+    // MARK: registrations
+
+    private func registrations() async throws -> Response {
+        let counts: ProviderDatabase.RegistrationCounts
+        do { counts = try await service.database.registrationCounts() } catch { throw ProviderError(500, "\(error)") }
+        func table(_ id: String, _ title: String, _ rows: [(String, Int)]) -> [String: Any] {
+            ["id": id, "title": title, "rows": rows.map { ["value": $0.0, "count": $0.1, "total": max(counts.total, 1)] }]
+        }
+        return render("registrations", "Registrations", "/dashboard", [
+            "total": counts.total, "languageCount": counts.byLanguage.count, "zoneCount": counts.byZone.count, "topicCount": counts.byTopic.count,
+            "byLanguage": table("by-language", "language", counts.byLanguage),
+            "byZone": table("by-zone", "time zone", counts.byZone),
+            "byTopic": table("by-topic", "topic", counts.byTopic),
+        ])
+    }
+
+    // MARK: templates
+
+    private struct PreviewForm: Decodable { var args: String? }
+
+    private func templates(_ request: Request) async throws -> Response {
+        let form = (try? URLEncodedFormDecoder().decode(PreviewForm.self, from: request.uri.query ?? "")) ?? PreviewForm()
+        let arguments = Self.lines(form.args)
+        let all: [MessageTemplate]
+        let counts: ProviderDatabase.RegistrationCounts
+        do {
+            all = try await service.database.templates(after: nil, limit: 500)
+            counts = try await service.database.registrationCounts()
+        } catch { throw ProviderError(500, "\(error)") }
+        let registered = Dictionary(counts.byLanguage, uniquingKeysWith: +)
+        let fallback = await service.defaultLanguage
+        let items = all.map { template -> [String: Any] in
+            let placeholders = (0..<template.argumentCount).map { index in index < arguments.count ? arguments[index] : "‹\(index + 1)›" }
+            var languages = Set(template.translations.keys).union(registered.keys)
+            languages.insert(fallback)
+            let previews = languages.sorted().compactMap { language -> [String: Any]? in
+                guard let (used, text) = template.text(for: language, fallback: fallback) else { return nil }
+                var preview: [String: Any] = [
+                    "language": language, "used": used, "fallback": used.lowercased() != language.lowercased(),
+                    "body": LocalizedFormat.format(text.body, placeholders),
+                ]
+                if let title = text.title { preview["title"] = LocalizedFormat.format(title, placeholders) }
+                if let subtitle = text.subtitle { preview["subtitle"] = LocalizedFormat.format(subtitle, placeholders) }
+                if let count = registered[language] { preview["registrations"] = count }
+                return preview
+            }
+            return ["id": template.id, "argumentCount": template.argumentCount, "previews": previews]
+        }
+        return render("templates", "Templates", "/dashboard/templates", ["items": items, "fallback": fallback, "args": form.args ?? ""])
+    }
+
+    // MARK: sending
+
+    /// The send form's fields, as a browser sends them (GET to count, POST to send).
+    struct SendForm: Decodable {
+        var target: String?
+        var topic: String?
+        var tags: String?
+        var languages: String?
+        var recipient: String?
+        var template: String?
+        var args: String?
+        var title: String?
+        var body: String?
+        var badge: String?
+        var sound: String?
+        var category: String?
+        var csrf: String?
+        var idempotency: String?
+    }
+
+    /// The form as the REST API's `POST /v1/sends` body, so it goes through the same checks (the
+    /// spec, the generated decoding) and gets the same errors.
+    static func sendBody(_ form: SendForm, idempotencyKey: String?) -> [UInt8] {
+        var body: [String: JSONValue] = [:]
+        func list(_ text: String?) -> JSONValue {
+            .array((text ?? "").split(separator: ",").map { .string($0.trimmingCharacters(in: .whitespaces)) }.filter { $0 != .string("") })
+        }
+        switch form.target ?? "segment" {
+        case "user": body["to"] = .object(["user": .string(form.recipient ?? "")])
+        case "token": body["to"] = .object(["token": .string(form.recipient ?? "")])
+        default:
+            var segment: [String: JSONValue] = ["tags": list(form.tags), "languages": list(form.languages)]
+            if let topic = form.topic, !topic.isEmpty { segment["topic"] = .string(topic) }
+            body["to"] = .object(["segment": .object(segment)])
+        }
+        if let template = form.template, !template.isEmpty {
+            body["template"] = .object(["id": .string(template), "args": .array(lines(form.args).map(JSONValue.string))])
+        } else if let text = form.body, !text.isEmpty {
+            var alert: [String: JSONValue] = ["body": .string(text)]
+            if let title = form.title, !title.isEmpty { alert["title"] = .string(title) }
+            body["alert"] = .object(alert)
+        }
+        if let badge = form.badge, !badge.isEmpty { body["badge"] = Int64(badge).map(JSONValue.int) ?? .string(badge) }
+        if let sound = form.sound, !sound.isEmpty { body["sound"] = .string(sound) }
+        if let category = form.category, !category.isEmpty { body["category"] = .string(category) }
+        if let idempotencyKey { body["idempotencyKey"] = .string(idempotencyKey) }
+        return Array((try? JSONEncoder().encode(JSONValue.object(body))) ?? Data())
+    }
+
+    private func sendForm(_ request: Request, session: DashboardSessions.Session) async throws -> Response {
+        let query = request.uri.query ?? ""
+        let form = (try? URLEncodedFormDecoder().decode(SendForm.self, from: query)) ?? SendForm()
+        var context = try await formContext(form, session: session)
+        guard !query.isEmpty, form.target != nil else { return render("send", "Send", "/dashboard/send", context) }
+        do {
+            let request = try ProviderRequestBodies.send(Self.sendBody(form, idempotencyKey: nil))
+            context["recipients"] = try await service.recipientCount(request.target)
+            context["counted"] = true
+            context["idempotency"] = DashboardSessions.randomHex(bytes: 16)
+        } catch let error as ProviderError {
+            context["message"] = error.message
+        }
+        return render("send", "Send", "/dashboard/send", context)
+    }
+
+    private func formContext(_ form: SendForm, session: DashboardSessions.Session) async throws -> [String: Any] {
+        let ids: [String]
+        do { ids = try await service.database.templates(after: nil, limit: 500).map(\.id) } catch { throw ProviderError(500, "\(error)") }
+        let fields: [String: String] = [
+            "topic": form.topic ?? "", "tags": form.tags ?? "", "languages": form.languages ?? "", "recipient": form.recipient ?? "",
+            "args": form.args ?? "", "title": form.title ?? "", "body": form.body ?? "", "badge": form.badge ?? "", "sound": form.sound ?? "",
+            "category": form.category ?? "",
+        ]
+        return [
+            "form": fields, "csrf": session.csrf, (form.target ?? "segment"): true,
+            "templateIds": ids.map { ["id": $0, "selected": $0 == form.template] },
+        ]
+    }
+
+    private func send(_ request: Request, session: DashboardSessions.Session) async throws -> Response {
+        let text = String(buffer: try await request.body.collect(upTo: ProviderHTTP.maximumBody))
+        let form = (try? URLEncodedFormDecoder().decode(SendForm.self, from: text)) ?? SendForm()
+        guard session.id.isEmpty || SecretComparison.equal(form.csrf ?? "", session.csrf) else {
+            throw ProviderError(403, "this form is stale or not from this dashboard: open the send page again")
+        }
+        // The count page's key: submitting the same form twice sends once.
+        let key = form.idempotency.flatMap { $0.count == 32 && $0.allSatisfy(\.isHexDigit) ? "dashboard-\($0)" : nil }
+        let sendRequest = try ProviderRequestBodies.send(Self.sendBody(form, idempotencyKey: key))
+        let (report, _) = try await service.send(sendRequest)
+        return Self.redirect("/dashboard/reports/\(report.id)")
+    }
+
+    // MARK: schedules
+
+    static let timelineDays = 7
+
+    private func schedules() async throws -> Response {
+        let now = service.nowMilliseconds()
+        let span = Int64(Self.timelineDays) * 86_400_000
+        let all = try await service.schedules()
+        var items: [[String: Any]] = []
+        for schedule in all.sorted(by: { ($0.state == .active ? 0 : 1, $0.createdAt) < ($1.state == .active ? 0 : 1, $1.createdAt) }).prefix(100) {
+            let planned = try await service.planAhead(schedule.id, span: span)
+            var byZone: [String: [ProviderService.PlannedRun]] = [:]
+            for run in planned { byZone[run.zone, default: []].append(run) }
+            let zones = byZone.keys.sorted().map { zone -> [String: Any] in
+                let runs = byZone[zone] ?? []
+                return ["zone": zone, "recipients": runs.first?.recipients ?? 0,
+                        "runs": runs.map { ["dueAt": $0.dueAt, "dueAtText": DashboardValue.timeText(milliseconds: $0.dueAt)] }]
+            }
+            let next = planned.prefix(12).map { run -> [String: Any] in
+                ["zone": run.zone, "dueAt": run.dueAt, "dueAtText": DashboardValue.timeText(milliseconds: run.dueAt),
+                 "local": Self.localTime(run.dueAt, zone: run.zone), "recipients": run.recipients]
+            }
+            items.append([
+                "id": schedule.id, "state": schedule.state.rawValue, "timing": Self.describe(schedule.timing),
+                "summary": Self.describe(schedule.send), "zones": zones, "next": next, "from": now, "to": now + span,
+            ])
+        }
+        return render("schedules", "Schedules", "/dashboard/schedules", [
+            "items": items, "hasItems": !items.isEmpty, "days": Self.timelineDays, "from": now, "to": now + span,
+            "fromText": DashboardValue.timeText(milliseconds: now), "toText": DashboardValue.timeText(milliseconds: now + span),
+        ], scripts: ["timeline.js"])
+    }
+
+    static func localTime(_ milliseconds: Int64, zone: String) -> String {
+        guard let timeZone = TimeZone(identifier: zone) else { return "" }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        let c = calendar.dateComponents([.weekday, .hour, .minute], from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+        let days = ["", "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let day = (c.weekday.map { days.indices.contains($0) ? days[$0] : "" }) ?? ""
+        return "\(day) " + String(format: "%02d:%02d", c.hour ?? 0, c.minute ?? 0)
+    }
+
+    static func describe(_ timing: ScheduleTiming) -> String {
+        switch timing {
+        case .instant(let at): return "once at \(DashboardValue.timeText(milliseconds: at))"
+        case .wallClock(let rule):
+            let time = String(format: "%02d:%02d", rule.hour, rule.minute)
+            let zone = rule.timeZone.map { "in \($0)" } ?? "in each registration's zone"
+            let names = ["", "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+            let repeats: String = switch rule.repeats {
+            case .once: "once"
+            case .daily: "daily"
+            case .weekly(let days): "weekly on " + days.map { names.indices.contains($0) ? names[$0] : "?" }.joined(separator: ", ")
+            case .monthly(let day): "monthly on day \(day)"
+            }
+            return "\(time) \(zone), \(repeats)" + (rule.until.map { " until \($0)" } ?? "")
+        }
+    }
+
+    static func describe(_ send: SendRequest) -> String {
+        let to: String = switch send.target {
+        case .token(let token): "token \(token.prefix(12))…"
+        case .user(let user): "user \(user)"
+        case .segment(let topic, let tags, let languages):
+            "segment \(topic ?? "all topics")" + (tags.isEmpty ? "" : " tags \(tags.joined(separator: ","))")
+                + (languages.isEmpty ? "" : " languages \(languages.joined(separator: ","))")
+        }
+        let what: String = switch send.message {
+        case .template(let id, _): "template \(id)"
+        case .alert(let title, _, let body): "\"\(title.map { $0 + ": " } ?? "")\(body)\""
+        case .deviceLocalized(let key, _, _, _): "loc-key \(key)"
+        case .none: "no alert"
+        }
+        return "\(what) to \(to)"
+    }
+
+    // MARK: reports
+
+    private func reports() async throws -> Response {
+        let sends: [SendSummary]
+        do { sends = try await service.database.sends(after: nil, scheduleID: nil, limit: 100) } catch { throw ProviderError(500, "\(error)") }
+        let items = sends.map { send -> [String: Any] in
+            var item: [String: Any] = [
+                "id": send.id, "createdAt": send.createdAt, "createdAtText": DashboardValue.timeText(milliseconds: send.createdAt),
+                "state": send.state.rawValue, "counts": send.counts.sorted { $0.key < $1.key }.map { ["key": $0.key, "count": $0.value] },
+            ]
+            if let schedule = send.scheduleID { item["scheduleId"] = schedule }
+            return item
+        }
+        return render("reports", "Send reports", "/dashboard/reports", ["items": items])
+    }
+
+    private func report(_ id: String) async throws -> Response {
+        let report = try await service.report(id: id)
+        var context: [String: Any] = [
+            "createdAt": report.createdAt, "createdAtText": DashboardValue.timeText(milliseconds: report.createdAt),
+            "counts": report.counts.sorted { $0.key < $1.key }.map { ["key": $0.key, "count": $0.value] },
+            "pruned": report.pruned, "hasPruned": !report.pruned.isEmpty,
+        ]
+        if let schedule = report.scheduleID { context["scheduleId"] = schedule }
+        var receipts: [String: String] = [:]
+        do { receipts = try await service.receipts(sendIDs: [id]) } catch { context["receiptError"] = error.message }
+        context["deliveries"] = report.deliveries.map { d -> [String: Any] in
+            var row: [String: Any] = ["token": d.token, "status": d.status, "attempts": d.attempts, "receipt": receipts[d.token] ?? "—"]
+            if let language = d.language { row["language"] = language }
+            if let reason = d.reason { row["reason"] = reason }
+            if let apnsID = d.apnsID { row["apnsId"] = apnsID }
+            if let error = d.error { row["error"] = error }
+            return row
+        }
+        return render("report", "Send \(id)", "/dashboard/reports", context)
+    }
+
+    // MARK: helpers
+
+    /// Non-empty lines of a text area (template arguments), at most 64.
+    static func lines(_ text: String?) -> [String] {
+        (text ?? "").split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.prefix(64).map { $0 }
+    }
+
+    static func response(_ status: HTTPResponse.Status, _ body: String, type: String = "text/html; charset=utf-8") -> Response {
+        var headers: HTTPFields = [.contentType: type]
+        for (name, value) in DashboardAssets.securityHeaders { if let field = HTTPField.Name(name) { headers[field] = value } }
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
+    }
+
+    static func text(_ status: HTTPResponse.Status, _ text: String) -> Response { response(status, text + "\n", type: "text/plain; charset=utf-8") }
+
+    static func redirect(_ location: String) -> Response {
+        Response(status: .seeOther, headers: [.location: location, .contentType: "text/plain; charset=utf-8"],
+                 body: .init(byteBuffer: ByteBuffer(string: "see \(location)\n")))
+    }
+}
+
+/// The dashboard's signed-in sessions, in memory (a restart signs everybody out).
+final class DashboardSessions: Sendable {
+    struct Session: Sendable {
+        var id: String
+        /// Carried by every form that changes something.
+        var csrf: String
+        /// Milliseconds since 1970, on the service's clock.
+        var expiresAt: Int64
+    }
+
+    static let lifetimeSeconds = 12 * 3600
+    /// Sessions kept at most: past it, the oldest is ended.
+    static let maximumSessions = 1_000
+    private let sessions = NIOLockedValueBox([String: Session]())
+    private let now: @Sendable () -> Int64
+
+    init(now: @escaping @Sendable () -> Int64) { self.now = now }
+
+    func start() -> Session {
+        let now = now()
+        let session = Session(id: Self.randomHex(bytes: 32), csrf: Self.randomHex(bytes: 32), expiresAt: now + Int64(Self.lifetimeSeconds) * 1000)
+        sessions.withLockedValue { sessions in
+            sessions = sessions.filter { $0.value.expiresAt > now }
+            if sessions.count >= Self.maximumSessions, let oldest = sessions.min(by: { $0.value.expiresAt < $1.value.expiresAt }) {
+                sessions[oldest.key] = nil
+            }
+            sessions[session.id] = session
+        }
+        return session
+    }
+
+    func session(_ id: String) -> Session? {
+        guard id.count == 64 else { return nil }
+        let now = now()
+        return sessions.withLockedValue { sessions in
+            guard let session = sessions[id], session.expiresAt > now else { return nil }
+            return session
+        }
+    }
+
+    func end(_ id: String) { sessions.withLockedValue { $0[id] = nil } }
+
+    /// Random bytes from the system's generator (a CSPRNG), in hex.
+    static func randomHex(bytes: Int) -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+}
