@@ -401,7 +401,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
                 port.feed.publish { DeliveryFeed.Event(event: .acked, at: now, apnsId: id.description, topic: sent.topic, device: deviceID) }
                 inFlightSeqs.remove(sent.seq)
                 events.append(.acked(seq: sent.seq, sentAtMilliseconds: sent.sentAt, ackedAtMilliseconds: now))
-                port.metrics.deviceAckSeconds.record(.milliseconds(max(0, now - sent.sentAt)))
+                port.metrics.deviceAckSeconds.record(milliseconds: now - sent.sentAt)
             }
         }
         port.metrics.deviceAcks.increment(by: Int64(events.count))
