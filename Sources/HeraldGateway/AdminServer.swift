@@ -196,7 +196,7 @@ private final class AdminHandler: ChannelInboundHandler {
             return send(.badRequest, dashboard.renderer.renderMessage(title: "Cannot show this", message: error.message, section: ""),
                         type: "text/html; charset=utf-8", head: head, context: context, extraHeaders: DashboardAssets.securityHeaders)
         }
-        let host = head.headers.first(name: "host").map(Self.hostName)
+        let host = head.headers.first(name: "host").map(DashboardHost.name)
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         let dashboard = self.dashboard
         context.eventLoop.makeFutureWithTask { await dashboard.page(path, parameters: parameters, host: host) }.whenSuccess { page in
@@ -208,20 +208,6 @@ private final class AdminHandler: ChannelInboundHandler {
             handler.send(HTTPResponseStatus(statusCode: page.status), page.html, type: "text/html; charset=utf-8", head: head, context: context,
                          extraHeaders: DashboardAssets.securityHeaders)
         }
-    }
-
-    /// The host name of a Host header (`[::1]:9090` → `::1`, `example.com:9090` → `example.com`),
-    /// kept only if it is made of the characters a host name or address has.
-    static func hostName(_ header: String) -> String {
-        var name = Substring(header)
-        if name.hasPrefix("["), let close = name.firstIndex(of: "]") {
-            name = name[name.index(after: name.startIndex)..<close]
-        } else if let colon = name.lastIndex(of: ":"), name.firstIndex(of: ":") == colon {
-            name = name[..<colon]
-        }
-        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:")
-        guard !name.isEmpty, name.count <= 253, name.allSatisfy(allowed.contains) else { return "127.0.0.1" }
-        return String(name)
     }
 
     /// `GET /v1/events[?topic=…]`: server-sent events, one `data:` line of JSON per event, until

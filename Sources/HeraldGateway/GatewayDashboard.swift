@@ -152,3 +152,20 @@ struct GatewayDashboard: Sendable {
         }.joined()
     }
 }
+
+/// The host name of a Host header, to link to another port of the same host.
+enum DashboardHost {
+    /// `[::1]:9090` → `::1`, `example.com:9090` → `example.com`; anything but the characters a
+    /// host name or address has gives `127.0.0.1`.
+    static func name(_ header: String) -> String {
+        var name = Substring(header)
+        if name.hasPrefix("["), let close = name.firstIndex(of: "]") {
+            name = name[name.index(after: name.startIndex)..<close]
+        } else if let colon = name.lastIndex(of: ":"), name.firstIndex(of: ":") == colon {
+            name = name[..<colon]
+        }
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:")
+        guard !name.isEmpty, name.count <= 253, name.allSatisfy(allowed.contains) else { return "127.0.0.1" }
+        return String(name)
+    }
+}

@@ -145,7 +145,8 @@ final class LatencyHistogram: Sendable {
     }
 
     func record(microseconds value: Int64) {
-        let value = max(0, value)
+        // Clamped to a day: the sum stays meaningful whatever a clock step gives.
+        let value = min(max(0, value), 86_400_000_000)
         let index = Self.bounds.firstIndex { value <= $0 } ?? Self.bounds.count
         counts[index].wrappingIncrement(ordering: .relaxed)
         sumMicroseconds.wrappingIncrement(by: value, ordering: .relaxed)
