@@ -16,6 +16,9 @@ Against a running gateway and provider (started here, ports from the OS):
 """
 import json, os, subprocess, sys, tempfile, time, urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from harness import check, read, run, start, wait_for  # noqa: E402
+
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
@@ -27,38 +30,6 @@ HERALD = os.path.abspath(sys.argv[1])
 ARTIFACTS = os.path.abspath(sys.argv[2]) if len(sys.argv) > 2 else None
 TOPIC = "com.example.browser"
 TEAM = "BROWSER001"
-FAILURES = []
-PROCESSES = []
-
-
-def check(name, ok, detail=""):
-    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f"  [{detail}]"), flush=True)
-    if not ok:
-        FAILURES.append(name)
-
-
-def read(path):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except FileNotFoundError:
-        return ""
-
-
-def wait_for(what, predicate, timeout=20):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def start(args, out, err):
-    process = subprocess.Popen(args, stdout=open(out, "w"), stderr=open(err, "w"))
-    PROCESSES.append(process)
-    return process
 
 
 def get_json(url, headers=None):
@@ -78,7 +49,7 @@ def main():
     data = os.path.join(work, "gw")
     gateway_out = os.path.join(work, "gateway.json")
     start([HERALD, "gateway", "--data-dir", data, "--provider-port", "0", "--device-port", "0", "--admin-port", "0"],
-          gateway_out, os.path.join(work, "gateway.err"))
+          stdout=open(gateway_out, "w"), stderr=open(os.path.join(work, "gateway.err"), "w"))
     ports = json.loads(wait_for("the gateway", lambda: read(gateway_out).splitlines()[0] if read(gateway_out).strip() else None))
     admin = f"http://127.0.0.1:{ports['admin_port']}"
     ca = ports["ca"]
@@ -234,7 +205,8 @@ def provider_pages(driver, work, ports, ca, key, key_id):
     provider_dir = os.path.join(work, "provider")
     provider_out = os.path.join(work, "provider.json")
     start([HERALD, "provider", "--data-dir", provider_dir, "--port", "0", "--gateway", f"https://localhost:{ports['provider_port']}",
-           "--ca", ca, "--key", key, "--key-id", key_id, "--team", TEAM], provider_out, os.path.join(work, "provider.err"))
+           "--ca", ca, "--key", key, "--key-id", key_id, "--team", TEAM],
+          stdout=open(provider_out, "w"), stderr=open(os.path.join(work, "provider.err"), "w"))
     started = json.loads(wait_for("the provider", lambda: read(provider_out).splitlines()[0] if read(provider_out).strip() else None))
     base = f"http://127.0.0.1:{started['port']}"
     api_token = read(os.path.join(provider_dir, "api-token")).strip()
@@ -325,18 +297,4 @@ def provider_pages(driver, work, ports, ca, key, key_id):
     check("a POST without the session's CSRF token is refused", status == 403, status)
 
 
-try:
-    main()
-except Exception as error:  # a timeout or a refusal: reported as a failed check, with what it was
-    check("the browser test ran to the end", False, f"{type(error).__name__}: {error}")
-finally:
-    for process in PROCESSES:
-        process.terminate()
-    for process in PROCESSES:
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-
-print(f"{len(FAILURES)} failed" if FAILURES else "browser: all checks passed")
-sys.exit(1 if FAILURES else 0)
+run("browser", main)

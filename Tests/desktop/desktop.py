@@ -15,42 +15,13 @@ Asserted:
 """
 import json, os, socket, subprocess, sys, tempfile, time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from harness import check, read, run, start, wait_for  # noqa: E402
+
 HERALD = os.path.abspath(sys.argv[1])
 ARTIFACTS = os.path.abspath(sys.argv[2]) if len(sys.argv) > 2 else None
 TOPIC = "com.example.desktop"
 TEAM = "DESKTOP001"
-FAILURES = []
-PROCESSES = []
-
-
-def check(name, ok, detail=""):
-    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f"  [{detail}]"), flush=True)
-    if not ok:
-        FAILURES.append(name)
-
-
-def start(args, **kwargs):
-    process = subprocess.Popen(args, **kwargs)
-    PROCESSES.append(process)
-    return process
-
-
-def wait_for(what, predicate, timeout=15):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def read(path):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except FileNotFoundError:
-        return ""
 
 
 class Agent:
@@ -185,18 +156,4 @@ def main():
     check("a dismissal in dunst removes the entry from Notification Center", bool(wait_for("the dismissal", gone)))
 
 
-try:
-    main()
-except Exception as error:  # a timeout or a refusal: reported as a failed check, with what it was
-    check("the desktop test ran to the end", False, f"{type(error).__name__}: {error}")
-finally:
-    for process in PROCESSES:
-        process.terminate()
-    for process in PROCESSES:
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-
-print(f"{len(FAILURES)} failed" if FAILURES else "desktop: all checks passed")
-sys.exit(1 if FAILURES else 0)
+run("desktop", main)
