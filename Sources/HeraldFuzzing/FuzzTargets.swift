@@ -18,7 +18,15 @@ public enum FuzzTargets {
         "rest-body": restBody,
         "plan-file": planFile,
         "sound-file": soundFile,
+        "dbus-stream": dbusStream,
     ]
+
+    /// What a session bus sends `herald device run --desktop` (D-Bus messages, in pieces of a size
+    /// taken from the first byte).
+    @Sendable public static func dbusStream(_ data: [UInt8]) {
+        guard let first = data.first else { return }
+        _ = DBusStream.count(Array(data.dropFirst()), pieceSize: Int(first) + 1)
+    }
 
     /// A provider token (`bearer …` text) parsed and checked against a fixed key.
     @Sendable public static func providerToken(_ data: [UInt8]) {

@@ -70,4 +70,22 @@ struct SessionBusTests {
     func markup() {
         #expect(DesktopNotifications.escapeMarkup("<b>x</b> & y") == "&lt;b&gt;x&lt;/b&gt; &amp; y")
     }
+
+    @Test("a byte stream in any pieces: every message of the fuzz seeds read (replies, signals, an error, two in one read)")
+    func stream() throws {
+        let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Fuzz/corpus/dbus-stream").standardized
+        let files = try FileManager.default.contentsOfDirectory(atPath: corpus.path).sorted()
+        #expect(files.count >= 6)
+        for file in files {
+            let bytes = Array(try Data(contentsOf: corpus.appendingPathComponent(file)).dropFirst())
+            let expected = file == "two-in-one" ? 2 : 1
+            for piece in [1, 3, 16, 4096] {
+                #expect(DBusStream.count(bytes, pieceSize: piece) == expected, "\(file) in pieces of \(piece)")
+            }
+        }
+        // A stream that is not D-Bus ends: nothing after it is read.
+        var stream = DBusStream()
+        #expect(stream.append(Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8)) == nil)
+        #expect(stream.append(notify().encoded()) == nil)
+    }
 }

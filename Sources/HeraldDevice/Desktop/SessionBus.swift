@@ -342,6 +342,50 @@ struct DBusReader {
     }
 }
 
+/// Splits what the bus sends into messages: bytes arrive in any pieces; each whole message is
+/// read (one that does not decode is skipped); a header that cannot start a message, or one that
+/// announces more than ``DBusMessage/maximumLength``, ends the stream (`nil`). Holds at most one
+/// message's bytes. Public for the fuzz target `dbus-stream`.
+public struct DBusStream: Sendable {
+    private var pending: [UInt8] = []
+    private var broken = false
+
+    public init() {}
+
+    /// The messages completed by `bytes`, or `nil` once the stream is not D-Bus.
+    mutating func append(_ bytes: [UInt8]) -> [DBusMessage]? {
+        guard !broken else { return nil }
+        pending += bytes
+        var messages: [DBusMessage] = []
+        while pending.count >= 16 {
+            guard let length = DBusMessage.length(ofMessageStartingWith: pending[0..<16]) else {
+                broken = true
+                pending = []
+                return nil
+            }
+            guard pending.count >= length else { break }
+            let message = Array(pending[0..<length])
+            pending.removeFirst(length)
+            if let decoded = try? DBusMessage.decode(message) { messages.append(decoded) }
+        }
+        return messages
+    }
+
+    /// For the fuzz target: feeds `bytes` in pieces of `pieceSize`, returns how many messages were read.
+    public static func count(_ bytes: [UInt8], pieceSize: Int) -> Int {
+        var stream = DBusStream()
+        var count = 0
+        var index = 0
+        while index < bytes.count {
+            let end = min(bytes.count, index + max(1, pieceSize))
+            guard let messages = stream.append(Array(bytes[index..<end])) else { return count }
+            count += messages.count
+            index = end
+        }
+        return count
+    }
+}
+
 /// A connection to the D-Bus session bus: authenticated as this user (`EXTERNAL`), method calls
 /// answered by serial, signals matching a rule handed to `onSignal` on the connection's reading
 /// thread. One connection both sends notifications and hears their signals, as servers such as
@@ -456,23 +500,16 @@ final class SessionBus: Sendable {
     }
 
     private func readMessages() {
-        var pending: [UInt8] = []
+        var stream = DBusStream()
         while true {
             let chunk = readSome(65_536)
             if chunk.isEmpty { break }
-            pending += chunk
-            while pending.count >= 16 {
-                guard let length = DBusMessage.length(ofMessageStartingWith: pending[0..<16]) else {
-                    pending = []
-                    shutdown(descriptor, Int32(SHUT_RDWR))
-                    break
-                }
-                guard pending.count >= length else { break }
-                let bytes = Array(pending[0..<length])
-                pending.removeFirst(length)
-                guard let message = try? DBusMessage.decode(bytes) else { continue }
-                dispatch(message)
+            guard let messages = stream.append(chunk) else {
+                // Not D-Bus: nothing more from this connection is trusted.
+                shutdown(descriptor, Int32(SHUT_RDWR))
+                break
             }
+            for message in messages { dispatch(message) }
         }
         let waiting = state.withLockedValue { state in
             defer { state.pending = [:]; state.closed = true }
