@@ -289,6 +289,10 @@ struct CLITests {
         let jwt = try Herald.run(["keys", "jwt", "--key", dir + "/none.p8", "--key-id", "ABCDEFGHIJ", "--team", "TEAM123456"])
         #expect(jwt.status == 64 && jwt.stderr.contains("Usage: herald keys jwt --key <FILE.p8>") && jwt.stderr.contains("See 'herald keys jwt --help'"),
                 "\(jwt.stderr)")
+        // --desktop without a session bus: stops at start, saying what is missing.
+        let desktop = try Herald.run(["device", "run", "--data-dir", dir + "/phone", "--gateway", "wss://localhost:1", "--app", "com.example.app", "--desktop"],
+                                     environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=\(dir)/no-bus", "XDG_RUNTIME_DIR": nil])
+        #expect(desktop.status == 64 && desktop.stderr.contains("--desktop needs a D-Bus session bus") && desktop.stderr.contains("no-bus"), "\(desktop.stderr)")
         // The cluster's flags.
         let noStore = try Herald.run(["keys", "list"])
         #expect(noStore.status == 64 && noStore.stderr.contains("give --data-dir DIR") && noStore.stderr.contains("--database postgres://"), "\(noStore.stderr)")

@@ -20,11 +20,16 @@ enum Herald {
         var stderr: String
     }
 
-    /// Runs `herald ARGS…` to completion.
-    static func run(_ arguments: [String]) throws -> Result {
+    /// Runs `herald ARGS…` to completion (`environment`: variables set or, with nil, removed).
+    static func run(_ arguments: [String], environment changes: [String: String?] = [:]) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        if !changes.isEmpty {
+            var environment = ProcessInfo.processInfo.environment
+            for (name, value) in changes { environment[name] = value }
+            process.environment = environment
+        }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
