@@ -14,6 +14,8 @@ command -v curl >/dev/null && ! curl --version | grep -q nghttp2 && need_apt+=(c
 command -v h2load >/dev/null || need_apt+=(nghttp2-client)
 # socat: the README walk-through talks to the device's agent socket with it.
 command -v socat >/dev/null || need_apt+=(socat)
+# openssl: herald keys certificate --out-p12 (compat checks).
+command -v openssl >/dev/null || need_apt+=(openssl)
 # PostgreSQL: the clustered store's tests and the cluster test start a server of their own.
 ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1 && command -v psql >/dev/null || need_apt+=(postgresql postgresql-client)
 # The pages in a real browser (Tests/browser): Debian's chromium and its driver.

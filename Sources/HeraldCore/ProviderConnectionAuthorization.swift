@@ -80,6 +80,9 @@ public struct ProviderConnectionAuthorization: Sendable {
             return .rejected(APNsRejection(.invalidProviderToken, detail: "the token is not an ES256 JWT the gateway can read: \(error)"))
         }
         let claims = token.claims
+        if claims.keyID.hasPrefix(ProviderKey.certificateCredentialPrefix) {
+            return .rejected(APNsRejection(.invalidProviderToken, detail: "\(claims.keyID) names a push certificate, which authenticates by TLS, not a signing key"))
+        }
         let providerKey: ProviderKey
         switch key(claims.keyID) {
         case .unknown: return .needsKey(keyID: claims.keyID)

@@ -15,4 +15,12 @@ public struct ProviderKey: Sendable {
         self.publicKey = publicKey
         self.environment = environment
     }
+
+    /// The id prefix of a push certificate's credential: registered beside keys (so that one
+    /// revocation stops either), never the `kid` of a provider token (Apple key ids are 10
+    /// letters or digits).
+    public static let certificateCredentialPrefix = "cert-"
+
+    /// Whether this credential is a push certificate's rather than a signing key.
+    public var isCertificate: Bool { keyID.hasPrefix(Self.certificateCredentialPrefix) }
 }

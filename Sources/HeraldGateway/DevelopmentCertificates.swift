@@ -86,7 +86,7 @@ public struct DevelopmentCertificates: Sendable {
     }
 
     /// The subject attribute that names the app in a push certificate (Apple's: `UID=<bundle id>`).
-    public static let userIDAttribute: ASN1ObjectIdentifier = [0, 9, 2342, 19_200_300, 100, 1, 1]
+    public static let userIDAttribute: ASN1ObjectIdentifier = PushCertificate.userIDAttribute
 
     /// Issues a client certificate for an app, signed by the development CA of `dataDirectory`,
     /// with Apple's subject layout (`UID=<topic>, CN=Apple Push Services: <topic>`): what the
@@ -94,28 +94,83 @@ public struct DevelopmentCertificates: Sendable {
     public static func issueClientCertificate(
         topic: String, in dataDirectory: String, clock: any WallClock
     ) throws -> (certificatePEM: String, privateKeyPEM: String) {
+        let issued = try issue(
+            subject: [
+                (userIDAttribute, topic), (.RDNAttributeType.commonName, "Apple Push Services: \(topic)"),
+            ],
+            extensions: [], in: dataDirectory, clock: clock)
+        return (issued.certificatePEM, issued.privateKeyPEM)
+    }
+
+    /// A push certificate issued by ``issuePushCertificate(bundleID:teamID:variants:environment:in:clock:)``.
+    public struct IssuedPushCertificate: Sendable {
+        public var certificate: PushCertificate
+        public var certificatePEM: String
+        public var privateKeyPEM: String
+        /// The certificate and its CA's, in DER, for a PKCS#12 bundle.
+        public var certificateDER: [UInt8]
+        public var privateKeyDER: [UInt8]
+    }
+
+    /// Issues a push certificate for a team's app, as Apple's are laid out: subject
+    /// `UID=<bundle id>, CN=Apple Push Services: <bundle id>, OU=<team id>`, the topics extension
+    /// listing the bundle id and the `variants`, and the environment extension (none: both).
+    public static func issuePushCertificate(
+        bundleID: String, teamID: String, variants: [PushCertificate.Variant], environment: APNsEnvironment?,
+        in dataDirectory: String, clock: any WallClock
+    ) throws -> IssuedPushCertificate {
+        var extensions = [Certificate.Extension(
+            oid: PushCertificate.topicsExtension, critical: false,
+            value: ArraySlice(try PushCertificate.topicsExtensionValue(bundleID: bundleID, variants: variants)))]
+        // DER NULL: the value Apple's environment extensions carry.
+        switch environment {
+        case .development?: extensions.append(.init(oid: PushCertificate.developmentExtension, critical: false, value: [0x05, 0x00]))
+        case .production?: extensions.append(.init(oid: PushCertificate.productionExtension, critical: false, value: [0x05, 0x00]))
+        default:
+            extensions.append(.init(oid: PushCertificate.developmentExtension, critical: false, value: [0x05, 0x00]))
+            extensions.append(.init(oid: PushCertificate.productionExtension, critical: false, value: [0x05, 0x00]))
+        }
+        let issued = try issue(
+            subject: [
+                (userIDAttribute, bundleID), (.RDNAttributeType.commonName, "Apple Push Services: \(bundleID)"),
+                (.RDNAttributeType.organizationalUnitName, teamID), (.RDNAttributeType.organizationName, "Herald"),
+            ],
+            extensions: extensions, in: dataDirectory, clock: clock)
+        var der = DER.Serializer()
+        try der.serialize(issued.certificate)
+        return IssuedPushCertificate(
+            certificate: try PushCertificate(issued.certificate), certificatePEM: issued.certificatePEM,
+            privateKeyPEM: issued.privateKeyPEM, certificateDER: der.serializedBytes,
+            privateKeyDER: Array(issued.privateKey.derRepresentation))
+    }
+
+    /// A client certificate signed by the development CA: the subject's attributes in order, and
+    /// extensions beyond the client-authentication ones.
+    private static func issue(
+        subject attributes: [(ASN1ObjectIdentifier, String)], extensions more: [Certificate.Extension],
+        in dataDirectory: String, clock: any WallClock
+    ) throws -> (certificate: Certificate, privateKey: P256.Signing.PrivateKey, certificatePEM: String, privateKeyPEM: String) {
         let files = try loadOrCreate(in: dataDirectory, clock: clock)
         let caKeyPath = ((files.caCertificatePath as NSString).deletingLastPathComponent as NSString).appendingPathComponent("ca-key.pem")
         let caKey = try P256.Signing.PrivateKey(pemRepresentation: String(contentsOfFile: caKeyPath, encoding: .utf8))
         let caCertificate = try Certificate(pemEncoded: String(contentsOfFile: files.caCertificatePath, encoding: .utf8))
         let now = Date(timeIntervalSince1970: Double(clock.nowMilliseconds()) / 1000)
         let key = P256.Signing.PrivateKey()
-        let subject = DistinguishedName([
-            RelativeDistinguishedName(RelativeDistinguishedName.Attribute(type: userIDAttribute, utf8String: topic)),
-            RelativeDistinguishedName(RelativeDistinguishedName.Attribute(
-                type: .RDNAttributeType.commonName, utf8String: "Apple Push Services: \(topic)")),
-        ])
+        let subject = DistinguishedName(attributes.map { type, value in
+            RelativeDistinguishedName(RelativeDistinguishedName.Attribute(type: type, utf8String: value))
+        })
+        var extensions = try Certificate.Extensions {
+            Critical(BasicConstraints.notCertificateAuthority)
+            Critical(KeyUsage(digitalSignature: true))
+            try ExtendedKeyUsage([.clientAuth])
+        }
+        for e in more { try extensions.append(e) }
         let certificate = try Certificate(
             version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: Certificate.PublicKey(key.publicKey),
             notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(365 * 86400),
             issuer: caCertificate.subject, subject: subject, signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.notCertificateAuthority)
-                Critical(KeyUsage(digitalSignature: true))
-                try ExtendedKeyUsage([.clientAuth])
-            },
-            issuerPrivateKey: Certificate.PrivateKey(caKey))
-        return (try certificate.serializeAsPEM().pemString + "\n", key.pemRepresentation + "\n")
+            extensions: extensions, issuerPrivateKey: Certificate.PrivateKey(caKey))
+        return (certificate, key, try certificate.serializeAsPEM().pemString + "\n", key.pemRepresentation + "\n")
     }
 
     /// The app a client certificate names: its `UID`, else the part of its CN after

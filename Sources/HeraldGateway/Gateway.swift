@@ -90,7 +90,7 @@ public final class Gateway: Service, Sendable {
         var feedbackListener: LegacyFeedbackListener?
         var admin: AdminServer?
         do {
-            let tls = try configuration.makeTLSContext()
+            let tls = try configuration.makeProviderTLSContext()
             let main = try await listening("provider", host: configuration.host, port: configuration.providerPort) {
                 try await ProviderListener.bind(host: configuration.host, port: configuration.providerPort, tls: tls, providerPort: providerPort, group: group)
             }

@@ -60,6 +60,10 @@ public struct GatewayConfiguration: Sendable {
     /// The CA (PEM) whose client certificates the feedback port accepts; `nil` trusts none
     /// (`herald gateway` passes its development CA).
     public var feedbackClientCAPath: String?
+    /// The CA (PEM) whose push certificates the provider port accepts for certificate
+    /// authentication (reference §3); `nil`: token authentication only. `herald gateway` passes
+    /// its development CA (`herald keys certificate` issues from it).
+    public var providerClientCAPath: String?
     /// How long shutdown waits for open streams to be answered.
     public var drainTimeout: TimeAmount = .seconds(10)
 
@@ -80,6 +84,18 @@ public struct GatewayConfiguration: Sendable {
     func makeTLSContext(applicationProtocols: [String] = ["h2"]) throws -> NIOSSLContext {
         var configuration = try serverTLSConfiguration()
         configuration.applicationProtocols = applicationProtocols
+        return try NIOSSLContext(configuration: configuration)
+    }
+
+    /// The provider port's TLS: ALPN `h2`; a client certificate is asked for and, when one is
+    /// given, verified against ``providerClientCAPath`` (token connections send none).
+    func makeProviderTLSContext() throws -> NIOSSLContext {
+        var configuration = try serverTLSConfiguration()
+        configuration.applicationProtocols = ["h2"]
+        if let caPath = providerClientCAPath {
+            configuration.certificateVerification = .optionalVerification
+            configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caPath))
+        }
         return try NIOSSLContext(configuration: configuration)
     }
 

@@ -12,6 +12,16 @@ final class ProviderConnection: @unchecked Sendable {
     static let streamsAfterAuthentication = 1000
 
     var authorization: ProviderConnectionAuthorization
+    /// What the connection's TLS client certificate says; `.none` for token connections.
+    var clientCertificate: ClientCertificate = .none
+
+    /// A provider connection's client certificate, read once its TLS handshake completes.
+    enum ClientCertificate {
+        case none
+        case usable(PushCertificate)
+        /// Verified by TLS against the client CA, but not a push certificate Herald can use.
+        case unusable(String)
+    }
     /// Generates the `apns-id`s and `apns-unique-id`s of this connection's answers.
     var ids = APNsID.FastGenerator()
     private(set) var isDraining = false
@@ -103,6 +113,18 @@ final class ProviderConnection: @unchecked Sendable {
         activeStreams -= 1
         if isDraining && activeStreams == 0 { drained?.succeed() }
         if activeStreams == 0 && !isDraining { startIdleTimer() }
+    }
+
+    /// Refuses the rest of the connection: GOAWAY with `{"reason":…}` (as APNs sends
+    /// BadCertificateEnvironment), then closes it once the answer already written has gone.
+    func goAwayAndClose(reason: String) {
+        guard !isDraining else { return }
+        isDraining = true
+        idleTimer?.cancel()
+        let channel = self.channel
+        channel.writeAndFlush(goAway(reason: reason))
+            .flatMapError { _ in channel.eventLoop.makeSucceededVoidFuture() }
+            .whenComplete { _ in channel.close(promise: nil) }
     }
 
     /// Sends GOAWAY with `{"reason":"Shutdown"}` and returns a future that completes when no

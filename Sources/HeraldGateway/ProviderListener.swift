@@ -6,6 +6,7 @@ import NIOCore
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import NIOTLS
 
 /// One listening socket of the provider port: over TLS (ALPN `h2`) or, for local development,
 /// plaintext h2c with prior knowledge. Keeps its connections so that shutdown can drain them.
@@ -62,6 +63,7 @@ final class ProviderListener: Sendable {
                         mode: .server, connectionConfiguration: connection.connectionConfiguration,
                         streamConfiguration: ProviderConnection.streamConfiguration))
                     try sync.addHandler(ProviderStreamTable(port: providerPort, connection: connection))
+                    if tls != nil { try sync.addHandler(ClientCertificateReader(connection: connection, logger: providerPort.logger)) }
                     try sync.addHandler(ConnectionErrorLogger(logger: providerPort.logger))
                     let id = ObjectIdentifier(channel)
                     connections.withLockedValue { $0[id] = connection }
@@ -104,6 +106,37 @@ extension EventLoopFuture {
         self.whenComplete { _ in promise.succeed() }
         other.hop(to: eventLoop).whenComplete { _ in promise.succeed() }
         return promise.futureResult
+    }
+}
+
+/// Reads a provider connection's TLS client certificate when the handshake completes, before any
+/// request of the connection is read: a certificate connection needs no provider token, so its
+/// stream limit is raised at once.
+private final class ClientCertificateReader: ChannelInboundHandler {
+    typealias InboundIn = Any
+    let connection: ProviderConnection
+    let logger: Logger
+    init(connection: ProviderConnection, logger: Logger) {
+        self.connection = connection
+        self.logger = logger
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case TLSUserEvent.handshakeCompleted = event,
+           let tls = try? context.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self),
+           let peer = tls.peerCertificate {
+            do {
+                let certificate = try PushCertificate(derEncoded: try peer.toDERBytes())
+                connection.clientCertificate = .usable(certificate)
+                connection.raiseStreamLimit()
+            } catch {
+                logger.notice("provider client certificate refused", metadata: [
+                    "peer": "\(context.channel.remoteAddress?.description ?? "?")", "why": "\(error)",
+                ])
+                connection.clientCertificate = .unusable("\(error)")
+            }
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 }
 

@@ -84,8 +84,13 @@ final class ProviderStream {
         }
     }
 
-    // Step 2: the provider token.
+    // Step 2: the provider token, or the connection's client certificate.
     private func authorize(context: ChannelHandlerContext) {
+        switch connection.clientCertificate {
+        case .none: break
+        case .usable(let certificate): return authorize(certificate, context: context)
+        case .unusable(let why): return respond(context: context, APNsRejection(.badCertificate, detail: why))
+        }
         let now = port.clock.nowSeconds()
         let directory = port.directory
         switch connection.authorization.authorize(header: head.authorization, nowSeconds: now, key: directory.lookupKey) {
@@ -98,6 +103,46 @@ final class ProviderStream {
             self.claims = claims
             if let query { return answer(query, team: claims.teamID, context: context) }
             validateHeaders(context: context)
+        }
+    }
+
+    /// A certificate connection (reference §3, cases 34 and 35): `authorization` is ignored; the
+    /// certificate must work in this environment (else 403 BadCertificateEnvironment and GOAWAY
+    /// with that reason), be registered and not revoked, and list the topic; a request without
+    /// `apns-topic` goes to a single-topic certificate's bundle id.
+    private func authorize(_ certificate: PushCertificate, context: ChannelHandlerContext) {
+        guard certificate.works(in: port.environment) else {
+            respond(context: context, APNsRejection(
+                .badCertificateEnvironment, detail: "the certificate is for \(certificate.environments.map(\.rawValue).sorted().joined(separator: ", ")), this gateway is \(port.environment)"))
+            connection.goAwayAndClose(reason: APNsReason.badCertificateEnvironment.rawValue)
+            return
+        }
+        let directory = port.directory
+        switch directory.lookupKey(certificate.credentialID) {
+        case .unknown:
+            let id = certificate.credentialID
+            return wait(context: context, for: { try await directory.loadKey(id) }) { $0.authorize(certificate, context: context) }
+        case .absent:
+            return respond(context: context, APNsRejection(
+                .badCertificate, detail: "certificate \(certificate.credentialID) is not registered or was revoked (herald keys list)"))
+        case .found(let credential):
+            guard credential.isCertificate, credential.teamID == certificate.teamID,
+                  credential.publicKey.rawRepresentation == certificate.publicKey.rawRepresentation else {
+                return respond(context: context, APNsRejection(.badCertificate, detail: "certificate \(certificate.credentialID) does not match its registration"))
+            }
+        }
+        claims = ProviderTokenClaims(keyID: certificate.credentialID, teamID: certificate.teamID, issuedAt: 0)
+        if let query { return answer(query, team: certificate.teamID, context: context) }
+        if head.topic == nil, let topic = certificate.defaultTopic { head.topic = topic }
+        switch ProviderRequestValidation.validateHeaders(head) {
+        case .failure(let rejection): respond(context: context, rejection)
+        case .success(let headers):
+            pushHeaders = headers
+            guard certificate.covers(topic: headers.topic, pushType: headers.pushType) else {
+                return respond(context: context, APNsRejection(
+                    .topicDisallowed, detail: "the certificate covers \(certificate.topics.joined(separator: ", ")), not \(headers.topic) for \(headers.pushType) pushes"))
+            }
+            validatePayload(context: context)
         }
     }
 

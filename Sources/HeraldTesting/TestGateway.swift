@@ -39,6 +39,7 @@ public final class TestGateway: Sendable {
         configuration.devicePort = 0
         configuration.feedbackPort = 0
         configuration.feedbackClientCAPath = certificates.caCertificatePath
+        configuration.providerClientCAPath = certificates.caCertificatePath
         configuration.drainTimeout = .seconds(5)
         configure(&configuration)
         let store = store ?? InMemoryStore()

@@ -79,6 +79,9 @@ struct GatewayRunCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The CA (PEM) whose client certificates the feedback port accepts. Default: the development CA (see `herald feedback certificate`).", valueName: "PEM"))
     var feedbackClientCa: String?
 
+    @Option(help: ArgumentHelp("The CA (PEM) whose push certificates the provider port accepts (certificate authentication). Default: the development CA (see `herald keys certificate`); with --tls-cert, none unless given.", valueName: "PEM"))
+    var providerClientCa: String?
+
     @Option(help: ArgumentHelp("Seconds of quiet after which the gateway pings a device.", valueName: "SECONDS"))
     var devicePingInterval: Int = 30
 
@@ -215,6 +218,7 @@ struct GatewayRunCommand: AsyncParsableCommand {
         configuration.devicePort = devicePort
         configuration.feedbackPort = feedbackPort
         configuration.feedbackClientCAPath = feedbackClientCa ?? caPath
+        configuration.providerClientCAPath = providerClientCa ?? caPath
         configuration.devicePingInterval = .seconds(Int64(devicePingInterval))
         configuration.deviceIdleTimeout = .seconds(Int64(deviceIdleTimeout))
         configuration.backgroundBudget = backgroundPerHour == 0 ? nil : .init(count: backgroundPerHour, windowMilliseconds: 3_600_000)

@@ -121,7 +121,7 @@ struct KeysListCommand: AsyncParsableCommand {
 struct KeysRevokeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "revoke",
-        abstract: "Revoke a provider key: tokens it signed are refused (403 InvalidProviderToken).",
+        abstract: "Revoke a provider key (tokens it signed are refused: 403 InvalidProviderToken) or a push certificate (403 BadCertificate).",
         discussion: """
             A running gateway notices within about 5 seconds, on connections already open with the
             key too. Revocation cannot be undone: create a new key for the team.
@@ -130,11 +130,15 @@ struct KeysRevokeCommand: AsyncParsableCommand {
 
     @OptionGroup var data: DataDirectoryOptions
 
-    @Option(help: "The 10-character id of the key to revoke.")
+    @Option(help: "The 10-character id of the key to revoke, or a push certificate's credential id (cert-…).")
     var keyID: String
 
     func validate() throws {
-        guard KeyID(keyID) != nil else { throw ValidationError("--key-id must be 10 letters or digits; got '\(keyID)'") }
+        let isCertificate = keyID.hasPrefix(ProviderKey.certificateCredentialPrefix) && keyID.utf8.count == 21
+            && keyID.utf8.dropFirst(5).allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+        guard KeyID(keyID) != nil || isCertificate else {
+            throw ValidationError("--key-id must be 10 letters or digits, or a certificate's cert-<16 hex digits>; got '\(keyID)'")
+        }
     }
 
     func run() async throws {

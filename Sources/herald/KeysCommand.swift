@@ -8,7 +8,7 @@ struct KeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys", abstract: "Manage provider signing keys.",
         discussion: "Example: herald keys create --data-dir ./herald-data --team TEAM123456 --topic com.example.app --out key.p8",
-        subcommands: [Create.self, KeysListCommand.self, KeysRevokeCommand.self, KeysJWTCommand.self])
+        subcommands: [Create.self, KeysCertificateCommand.self, KeysListCommand.self, KeysRevokeCommand.self, KeysJWTCommand.self])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

@@ -12,12 +12,17 @@ import base64
 import json
 import os
 import shutil
+import socket
+import ssl
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
 
+import h2.config
+import h2.connection
+import h2.events
 import httpx
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -60,6 +65,102 @@ def curl(*args):
     body, _, status = out.stdout.rpartition("\n")
     code, version = status.split(" ")
     return int(code), version, body
+
+
+def h2_exchange(port, ca, cert, key, headers, body):
+    """One request over a raw h2 connection with a client certificate: the response's status and
+    body, and the GOAWAY's debug data if the server sent one (what curl and httpx do not show)."""
+    context = ssl.create_default_context(cafile=ca)
+    context.set_alpn_protocols(["h2"])
+    context.load_cert_chain(cert, key)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
+            context.wrap_socket(raw, server_hostname="localhost") as tls:
+        connection = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        connection.initiate_connection()
+        stream = connection.get_next_available_stream_id()
+        connection.send_headers(stream, headers)
+        connection.send_data(stream, body, end_stream=True)
+        tls.sendall(connection.data_to_send())
+        status, data, goaway, ended = None, b"", None, False
+        while not (ended and goaway is not None):
+            chunk = tls.recv(65536)
+            if not chunk:
+                break
+            for event in connection.receive_data(chunk):
+                if isinstance(event, h2.events.ResponseReceived):
+                    status = int(dict(event.headers)[b":status"])
+                elif isinstance(event, h2.events.DataReceived):
+                    data += event.data
+                    connection.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                elif isinstance(event, h2.events.StreamEnded):
+                    ended = True
+                elif isinstance(event, h2.events.ConnectionTerminated):
+                    goaway = event.additional_data or b""
+            tls.sendall(connection.data_to_send())
+        return status, data, goaway
+
+
+def certificate_checks(data, port, ca, token):
+    """Reference cases 34 and 35 and revocation, with curl --cert, httpx and a raw h2 client."""
+    base = f"https://localhost:{port}"
+    body = '{"aps":{"alert":"by certificate"}}'
+
+    def issue(name, *extra):
+        cert, key = os.path.join(data, f"{name}.pem"), os.path.join(data, f"{name}-key.pem")
+        credential = herald("keys", "certificate", "--data-dir", data, "--team", TEAM, "--topic", TOPIC,
+                            "--out-cert", cert, "--out-key", key, *extra)
+        return cert, key, credential
+
+    single, single_key, single_id = issue("single")
+    check("keys certificate prints a credential id", single_id.startswith("cert-") and len(single_id) == 21, single_id)
+    multi, multi_key, _ = issue("multi", "--variant", "voip", "--variant", "complication")
+    production, production_key, _ = issue("production", "--environment", "production")
+    bundle = os.path.join(data, "bundle.p12")
+    issue("bundle", "--out-p12", bundle)
+    code, _, text = curl("--http2", "--cacert", ca, "--cert-type", "P12", "--cert", bundle + ":", "-d", body, f"{base}/3/device/{token}")
+    check("keys certificate --out-p12: curl with the PKCS#12 bundle is 200", (code, text) == (200, ""), (code, text))
+
+    code, version, text = curl("--http2", "--cacert", ca, "--cert", single, "--key", single_key,
+                               "-d", body, f"{base}/3/device/{token}")
+    check("case 35: single-topic certificate without apns-topic (curl --cert) is 200", (code, version, text) == (200, "2", ""), (code, version, text))
+    code, _, text = curl("--http2", "--cacert", ca, "--cert", multi, "--key", multi_key, "-d", body, f"{base}/3/device/{token}")
+    check("case 35: multi-topic certificate without apns-topic is 400 MissingTopic",
+          code == 400 and json.loads(text) == {"reason": "MissingTopic"}, (code, text))
+    code, _, text = curl("--http2", "--cacert", ca, "--cert", multi, "--key", multi_key, "-H", f"apns-topic: {TOPIC}",
+                         "-H", "authorization: bearer not-a-jwt", "-d", body, f"{base}/3/device/{token}")
+    check("certificate connection: authorization is ignored, the topic named is 200", (code, text) == (200, ""), (code, text))
+    code, _, text = curl("--http2", "--cacert", ca, "--cert", single, "--key", single_key, "-H", "apns-topic: com.example.other",
+                         "-d", body, f"{base}/3/device/{token}")
+    check("certificate connection: a topic the certificate does not list is 400 TopicDisallowed",
+          code == 400 and json.loads(text) == {"reason": "TopicDisallowed"}, (code, text))
+    code, _, text = curl("--http2", "--cacert", ca, "--cert", single, "--key", single_key, "-H", f"apns-topic: {TOPIC}.voip",
+                         "-H", "apns-push-type: voip", "-d", body, f"{base}/3/device/{token}")
+    check("certificate connection: .voip needs the voip variant (400 TopicDisallowed)",
+          code == 400 and json.loads(text) == {"reason": "TopicDisallowed"}, (code, text))
+    context = ssl.create_default_context(cafile=ca)
+    context.load_cert_chain(multi, multi_key)
+    with httpx.Client(http2=True, verify=context) as client:
+        r = client.post(f"{base}/3/device/{token}", headers={"apns-topic": TOPIC}, content=body.encode())
+        check("httpx with a client certificate: 200 over HTTP/2", r.status_code == 200 and r.http_version == "HTTP/2", (r.status_code, r.text))
+
+    status, answer, goaway = h2_exchange(port, ca, production, production_key,
+                                         [(":method", "POST"), (":scheme", "https"), (":authority", "localhost"),
+                                          (":path", f"/3/device/{token}"), ("apns-topic", TOPIC)], body.encode())
+    check("case 34: a production certificate on the development gateway is 403 BadCertificateEnvironment",
+          status == 403 and json.loads(answer) == {"reason": "BadCertificateEnvironment"}, (status, answer))
+    check("case 34: ... and GOAWAY carries the reason", goaway is not None and json.loads(goaway) == {"reason": "BadCertificateEnvironment"}, goaway)
+
+    herald("keys", "revoke", "--data-dir", data, "--key-id", single_id)
+    listed = json.loads(herald("keys", "list", "--data-dir", data, "--json"))
+    check("keys list shows the revoked certificate", any(k.get("keyId") == single_id and k.get("revokedAt")
+                                                       for team in listed["teams"] for k in team["keys"]), listed)
+    deadline, code, text = time.time() + 15, 0, ""
+    while time.time() < deadline:  # the gateway re-reads a known credential every 5 s
+        code, _, text = curl("--http2", "--cacert", ca, "--cert", single, "--key", single_key, "-d", body, f"{base}/3/device/{token}")
+        if code != 200:
+            break
+        time.sleep(0.5)
+    check("a revoked certificate is 403 BadCertificate within seconds", code == 403 and json.loads(text) == {"reason": "BadCertificate"}, (code, text))
 
 
 def main():
@@ -119,6 +220,8 @@ def main():
         code, version, text = curl("--http2", "--cacert", ca, "-H", f"apns-topic: {TOPIC}", "-H",
                                    f"authorization: bearer {jwt(key, key_id, iat=time.time() - 3700)}", "-d", "{}", f"{base}/3/device/{token}")
         check("curl: old iat is 403 ExpiredProviderToken", code == 403 and json.loads(text) == {"reason": "ExpiredProviderToken"}, (code, text))
+
+        certificate_checks(data, port, ca, token)
     finally:
         gateway.terminate()
         try:
