@@ -18,11 +18,25 @@ public struct APNsNotification: Sendable {
     /// this notification carries the same id.
     public var apnsID: String?
     public var payload: [UInt8]
+    /// A broadcast instead of a device push: `POST /4/broadcasts/apps/<bundle id>` with
+    /// `apns-channel-id` (the token is not used; `apnsID` goes as `apns-request-id`).
+    public var channelID: String?
 
     public init(token: String, topic: String, pushType: String? = "alert", priority: Int? = nil, expiration: Int64? = nil,
                 collapseID: String? = nil, apnsID: String? = nil, payload: [UInt8]) {
         (self.token, self.topic, self.pushType, self.priority, self.expiration, self.collapseID, self.apnsID, self.payload) =
             (token, topic, pushType, priority, expiration, collapseID, apnsID, payload)
+    }
+
+    /// A Live Activity broadcast on a channel of the app `bundleID` (iOS 18).
+    public static func broadcast(
+        bundleID: String, channelID: String, priority: Int? = nil, expiration: Int64? = nil, requestID: String? = nil, payload: [UInt8]
+    ) -> APNsNotification {
+        var notification = APNsNotification(
+            token: "", topic: bundleID, pushType: PushType.liveactivity.rawValue, priority: priority, expiration: expiration,
+            apnsID: requestID, payload: payload)
+        notification.channelID = channelID
+        return notification
     }
 }
 
@@ -269,13 +283,21 @@ public final class APNsClient: Sendable {
         if let priority = n.priority { headers.append(("apns-priority", String(priority))) }
         if let expiration = n.expiration { headers.append(("apns-expiration", String(expiration))) }
         if let collapseID = n.collapseID { headers.append(("apns-collapse-id", collapseID)) }
-        if let apnsID = n.apnsID { headers.append(("apns-id", apnsID)) }
-        let request = HTTP2Request(method: "POST", path: "/3/device/\(n.token)", headers: headers, body: n.payload)
+        let path: String
+        if let channel = n.channelID {
+            headers.append(("apns-channel-id", channel))
+            if let apnsID = n.apnsID { headers.append(("apns-request-id", apnsID)) }
+            path = "/4/broadcasts/apps/\(PushType.liveactivity.bundleID(fromTopic: n.topic) ?? n.topic)"
+        } else {
+            if let apnsID = n.apnsID { headers.append(("apns-id", apnsID)) }
+            path = "/3/device/\(n.token)"
+        }
+        let request = HTTP2Request(method: "POST", path: path, headers: headers, body: n.payload)
         do {
             let response = try await pool.send(request)
             let rejection = response.rejection
             return APNsResult(
-                apnsID: response.apnsID ?? n.apnsID, status: response.status, reason: rejection?.reason,
+                apnsID: response.apnsID ?? response.header("apns-request-id") ?? n.apnsID, status: response.status, reason: rejection?.reason,
                 timestamp: rejection?.timestampMilliseconds, attempts: 0, transportError: nil)
         } catch is CancellationError {
             return .unanswered(n.apnsID, "cancelled")
@@ -311,6 +333,55 @@ public final class APNsClient: Sendable {
             throw APNsQueryError(status: response.status, reason: response.rejection?.reason)
         }
         return response.body
+    }
+
+    // MARK: broadcast channels (a client configured for the channel management port)
+
+    /// Creates a channel of the app (`POST /1/apps/<bundle id>/channels`); returns its id.
+    /// `storagePolicy` 0 stores nothing for offline devices, 1 the most recent broadcast.
+    public func createChannel(bundleID: String, storagePolicy: Int) async throws -> String {
+        let body = Array(#"{"message-storage-policy":\#(storagePolicy),"push-type":"LiveActivity"}"#.utf8)
+        let response = try await channelRequest("POST", "/1/apps/\(bundleID)/channels", body: body)
+        guard response.status == 201, let id = response.header("apns-channel-id") else {
+            throw APNsQueryError(status: response.status, reason: response.rejection?.reason)
+        }
+        return id
+    }
+
+    /// The ids of the app's channels (`GET /1/apps/<bundle id>/all-channels`).
+    public func channels(bundleID: String) async throws -> [String] {
+        let response = try await channelRequest("GET", "/1/apps/\(bundleID)/all-channels")
+        guard response.status == 200 else { throw APNsQueryError(status: response.status, reason: response.rejection?.reason) }
+        struct List: Decodable { var channels: [String] }
+        return try JSONReader.decode(List.self, from: response.body, limits: JSONLimits(maximumBytes: 16 << 20, maximumDepth: 4)).channels
+    }
+
+    /// A channel's storage policy (`GET /1/apps/<bundle id>/channels`); `nil` for an unknown channel.
+    public func channelStoragePolicy(bundleID: String, channelID: String) async throws -> Int? {
+        let response = try await channelRequest("GET", "/1/apps/\(bundleID)/channels", channelID: channelID)
+        if response.rejection?.reason == .channelNotRegistered { return nil }
+        guard response.status == 200 else { throw APNsQueryError(status: response.status, reason: response.rejection?.reason) }
+        struct Channel: Decodable {
+            var policy: Int
+            enum CodingKeys: String, CodingKey { case policy = "message-storage-policy" }
+        }
+        return try JSONReader.decode(Channel.self, from: response.body).policy
+    }
+
+    /// Deletes a channel (`DELETE /1/apps/<bundle id>/channels`); `false` for an unknown one.
+    @discardableResult
+    public func deleteChannel(bundleID: String, channelID: String) async throws -> Bool {
+        let response = try await channelRequest("DELETE", "/1/apps/\(bundleID)/channels", channelID: channelID)
+        if response.rejection?.reason == .channelNotRegistered { return false }
+        guard response.status == 204 || response.status == 200 else { throw APNsQueryError(status: response.status, reason: response.rejection?.reason) }
+        return true
+    }
+
+    private func channelRequest(_ method: String, _ path: String, channelID: String? = nil, body: [UInt8] = []) async throws -> HTTP2Response {
+        var headers: [(name: String, value: String)] = []
+        if let tokens { headers.append(("authorization", try tokens.authorization())) }
+        if let channelID { headers.append(("apns-channel-id", channelID)) }
+        return try await pool.send(HTTP2Request(method: method, path: path, headers: headers, body: body))
     }
 
     /// Requests in flight now, and the most there have been at once.

@@ -16,8 +16,17 @@ public struct ClientTLS: Sendable {
     public var applicationProtocols: [String]
     /// The name sent in SNI and checked against the certificate.
     public var serverName: String?
+    /// A client certificate (PEM, followed by its chain) and its private key (PEM): certificate
+    /// authentication (reference §3) instead of provider tokens.
+    public var certificateChainPath: String?
+    public var privateKeyPath: String?
 
-    public init(trustRootsPath: String? = nil, applicationProtocols: [String] = ["h2"], serverName: String? = nil) {
+    public init(
+        trustRootsPath: String? = nil, applicationProtocols: [String] = ["h2"], serverName: String? = nil,
+        certificateChainPath: String? = nil, privateKeyPath: String? = nil
+    ) {
+        self.certificateChainPath = certificateChainPath
+        self.privateKeyPath = privateKeyPath
         self.trustRootsPath = trustRootsPath
         self.applicationProtocols = applicationProtocols
         self.serverName = serverName
@@ -61,6 +70,10 @@ public final class HTTP2Connection: Sendable {
             configuration.applicationProtocols = tls.applicationProtocols
             if let roots = tls.trustRootsPath {
                 configuration.trustRoots = .file(roots)
+            }
+            if let chain = tls.certificateChainPath, let key = tls.privateKeyPath {
+                configuration.certificateChain = try NIOSSLCertificate.fromPEMFile(chain).map { .certificate($0) }
+                configuration.privateKey = .privateKey(try NIOSSLPrivateKey(file: key, format: .pem))
             }
             return try NIOSSLContext(configuration: configuration)
         }

@@ -63,6 +63,18 @@ public struct APNsReason: RawRepresentable, Hashable, Sendable, CustomStringConv
     public static let serviceUnavailable = APNsReason("ServiceUnavailable", 503)
     public static let shutdown = APNsReason("Shutdown", 503)
 
+    // Broadcast and channel management only (reference §2). Apple names them without statuses;
+    // Herald's choices are in docs/broadcasts.md.
+    public static let featureNotEnabled = APNsReason("FeatureNotEnabled", 400)
+    public static let missingChannelId = APNsReason("MissingChannelId", 400)
+    public static let badChannelId = APNsReason("BadChannelId", 400)
+    public static let channelNotRegistered = APNsReason("ChannelNotRegistered", 400)
+    public static let badRequestParams = APNsReason("BadRequestParams", 400)
+    public static let badRequestPayload = APNsReason("BadRequestPayload", 400)
+    public static let missingPushType = APNsReason("MissingPushType", 400)
+    public static let cannotCreateChannelConfig = APNsReason("CannotCreateChannelConfig", 400)
+    public static let topicMismatch = APNsReason("TopicMismatch", 400)
+
     /// Herald's own (not APNs): no receipt with this apns-id exists for the caller's team
     /// (`GET /3/notifications/<apns-id>`). Not in ``allKnown``, which is APNs's list.
     public static let notFound = APNsReason("NotFound", 404)
@@ -78,6 +90,8 @@ public struct APNsReason: RawRepresentable, Hashable, Sendable, CustomStringConv
         .badPath, .methodNotAllowed, .expiredToken, .unregistered, .payloadTooLarge,
         .tooManyProviderTokenUpdates, .tooManyRequests,
         .internalServerError, .serviceUnavailable, .shutdown,
+        .featureNotEnabled, .missingChannelId, .badChannelId, .channelNotRegistered, .badRequestParams,
+        .badRequestPayload, .missingPushType, .cannotCreateChannelConfig, .topicMismatch,
     ]
 
     private static let byRawValue: [String: APNsReason] = Dictionary(

@@ -1,12 +1,21 @@
 import Crypto
 import Foundation
 
-/// Herald's device protocol, version 1: JSON text frames over one WebSocket per device.
+/// Herald's device protocol, versions 1 and 2: JSON text frames over one WebSocket per device.
+/// Version 2 adds broadcast channel subscriptions and Live Activity tokens; a device says which
+/// version it speaks in its `hello`, and a version 1 device never sees a frame of version 2.
 /// `docs/device-protocol.md` is its specification; this file is its implementation, shared by the
 /// gateway and the device runtime.
 public enum DeviceProtocol {
-    /// The protocol version this build speaks.
+    /// The version of the challenge (and of the signed challenge message), the same for every
+    /// device version so that older devices keep working.
     public static let version = 1
+    /// The newest version this build speaks (a device's `hello` names its own).
+    public static let latestVersion = 2
+    /// The versions a gateway of this build accepts in a `hello`.
+    public static let supportedVersions = 1...2
+    /// The longest Live Activity id or broadcast channel id a frame may carry.
+    public static let maximumIdentifierBytes = 128
     /// The WebSocket path of version 1.
     public static let path = "/device/v1"
     /// The largest frame either side accepts (a notification frame is at most ~6 KiB).
@@ -33,7 +42,8 @@ public enum DeviceProtocol {
     public static func isValidTopic(_ topic: String) -> Bool {
         guard !topic.isEmpty, topic.utf8.count <= ProviderRequestValidation.maximumTopicByteCount,
               topic.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else { return false }
-        return PushType.implied(byTopic: topic) == .alert
+        // A Live Activity token's scope (`….push-type.liveactivity/<id>`) is never an app.
+        return PushType.implied(byTopic: topic) == .alert && !topic.contains(PushType.liveactivity.topicSuffix)
     }
 }
 
@@ -52,6 +62,10 @@ public enum DeviceErrorCode: String, Sendable, Hashable, Codable {
     case enrollmentRefused = "enrollment-refused"
     /// The hello's key or signature is invalid; the connection is closed.
     case authenticationFailed = "authentication-failed"
+    /// Version 2: subscribing to a channel the app does not have (never created, or deleted).
+    case unknownChannel = "unknown-channel"
+    /// A version 2 frame on a connection whose hello said version 1.
+    case unsupportedFrameForVersion = "needs-version-2"
     /// A frame other than hello before authentication.
     case notAuthenticated = "not-authenticated"
     /// A second hello on an authenticated connection.
@@ -96,6 +110,22 @@ public enum DeviceClientFrame: Sendable, Hashable {
     case unregister(topic: String)
     /// Acknowledges notifications by apns-id.
     case ack(ids: [APNsID])
+    /// Version 2: asks for a Live Activity token of an app: its push-to-start token
+    /// (``LiveActivityToken/pushToStart``) or the update token of one activity.
+    case registerActivity(topic: String, activity: LiveActivityToken)
+    /// Version 2: the activity ended; its update token becomes unregistered.
+    case unregisterActivity(topic: String, activity: LiveActivityToken)
+    /// Version 2: subscribes the device to an app's broadcast channel.
+    case subscribe(topic: String, channel: String)
+    case unsubscribe(topic: String, channel: String)
+
+    /// The protocol version a frame needs.
+    public var minimumVersion: Int {
+        switch self {
+        case .hello, .register, .unregister, .ack: 1
+        case .registerActivity, .unregisterActivity, .subscribe, .unsubscribe: 2
+        }
+    }
 
     public func encoded() -> [UInt8] {
         var object: [String: Any]
@@ -109,6 +139,10 @@ public enum DeviceClientFrame: Sendable, Hashable {
         case .register(let topic): object = ["type": "register", "topic": topic]
         case .unregister(let topic): object = ["type": "unregister", "topic": topic]
         case .ack(let ids): object = ["type": "ack", "ids": ids.map(\.description)]
+        case .registerActivity(let topic, let activity): object = ["type": "register", "topic": topic, "activity": activity.wireValue]
+        case .unregisterActivity(let topic, let activity): object = ["type": "unregister", "topic": topic, "activity": activity.wireValue]
+        case .subscribe(let topic, let channel): object = ["type": "subscribe", "topic": topic, "channel": channel]
+        case .unsubscribe(let topic, let channel): object = ["type": "unsubscribe", "topic": topic, "channel": channel]
         }
         return Array((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data())
     }
@@ -132,7 +166,21 @@ public enum DeviceClientFrame: Sendable, Hashable {
             return .success(.hello(version: version, publicKey: key, signature: signature, enrollmentSecret: secret?.stringValue))
         case "register", "unregister":
             guard let topic = fields.string("topic") else { return .failure(fields.missing("topic", "a string")) }
-            return .success(fields.type == "register" ? .register(topic: topic) : .unregister(topic: topic))
+            let isRegister = fields.type == "register"
+            if let raw = fields.object["activity"] {
+                guard let text = raw.string(maximumBytes: DeviceProtocol.maximumIdentifierBytes), let activity = LiveActivityToken(wireValue: text) else {
+                    return .failure(DeviceFrameError("\"activity\" must be \"start\" or an activity id (letters, digits, '-', '_', '.', at most \(DeviceProtocol.maximumIdentifierBytes) bytes)"))
+                }
+                return .success(isRegister ? .registerActivity(topic: topic, activity: activity) : .unregisterActivity(topic: topic, activity: activity))
+            }
+            return .success(isRegister ? .register(topic: topic) : .unregister(topic: topic))
+        case "subscribe", "unsubscribe":
+            guard let topic = fields.string("topic") else { return .failure(fields.missing("topic", "a string")) }
+            guard let channel = fields.object["channel"]?.string(maximumBytes: DeviceProtocol.maximumIdentifierBytes),
+                  BroadcastChannelID(channel) != nil else {
+                return .failure(fields.missing("channel", "a channel id: base64 of 16 bytes"))
+            }
+            return .success(fields.type == "subscribe" ? .subscribe(topic: topic, channel: channel) : .unsubscribe(topic: topic, channel: channel))
         case "ack":
             guard case .array(let raw)? = fields.object["ids"] else {
                 return .failure(fields.missing("ids", "an array of apns-id strings"))
@@ -150,7 +198,7 @@ public enum DeviceClientFrame: Sendable, Hashable {
             }
             return .success(.ack(ids: ids))
         default:
-            return .failure(DeviceFrameError("unknown frame type \"\(fields.type)\" (expected hello, register, unregister or ack)"))
+            return .failure(DeviceFrameError("unknown frame type \"\(fields.type)\" (expected hello, register, unregister, ack, subscribe or unsubscribe)"))
         }
     }
 }
@@ -167,11 +215,15 @@ public struct DeviceNotification: Sendable, Hashable {
     public var expiration: Int64?
     /// The payload (`aps` and custom keys) as the provider sent it.
     public var payload: JSONValue
+    /// Version 2, `liveactivity` pushes: the token the push was sent to (the app's push-to-start
+    /// token or one activity's update token), so the device knows which activity it is for.
+    public var token: DeviceToken?
 
     public init(
         apnsID: APNsID, topic: String, pushType: PushType, priority: Priority, collapseID: String?,
-        expiration: Int64?, payload: JSONValue
+        expiration: Int64?, payload: JSONValue, token: DeviceToken? = nil
     ) {
+        self.token = token
         self.apnsID = apnsID
         self.topic = topic
         self.pushType = pushType
@@ -190,6 +242,13 @@ public enum DeviceServerFrame: Sendable, Hashable {
     case welcome(deviceID: String, environment: APNsEnvironment, enrolled: Bool, pingIntervalSeconds: Int)
     case registered(topic: String, token: DeviceToken)
     case unregistered(topic: String, atMilliseconds: Int64)
+    /// Version 2: a Live Activity token (answer to `register` with `activity`).
+    case registeredActivity(topic: String, activity: LiveActivityToken, token: DeviceToken)
+    case unregisteredActivity(topic: String, activity: LiveActivityToken, atMilliseconds: Int64)
+    /// Version 2: answers to `subscribe` (with the subscription's token, which the channel's
+    /// broadcasts carry) and `unsubscribe`.
+    case subscribed(topic: String, channel: String, token: DeviceToken)
+    case unsubscribed(topic: String, channel: String)
     case notification(DeviceNotification)
     case error(code: DeviceErrorCode, message: String)
 
@@ -205,13 +264,19 @@ public enum DeviceServerFrame: Sendable, Hashable {
             ]
         case .registered(let topic, let token): object = ["type": "registered", "topic": topic, "token": token.description]
         case .unregistered(let topic, let at): object = ["type": "unregistered", "topic": topic, "timestamp": at]
+        case .registeredActivity(let topic, let activity, let token):
+            object = ["type": "registered", "topic": topic, "activity": activity.wireValue, "token": token.description]
+        case .unregisteredActivity(let topic, let activity, let at):
+            object = ["type": "unregistered", "topic": topic, "activity": activity.wireValue, "timestamp": at]
+        case .subscribed(let topic, let channel, let token): object = ["type": "subscribed", "topic": topic, "channel": channel, "token": token.description]
+        case .unsubscribed(let topic, let channel): object = ["type": "unsubscribed", "topic": topic, "channel": channel]
         case .error(let code, let message): object = ["type": "error", "code": code.rawValue, "message": message]
         case .notification(let n):
             var bytes: [UInt8] = []
             let payload = (try? JSONEncoder().encode(n.payload)).map(Array.init) ?? Array("{}".utf8)
             Self.encodeNotification(
                 apnsID: n.apnsID, topic: n.topic, pushType: n.pushType, priority: n.priority,
-                collapseID: n.collapseID, expiration: n.expiration, payload: payload, into: &bytes)
+                collapseID: n.collapseID, expiration: n.expiration, payload: payload, token: n.token, into: &bytes)
             return bytes
         }
         return Array((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data())
@@ -221,7 +286,7 @@ public enum DeviceServerFrame: Sendable, Hashable {
     /// them (they were validated as a JSON object on the provider port). The gateway's hot path.
     public static func encodeNotification(
         apnsID: APNsID, topic: String, pushType: PushType, priority: Priority, collapseID: String?,
-        expiration: Int64?, payload: [UInt8], into bytes: inout [UInt8]
+        expiration: Int64?, payload: [UInt8], token: DeviceToken? = nil, into bytes: inout [UInt8]
     ) {
         bytes.reserveCapacity(bytes.count + payload.count + 200)
         bytes.append(contentsOf: #"{"type":"notification","apns-id":""#.utf8)
@@ -236,6 +301,11 @@ public enum DeviceServerFrame: Sendable, Hashable {
         if let collapseID { JSONText.appendString(collapseID, to: &bytes) } else { bytes.append(contentsOf: "null".utf8) }
         bytes.append(contentsOf: #","expiration":"#.utf8)
         bytes.append(contentsOf: (expiration.map { String($0) } ?? "null").utf8)
+        if let token {
+            bytes.append(contentsOf: #","token":""#.utf8)
+            bytes.append(contentsOf: token.description.utf8)
+            bytes.append(UInt8(ascii: "\""))
+        }
         bytes.append(contentsOf: #","payload":"#.utf8)
         bytes.append(contentsOf: payload)
         bytes.append(UInt8(ascii: "}"))
@@ -257,7 +327,8 @@ public enum DeviceServerFrame: Sendable, Hashable {
             }
             return .success(.notification(DeviceNotification(
                 apnsID: id, topic: topic, pushType: PushType(rawValue: type), priority: priority,
-                collapseID: f.collapseID, expiration: f.expiration, payload: payload)))
+                collapseID: f.collapseID, expiration: f.expiration, payload: payload,
+                token: f.token.flatMap { DeviceToken(hex: $0) })))
         case "challenge":
             guard let version = f.version, let nonce = f.nonce else {
                 return .failure(DeviceFrameError("a challenge needs version and nonce"))
@@ -272,12 +343,30 @@ public enum DeviceServerFrame: Sendable, Hashable {
             guard let topic = f.topic, let token = f.token.flatMap({ DeviceToken(hex: $0) }) else {
                 return .failure(DeviceFrameError("a registered frame needs topic and token"))
             }
+            if let activity = f.activity {
+                guard let parsed = LiveActivityToken(wireValue: activity) else { return .failure(DeviceFrameError("a registered frame's activity is not an activity id")) }
+                return .success(.registeredActivity(topic: topic, activity: parsed, token: token))
+            }
             return .success(.registered(topic: topic, token: token))
         case "unregistered":
             guard let topic = f.topic, let at = f.timestamp else {
                 return .failure(DeviceFrameError("an unregistered frame needs topic and timestamp"))
             }
+            if let activity = f.activity {
+                guard let parsed = LiveActivityToken(wireValue: activity) else { return .failure(DeviceFrameError("an unregistered frame's activity is not an activity id")) }
+                return .success(.unregisteredActivity(topic: topic, activity: parsed, atMilliseconds: at))
+            }
             return .success(.unregistered(topic: topic, atMilliseconds: at))
+        case "subscribed":
+            guard let topic = f.topic, let channel = f.channel, let token = f.token.flatMap({ DeviceToken(hex: $0) }) else {
+                return .failure(DeviceFrameError("a subscribed frame needs topic, channel and token"))
+            }
+            return .success(.subscribed(topic: topic, channel: channel, token: token))
+        case "unsubscribed":
+            guard let topic = f.topic, let channel = f.channel else {
+                return .failure(DeviceFrameError("an unsubscribed frame needs topic and channel"))
+            }
+            return .success(.unsubscribed(topic: topic, channel: channel))
         case "error":
             return .success(.error(code: f.code.flatMap(DeviceErrorCode.init(rawValue:)) ?? .internalError, message: f.message ?? ""))
         default:
@@ -305,6 +394,8 @@ public enum DeviceServerFrame: Sendable, Hashable {
         var collapseID: String?
         var expiration: Int64?
         var payload: JSONValue?
+        var activity: String?
+        var channel: String?
 
         init(_ object: [String: JSONValue]) throws(JSONFieldError) {
             let o = JSONFields(object)
@@ -326,6 +417,8 @@ public enum DeviceServerFrame: Sendable, Hashable {
             collapseID = try o.string("collapse-id", maximumBytes: 256)
             expiration = try o.int64("expiration")
             payload = object["payload"]
+            activity = try o.string("activity", maximumBytes: DeviceProtocol.maximumIdentifierBytes)
+            channel = try o.string("channel", maximumBytes: DeviceProtocol.maximumIdentifierBytes)
         }
     }
 

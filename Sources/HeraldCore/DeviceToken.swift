@@ -87,3 +87,19 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
         }
     }
 }
+
+extension DeviceToken: Codable {
+    /// Encoded as its hex text, as every Herald interface writes tokens.
+    public init(from decoder: Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let token = DeviceToken(hex: text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "\"\(text)\" is not a device token in hex"))
+        }
+        self = token
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}

@@ -10,6 +10,9 @@ public struct ProviderRequestHead: Sendable {
     public var priority: String?
     public var expiration: String?
     public var collapseID: String?
+    /// Broadcasts and channel management: `apns-channel-id` and `apns-request-id`.
+    public var channelID: String?
+    public var requestID: String?
     /// Set by the transport when a header that may appear once appeared again.
     public var hasDuplicateHeaders = false
 
@@ -19,6 +22,7 @@ public struct ProviderRequestHead: Sendable {
     public static let singularHeaders: Set<String> = [
         ":method", ":path", ":scheme", ":authority", "authorization", "apns-id", "apns-push-type",
         "apns-topic", "apns-priority", "apns-expiration", "apns-collapse-id", "content-length",
+        "apns-channel-id", "apns-request-id",
     ]
 
     /// Records one header (name lowercase, as HTTP/2 requires). Returns `false` for a repeat of a
@@ -42,6 +46,8 @@ public struct ProviderRequestHead: Sendable {
         case "apns-priority": return set(&priority)
         case "apns-expiration": return set(&expiration)
         case "apns-collapse-id": return set(&collapseID)
+        case "apns-channel-id": return set(&channelID)
+        case "apns-request-id": return set(&requestID)
         default: return true
         }
     }
@@ -115,8 +121,10 @@ public enum ProviderRequestValidation {
         var priority = type == .background ? Priority.conservePower : Priority.immediate
         if let header = head.priority {
             guard let parsed = Priority(header: header) else { return .failure(APNsRejection(.badPriority)) }
-            // Apple documents priority 10 for a background push as an error.
+            // Apple documents priority 10 for a background push as an error, and Live Activity
+            // pushes as priority 5 or 10.
             if type == .background && parsed == .immediate { return .failure(APNsRejection(.badPriority)) }
+            if type == .liveactivity && parsed == .low { return .failure(APNsRejection(.badPriority)) }
             priority = parsed
         }
         var expiration = Expiration.unspecified

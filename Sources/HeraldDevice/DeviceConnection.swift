@@ -22,6 +22,12 @@ public enum DeviceEvent: Sendable, Hashable {
     /// consumer acks it with ``DeviceConnection/acknowledge(_:)``.
     case notification(DeviceNotification)
     case unregistered(topic: String, atMilliseconds: Int64)
+    /// A Live Activity token the device asked for (``DeviceConnection/want(_:)``).
+    case activityTokenIssued(topic: String, activity: LiveActivityToken, token: DeviceToken)
+    case activityTokenUnregistered(topic: String, activity: LiveActivityToken, atMilliseconds: Int64)
+    /// The device is subscribed to a broadcast channel; its broadcasts carry `token`.
+    case subscribed(topic: String, channel: String, token: DeviceToken)
+    case unsubscribed(topic: String, channel: String)
     case disconnected(reason: String)
     /// An error frame from the gateway.
     case gatewayError(code: DeviceErrorCode, message: String)
@@ -92,6 +98,53 @@ public final class DeviceConnection: Sendable {
     public let configuration: Configuration
     /// The socket of the current session (acks go there) and the acks waiting to be sent.
     private let current = NIOLockedValueBox<(socket: DeviceSocket?, acks: [APNsID])>((nil, []))
+    /// Live Activity tokens and channel subscriptions asked for while running: sent at once when
+    /// connected, and again at every connection (like the apps' topics).
+    private let wanted = NIOLockedValueBox<[Want]>([])
+    private let authenticated = NIOLockedValueBox<DeviceSocket?>(nil)
+
+    /// A token or subscription the device keeps for as long as it wants it (version 2).
+    public enum Want: Sendable, Hashable {
+        case activityToken(topic: String, LiveActivityToken)
+        case channel(topic: String, channel: String)
+
+        var registerFrame: DeviceClientFrame {
+            switch self {
+            case .activityToken(let topic, let activity): .registerActivity(topic: topic, activity: activity)
+            case .channel(let topic, let channel): .subscribe(topic: topic, channel: channel)
+            }
+        }
+
+        var unregisterFrame: DeviceClientFrame {
+            switch self {
+            case .activityToken(let topic, let activity): .unregisterActivity(topic: topic, activity: activity)
+            case .channel(let topic, let channel): .unsubscribe(topic: topic, channel: channel)
+            }
+        }
+    }
+
+    /// Asks for a Live Activity token or a channel subscription, now if connected and at every
+    /// connection from now on.
+    public func want(_ want: Want) {
+        let isNew = wanted.withLockedValue { list in
+            guard !list.contains(want) else { return false }
+            list.append(want)
+            return true
+        }
+        if isNew, let socket = authenticated.withLockedValue({ $0 }) { socket.send(want.registerFrame) }
+    }
+
+    /// Gives up a token or subscription: the gateway unregisters it (now if connected; a device
+    /// offline asks again at its next connection through ``unregisterWhenConnected``).
+    public func drop(_ want: Want) {
+        wanted.withLockedValue { $0.removeAll { $0 == want } }
+        if let socket = authenticated.withLockedValue({ $0 }) {
+            socket.send(want.unregisterFrame)
+        } else {
+            toDrop.withLockedValue { $0.append(want) }
+        }
+    }
+    private let toDrop = NIOLockedValueBox<[Want]>([])
     /// Every event, in order. Finishes when ``run()`` returns.
     public let events: AsyncStream<DeviceEvent>
     private let continuation: AsyncStream<DeviceEvent>.Continuation
@@ -179,6 +232,7 @@ public final class DeviceConnection: Sendable {
         for await event in socket.events {
             switch event {
             case .closed:
+                authenticated.withLockedValue { $0 = nil }
                 return reason
             case .malformed(let message):
                 logger.warning("malformed frame from the gateway", metadata: ["error": "\(message)"])
@@ -193,6 +247,9 @@ public final class DeviceConnection: Sendable {
                     continuation.yield(state.deviceID == nil ? .connected(deviceID: deviceID, enrolled: enrolled) : .reconnected(deviceID: deviceID))
                     state.deviceID = deviceID
                     for topic in configuration.topics { socket.send(.register(topic: topic)) }
+                    authenticated.withLockedValue { $0 = socket }
+                    for want in wanted.withLockedValue({ $0 }) { socket.send(want.registerFrame) }
+                    for want in toDrop.withLockedValue({ list in defer { list = [] }; return list }) { socket.send(want.unregisterFrame) }
                 case .registered(let topic, let token):
                     if let previous = state.knownTokens[topic], previous != token {
                         continuation.yield(.tokenChanged(topic: topic, previous: previous, current: token))
@@ -210,6 +267,14 @@ public final class DeviceConnection: Sendable {
                 case .unregistered(let topic, let at):
                     state.knownTokens[topic] = nil
                     continuation.yield(.unregistered(topic: topic, atMilliseconds: at))
+                case .registeredActivity(let topic, let activity, let token):
+                    continuation.yield(.activityTokenIssued(topic: topic, activity: activity, token: token))
+                case .unregisteredActivity(let topic, let activity, let at):
+                    continuation.yield(.activityTokenUnregistered(topic: topic, activity: activity, atMilliseconds: at))
+                case .subscribed(let topic, let channel, let token):
+                    continuation.yield(.subscribed(topic: topic, channel: channel, token: token))
+                case .unsubscribed(let topic, let channel):
+                    continuation.yield(.unsubscribed(topic: topic, channel: channel))
                 case .error(let code, let message):
                     if code.closesConnection { reason = "\(code.rawValue): \(message)" }
                     continuation.yield(.gatewayError(code: code, message: message))

@@ -19,7 +19,7 @@ public struct DeviceIdentity: Sendable {
     public func hello(nonce: String, enrollmentSecret: String? = nil) throws -> DeviceClientFrame {
         let signature = try privateKey.signature(for: DeviceProtocol.challengeMessage(nonce: nonce))
         return .hello(
-            version: DeviceProtocol.version, publicKey: publicKey, signature: Array(signature.rawRepresentation),
+            version: DeviceProtocol.latestVersion, publicKey: publicKey, signature: Array(signature.rawRepresentation),
             enrollmentSecret: enrollmentSecret)
     }
 

@@ -26,6 +26,8 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     private var state: State
     private var context: ChannelHandlerContext?
     private var deviceID: String?
+    /// The protocol version the device's hello named.
+    private var protocolVersion = 1
     /// Sent and not yet acked, by apns-id (the same apns-id may go to several apps of the device).
     private var inFlight: [APNsID: [(seq: Int64, sentAt: Int64, topic: String)]] = [:]
     private var inFlightSeqs: Set<Int64> = []
@@ -182,8 +184,14 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
             send(.error(code: .notAuthenticated, message: "answer the challenge with a hello frame first"), flush: true)
         case (_, .hello):
             send(.error(code: .alreadyAuthenticated, message: "this connection is already authenticated"), flush: true)
-        case (_, .register(let topic)): register(topic: topic)
-        case (_, .unregister(let topic)): unregister(topic: topic)
+        case (_, let frame) where frame.minimumVersion > protocolVersion:
+            send(.error(code: .unsupportedFrameForVersion, message: "this frame is part of device protocol version \(frame.minimumVersion); say hello with that version"), flush: true)
+        case (_, .register(let topic)): register(TokenScope(bundleID: topic))
+        case (_, .unregister(let topic)): unregister(TokenScope(bundleID: topic))
+        case (_, .registerActivity(let topic, let activity)): register(TokenScope(bundleID: topic, activity: activity))
+        case (_, .unregisterActivity(let topic, let activity)): unregister(TokenScope(bundleID: topic, activity: activity))
+        case (_, .subscribe(let topic, let channel)): subscribe(topic: topic, channel: channel)
+        case (_, .unsubscribe(let topic, let channel)): unregister(TokenScope(bundleID: topic, kind: .channel(channel)))
         case (_, .ack(let ids)): acknowledge(ids)
         }
     }
@@ -191,9 +199,10 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     // MARK: authentication
 
     private func authenticate(nonce: String, version: Int, publicKey: [UInt8], signature: [UInt8], enrollmentSecret: String?) {
-        guard version == DeviceProtocol.version else {
-            return close(with: .unsupportedVersion, "this gateway speaks version \(DeviceProtocol.version), not \(version)")
+        guard DeviceProtocol.supportedVersions.contains(version) else {
+            return close(with: .unsupportedVersion, "this gateway speaks versions \(DeviceProtocol.supportedVersions.lowerBound) to \(DeviceProtocol.supportedVersions.upperBound), not \(version)")
         }
+        protocolVersion = version
         guard let key = try? P256.Signing.PublicKey(rawRepresentation: publicKey) else {
             return close(with: .authenticationFailed, "public-key is not a raw P-256 public key (64 bytes, x ‖ y)")
         }
@@ -260,35 +269,66 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
 
     // MARK: topics
 
-    private func register(topic: String) {
-        guard DeviceProtocol.isValidTopic(topic) else {
-            return send(.error(code: .invalidTopic, message: "\"\(topic)\" is not a bundle id (printable ASCII, no spaces, no push-type suffix)"), flush: true)
+    /// Issues (or finds) the device's token of a scope: an app, a Live Activity push-to-start or
+    /// update token, or a channel subscription. Answers `registered` or `subscribed`.
+    private func register(_ scope: TokenScope) {
+        guard DeviceProtocol.isValidTopic(scope.bundleID) else {
+            return send(.error(code: .invalidTopic, message: "\"\(scope.bundleID)\" is not a bundle id (printable ASCII, no spaces, no push-type suffix)"), flush: true)
         }
         guard let deviceID else { return }
         let candidate = TokenRegistration(
-            token: .random(), bundleID: topic, environment: port.environment, deviceID: deviceID,
+            token: .random(), bundleID: scope.stored, environment: port.environment, deviceID: deviceID,
             createdAtMilliseconds: port.clock.nowMilliseconds())
         let store = port.store
         let maximum = port.limits.topicsPerDevice
         run({ try await store.issueToken(candidate, maximumActivePerDevice: maximum) }) { handler, result in
             switch result {
-            case .success(let registration): handler.send(.registered(topic: topic, token: registration.token), flush: true)
+            case .success(let registration): handler.send(Self.registeredFrame(scope, registration.token), flush: true)
             case .failure(let error as StoreError) where error.code == .tooManyTokens:
-                handler.send(.error(code: .tooManyTopics, message: "a device may have at most \(maximum) apps registered; unregister one first"), flush: true)
+                handler.send(.error(code: .tooManyTopics, message: "a device may have at most \(maximum) tokens (apps, Live Activities, channel subscriptions); unregister one first"), flush: true)
             case .failure(let error):
                 handler.port.logger.error("could not issue a token", metadata: ["error": "\(error)"])
-                handler.send(.error(code: .internalError, message: "could not register \(topic); try again"), flush: true)
+                handler.send(.error(code: .internalError, message: "could not register \(scope.stored); try again"), flush: true)
             }
         }
     }
 
-    private func unregister(topic: String) {
+    private static func registeredFrame(_ scope: TokenScope, _ token: DeviceToken) -> DeviceServerFrame {
+        switch scope.kind {
+        case .app: .registered(topic: scope.bundleID, token: token)
+        case .pushToStart: .registeredActivity(topic: scope.bundleID, activity: .pushToStart, token: token)
+        case .activity(let id): .registeredActivity(topic: scope.bundleID, activity: .activity(id), token: token)
+        case .channel(let id): .subscribed(topic: scope.bundleID, channel: id, token: token)
+        }
+    }
+
+    /// Subscribes the device to a channel the app has (created on the channel management port).
+    private func subscribe(topic: String, channel: String) {
+        guard DeviceProtocol.isValidTopic(topic), let id = BroadcastChannelID(channel) else {
+            return send(.error(code: .invalidTopic, message: "\"\(topic)\" is not a bundle id"), flush: true)
+        }
+        let store = port.store
+        let environment = port.environment
+        run({ try await store.channel(bundleID: topic, id: id, environment: environment) != nil }) { handler, result in
+            switch result {
+            case .success(true): handler.register(TokenScope(bundleID: topic, kind: .channel(channel)))
+            case .success(false):
+                handler.send(.error(code: .unknownChannel, message: "\(topic) has no channel \(channel) in \(environment) (never created, or deleted)"), flush: true)
+            case .failure(let error):
+                handler.port.logger.error("could not look up a channel", metadata: ["error": "\(error)"])
+                handler.send(.error(code: .internalError, message: "could not subscribe to \(channel); try again"), flush: true)
+            }
+        }
+    }
+
+    private func unregister(_ scope: TokenScope) {
         guard let deviceID else { return }
         let store = port.store
         let environment = port.environment
         let now = port.clock.nowMilliseconds()
+        let stored = scope.stored
         run({ () async throws -> Int64? in
-            guard let registration = try await store.activeToken(deviceID: deviceID, bundleID: topic, environment: environment) else {
+            guard let registration = try await store.activeToken(deviceID: deviceID, bundleID: stored, environment: environment) else {
                 return nil
             }
             _ = try await store.unregisterToken(registration.token, atMilliseconds: now)
@@ -296,15 +336,20 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         }) { handler, result in
             switch result {
             case .success(let at?):
-                if let held = handler.heldBackground.removeValue(forKey: topic) {
+                if let held = handler.heldBackground.removeValue(forKey: stored) {
                     handler.port.recorder.record(.dropped(seq: held.seq, atMilliseconds: at))
                 }
-                handler.send(.unregistered(topic: topic, atMilliseconds: at), flush: true)
+                switch scope.kind {
+                case .app: handler.send(.unregistered(topic: scope.bundleID, atMilliseconds: at), flush: true)
+                case .pushToStart: handler.send(.unregisteredActivity(topic: scope.bundleID, activity: .pushToStart, atMilliseconds: at), flush: true)
+                case .activity(let id): handler.send(.unregisteredActivity(topic: scope.bundleID, activity: .activity(id), atMilliseconds: at), flush: true)
+                case .channel(let id): handler.send(.unsubscribed(topic: scope.bundleID, channel: id), flush: true)
+                }
             case .success(nil):
-                handler.send(.error(code: .unknownTopic, message: "this device has no token for \(topic)"), flush: true)
+                handler.send(.error(code: .unknownTopic, message: "this device has no token for \(stored)"), flush: true)
             case .failure(let error):
                 handler.port.logger.error("could not unregister a token", metadata: ["error": "\(error)"])
-                handler.send(.error(code: .internalError, message: "could not unregister \(topic); try again"), flush: true)
+                handler.send(.error(code: .internalError, message: "could not unregister \(stored); try again"), flush: true)
             }
         }
     }
@@ -343,7 +388,8 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         var bytes: [UInt8] = []
         DeviceServerFrame.encodeNotification(
             apnsID: n.apnsID, topic: n.bundleID, pushType: n.pushType, priority: n.priority, collapseID: n.collapseID?.value,
-            expiration: n.expiration.storedSeconds, payload: n.payload, into: &bytes)
+            expiration: n.expiration.storedSeconds, payload: n.payload,
+            token: n.pushType == .liveactivity ? n.token : nil, into: &bytes)
         var buffer = context.channel.allocator.buffer(capacity: bytes.count)
         buffer.writeBytes(bytes)
         context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer)), promise: nil)

@@ -70,13 +70,14 @@ public final class Gateway: Service, Sendable {
             maximumBatchSize: configuration.maximumBatchSize, highWater: configuration.limits.intakeHighWater,
             registry: registry, recorder: recorder, feed: feed, cluster: cluster,
             metrics: metrics, logger: logger)
-        let providerPort = ProviderPort(
+        var providerPort = ProviderPort(
             environment: configuration.environment, clock: clock,
             directory: ProviderKeyDirectory(store: store, clock: clock),
             limiter: limiter,
             intake: intake, store: store, inactivityPeriodMilliseconds: configuration.inactivityPeriodMilliseconds,
             metrics: metrics, logger: logger, faults: faults, limits: configuration.limits,
             connectionsPerAddress: ConnectionsPerAddress(limit: configuration.limits.providerConnectionsPerAddress), feed: feed)
+        if configuration.channelPort != nil { providerPort.broadcaster = Broadcaster(store: store, intake: intake) }
         let devicePort = DevicePort(
             environment: configuration.environment, clock: clock, store: store, registry: registry, recorder: recorder,
             backgroundThrottle: configuration.backgroundBudget.map { BackgroundThrottle(budget: $0) },
@@ -111,6 +112,15 @@ public final class Gateway: Service, Sendable {
                 }
                 deviceListener = listener
                 ports.devicePort = listener.port
+            }
+            if let port = configuration.channelPort {
+                var channelsPort = providerPort
+                channelsPort.role = .channels
+                let listener = try await listening("channel", host: configuration.host, port: port) {
+                    try await ProviderListener.bind(host: configuration.host, port: port, tls: tls, providerPort: channelsPort, group: group)
+                }
+                listeners.append(listener)
+                ports.channelPort = listener.port
             }
             if let port = configuration.feedbackPort {
                 let feedbackTLS = try configuration.makeFeedbackTLSContext()

@@ -57,6 +57,9 @@ public struct GatewayConfiguration: Sendable {
     public var sweepInterval: TimeAmount = .seconds(5)
     /// The legacy binary feedback port (TLS with client certificates, reference §7); `nil` for none.
     public var feedbackPort: Int?
+    /// The broadcast channel management port (HTTP/2 over TLS, authenticated like the provider
+    /// port; Apple's is 2195/2196); `nil` for none, and then broadcasts answer `FeatureNotEnabled`.
+    public var channelPort: Int?
     /// The CA (PEM) whose client certificates the feedback port accepts; `nil` trusts none
     /// (`herald gateway` passes its development CA).
     public var feedbackClientCAPath: String?
@@ -144,6 +147,7 @@ public struct GatewayPorts: Sendable, Hashable, Codable {
     public var adminPort: Int?
     public var devicePort: Int?
     public var feedbackPort: Int?
+    public var channelPort: Int?
 
     enum CodingKeys: String, CodingKey {
         case providerPort = "provider_port"
@@ -151,6 +155,7 @@ public struct GatewayPorts: Sendable, Hashable, Codable {
         case adminPort = "admin_port"
         case devicePort = "device_port"
         case feedbackPort = "feedback_port"
+        case channelPort = "channel_port"
     }
 }
 

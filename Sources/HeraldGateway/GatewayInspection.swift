@@ -168,13 +168,7 @@ public struct GatewayInspection: Sendable {
         case .receipt(let id):
             let receipts = try await store.receipts(apnsID: id)
             guard !receipts.isEmpty else { throw Refusal(404, "no notification with apns-id \(id) is recorded (receipts are kept for a while after they end)") }
-            return Array(try encoder.encode(ProviderQuery.ReceiptBody(
-                apnsID: id.description,
-                deliveries: receipts.map { receipt in
-                    .init(token: receipt.token.description, topic: receipt.bundleID,
-                          status: receipt.events.last?.status ?? .accepted,
-                          events: receipt.events.map { .init(status: $0.status, timestamp: $0.atMilliseconds) })
-                })))
+            return Array(try encoder.encode(ProviderQuery.ReceiptBody(apnsID: id, receipts: receipts)))
         case .feedback(let topic, let environment):
             let entries = try await store.pendingFeedback(bundleID: topic, environment: environment)
             return Array(try encoder.encode(FeedbackList(

@@ -24,6 +24,13 @@ struct ProviderPort: Sendable {
     var connectionsPerAddress: ConnectionsPerAddress
     /// Refusals, for watchers of the live feed.
     var feed: DeliveryFeed
+    /// What the listener serves: the provider API, or the channel management API.
+    var role: Role = .provider
+    /// Sends broadcasts; `nil` when the gateway has no channel port (broadcasts answer
+    /// `FeatureNotEnabled`).
+    var broadcaster: Broadcaster?
+
+    enum Role: Sendable { case provider, channels }
 
     /// Whether answers carry `apns-unique-id` (the sandbox does, production does not).
     var sendsUniqueID: Bool { environment == .development }

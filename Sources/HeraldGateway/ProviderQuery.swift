@@ -43,14 +43,7 @@ enum ProviderQuery: Sendable, Hashable {
             // Only the team that owns the topic may read it; another team's receipt does not exist for it.
             let receipts = try await store.receipts(apnsID: id).filter { topics.contains($0.bundleID) }
             guard !receipts.isEmpty else { return .failure(APNsRejection(.notFound)) }
-            let body = ReceiptBody(
-                apnsID: id.description,
-                deliveries: receipts.map { receipt in
-                    .init(token: receipt.token.description, topic: receipt.bundleID,
-                          status: receipt.events.last?.status ?? .accepted,
-                          events: receipt.events.map { .init(status: $0.status, timestamp: $0.atMilliseconds) })
-                })
-            return .success(try Self.encode(body))
+            return .success(try Self.encode(ReceiptBody(apnsID: id, receipts: receipts)))
         case .feedback(let topic):
             guard topics.contains(topic) else { return .failure(APNsRejection(.topicDisallowed)) }
             let entries = try await store.takeFeedback(
@@ -78,10 +71,25 @@ enum ProviderQuery: Sendable, Hashable {
             var events: [Event]
         }
         var apnsID: String
+        /// How many deliveries are in each state (a broadcast has one per subscriber).
+        var counts: [String: Int]
         var deliveries: [Delivery]
         enum CodingKeys: String, CodingKey {
             case apnsID = "apns-id"
-            case deliveries
+            case counts, deliveries
+        }
+
+        /// The receipt of every delivery of one apns-id, with how many are in each state.
+        init(apnsID: APNsID, receipts: [Receipt]) {
+            self.apnsID = apnsID.description
+            var counts: [String: Int] = [:]
+            for receipt in receipts { counts[(receipt.events.last?.status ?? .accepted).rawValue, default: 0] += 1 }
+            self.counts = counts
+            deliveries = receipts.map { receipt in
+                Delivery(token: receipt.token.description, topic: receipt.bundleID,
+                         status: receipt.events.last?.status ?? .accepted,
+                         events: receipt.events.map { .init(status: $0.status, timestamp: $0.atMilliseconds) })
+            }
         }
     }
 

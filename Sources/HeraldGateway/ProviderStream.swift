@@ -34,6 +34,11 @@ final class ProviderStream {
     private var claims: ProviderTokenClaims?
     private var pushHeaders: PushHeaders?
     private var query: ProviderQuery?
+    /// A broadcast's app (`POST /4/broadcasts/apps/<bundle-id>`), or a channel management request.
+    private var broadcastBundleID: String?
+    private var channelRequest: ChannelRequest?
+    /// Broadcast and channel answers carry `apns-request-id` instead of `apns-id`.
+    private var requestID: APNsID?
 
     init(id: HTTP2StreamID, port: ProviderPort, connection: ProviderConnection) {
         self.id = id
@@ -67,6 +72,15 @@ final class ProviderStream {
         guard !isComplete else { return }
         isComplete = true
         if connection.isDraining { return respond(context: context, APNsRejection(.shutdown)) }
+        if port.role == .channels {
+            requestID = head.requestID.flatMap(APNsID.init(header:)) ?? APNsID.random(using: &connection.ids)
+            switch ChannelRequest.parse(head, body: body.map { Array($0.readableBytesView) } ?? []) {
+            case .failure(let rejection): return respond(context: context, rejection)
+            case .success(let request):
+                channelRequest = request
+                return authorize(context: context)
+            }
+        }
         if head.method == "GET" {
             // Herald's read endpoints (receipts, feedback): authenticated like pushes.
             switch ProviderQuery.parse(path: head.path ?? "") {
@@ -77,6 +91,12 @@ final class ProviderStream {
             }
         }
         switch ProviderRequestValidation.validateTarget(head) {
+        case .failure(let rejection) where rejection.reason == .badPath:
+            // Not a device's path: a broadcast's, or none.
+            guard let bundleID = BroadcastRequest.bundleID(fromPath: head.path) else { return respond(context: context, rejection) }
+            broadcastBundleID = bundleID
+            requestID = head.requestID.flatMap(APNsID.init(header:)) ?? APNsID.random(using: &connection.ids)
+            authorize(context: context)
         case .failure(let rejection): respond(context: context, rejection)
         case .success(let target):
             self.target = target
@@ -102,6 +122,7 @@ final class ProviderStream {
             if isFirst { connection.raiseStreamLimit() }
             self.claims = claims
             if let query { return answer(query, team: claims.teamID, context: context) }
+            if broadcastBundleID != nil || channelRequest != nil { return checkBroadcastOwner(team: claims.teamID, certificate: nil, context: context) }
             validateHeaders(context: context)
         }
     }
@@ -133,6 +154,7 @@ final class ProviderStream {
         }
         claims = ProviderTokenClaims(keyID: certificate.credentialID, teamID: certificate.teamID, issuedAt: 0)
         if let query { return answer(query, team: certificate.teamID, context: context) }
+        if broadcastBundleID != nil || channelRequest != nil { return checkBroadcastOwner(team: certificate.teamID, certificate: certificate, context: context) }
         if head.topic == nil, let topic = certificate.defaultTopic { head.topic = topic }
         switch ProviderRequestValidation.validateHeaders(head) {
         case .failure(let rejection): respond(context: context, rejection)
@@ -203,6 +225,84 @@ final class ProviderStream {
         }
     }
 
+    // MARK: broadcasts and channels
+
+    /// The app of a broadcast or channel request must be the credential's: a team's topic, or
+    /// the certificate's app.
+    private func checkBroadcastOwner(team: String, certificate: PushCertificate?, context: ChannelHandlerContext) {
+        guard let bundleID = broadcastBundleID ?? channelRequest?.bundleID else { return }
+        if let certificate {
+            guard certificate.covers(topic: bundleID + PushType.liveactivity.topicSuffix, pushType: .liveactivity) else {
+                return respond(context: context, APNsRejection(.topicDisallowed, detail: "the certificate is for \(certificate.bundleID), not \(bundleID)"))
+            }
+            return broadcastOrChannel(context: context)
+        }
+        let directory = port.directory
+        switch directory.teamOwns(team, topic: bundleID) {
+        case true?: broadcastOrChannel(context: context)
+        case false?: respond(context: context, APNsRejection(.topicDisallowed))
+        case nil:
+            wait(context: context, for: { try await directory.loadTopics(ofTeam: team) }) { handler in
+                switch directory.teamOwns(team, topic: bundleID) {
+                case true?: handler.broadcastOrChannel(context: context)
+                default: handler.respond(context: context, APNsRejection(.topicDisallowed))
+                }
+            }
+        }
+    }
+
+    private func broadcastOrChannel(context: ChannelHandlerContext) {
+        let store = port.store
+        let environment = port.environment
+        let now = port.clock.nowMilliseconds()
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        let logger = port.logger
+        if let channelRequest {
+            context.eventLoop.makeFutureWithTask {
+                try await channelRequest.run(store: store, environment: environment, nowMilliseconds: now)
+            }.whenComplete { result in
+                let (handler, context) = loopBound.value
+                switch result {
+                case .success(.success(let answer)): handler.respond(context: context, status: answer.status, headers: answer.headers, body: answer.body)
+                case .success(.failure(let rejection)): handler.respond(context: context, rejection)
+                case .failure(let error):
+                    logger.error("channel request failed", metadata: ["error": "\(error)"])
+                    handler.respond(context: context, APNsRejection(.internalServerError))
+                }
+            }
+            return
+        }
+        guard let bundleID = broadcastBundleID, let requestID else { return }
+        guard let broadcaster = port.broadcaster else {
+            return respond(context: context, APNsRejection(.featureNotEnabled, detail: "this gateway has no channel port (herald gateway --channel-port), so no channels and no broadcasts"))
+        }
+        let bytes = body.map { Array($0.readableBytesView) } ?? []
+        let validated: BroadcastRequest.Validated
+        switch BroadcastRequest.validate(head, bundleID: bundleID, body: bytes, bodySize: bodySize) {
+        case .failure(let rejection): return respond(context: context, rejection)
+        case .success(let v): validated = v
+        }
+        let eventLoop = context.eventLoop
+        context.eventLoop.makeFutureWithTask { () async throws -> Result<Broadcaster.Outcome, APNsRejection> in
+            guard let channel = try await store.channel(bundleID: bundleID, id: validated.channel, environment: environment) else {
+                return .failure(APNsRejection(.channelNotRegistered))
+            }
+            return .success(try await broadcaster.send(validated, channel: channel, apnsID: requestID, nowMilliseconds: now, on: eventLoop))
+        }.whenComplete { result in
+            let (handler, context) = loopBound.value
+            switch result {
+            case .success(.success(let outcome)):
+                logger.debug("broadcast sent", metadata: ["apns-request-id": "\(requestID)", "subscribers": "\(outcome.subscribers)", "stored": "\(outcome.stored)"])
+                handler.respond(context: context, status: 200, headers: [], body: nil)
+            case .success(.failure(let rejection)): handler.respond(context: context, rejection)
+            case .failure(let error as APNsRejection): handler.respond(context: context, error)
+            case .failure(let error):
+                logger.error("broadcast failed", metadata: ["error": "\(error)"])
+                handler.respond(context: context, APNsRejection(.internalServerError))
+            }
+        }
+    }
+
     /// Answers a receipt or feedback query (see `ProviderQuery`).
     private func answer(_ query: ProviderQuery, team: String, context: ChannelHandlerContext) {
         let store = port.store
@@ -248,7 +348,11 @@ final class ProviderStream {
     private func responseHeaders(status: String) -> HPACKHeaders {
         var headers = HPACKHeaders()
         headers.add(name: ":status", value: status)
-        headers.add(name: "apns-id", value: (target?.apnsID ?? APNsID.random(using: &connection.ids)).description, indexing: .nonIndexable)
+        if let requestID {
+            headers.add(name: "apns-request-id", value: requestID.description, indexing: .nonIndexable)
+        } else {
+            headers.add(name: "apns-id", value: (target?.apnsID ?? APNsID.random(using: &connection.ids)).description, indexing: .nonIndexable)
+        }
         if port.sendsUniqueID {
             headers.add(name: "apns-unique-id", value: APNsID.random(using: &connection.ids).description, indexing: .nonIndexable)
         }
@@ -268,6 +372,24 @@ final class ProviderStream {
         port.metrics.recordResponse(status: 200, reason: nil)
         let headers = responseHeaders(status: "200")
         send(.headers(.init(headers: headers, endStream: true)), context: context, flush: true)
+    }
+
+    /// A broadcast's or channel request's success: its status, extra headers and JSON body.
+    private func respond(context: ChannelHandlerContext, status: Int, headers extra: [(String, String)], body: [UInt8]?) {
+        guard !hasResponded, !isClosed else { return }
+        hasResponded = true
+        port.metrics.recordResponse(status: status, reason: nil)
+        var headers = responseHeaders(status: String(status))
+        for (name, value) in extra { headers.add(name: name, value: value, indexing: .nonIndexable) }
+        guard let body else {
+            return send(.headers(.init(headers: headers, endStream: true)), context: context, flush: true)
+        }
+        headers.add(name: "content-type", value: "application/json")
+        headers.add(name: "content-length", value: String(body.count))
+        var buffer = context.channel.allocator.buffer(capacity: body.count)
+        buffer.writeBytes(body)
+        send(.headers(.init(headers: headers)), context: context, flush: false)
+        send(.data(.init(data: .byteBuffer(buffer), endStream: true)), context: context, flush: true)
     }
 
     private func respondJSON(context: ChannelHandlerContext, _ body: [UInt8]) {

@@ -17,6 +17,7 @@ public actor InMemoryStore: HeraldStore {
     /// When each key was registered and, if it was, revoked.
     private var keyTimes: [String: (created: Int64, revoked: Int64?)] = [:]
     private var topicOwners: [String: String] = [:]
+    private var channelRecords: [ChannelRecord] = []
     private var tokens: [DeviceToken: TokenRegistration] = [:]
     private var devices: [String: DeviceRecord] = [:]
     /// Tokens reported in feedback for their device's inactivity (until it connects again).
@@ -58,7 +59,9 @@ public actor InMemoryStore: HeraldStore {
         if registration.unregisteredAtMilliseconds == nil {
             registration.unregisteredAtMilliseconds = atMilliseconds
             tokens[token] = registration
-            feedback.append((registration.bundleID, registration.environment, FeedbackEntry(token: token, atMilliseconds: atMilliseconds)))
+            if TokenScope(stored: registration.bundleID).kind == .app {
+                feedback.append((registration.bundleID, registration.environment, FeedbackEntry(token: token, atMilliseconds: atMilliseconds)))
+            }
         }
         for (seq, record) in records where record.notification.token == token && record.state == .held {
             end(seq, .dropped, at: atMilliseconds)
@@ -306,5 +309,29 @@ public actor InMemoryStore: HeraldStore {
 
     public func pendingFeedback(bundleID: String, environment: APNsEnvironment) -> [FeedbackEntry] {
         feedback.filter { $0.bundleID == bundleID && $0.environment == environment }.map(\.entry)
+    }
+}
+
+extension InMemoryStore {
+    public func createChannel(_ channel: ChannelRecord) throws {
+        let count = channelRecords.count { $0.bundleID == channel.bundleID && $0.environment == channel.environment }
+        guard count < ChannelRecord.maximumPerApp else {
+            throw StoreError(.tooManyChannels, "\(channel.bundleID) has \(count) channels in \(channel.environment), the most an app may have")
+        }
+        channelRecords.append(channel)
+    }
+
+    public func channels(bundleID: String, environment: APNsEnvironment) -> [ChannelRecord] {
+        channelRecords.filter { $0.bundleID == bundleID && $0.environment == environment }
+    }
+
+    public func channel(bundleID: String, id: BroadcastChannelID, environment: APNsEnvironment) -> ChannelRecord? {
+        channelRecords.first { $0.bundleID == bundleID && $0.channelID == id && $0.environment == environment }
+    }
+
+    public func deleteChannel(bundleID: String, id: BroadcastChannelID, environment: APNsEnvironment, atMilliseconds: Int64) -> Bool {
+        let before = channelRecords.count
+        channelRecords.removeAll { $0.bundleID == bundleID && $0.channelID == id && $0.environment == environment }
+        return channelRecords.count < before
     }
 }

@@ -129,7 +129,10 @@ public enum Admission {
         guard let registration, registration.environment == environment else {
             return .rejected(APNsRejection(.badDeviceToken))
         }
-        guard registration.bundleID == notification.bundleID else {
+        // A token's stored bundle id is its scope: an app, or a Live Activity token of an app.
+        guard registration.bundleID == notification.bundleID
+                ? notification.pushType != .liveactivity
+                : TokenScope(stored: registration.bundleID).accepts(bundleID: notification.bundleID, pushType: notification.pushType) else {
             return .rejected(APNsRejection(.deviceTokenNotForTopic))
         }
         if let at = registration.unregisteredAtMilliseconds {

@@ -164,6 +164,14 @@ public final class PostgresStore: HeraldStore, Sendable {
             """,
             "CREATE INDEX presence_by_node ON presence (node_id)",
         ]),
+        (2, "broadcast channels", [
+            """
+            CREATE TABLE channels (
+                bundle_id TEXT NOT NULL, environment TEXT NOT NULL, channel_id TEXT NOT NULL,
+                storage_policy SMALLINT NOT NULL, created_at_ms BIGINT NOT NULL,
+                PRIMARY KEY (bundle_id, environment, channel_id))
+            """,
+        ]),
     ]
 
     /// An arbitrary constant: the advisory lock every node takes to migrate.
@@ -306,7 +314,8 @@ public final class PostgresStore: HeraldStore, Sendable {
                     UPDATE device_tokens SET unregistered_at_ms = \(atMilliseconds)
                     WHERE token = \(key) AND unregistered_at_ms IS NULL
                     RETURNING bundle_id, environment, token, unregistered_at_ms)
-                INSERT INTO feedback (bundle_id, environment, token, at_ms) SELECT * FROM removed
+                INSERT INTO feedback (bundle_id, environment, token, at_ms)
+                SELECT * FROM removed WHERE strpos(bundle_id, '.push-type.liveactivity') = 0
                 """, logger: logger)
             try await c.query("""
                 UPDATE notifications SET state = \(Int16(NotificationState.dropped.rawValue)), ended_at_ms = \(atMilliseconds)

@@ -156,6 +156,18 @@ public final class SQLiteStore: HeraldStore {
         migrator.registerMigration("v4: revoked provider keys") { db in
             try db.execute(sql: "ALTER TABLE provider_keys ADD COLUMN revoked_at_ms INTEGER")
         }
+        migrator.registerMigration("v5: broadcast channels") { db in
+            try db.execute(sql: """
+                CREATE TABLE channels (
+                    bundle_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    channel_id TEXT NOT NULL,
+                    storage_policy INTEGER NOT NULL,
+                    created_at_ms INTEGER NOT NULL,
+                    PRIMARY KEY (bundle_id, environment, channel_id)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 
@@ -246,7 +258,8 @@ public final class SQLiteStore: HeraldStore {
                 try db.execute(
                     sql: """
                         INSERT INTO feedback (bundle_id, environment, token, at_ms)
-                        SELECT bundle_id, environment, token, unregistered_at_ms FROM device_tokens WHERE token = ?
+                        SELECT bundle_id, environment, token, unregistered_at_ms FROM device_tokens
+                        WHERE token = ? AND instr(bundle_id, '.push-type.liveactivity') = 0
                         """,
                     arguments: [key])
             }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldClient
 import HeraldCore
 import HeraldStore
 import HeraldStorePostgres
@@ -131,9 +132,39 @@ struct ProviderCredentialOptions: ParsableArguments {
     @Option(help: ArgumentHelp("A PEM file of trusted roots (the gateway's DIR/tls/ca.pem).", valueName: "PEM"))
     var ca: String?
 
-    @OptionGroup var signingKey: SigningKeyOptions
+    @Option(help: ArgumentHelp("The provider's private key (PEM PKCS#8), as herald keys create wrote it: token authentication, with --key-id and --team.", valueName: "FILE.p8"))
+    var key: String?
 
-    func signer() throws -> ProviderTokenSigner { try signingKey.signer() }
+    @Option(help: "The key's 10-character id (what herald keys create printed).")
+    var keyID: String?
+
+    @Option(help: "The 10-character team id the key belongs to.")
+    var team: String?
+
+    @Option(help: ArgumentHelp("A push certificate (PEM), as herald keys certificate wrote it: certificate authentication instead of a key, with --cert-key.", valueName: "PEM"))
+    var cert: String?
+
+    @Option(help: ArgumentHelp("The push certificate's private key (PEM).", valueName: "PEM"))
+    var certKey: String?
+
+    func validate() throws {
+        let token = [key, keyID, team].compactMap { $0 }.count
+        let certificate = [cert, certKey].compactMap { $0 }.count
+        if token > 0 && certificate > 0 { throw ValidationError("authenticate with a key (--key, --key-id, --team) or a certificate (--cert, --cert-key), not both") }
+        if certificate == 1 { throw ValidationError("--cert and --cert-key go together (the certificate and its private key)") }
+        if certificate == 0 && token < 3 {
+            throw ValidationError("give the provider key: --key FILE.p8 --key-id KEYID --team TEAMID (or a push certificate: --cert PEM --cert-key PEM)")
+        }
+    }
+
+    /// The signer of provider tokens; `nil` with certificate authentication.
+    func signer() throws -> ProviderTokenSigner? {
+        guard let key, let keyID, let team else { return nil }
+        return try SigningKeyOptions.signer(key: key, keyID: keyID, team: team)
+    }
+
+    /// The TLS settings: the trusted roots, and the client certificate when there is one.
+    var clientTLS: ClientTLS { ClientTLS(trustRootsPath: ca, certificateChainPath: cert, privateKeyPath: certKey) }
 }
 
 /// The key that signs provider tokens: `--key`, `--key-id`, `--team` (push send, provider, keys jwt).
@@ -148,7 +179,9 @@ struct SigningKeyOptions: ParsableArguments {
     var team: String
 
     /// The signer of provider tokens, or a message that says what is wrong with the key.
-    func signer() throws -> ProviderTokenSigner {
+    func signer() throws -> ProviderTokenSigner { try Self.signer(key: key, keyID: keyID, team: team) }
+
+    static func signer(key: String, keyID: String, team: String) throws -> ProviderTokenSigner {
         do {
             return try ProviderTokenSigner(keyID: keyID, teamID: team, pem: try readText(key, what: "--key"))
         } catch let error as ValidationError {

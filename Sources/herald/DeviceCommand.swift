@@ -149,6 +149,9 @@ struct DeviceRunCommand: AsyncParsableCommand {
     @Option(help: "Log level for diagnostics on standard error.")
     var logLevel: String = "warning"
 
+    @Flag(help: "Ask the gateway for each app's Live Activity push-to-start token (printed as activity-push-to-start-token).")
+    var liveActivities = false
+
     @OptionGroup var logging: LogFormatOption
 
     func validate() throws {
@@ -260,6 +263,10 @@ struct DeviceRunCommand: AsyncParsableCommand {
                 acknowledgement: .byConsumer, enrollmentSecret: try enrollmentSecretFile.map(EnrollmentSecret.read),
                 alternates: alternates),
             logger: logger)
+        await runtime.attach(connection)
+        if liveActivities {
+            for app in apps + legacyApps { try await runtime.requestPushToStartToken(app: app) }
+        }
         let task = Task { await connection.run() }
         await runtime.follow(connection.events, acknowledge: { connection.acknowledge($0) }) { event in
             printer.print(event)
@@ -354,6 +361,11 @@ struct DeviceEventPrinter {
             let payload = (try? encoder.encode(n.payload)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
             return "notification \(n.apnsID) for \(n.topic) (\(n.pushType.rawValue), priority \(n.priority.rawValue)\(n.collapseID.map { ", collapse-id \($0)" } ?? "")): \(payload)"
         case .unregistered(let topic, let at): return "unregistered \(topic) at \(at)"
+        case .activityTokenIssued(let topic, let activity, let token):
+            return activity == .pushToStart ? "push-to-start token for \(topic): \(token)" : "update token for \(topic) activity \(activity): \(token)"
+        case .activityTokenUnregistered(let topic, let activity, let at): return "unregistered \(topic) activity token \(activity) at \(at)"
+        case .subscribed(let topic, let channel, _): return "subscribed \(topic) to channel \(channel)"
+        case .unsubscribed(let topic, let channel): return "unsubscribed \(topic) from channel \(channel)"
         case .disconnected(let reason): return "disconnected: \(ConnectionAdvice.explain(reason, side: .device))"
         case .gatewayError(let code, let message): return "gateway error \(code.rawValue): \(message)"
         }
@@ -380,6 +392,14 @@ struct DeviceEventPrinter {
             ]
         case .unregistered(let topic, let at):
             object = ["event": .string("unregistered"), "topic": .string(topic), "timestamp": .int(at)]
+        case .activityTokenIssued(let topic, let activity, let token):
+            object = ["event": .string("activity-token"), "topic": .string(topic), "activity": .string(activity.wireValue), "token": .string(token.description)]
+        case .activityTokenUnregistered(let topic, let activity, let at):
+            object = ["event": .string("activity-token-unregistered"), "topic": .string(topic), "activity": .string(activity.wireValue), "timestamp": .int(at)]
+        case .subscribed(let topic, let channel, let token):
+            object = ["event": .string("subscribed"), "topic": .string(topic), "channel": .string(channel), "token": .string(token.description)]
+        case .unsubscribed(let topic, let channel):
+            object = ["event": .string("unsubscribed"), "topic": .string(topic), "channel": .string(channel)]
         case .disconnected(let reason): object = ["event": .string("disconnected"), "reason": .string(ConnectionAdvice.explain(reason, side: .device))]
         case .gatewayError(let code, let message):
             object = ["event": .string("error"), "code": .string(code.rawValue), "message": .string(message)]
@@ -405,6 +425,8 @@ struct DeviceEventPrinter {
         case .tokenDelivered(let app, let token): object = ["event": .string("token-delivered"), "app": .string(app), "token": .string(token.description)]
         case .contractViolation(let app, let message):
             object = ["event": .string("contract-violation"), "app": .string(app), "message": .string(message)]
+        case .liveActivity(let app, let event):
+            object = RuntimeJSON.json(event).merging(["app": .string(app)]) { $1 }
         }
         let line = (try? Self.encoder.encode(object)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
         if json { printLineFlushed(line) } else { printLineFlushed("center: \(line)") }

@@ -73,6 +73,9 @@ struct GatewayRunCommand: AsyncParsableCommand {
     @Option(help: "The device port: one WebSocket over TLS per device (docs/device-protocol.md). 0 picks a free port.")
     var devicePort: Int?
 
+    @Option(help: "The broadcast channel management port (HTTP/2 over TLS, authenticated like the provider port, Apple's 2195/2196): creating, reading, listing and deleting channels. Broadcasts need it. 0 picks a free port.")
+    var channelPort: Int?
+
     @Option(help: "The legacy binary feedback port (TLS with an app's client certificate, Apple's retired Feedback Service format).")
     var feedbackPort: Int?
 
@@ -142,7 +145,7 @@ struct GatewayRunCommand: AsyncParsableCommand {
         if (tlsCert == nil) != (tlsKey == nil) {
             throw ValidationError("give both --tls-cert and --tls-key, or neither (a development certificate is then created)")
         }
-        for (name, port) in [("--provider-port", providerPort), ("--h2c-port", h2cPort ?? 0), ("--admin-port", adminPort ?? 0), ("--device-port", devicePort ?? 0), ("--feedback-port", feedbackPort ?? 0)]
+        for (name, port) in [("--provider-port", providerPort), ("--h2c-port", h2cPort ?? 0), ("--admin-port", adminPort ?? 0), ("--device-port", devicePort ?? 0), ("--feedback-port", feedbackPort ?? 0), ("--channel-port", channelPort ?? 0)]
         where !(0...65535).contains(port) {
             throw ValidationError("\(name) must be between 0 and 65535, not \(port)")
         }
@@ -217,6 +220,7 @@ struct GatewayRunCommand: AsyncParsableCommand {
         configuration.storePolicy = StorePolicy(maximumPerApp: offlineQueue)
         configuration.devicePort = devicePort
         configuration.feedbackPort = feedbackPort
+        configuration.channelPort = channelPort
         configuration.feedbackClientCAPath = feedbackClientCa ?? caPath
         configuration.providerClientCAPath = providerClientCa ?? caPath
         configuration.devicePingInterval = .seconds(Int64(devicePingInterval))
@@ -245,7 +249,7 @@ struct GatewayRunCommand: AsyncParsableCommand {
             let ports = try await gateway.ports
             let announcement = StartupLine(
                 provider_port: ports.providerPort, h2c_port: ports.h2cPort, admin_port: ports.adminPort,
-                device_port: ports.devicePort, feedback_port: ports.feedbackPort,
+                device_port: ports.devicePort, feedback_port: ports.feedbackPort, channel_port: ports.channelPort,
                 ca: caPath, environment: environment.rawValue, database: opened.location,
                 node: configuration.cluster?.nodeID)
             let encoder = JSONEncoder()
@@ -272,6 +276,7 @@ struct GatewayRunCommand: AsyncParsableCommand {
         var admin_port: Int?
         var device_port: Int?
         var feedback_port: Int?
+        var channel_port: Int?
         var ca: String?
         var environment: String
         var database: String
@@ -284,12 +289,13 @@ struct GatewayRunCommand: AsyncParsableCommand {
             try c.encode(admin_port, forKey: .admin_port)
             try c.encode(device_port, forKey: .device_port)
             try c.encode(feedback_port, forKey: .feedback_port)
+            try c.encode(channel_port, forKey: .channel_port)
             try c.encode(ca, forKey: .ca)
             try c.encode(environment, forKey: .environment)
             try c.encode(database, forKey: .database)
             try c.encode(node, forKey: .node)
         }
-        enum CodingKeys: String, CodingKey { case provider_port, h2c_port, admin_port, device_port, feedback_port, ca, environment, database, node }
+        enum CodingKeys: String, CodingKey { case provider_port, h2c_port, admin_port, device_port, feedback_port, channel_port, ca, environment, database, node }
     }
 }
 

@@ -80,7 +80,7 @@ struct ProviderCommand: AsyncParsableCommand {
         let isTLS = url.scheme == "https"
         let signer = try credentials.signer()
         let client = APNsClient(
-            configuration: .init(host: url.host!, port: url.port ?? (isTLS ? 443 : 80), tls: isTLS ? ClientTLS(trustRootsPath: credentials.ca) : nil,
+            configuration: .init(host: url.host!, port: url.port ?? (isTLS ? 443 : 80), tls: isTLS ? credentials.clientTLS : nil,
                                  maximumInFlight: concurrency),
             signer: signer)
         let database = try ProviderDatabase(directory: dataDirectory)

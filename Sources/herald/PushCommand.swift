@@ -17,6 +17,13 @@ struct PushCommand: AsyncParsableCommand {
                 The payload comes from flags (--alert, --title, --badge, --sound, --category, --thread-id,
                 --content-available, --mutable-content, --data KEY=JSON) or whole from --payload FILE.
 
+                Live Activities (push type liveactivity, topic <bundle id>.push-type.liveactivity): --event
+                start|update|end with --content-state JSON, --stale-date, --dismissal-date, --relevance-score,
+                --timestamp (default now); a start (to a push-to-start token) also --attributes-type,
+                --attributes JSON and an --alert, with --input-push-token or --input-push-channel ID. The
+                payload is checked as ActivityKit checks it before anything is sent. --channel ID broadcasts
+                it on a channel of the app instead of sending to tokens (prints the apns-request-id).
+
                 One token (--token): prints the apns-id on success; on a rejection prints "STATUS REASON"
                 (with "timestamp=MS" for a 410). Many tokens (--token repeated, or --tokens FILE, "-" for
                 standard input, one hex token per line, blank lines and # comments skipped): prints one line
@@ -93,6 +100,39 @@ struct PushCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("A file holding the whole JSON payload (instead of the payload flags).", valueName: "FILE"))
         var payload: String?
 
+        @Option(help: "Live Activity: the event, start, update or end (push type liveactivity).")
+        var event: String?
+
+        @Option(help: ArgumentHelp("Live Activity: content-state, a JSON object.", valueName: "JSON"))
+        var contentState: String?
+
+        @Option(help: ArgumentHelp("Live Activity: timestamp, UNIX seconds (default: now); older updates are ignored.", valueName: "SECONDS"))
+        var timestamp: Int64?
+
+        @Option(help: ArgumentHelp("Live Activity: stale-date, UNIX seconds.", valueName: "SECONDS"))
+        var staleDate: Int64?
+
+        @Option(help: ArgumentHelp("Live Activity: dismissal-date of an end, UNIX seconds.", valueName: "SECONDS"))
+        var dismissalDate: Int64?
+
+        @Option(help: "Live Activity: relevance-score.")
+        var relevanceScore: Double?
+
+        @Option(help: "Live Activity start: attributes-type (the ActivityAttributes type's name).")
+        var attributesType: String?
+
+        @Option(help: ArgumentHelp("Live Activity start: attributes, a JSON object.", valueName: "JSON"))
+        var attributes: String?
+
+        @Flag(help: "Live Activity start: input-push-token 1 (the new activity gets an update token).")
+        var inputPushToken = false
+
+        @Option(help: ArgumentHelp("Live Activity start: input-push-channel, the broadcast channel that updates it.", valueName: "ID"))
+        var inputPushChannel: String?
+
+        @Option(help: ArgumentHelp("Broadcast on this channel of the app (POST /4/broadcasts/apps/<bundle id>) instead of sending to tokens.", valueName: "ID"))
+        var channel: String?
+
         @Option(help: "apns-priority: 10, 5 or 1.")
         var priority: Int?
 
@@ -124,11 +164,24 @@ struct PushCommand: AsyncParsableCommand {
         var timeout: Double = 30
 
         func validate() throws {
+            let activityFlags = contentState != nil || timestamp != nil || staleDate != nil || dismissalDate != nil || relevanceScore != nil
+                || attributesType != nil || attributes != nil || inputPushToken || inputPushChannel != nil
+            if activityFlags && event == nil { throw ValidationError("the Live Activity flags (--content-state, --stale-date, …) need --event start|update|end") }
+            if let event, LiveActivityUpdate.Event(rawValue: event) == nil { throw ValidationError("--event must be start, update or end; got '\(event)'") }
+            if event != nil || channel != nil {
+                let type = pushType ?? PushType.liveactivity.rawValue
+                guard type == PushType.liveactivity.rawValue else { throw ValidationError("--event and --channel send Live Activity pushes: --push-type must be liveactivity (or left out)") }
+                if channel == nil && !topic.hasSuffix(PushType.liveactivity.topicSuffix) {
+                    throw ValidationError("a Live Activity push goes to the topic \(topic)\(PushType.liveactivity.topicSuffix) (--topic with the .push-type.liveactivity suffix)")
+                }
+            }
+            if let channel, BroadcastChannelID(channel) == nil { throw ValidationError("--channel must be a channel id (base64 of 16 bytes, as the channel port gave it); got '\(channel)'") }
             let flags = alert != nil || title != nil || subtitle != nil || badge != nil || sound != nil || category != nil
-                || threadID != nil || contentAvailable || mutableContent || !data.isEmpty
+                || threadID != nil || contentAvailable || mutableContent || !data.isEmpty || event != nil
             if payload != nil && flags { throw ValidationError("give either --payload FILE or payload flags (--alert, --badge, …), not both") }
             if payload == nil && !flags { throw ValidationError("give the payload: --alert TEXT (and other payload flags) or --payload FILE") }
-            if tokens.isEmpty && tokensFile == nil { throw ValidationError("give --token HEX (repeatable) or --tokens FILE (- for standard input)") }
+            if channel != nil && (!tokens.isEmpty || tokensFile != nil) { throw ValidationError("--channel broadcasts to the channel's subscribers: give no --token or --tokens") }
+            if channel == nil && tokens.isEmpty && tokensFile == nil { throw ValidationError("give --token HEX (repeatable) or --tokens FILE (- for standard input)") }
             if apnsID != nil && (tokens.count > 1 || tokensFile != nil) { throw ValidationError("--apns-id is for a single token") }
             guard gatewayURL != nil || legacyURL != nil else {
                 throw ValidationError("give the server with --gateway https://HOST:PORT (a gateway's provider port, or Apple's)")
@@ -159,6 +212,25 @@ struct PushCommand: AsyncParsableCommand {
             aps["thread-id"] = threadID.map(JSONValue.string)
             if contentAvailable { aps["content-available"] = .int(1) }
             if mutableContent { aps["mutable-content"] = .int(1) }
+            if let event {
+                func object(_ text: String?, _ flag: String) throws -> JSONValue? {
+                    guard let text else { return nil }
+                    guard let value = try? JSONReader.parse(text.utf8), case .object = value else {
+                        throw ValidationError("\(flag) must be a JSON object, like '{\"score\":1}'; got '\(text)'")
+                    }
+                    return value
+                }
+                aps["event"] = .string(event)
+                aps["timestamp"] = .int(timestamp ?? Int64(Date().timeIntervalSince1970))
+                aps["content-state"] = try object(contentState, "--content-state")
+                aps["stale-date"] = staleDate.map(JSONValue.int)
+                aps["dismissal-date"] = dismissalDate.map(JSONValue.int)
+                aps["relevance-score"] = relevanceScore.map(JSONValue.double)
+                aps["attributes-type"] = attributesType.map(JSONValue.string)
+                aps["attributes"] = try object(attributes, "--attributes")
+                if inputPushToken { aps["input-push-token"] = .int(1) }
+                aps["input-push-channel"] = inputPushChannel.map(JSONValue.string)
+            }
             var root: [String: JSONValue] = ["aps": .object(aps)]
             for entry in data {
                 let key = String(entry[..<entry.firstIndex(of: "=")!])
@@ -171,7 +243,14 @@ struct PushCommand: AsyncParsableCommand {
             }
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            return Array(try encoder.encode(JSONValue.object(root)))
+            let bytes = Array(try encoder.encode(JSONValue.object(root)))
+            if event != nil {
+                // Checked as ActivityKit checks it: what the device would drop is not sent.
+                do { _ = try LiveActivityUpdate(payload: try NotificationPayload.decode(bytes)) } catch {
+                    throw ValidationError("this Live Activity payload would be ignored by the device: \(error)")
+                }
+            }
+            return bytes
         }
 
         func readTokens() throws -> [String] {
@@ -200,15 +279,16 @@ struct PushCommand: AsyncParsableCommand {
             let isTLS = components.scheme == "https"
             let signer = try credentials.signer()
             let body = payload != nil ? Array(try readText(payload!, what: "--payload").utf8) : try flagPayload()
-            let kind = pushType ?? ((try? NotificationPayload.decode(body))?.isBackgroundOnly == true ? "background" : "alert")
-            let targets = try readTokens()
+            let kind = pushType ?? (event != nil || channel != nil ? PushType.liveactivity.rawValue
+                : (try? NotificationPayload.decode(body))?.isBackgroundOnly == true ? "background" : "alert")
+            let targets = try channel.map { [$0] } ?? readTokens()
             let client = APNsClient(
                 configuration: .init(
-                    host: components.host!, port: components.port ?? (isTLS ? 443 : 80), tls: isTLS ? ClientTLS(trustRootsPath: credentials.ca) : nil,
+                    host: components.host!, port: components.port ?? (isTLS ? 443 : 80), tls: isTLS ? credentials.clientTLS : nil,
                     connections: connections, maximumInFlight: concurrency,
                     retry: APNsRetryPolicy(maximumAttempts: attempts, initialDelay: .milliseconds(500), maximumDelay: .seconds(5))),
                 signer: signer)
-            let single = targets.count == 1 && tokensFile == nil
+            let single = channel != nil || (targets.count == 1 && tokensFile == nil)
             let bar = ProgressBar(total: targets.count, enabled: progress ?? (!single && isatty(STDERR_FILENO) == 1))
             let run = SendRun(targets: targets, single: single, bar: bar)
 
@@ -221,9 +301,13 @@ struct PushCommand: AsyncParsableCommand {
                 for _ in 0..<workers {
                     group.addTask {
                         while let token = run.next() {
-                            let notification = APNsNotification(
-                                token: token, topic: topic, pushType: kind, priority: priority, expiration: expiration,
-                                collapseID: collapseID, apnsID: apnsID, payload: body)
+                            let notification = channel == nil
+                                ? APNsNotification(
+                                    token: token, topic: topic, pushType: kind, priority: priority, expiration: expiration,
+                                    collapseID: collapseID, apnsID: apnsID, payload: body)
+                                : APNsNotification.broadcast(
+                                    bundleID: PushType.liveactivity.bundleID(fromTopic: topic) ?? topic, channelID: token,
+                                    priority: priority, expiration: expiration, requestID: apnsID, payload: body)
                             run.record(token, try? await client.send(notification))
                         }
                         return .worker

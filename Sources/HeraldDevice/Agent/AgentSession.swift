@@ -141,6 +141,40 @@ final class AgentSession: Sendable {
             guard let number = m["callback"]?.integer(Int.self) else { throw RuntimeError("complete needs \"callback\": the number of the callback answered") }
             try delegate.complete(number, m)
             return [:]
+        case "pushToStartToken":
+            let (app, _) = try app()
+            try await runtime.requestPushToStartToken(app: app)
+            return [:]
+        case "activities":
+            let (app, _) = try app()
+            return ["activities": .array(try await runtime.liveActivities(app: app).map(RuntimeJSON.json))]
+        case "startActivity":
+            let (app, _) = try app()
+            guard case .string(let type)? = m["attributesType"], !type.isEmpty else { throw RuntimeError("startActivity needs \"attributesType\": a string") }
+            guard case .object(let attributes)? = m["attributes"] else { throw RuntimeError("startActivity needs \"attributes\": an object") }
+            guard case .object(let state)? = m["contentState"] else { throw RuntimeError("startActivity needs \"contentState\": an object") }
+            let mode: LiveActivity.PushMode
+            switch m["pushType"] {
+            case nil, .null?: mode = .none
+            case .string("token")?: mode = .token
+            case .object(let o)? where o["channel"]?.stringValue != nil: mode = .channel(o["channel"]?.stringValue ?? "")
+            default: throw RuntimeError("\"pushType\" is null, \"token\" or {\"channel\": \"<channel id>\"}")
+            }
+            let stale = try m["staleDate"].map { value throws(RuntimeError) -> Int64 in
+                guard let seconds = value.integer(Int64.self) else { throw RuntimeError("\"staleDate\" must be UNIX seconds") }
+                return seconds
+            }
+            let activity = try await runtime.startActivity(
+                app: app, attributesType: type, attributes: attributes, contentState: state, staleDate: stale, pushMode: mode)
+            return ["activity": RuntimeJSON.json(activity)]
+        case "endActivity":
+            let (app, _) = try app()
+            guard case .string(let id)? = m["id"] else { throw RuntimeError("endActivity needs \"id\": the activity's id") }
+            var state: [String: JSONValue]?
+            if case .object(let o)? = m["contentState"] { state = o }
+            let dismissal = m["dismissalDate"]?.integer(Int64.self)
+            try await runtime.endActivity(app: app, id: id, contentState: state, dismissalDate: dismissal)
+            return [:]
         case "user": return try await user(m)
         case "device": return try await device(m)
         default:

@@ -91,4 +91,7 @@ public enum RuntimeEvent: Sendable {
     case tokenDelivered(app: String, token: DeviceToken)
     /// The app broke a rule (a handler never called, called twice, too late).
     case contractViolation(app: String, message: String)
+    /// A Live Activity of the app started, changed, went stale, ended or was dismissed; a token
+    /// arrived; or a Live Activity push was ignored.
+    case liveActivity(app: String, LiveActivityEvent)
 }

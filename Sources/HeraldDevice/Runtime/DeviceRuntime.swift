@@ -32,6 +32,9 @@ public actor DeviceRuntime {
     var apps: [String: AppSlot] = [:]
     private var dueHeap = DueHeap<(app: String, version: Int)>()
     private var alarm: ClockAlarm?
+    /// Asks the device connection for Live Activity tokens and channel subscriptions (`keep`
+    /// false gives one up); set by ``attach(_:)``.
+    var liveActivityRequester: (@Sendable (DeviceConnection.Want, _ keep: Bool) -> Void)?
 
     /// - Parameters:
     ///   - storageDirectory: where each app's state is kept across restarts (`nil`: memory only).
@@ -127,7 +130,7 @@ public actor DeviceRuntime {
     /// Recomputes an app's soonest due time (its scheduler and its held silent push).
     func reschedule(_ slot: AppSlot) {
         slot.version &+= 1
-        let due = [slot.scheduler.nextDue, slot.silentBudget.nextRelease].compactMap { $0 }.min()
+        let due = [slot.scheduler.nextDue, slot.silentBudget.nextRelease, slot.activities.nextDue].compactMap { $0 }.min()
         if let due { dueHeap.push(due: due, (slot.id, slot.version)) }
     }
 
@@ -150,6 +153,7 @@ public actor DeviceRuntime {
             guard let slot = apps[top.payload.app], slot.version == top.payload.version else { continue }
             for firing in slot.scheduler.fireDue(upTo: now) { deliverLocal(slot, firing, now: now) }
             if let payload = slot.silentBudget.release(now: now) { startSilentPush(slot, payload) }
+            fireLiveActivities(slot, now: now)
             reschedule(slot)
             save(slot)
         }
@@ -481,6 +485,10 @@ final class AppSlot {
     /// The token the app was last given, and whether it asked for remote notifications.
     var token: DeviceToken?
     var wantsRemote = false
+    /// Live Activities, their tokens and channel subscriptions.
+    var activities = LiveActivityBook()
+    /// The app asked for its push-to-start token.
+    var wantsPushToStart = false
     var version = 0
     /// Remote notifications the app has had (saved with its state; see ``RecentIDs``).
     var handledRemote = RecentIDs(limit: 4_096)

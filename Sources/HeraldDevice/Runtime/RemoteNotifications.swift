@@ -28,6 +28,10 @@ extension DeviceRuntime {
             case .notification(let notification):
                 let id = notification.apnsID
                 receive(notification) { acknowledge?(id) }
+            case .activityTokenIssued(let topic, let activity, let token): gatewayIssued(activityToken: token, topic: topic, activity: activity)
+            case .activityTokenUnregistered: break
+            case .subscribed(let topic, let channel, let token): gatewaySubscribed(topic: topic, channel: channel, token: token)
+            case .unsubscribed(let topic, let channel): gatewayUnsubscribed(topic: topic, channel: channel)
             case .gatewayError: break
             }
         }
@@ -84,6 +88,7 @@ extension DeviceRuntime {
         if slot.inProgressRemote[id] != nil { return }
         slot.inProgressRemote[id] = acknowledge
         let now = clock.nowMilliseconds()
+        if push.pushType == .liveactivity { return receiveLiveActivity(slot, push, now: now) }
         if SilentPushes.isSilent(push.payload) {
             // Woken, launched, held over budget or not delivered: decided now.
             defer {

@@ -188,3 +188,50 @@ public enum RuntimeJSON {
         return .object(object)
     }
 }
+
+// MARK: Live Activities
+
+extension RuntimeJSON {
+    /// An activity as the agent socket and `herald device run` show it (dates in UNIX seconds,
+    /// as the `aps` keys carry them).
+    public static func json(_ activity: LiveActivity) -> JSONValue {
+        var object: [String: JSONValue] = [
+            "id": .string(activity.id), "attributes-type": .string(activity.attributesType),
+            "attributes": .object(activity.attributes), "content-state": .object(activity.contentState),
+            "state": .string(activity.state.rawValue), "timestamp": .int(activity.timestamp),
+            "stale-date": activity.staleDate.map(JSONValue.int) ?? .null,
+            "dismissal-date": activity.dismissalDate.map(JSONValue.int) ?? .null,
+            "update-token": activity.updateToken.map { .string($0.description) } ?? .null,
+        ]
+        switch activity.pushMode {
+        case .none: object["push-type"] = .null
+        case .token: object["push-type"] = .string("token")
+        case .channel(let channel): object["push-type"] = .string("channel"); object["channel"] = .string(channel)
+        }
+        if let score = activity.relevanceScore { object["relevance-score"] = .double(score) }
+        return .object(object)
+    }
+
+    /// A Live Activity event: `{"event":"activity-…", …}`.
+    public static func json(_ event: LiveActivityEvent) -> [String: JSONValue] {
+        func alert(_ text: String?) -> JSONValue { text.map(JSONValue.string) ?? .null }
+        switch event {
+        case .pushToStartToken(let token):
+            return ["event": .string("activity-push-to-start-token"), "token": .string(token.description)]
+        case .started(let activity, let apnsID, let text):
+            return ["event": .string("activity-started"), "activity": json(activity), "apns-id": apnsID.map(JSONValue.string) ?? .null, "alert": alert(text)]
+        case .updateToken(let id, let token):
+            return ["event": .string("activity-update-token"), "id": .string(id), "token": .string(token.description)]
+        case .updated(let activity, let apnsID, let text, let throttled):
+            return ["event": .string("activity-updated"), "activity": json(activity), "apns-id": .string(apnsID), "alert": alert(text), "throttled": .bool(throttled)]
+        case .stale(let activity):
+            return ["event": .string("activity-stale"), "activity": json(activity)]
+        case .ended(let activity, let apnsID, let text):
+            return ["event": .string("activity-ended"), "activity": json(activity), "apns-id": apnsID.map(JSONValue.string) ?? .null, "alert": alert(text)]
+        case .dismissed(let activity):
+            return ["event": .string("activity-dismissed"), "activity": json(activity)]
+        case .ignored(let apnsID, let reason):
+            return ["event": .string("activity-ignored"), "apns-id": .string(apnsID), "reason": .string(reason)]
+        }
+    }
+}

@@ -69,6 +69,9 @@ struct SavedApp: Codable {
     var handledRemote: [String]?
     /// The silent-push budget's recent uses and the push it holds (acked when held, so kept here).
     var silentBudget: SilentPushes.Budget.Saved?
+    /// Live Activities and their tokens (absent in state saved before they existed).
+    var liveActivities: LiveActivityBook.Saved?
+    var wantsPushToStart: Bool?
 
     init(_ slot: AppSlot) {
         let s = slot.authorization.settings
@@ -92,6 +95,8 @@ struct SavedApp: Codable {
         locationAuthorized = slot.locationAuthorized
         handledRemote = slot.handledRemote.ids
         silentBudget = slot.silentBudget.saved
+        liveActivities = slot.activities.saved
+        wantsPushToStart = slot.wantsPushToStart
     }
 
     /// Puts the state back into a fresh slot. A pending request whose fire time passed while the
@@ -127,6 +132,8 @@ struct SavedApp: Codable {
         slot.locationAuthorized = locationAuthorized
         for id in handledRemote ?? [] { slot.handledRemote.insert(id) }
         if let silentBudget { slot.silentBudget.restore(silentBudget, now: now) }
+        if let liveActivities { slot.activities = LiveActivityBook(saved: liveActivities) }
+        slot.wantsPushToStart = wantsPushToStart ?? false
         slot.scheduler.setLocation(authorized: locationAuthorized)
     }
 }
