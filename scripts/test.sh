@@ -3,7 +3,8 @@
 # child processes), the independent-client compatibility checks (curl, Python httpx), then the
 # attack suite (raw HTTP/2 and WebSocket frames, forged tokens, silent peers, hostile payloads),
 # schemathesis against the provider's REST API and its spec, the README's walk-through as written,
-# three gateway nodes on a PostgreSQL server the script starts (Tests/cluster), the dashboards and
+# three gateway nodes on a PostgreSQL server the script starts (Tests/cluster), Live Activities and
+# broadcast channels end to end (Tests/liveactivity), the dashboards and
 # the browser device in headless chromium (Tests/browser), and desktop notifications under a real
 # session bus and notification server (Tests/desktop). Screenshots go to .build/test-artifacts/.
 # Installs what it needs first (scripts/test-deps.sh: Debian and PyPI packages this machine lacks).
@@ -22,6 +23,8 @@ swift test --skip-build
 # Three gateway nodes on PostgreSQL, one killed mid-load (docs/cluster.md).
 python3 Tests/cluster/cluster.py "$(swift build --show-bin-path)/herald"
 python3 Tests/compat/compat.py "$(swift build --show-bin-path)/herald"
+# Live Activities by push-to-start and broadcast channels, end to end (docs/live-activities.md).
+python3 Tests/liveactivity/liveactivity.py "$(swift build --show-bin-path)/herald"
 # The attack suite: hostile peers against a running gateway and device (docs/security.md).
 python3 Tests/attack/attack.py "$(swift build --show-bin-path)/herald"
 # The provider's REST API against its own spec, from outside (docs/provider-service.md).

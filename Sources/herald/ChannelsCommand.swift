@@ -61,7 +61,9 @@ struct ChannelsCommand: AsyncParsableCommand {
     }
 
     struct Create: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Create a channel; prints its id.")
+        static let configuration = CommandConfiguration(
+            abstract: "Create a channel; prints its id.",
+            discussion: "Example: CHANNEL=$(herald channels create --gateway https://localhost:2195 --ca ./herald-data/tls/ca.pem --key key.p8 --key-id KEYID --team TEAM123456 --topic com.example.app --storage-policy 1)")
         @OptionGroup var target: Target
         @Option(help: "message-storage-policy: 0 stores nothing for offline devices, 1 keeps the most recent broadcast.")
         var storagePolicy: Int = 0
@@ -77,7 +79,9 @@ struct ChannelsCommand: AsyncParsableCommand {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the app's channel ids, one per line.")
+        static let configuration = CommandConfiguration(
+            abstract: "List the app's channel ids, one per line.",
+            discussion: "Example: herald channels list --gateway https://localhost:2195 --ca ./herald-data/tls/ca.pem --key key.p8 --key-id KEYID --team TEAM123456 --topic com.example.app")
         @OptionGroup var target: Target
 
         func run() async throws {
@@ -86,7 +90,9 @@ struct ChannelsCommand: AsyncParsableCommand {
     }
 
     struct Show: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "show", abstract: "Print a channel's storage policy.")
+        static let configuration = CommandConfiguration(
+            commandName: "show", abstract: "Print a channel's storage policy.",
+            discussion: "Example: herald channels show --gateway https://localhost:2195 --ca ./herald-data/tls/ca.pem --key key.p8 --key-id KEYID --team TEAM123456 --topic com.example.app --channel $CHANNEL")
         @OptionGroup var target: Target
         @Option(help: "The channel id.")
         var channel: String
@@ -101,7 +107,9 @@ struct ChannelsCommand: AsyncParsableCommand {
     }
 
     struct Delete: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Delete a channel.")
+        static let configuration = CommandConfiguration(
+            abstract: "Delete a channel.",
+            discussion: "Example: herald channels delete --gateway https://localhost:2195 --ca ./herald-data/tls/ca.pem --key key.p8 --key-id KEYID --team TEAM123456 --topic com.example.app --channel $CHANNEL")
         @OptionGroup var target: Target
         @Option(help: "The channel id.")
         var channel: String

@@ -419,6 +419,56 @@ struct DeviceTests {
         try await gateway.stop()
     }
 
+    @Test("device protocol versions: a version 1 device keeps working and is refused version 2 frames; a version 2 device gets Live Activity tokens whose pushes carry the token")
+    func protocolVersions() async throws {
+        let gateway = try await TestGateway.start()
+        let provider = try await Provider.make(gateway)
+        let tls = try DeviceTLS.makeContext(trustRootsPath: gateway.certificates.caCertificatePath)
+        func session(version: Int) async throws -> (DeviceSocket, AsyncStream<DeviceSocket.Event>.Iterator) {
+            let identity = DeviceIdentity()
+            let socket = try await DeviceSocket.connect(host: "localhost", port: gateway.ports.devicePort!, tls: tls)
+            var events = socket.events.makeAsyncIterator()
+            guard case .frame(.challenge(let challengeVersion, let nonce))? = await events.next() else { throw DeviceError("no challenge") }
+            #expect(challengeVersion == 1, "the challenge stays version 1, so older devices keep answering it")
+            let signature = try identity.privateKey.signature(for: DeviceProtocol.challengeMessage(nonce: nonce))
+            socket.send(.hello(version: version, publicKey: identity.publicKey, signature: Array(signature.rawRepresentation)))
+            guard case .frame(.welcome)? = await events.next() else { throw DeviceError("no welcome") }
+            return (socket, events)
+        }
+        func next(_ events: inout AsyncStream<DeviceSocket.Event>.Iterator) async -> DeviceServerFrame? {
+            while let event = await events.next() { if case .frame(let frame) = event { return frame } }
+            return nil
+        }
+
+        var (old, oldEvents) = try await session(version: 1)
+        old.send(.registerActivity(topic: "com.example.app", activity: .pushToStart))
+        guard case .error(.unsupportedFrameForVersion, _)? = await next(&oldEvents) else { Issue.record("a version 1 device was not refused a version 2 frame"); return }
+        old.send(.register(topic: "com.example.app"))
+        guard case .registered(_, let oldToken)? = await next(&oldEvents) else { Issue.record("no token for the version 1 device"); return }
+        try await provider.push(oldToken)
+        guard case .notification(let n)? = await next(&oldEvents) else { Issue.record("no notification for the version 1 device"); return }
+        #expect(n.token == nil, "a version 1 device's frames are what they were")
+
+        var (new, newEvents) = try await session(version: 2)
+        new.send(.registerActivity(topic: "com.example.app", activity: .pushToStart))
+        guard case .registeredActivity("com.example.app", .pushToStart, let startToken)? = await next(&newEvents) else { Issue.record("no push-to-start token"); return }
+        new.send(.registerActivity(topic: "com.example.app", activity: .pushToStart))
+        guard case .registeredActivity(_, _, let again)? = await next(&newEvents) else { Issue.record("no second answer"); return }
+        #expect(again == startToken, "asking again gives the same token")
+        try await provider.push(startToken, payload: #"{"aps":{"event":"update","timestamp":1,"content-state":{}}}"#,
+                                topic: "com.example.app.push-type.liveactivity", pushType: "liveactivity", headers: [("apns-priority", "1")], expect: 400)
+        try await provider.push(startToken, payload: #"{"aps":{"event":"update","timestamp":1,"content-state":{}}}"#,
+                                topic: "com.example.app.push-type.liveactivity", pushType: "liveactivity")
+        guard case .notification(let live)? = await next(&newEvents) else { Issue.record("no Live Activity push"); return }
+        #expect(live.token == startToken && live.pushType == .liveactivity)
+        new.send(.subscribe(topic: "com.example.app", channel: BroadcastChannelID.random().value))
+        guard case .error(.unknownChannel, _)? = await next(&newEvents) else { Issue.record("subscribing to a channel that does not exist was not refused"); return }
+        await old.close()
+        await new.close()
+        await provider.stop()
+        try await gateway.stop()
+    }
+
     @Test("HTTP on the device port is told where the WebSocket is")
     func plainHTTP() async throws {
         let gateway = try await TestGateway.start()

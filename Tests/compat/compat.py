@@ -222,6 +222,13 @@ def main():
         check("curl: old iat is 403 ExpiredProviderToken", code == 403 and json.loads(text) == {"reason": "ExpiredProviderToken"}, (code, text))
 
         certificate_checks(data, port, ca, token)
+
+        # A gateway without --channel-port has no channels, so no broadcasts.
+        code, _, text = curl("--http2", "--cacert", ca, "-H", f"authorization: bearer {jwt(key, key_id)}", "-H", "apns-push-type: liveactivity",
+                             "-H", "apns-channel-id: AAAAAAAAAAAAAAAAAAAAAA==", "-d", '{"aps":{"event":"update","timestamp":1,"content-state":{}}}',
+                             f"{base}/4/broadcasts/apps/{TOPIC}")
+        check("broadcast on a gateway without a channel port: 400 FeatureNotEnabled",
+              code == 400 and json.loads(text) == {"reason": "FeatureNotEnabled"}, (code, text))
     finally:
         gateway.terminate()
         try:

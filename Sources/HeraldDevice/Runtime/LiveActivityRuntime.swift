@@ -9,7 +9,12 @@ extension DeviceRuntime {
     /// tokens and channel subscriptions; what every app's activities need is asked for at once
     /// (and the connection asks again at every reconnection).
     public func attach(_ connection: DeviceConnection) {
-        liveActivityRequester = { want, keep in if keep { connection.want(want) } else { connection.drop(want) } }
+        setRequester { want, keep in if keep { connection.want(want) } else { connection.drop(want) } }
+    }
+
+    /// What ``attach(_:)`` does, with any receiver of the requests (tests record them).
+    func setRequester(_ requester: @escaping @Sendable (DeviceConnection.Want, _ keep: Bool) -> Void) {
+        liveActivityRequester = requester
         for slot in apps.values.sorted(by: { $0.id < $1.id }) {
             if slot.wantsPushToStart { liveActivityRequester?(.activityToken(topic: slot.id, .pushToStart), true) }
             perform(slot, slot.activities.standingRequests)

@@ -1,0 +1,111 @@
+import Foundation
+import HeraldCore
+import Testing
+
+/// Device protocol version 2's frames, token scopes, channel ids and the Live Activity checks.
+@Suite("Live Activity and broadcast models")
+struct LiveActivityModelTests {
+    @Test("version 2 client frames round-trip; hostile ones are refused with what is wrong")
+    func clientFrames() throws {
+        let frames: [DeviceClientFrame] = [
+            .registerActivity(topic: "com.a", activity: .pushToStart),
+            .registerActivity(topic: "com.a", activity: .activity("6f1c-2a.b_c")),
+            .unregisterActivity(topic: "com.a", activity: .activity("x")),
+            .subscribe(topic: "com.a", channel: "AAECAwQFBgcICQoLDA0ODw=="),
+            .unsubscribe(topic: "com.a", channel: "AAECAwQFBgcICQoLDA0ODw=="),
+        ]
+        for frame in frames {
+            #expect(try DeviceClientFrame.decode(frame.encoded()).get() == frame)
+            #expect(frame.minimumVersion == 2)
+        }
+        #expect(DeviceClientFrame.register(topic: "com.a").minimumVersion == 1)
+        for bad in [
+            #"{"type":"register","topic":"com.a","activity":"a b"}"#,
+            #"{"type":"register","topic":"com.a","activity":""}"#,
+            #"{"type":"register","topic":"com.a","activity":7}"#,
+            #"{"type":"register","topic":"com.a","activity":"\#(String(repeating: "a", count: 129))"}"#,
+            #"{"type":"subscribe","topic":"com.a","channel":"not-a-channel"}"#,
+            #"{"type":"subscribe","topic":"com.a"}"#,
+            #"{"type":"subscribe","channel":"AAECAwQFBgcICQoLDA0ODw=="}"#,
+        ] {
+            guard case .failure(let error) = DeviceClientFrame.decode(Array(bad.utf8)) else {
+                Issue.record("accepted \(bad)")
+                continue
+            }
+            #expect(!error.message.isEmpty)
+        }
+    }
+
+    @Test("version 2 server frames round-trip; a Live Activity notification carries its token")
+    func serverFrames() throws {
+        let token = DeviceToken.random()
+        let frames: [DeviceServerFrame] = [
+            .registeredActivity(topic: "com.a", activity: .pushToStart, token: token),
+            .unregisteredActivity(topic: "com.a", activity: .activity("id1"), atMilliseconds: 5),
+            .subscribed(topic: "com.a", channel: "AAECAwQFBgcICQoLDA0ODw==", token: token),
+            .unsubscribed(topic: "com.a", channel: "AAECAwQFBgcICQoLDA0ODw=="),
+            .notification(DeviceNotification(
+                apnsID: .random(), topic: "com.a", pushType: .liveactivity, priority: .immediate, collapseID: nil, expiration: nil,
+                payload: .object(["aps": .object(["event": .string("update")])]), token: token)),
+        ]
+        for frame in frames { #expect(try DeviceServerFrame.decode(frame.encoded()).get() == frame) }
+    }
+
+    @Test("token scopes: stored forms read back; app topics can never look like one")
+    func scopes() {
+        let scopes = [
+            TokenScope(bundleID: "com.a"), TokenScope(bundleID: "com.a", kind: .pushToStart),
+            TokenScope(bundleID: "com.a", kind: .activity("x-1")), TokenScope(bundleID: "com.a", kind: .channel("AAECAwQFBgcICQoLDA0ODw==")),
+        ]
+        for scope in scopes { #expect(TokenScope(stored: scope.stored) == scope) }
+        #expect(!DeviceProtocol.isValidTopic("com.a.push-type.liveactivity"))
+        #expect(!DeviceProtocol.isValidTopic("com.a.push-type.liveactivity/x"))
+        #expect(!DeviceProtocol.isValidTopic("com.a.push-type.liveactivity#x"))
+        #expect(scopes[1].accepts(bundleID: "com.a", pushType: .liveactivity))
+        #expect(!scopes[1].accepts(bundleID: "com.a", pushType: .alert))
+        #expect(!scopes[0].accepts(bundleID: "com.a", pushType: .liveactivity))
+        #expect(!scopes[2].accepts(bundleID: "com.b", pushType: .liveactivity))
+    }
+
+    @Test("channel ids are base64 of 16 bytes")
+    func channelIDs() {
+        #expect(BroadcastChannelID(BroadcastChannelID.random().value) != nil)
+        for bad in ["", "AAAA", "AAECAwQFBgcICQoLDA0ODw", "AAECAwQFBgcICQoLDA0ODw==x", "!!ECAwQFBgcICQoLDA0ODw=="] {
+            #expect(BroadcastChannelID(bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test("Live Activity payloads are checked as ActivityKit checks them")
+    func updates() throws {
+        func check(_ aps: String) -> String? {
+            do {
+                _ = try LiveActivityUpdate(payload: NotificationPayload.decode(Array(#"{"aps":\#(aps)}"#.utf8)))
+                return nil
+            } catch let invalid as LiveActivityUpdate.Invalid {
+                return invalid.description
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(check(#"{"event":"update","timestamp":1,"content-state":{"a":1}}"#) == nil)
+        #expect(check(#"{"event":"end","timestamp":1}"#) == nil)
+        #expect(check(#"{"event":"start","timestamp":1,"attributes-type":"T","attributes":{},"content-state":{},"alert":"x","input-push-token":1}"#) == nil)
+        #expect(check(#"{"timestamp":1}"#)?.contains("event") == true)
+        #expect(check(#"{"event":"pause","timestamp":1}"#)?.contains("pause") == true)
+        #expect(check(#"{"event":"update","content-state":{}}"#)?.contains("timestamp") == true)
+        #expect(check(#"{"event":"update","timestamp":1}"#)?.contains("content-state") == true)
+        #expect(check(#"{"event":"start","timestamp":1,"attributes":{},"content-state":{},"alert":"x"}"#)?.contains("attributes-type") == true)
+        #expect(check(#"{"event":"start","timestamp":1,"attributes-type":"T","attributes":{},"content-state":{},"alert":"x","input-push-channel":"nope"}"#)?.contains("channel") == true)
+        let big = String(repeating: "x", count: 4_100)
+        #expect(check(#"{"event":"update","timestamp":1,"content-state":{"a":"\#(big)"}}"#)?.contains("4096") == true)
+    }
+
+    @Test("device tokens encode as their hex")
+    func tokenCoding() throws {
+        let token = DeviceToken.random()
+        let data = try JSONEncoder().encode([token])
+        #expect(String(decoding: data, as: UTF8.self) == #"["\#(token.description)"]"#)
+        #expect(try JSONDecoder().decode([DeviceToken].self, from: data) == [token])
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode([DeviceToken].self, from: Data(#"["zz"]"#.utf8)) }
+    }
+}

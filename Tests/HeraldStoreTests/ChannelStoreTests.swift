@@ -1,0 +1,55 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import Testing
+
+/// Broadcast channels and token scopes, the same from every store.
+@Suite("Stores: channels and token scopes")
+struct ChannelStoreTests {
+    typealias Kind = StoreTests.Kind
+    let now: Int64 = 1_795_262_400_000
+
+    @Test("channels: created per app and environment, read, listed oldest first, deleted", arguments: Kind.available)
+    func channels(kind: Kind) async throws {
+        let store = try await kind.make()
+        let first = BroadcastChannelID.random(), second = BroadcastChannelID.random(), other = BroadcastChannelID.random()
+        try await store.createChannel(ChannelRecord(bundleID: "com.a", channelID: first, environment: .development, storagePolicy: 0, createdAtMilliseconds: now))
+        try await store.createChannel(ChannelRecord(bundleID: "com.a", channelID: second, environment: .development, storagePolicy: 1, createdAtMilliseconds: now + 1))
+        try await store.createChannel(ChannelRecord(bundleID: "com.a", channelID: other, environment: .production, storagePolicy: 1, createdAtMilliseconds: now))
+        #expect(try await store.channels(bundleID: "com.a", environment: .development).map(\.channelID) == [first, second])
+        #expect(try await store.channels(bundleID: "com.b", environment: .development).isEmpty)
+        let read = try await store.channel(bundleID: "com.a", id: second, environment: .development)
+        #expect(read?.storagePolicy == 1 && read?.createdAtMilliseconds == now + 1)
+        #expect(try await store.channel(bundleID: "com.a", id: other, environment: .development) == nil, "environments do not share channels")
+        #expect(try await store.deleteChannel(bundleID: "com.a", id: first, environment: .development, atMilliseconds: now))
+        #expect(try await store.deleteChannel(bundleID: "com.a", id: first, environment: .development, atMilliseconds: now) == false)
+        #expect(try await store.channels(bundleID: "com.a", environment: .development).map(\.channelID) == [second])
+    }
+
+    @Test("token scopes: a Live Activity token takes only liveactivity pushes of its app, an app token never; unregistering one leaves the app's feedback alone", arguments: Kind.available)
+    func scopes(kind: Kind) async throws {
+        let store = try await kind.make()
+        let app = DeviceToken.random(), start = DeviceToken.random(), channel = DeviceToken.random()
+        try await store.registerTokens([
+            TokenRegistration(token: app, bundleID: "com.a", environment: .development, createdAtMilliseconds: now),
+            TokenRegistration(token: start, bundleID: TokenScope(bundleID: "com.a", kind: .pushToStart).stored, environment: .development, createdAtMilliseconds: now),
+            TokenRegistration(token: channel, bundleID: TokenScope.channelSubscriptions(bundleID: "com.a", channel: "AAAAAAAAAAAAAAAAAAAAAA=="),
+                              environment: .development, createdAtMilliseconds: now),
+        ])
+        func push(_ token: DeviceToken, _ type: PushType, bundle: String = "com.a") -> StoredNotification {
+            StoredNotification(apnsID: .random(), token: token, bundleID: bundle, pushType: type, priority: .immediate, expiration: .unspecified,
+                               collapseID: nil, payload: Array("{}".utf8), receivedAtMilliseconds: now)
+        }
+        let outcomes = try await store.accept(
+            [push(app, .alert), push(app, .liveactivity), push(start, .liveactivity), push(start, .alert), push(channel, .liveactivity),
+             push(start, .liveactivity, bundle: "com.b")],
+            policy: StorePolicy(), environment: .development, nowMilliseconds: now)
+        let refused = outcomes.map { outcome -> String in
+            if case .rejected(let r) = outcome { r.reason.rawValue } else { "ok" }
+        }
+        #expect(refused == ["ok", "DeviceTokenNotForTopic", "ok", "DeviceTokenNotForTopic", "ok", "DeviceTokenNotForTopic"])
+        #expect(try await store.unregisterToken(start, atMilliseconds: now))
+        #expect(try await store.unregisterToken(app, atMilliseconds: now))
+        #expect(try await store.pendingFeedback(bundleID: "com.a", environment: .development).map(\.token) == [app])
+    }
+}
