@@ -184,7 +184,7 @@ private struct CPUMeter {
 }
 
 /// Pushes to the fleet's tokens over several connections, many streams each.
-private struct Sender: Sendable {
+struct Sender: Sendable {
     let pushers: [HTTP2Connection]
     let streams: Int
     let authorization: String
@@ -226,7 +226,7 @@ private struct Sender: Sendable {
 }
 
 /// Many devices in this process, each with its own connection.
-private final class Fleet: Sendable {
+final class Fleet: Sendable {
     let identities: [DeviceIdentity]
     let tokens: [DeviceToken]
     private let tasks: [Task<Void, Never>]
@@ -242,8 +242,13 @@ private final class Fleet: Sendable {
         try await connect(identities: (0..<count).map { _ in DeviceIdentity() }, host: host, port: port, tls: tls, logger: logger)
     }
 
-    static func connect(identities: [DeviceIdentity], host: String, port: Int, tls: NIOSSLContext, logger: Logger) async throws -> Fleet {
+    /// Connects the devices; with `channel`, each also subscribes to that channel of the bench app
+    /// and the fleet is returned once every subscription is confirmed.
+    static func connect(
+        identities: [DeviceIdentity], host: String, port: Int, tls: NIOSSLContext, logger: Logger, channel: String? = nil
+    ) async throws -> Fleet {
         let tokens = NIOLockedValueBox([DeviceToken?](repeating: nil, count: identities.count))
+        let subscribed = NIOLockedValueBox(0)
         let fleetBox = NIOLockedValueBox<Fleet?>(nil)
         var tasks: [Task<Void, Never>] = []
         for (index, identity) in identities.enumerated() {
@@ -251,11 +256,13 @@ private final class Fleet: Sendable {
                 identity: identity,
                 configuration: .init(host: host, port: port, tls: tls, topics: [BenchDelivery.topic]),
                 logger: logger)
+            if let channel { connection.want(.channel(topic: BenchDelivery.topic, channel: channel)) }
             tasks.append(Task { await connection.run() })
             tasks.append(Task {
                 for await event in connection.events {
                     switch event {
                     case .registered(_, let token): tokens.withLockedValue { $0[index] = token }
+                    case .subscribed: subscribed.withLockedValue { $0 += 1 }
                     case .notification(let n):
                         let now = BenchDelivery.nanos()
                         var sent: UInt64 = now
@@ -267,8 +274,8 @@ private final class Fleet: Sendable {
             })
         }
         let deadline = ContinuousClock.now + .seconds(120)
-        while tokens.withLockedValue({ $0.contains(nil) }) {
-            guard ContinuousClock.now < deadline else { throw ValidationError("not every device registered within 120 s") }
+        while tokens.withLockedValue({ $0.contains(nil) }) || (channel != nil && subscribed.withLockedValue({ $0 }) < identities.count) {
+            guard ContinuousClock.now < deadline else { throw ValidationError("not every device registered (and subscribed) within 120 s") }
             try await Task.sleep(for: .milliseconds(50))
         }
         let fleet = Fleet(identities: identities, tokens: tokens.withLockedValue { $0.map { $0! } }, tasks: tasks)
@@ -306,6 +313,9 @@ private final class Fleet: Sendable {
         }
         return received.withLockedValue { r in (r.count, max(1e-9, Double(r.last &- r.first) / 1e9)) }
     }
+
+    /// When the last notification arrived (`BenchDelivery.nanos()` time).
+    func lastArrival() -> UInt64 { received.withLockedValue { $0.last } }
 
     func latencySummary() -> (p50: Double, p99: Double) {
         let sorted = received.withLockedValue { $0.latencies }.sorted()
