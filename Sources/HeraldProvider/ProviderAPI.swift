@@ -263,15 +263,35 @@ extension ProviderAPI {
         }
         let contentAvailable = body.contentAvailable ?? false
         let sound = try bounded(body.sound, "sound", maximumBytes: 256)
-        if case .none = message, body.badge == nil, sound == nil, !contentAvailable {
-            throw ProviderError(400, "say something: \"template\", \"alert\", \"locKey\", \"badge\", \"sound\" or \"contentAvailable\": true")
+        var liveActivity: LiveActivitySend?
+        if let live = body.liveActivity {
+            func object(_ container: OpenAPIObjectContainer?, _ name: String) throws -> [String: JSONValue]? {
+                guard let container else { return nil }
+                return try JSONReader.parseObject(Array(JSONEncoder().encode(container)))
+            }
+            if let channel = live.inputPushChannel, BroadcastChannelID(channel) == nil {
+                throw ProviderError(400, "\"liveActivity.inputPushChannel\" must be a channel id (base64 of 16 bytes)")
+            }
+            liveActivity = LiveActivitySend(
+                event: live.event.rawValue, timestamp: live.timestamp, contentState: try object(live.contentState?.additionalProperties, "contentState"),
+                staleDate: live.staleDate, dismissalDate: live.dismissalDate,
+                relevanceScore: try live.relevanceScore.map { score in
+                    guard score.isFinite else { throw ProviderError(400, "\"liveActivity.relevanceScore\" must be a finite number") }
+                    return score
+                },
+                attributesType: try bounded(live.attributesType, "liveActivity.attributesType", maximumBytes: 256),
+                attributes: try object(live.attributes?.additionalProperties, "attributes"),
+                inputPushToken: live.inputPushToken ?? false, inputPushChannel: live.inputPushChannel)
+        }
+        if case .none = message, body.badge == nil, sound == nil, !contentAvailable, liveActivity == nil {
+            throw ProviderError(400, "say something: \"template\", \"alert\", \"locKey\", \"badge\", \"sound\", \"contentAvailable\": true or \"liveActivity\"")
         }
         return SendRequest(
             target: target, message: message, badge: body.badge, sound: sound, contentAvailable: contentAvailable,
             category: try bounded(body.category, "category", maximumBytes: 256), threadID: try bounded(body.threadId, "threadId", maximumBytes: 256),
             data: data, pushType: try bounded(body.pushType, "pushType", maximumBytes: 64), priority: body.priority,
             expiration: body.expiration, collapseID: try bounded(body.collapseId, "collapseId", maximumBytes: 64),
-            idempotencyKey: try bounded(body.idempotencyKey, "idempotencyKey", maximumBytes: 256))
+            idempotencyKey: try bounded(body.idempotencyKey, "idempotencyKey", maximumBytes: 256), liveActivity: liveActivity)
     }
 
     static let weekdayNames = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]

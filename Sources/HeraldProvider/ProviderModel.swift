@@ -99,13 +99,57 @@ public struct SendRequest: Sendable, Hashable, Codable {
     public var expiration: Int64?
     public var collapseID: String?
     public var idempotencyKey: String?
+    /// A Live Activity push (push type `liveactivity`, topic `<bundle id>.push-type.liveactivity`):
+    /// the `aps` keys of ActivityKit, beside the alert the message makes.
+    public var liveActivity: LiveActivitySend?
 
     public init(target: SendTarget, message: SendMessage, badge: Int? = nil, sound: String? = nil, contentAvailable: Bool = false,
                 category: String? = nil, threadID: String? = nil, data: [String: JSONValue] = [:], pushType: String? = nil,
-                priority: Int? = nil, expiration: Int64? = nil, collapseID: String? = nil, idempotencyKey: String? = nil) {
+                priority: Int? = nil, expiration: Int64? = nil, collapseID: String? = nil, idempotencyKey: String? = nil,
+                liveActivity: LiveActivitySend? = nil) {
         (self.target, self.message, self.badge, self.sound, self.contentAvailable, self.category, self.threadID, self.data,
          self.pushType, self.priority, self.expiration, self.collapseID, self.idempotencyKey) =
             (target, message, badge, sound, contentAvailable, category, threadID, data, pushType, priority, expiration, collapseID, idempotencyKey)
+        self.liveActivity = liveActivity
+    }
+}
+
+/// The Live Activity part of a send (reference §4's Live Activity `aps` keys).
+public struct LiveActivitySend: Sendable, Hashable, Codable {
+    public var event: String
+    /// UNIX seconds; `nil`: when the send is planned.
+    public var timestamp: Int64?
+    public var contentState: [String: JSONValue]?
+    public var staleDate: Int64?
+    public var dismissalDate: Int64?
+    public var relevanceScore: Double?
+    public var attributesType: String?
+    public var attributes: [String: JSONValue]?
+    public var inputPushToken: Bool
+    public var inputPushChannel: String?
+
+    public init(
+        event: String, timestamp: Int64? = nil, contentState: [String: JSONValue]? = nil, staleDate: Int64? = nil, dismissalDate: Int64? = nil,
+        relevanceScore: Double? = nil, attributesType: String? = nil, attributes: [String: JSONValue]? = nil,
+        inputPushToken: Bool = false, inputPushChannel: String? = nil
+    ) {
+        (self.event, self.timestamp, self.contentState, self.staleDate, self.dismissalDate, self.relevanceScore, self.attributesType,
+         self.attributes, self.inputPushToken, self.inputPushChannel) =
+            (event, timestamp, contentState, staleDate, dismissalDate, relevanceScore, attributesType, attributes, inputPushToken, inputPushChannel)
+    }
+
+    /// The `aps` keys it adds.
+    func apsKeys(nowSeconds: Int64) -> [String: JSONValue] {
+        var aps: [String: JSONValue] = ["event": .string(event), "timestamp": .int(timestamp ?? nowSeconds)]
+        aps["content-state"] = contentState.map(JSONValue.object)
+        aps["stale-date"] = staleDate.map(JSONValue.int)
+        aps["dismissal-date"] = dismissalDate.map(JSONValue.int)
+        aps["relevance-score"] = relevanceScore.map(JSONValue.double)
+        aps["attributes-type"] = attributesType.map(JSONValue.string)
+        aps["attributes"] = attributes.map(JSONValue.object)
+        if inputPushToken { aps["input-push-token"] = .int(1) }
+        aps["input-push-channel"] = inputPushChannel.map(JSONValue.string)
+        return aps
     }
 }
 

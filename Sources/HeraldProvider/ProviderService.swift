@@ -308,11 +308,25 @@ public actor ProviderService {
         aps["category"] = request.category.map(JSONValue.string)
         aps["thread-id"] = request.threadID.map(JSONValue.string)
         if request.contentAvailable { aps["content-available"] = .int(1) }
+        if let live = request.liveActivity {
+            aps.merge(live.apsKeys(nowSeconds: nowMilliseconds() / 1000)) { $1 }
+        }
         var root = request.data
         root["aps"] = .object(aps)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let payload = Array(try encoder.encode(JSONValue.object(root)))
+        if request.liveActivity != nil {
+            // Checked as the device checks it: what ActivityKit would drop is refused here, with why.
+            do { _ = try LiveActivityUpdate(payload: NotificationPayload.decode(payload)) } catch {
+                throw ProviderError(400, "this Live Activity push would be ignored by the device: \(error)")
+            }
+            let suffix = PushType.liveactivity.topicSuffix
+            let topic = registration.topic.hasSuffix(suffix) ? registration.topic : registration.topic + suffix
+            return Plan(registration: registration, language: language, notification: APNsNotification(
+                token: registration.token, topic: topic, pushType: PushType.liveactivity.rawValue, priority: request.priority,
+                expiration: request.expiration, collapseID: request.collapseID, payload: payload))
+        }
         let silent = request.contentAvailable && aps["alert"] == nil && aps["badge"] == nil && aps["sound"] == nil
         return Plan(registration: registration, language: language, notification: APNsNotification(
             token: registration.token, topic: registration.topic, pushType: request.pushType ?? (silent ? "background" : "alert"),

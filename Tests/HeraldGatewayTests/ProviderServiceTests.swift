@@ -8,6 +8,7 @@ import HeraldCore
 import HeraldDevice
 import HeraldProvider
 import HeraldProviderServer
+import HeraldStore
 import HeraldTesting
 import NIOConcurrencyHelpers
 import Testing
@@ -248,6 +249,37 @@ struct ProviderServiceTests {
         await server.close()
         await client.close()
         try await gateway.stop()
+    }
+
+    @Test("Live Activity sends: a liveActivity send goes to a registered Live Activity token as push type liveactivity on the suffixed topic; one ActivityKit would drop is refused with why")
+    func liveActivitySend() async throws {
+        let stack = try await Stack.start()
+        // A push-to-start token, as a version 2 device gets it, registered with the provider like an app token.
+        let token = DeviceToken.random()
+        try await stack.gateway.store.registerToken(TokenRegistration(
+            token: token, bundleID: TokenScope(bundleID: "com.example.app", kind: .pushToStart).stored, environment: .development,
+            createdAtMilliseconds: stack.gateway.clock.nowMilliseconds()))
+        let registered = try await Self.http("POST", stack.base + "/v1/registrations", #"{"token":"\#(token.hex)","topic":"com.example.app","language":"en","timeZone":"UTC"}"#)
+        #expect(registered.status == 200)
+        let start = #"{"to":{"token":"\#(token.hex)"},"alert":{"body":"Kick-off"},"liveActivity":{"event":"start","attributesType":"Score","attributes":{"home":"Lions"},"contentState":{"score":0},"inputPushToken":true}}"#
+        let sent = try await Self.http("POST", stack.base + "/v1/sends", start)
+        #expect(sent.status == 200, "\(String(describing: sent.json))")
+        guard case .array(let deliveries)? = sent.json?["deliveries"], let delivery = deliveries.first else { Issue.record("no delivery"); return }
+        #expect(delivery["status"] == .int(200), "\(delivery)")
+        guard case .string(let apnsID)? = delivery["apnsId"], let receipt = try await stack.client.receipt(apnsID: apnsID) else {
+            Issue.record("no receipt"); return
+        }
+        #expect(receipt.deliveries.first?.topic == "com.example.app")
+        let held = try await stack.gateway.store.storedNotifications(for: token, policy: StorePolicy(), nowMilliseconds: stack.gateway.clock.nowMilliseconds())
+        #expect(held.first?.pushType == .liveactivity)
+        let payload = try NotificationPayload.decode(held.first?.payload ?? [])
+        #expect(payload.aps.event == "start" && payload.aps.attributesType == "Score" && payload.aps.inputPushToken == 1 && payload.aps.timestamp != nil)
+        // An update without its content state would be dropped by the device: refused before sending.
+        let bad = try await Self.http("POST", stack.base + "/v1/sends", #"{"to":{"token":"\#(token.hex)"},"liveActivity":{"event":"update"}}"#)
+        #expect(bad.status == 400 && bad.json?["error"]?.stringValue?.contains("content-state") == true, "\(String(describing: bad.json))")
+        await stack.server.close()
+        await stack.client.close()
+        try await stack.gateway.stop()
     }
 
     @Test("a token registered again after its unregistration stays; the language fallback chain")

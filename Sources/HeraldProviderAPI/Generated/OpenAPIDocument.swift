@@ -530,6 +530,22 @@ public enum OpenAPIDocument {
             expiration: {type: integer, format: int64, minimum: 0, maximum: 4294967295}
             collapseId: {type: string}
             idempotencyKey: {type: string}
+            liveActivity: {$ref: "#/components/schemas/LiveActivityInput"}
+        LiveActivityInput:
+          type: object
+          description: "A Live Activity push (push type liveactivity, topic <bundle id>.push-type.liveactivity) to Live Activity tokens registered like app tokens: event start (to a push-to-start token: attributesType, attributes, contentState and an alert), update (contentState) or end; checked as ActivityKit checks it"
+          required: [event]
+          properties:
+            event: {type: string, enum: [start, update, end]}
+            timestamp: {type: integer, format: int64, minimum: 0, maximum: 4294967295, description: "UNIX seconds; default now"}
+            contentState: {type: object, additionalProperties: true}
+            staleDate: {type: integer, format: int64, minimum: 0, maximum: 4294967295}
+            dismissalDate: {type: integer, format: int64, minimum: 0, maximum: 4294967295}
+            relevanceScore: {type: number}
+            attributesType: {type: string}
+            attributes: {type: object, additionalProperties: true}
+            inputPushToken: {type: boolean}
+            inputPushChannel: {type: string}
         Timing:
           type: object
           description: "at: an ISO 8601 instant with its offset; or time HH:MM in timeZone (absent: each registration's own zone), repeat once|daily|weekly|monthly, weekdays (weekly), day (monthly), from and until (local dates, inclusive)"
@@ -1908,6 +1924,65 @@ public enum OpenAPIDocument {
                 "type": "string"
               },
               "idempotencyKey": {
+                "type": "string"
+              },
+              "liveActivity": {
+                "$ref": "#/components/schemas/LiveActivityInput"
+              }
+            }
+          },
+          "LiveActivityInput": {
+            "type": "object",
+            "description": "A Live Activity push (push type liveactivity, topic <bundle id>.push-type.liveactivity) to Live Activity tokens registered like app tokens: event start (to a push-to-start token: attributesType, attributes, contentState and an alert), update (contentState) or end; checked as ActivityKit checks it",
+            "required": [
+              "event"
+            ],
+            "properties": {
+              "event": {
+                "type": "string",
+                "enum": [
+                  "start",
+                  "update",
+                  "end"
+                ]
+              },
+              "timestamp": {
+                "type": "integer",
+                "format": "int64",
+                "minimum": 0,
+                "maximum": 4294967295,
+                "description": "UNIX seconds; default now"
+              },
+              "contentState": {
+                "type": "object",
+                "additionalProperties": true
+              },
+              "staleDate": {
+                "type": "integer",
+                "format": "int64",
+                "minimum": 0,
+                "maximum": 4294967295
+              },
+              "dismissalDate": {
+                "type": "integer",
+                "format": "int64",
+                "minimum": 0,
+                "maximum": 4294967295
+              },
+              "relevanceScore": {
+                "type": "number"
+              },
+              "attributesType": {
+                "type": "string"
+              },
+              "attributes": {
+                "type": "object",
+                "additionalProperties": true
+              },
+              "inputPushToken": {
+                "type": "boolean"
+              },
+              "inputPushChannel": {
                 "type": "string"
               }
             }

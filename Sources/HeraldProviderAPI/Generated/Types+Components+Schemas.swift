@@ -605,6 +605,8 @@ extension Components {
             public var collapseId: Swift.String?
             /// - Remark: Generated from `#/components/schemas/SendInput/idempotencyKey`.
             public var idempotencyKey: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/SendInput/liveActivity`.
+            public var liveActivity: Components.Schemas.LiveActivityInput?
             /// Creates a new `SendInput`.
             ///
             /// - Parameters:
@@ -623,6 +625,7 @@ extension Components {
             ///   - expiration:
             ///   - collapseId:
             ///   - idempotencyKey:
+            ///   - liveActivity:
             public init(
                 to: Components.Schemas.Target,
                 template: Components.Schemas.SendInput.TemplatePayload? = nil,
@@ -638,7 +641,8 @@ extension Components {
                 priority: Swift.Int? = nil,
                 expiration: Swift.Int64? = nil,
                 collapseId: Swift.String? = nil,
-                idempotencyKey: Swift.String? = nil
+                idempotencyKey: Swift.String? = nil,
+                liveActivity: Components.Schemas.LiveActivityInput? = nil
             ) {
                 self.to = to
                 self.template = template
@@ -655,6 +659,7 @@ extension Components {
                 self.expiration = expiration
                 self.collapseId = collapseId
                 self.idempotencyKey = idempotencyKey
+                self.liveActivity = liveActivity
             }
             public enum CodingKeys: String, CodingKey {
                 case to
@@ -672,6 +677,124 @@ extension Components {
                 case expiration
                 case collapseId
                 case idempotencyKey
+                case liveActivity
+            }
+        }
+        /// A Live Activity push (push type liveactivity, topic <bundle id>.push-type.liveactivity) to Live Activity tokens registered like app tokens: event start (to a push-to-start token: attributesType, attributes, contentState and an alert), update (contentState) or end; checked as ActivityKit checks it
+        ///
+        /// - Remark: Generated from `#/components/schemas/LiveActivityInput`.
+        public struct LiveActivityInput: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/LiveActivityInput/event`.
+            @frozen public enum EventPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case start = "start"
+                case update = "update"
+                case end = "end"
+            }
+            /// - Remark: Generated from `#/components/schemas/LiveActivityInput/event`.
+            public var event: Components.Schemas.LiveActivityInput.EventPayload
+            /// UNIX seconds; default now
+            ///
+            /// - Remark: Generated from `#/components/schemas/LiveActivityInput/timestamp`.
+            public var timestamp: Swift.Int64?
+            /// - Remark: Generated from `#/components/schemas/LiveActivityInput/contentState`.
+            public struct ContentStatePayload: Codable, Hashable, Sendable {
+                /// A container of undocumented properties.
+                public var additionalProperties: OpenAPIRuntime.OpenAPIObjectContainer
+                /// Creates a new `ContentStatePayload`.
+                ///
+                /// - Parameters:
+                ///   - additionalProperties: A container of undocumented properties.
+                public init(additionalProperties: OpenAPIRuntime.OpenAPIObjectContainer = .init()) {
+                    self.additionalProperties = additionalProperties
+                }
+                public init(from decoder: any Swift.Decoder) throws {
+                    additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
+                }
+                public func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeAdditionalProperties(additionalProperties)
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/LiveActivityInput/contentState`.
+            public var contentState: Components.Schemas.LiveActivityInput.ContentStatePayload?
+            /// - Remark: Generated from `#/components/schemas/LiveActivityInput/staleDate`.
+            public var staleDate: Swift.Int64?
+            /// - Remark: Generated from `#/components/schemas/LiveActivityInput/dismissalDate`.
+            public var dismissalDate: Swift.Int64?
+            /// - Remark: Generated from `#/components/schemas/LiveActivityInput/relevanceScore`.
+            public var relevanceScore: Swift.Double?
+            /// - Remark: Generated from `#/components/schemas/LiveActivityInput/attributesType`.
+            public var attributesType: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/LiveActivityInput/attributes`.
+            public struct AttributesPayload: Codable, Hashable, Sendable {
+                /// A container of undocumented properties.
+                public var additionalProperties: OpenAPIRuntime.OpenAPIObjectContainer
+                /// Creates a new `AttributesPayload`.
+                ///
+                /// - Parameters:
+                ///   - additionalProperties: A container of undocumented properties.
+                public init(additionalProperties: OpenAPIRuntime.OpenAPIObjectContainer = .init()) {
+                    self.additionalProperties = additionalProperties
+                }
+                public init(from decoder: any Swift.Decoder) throws {
+                    additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
+                }
+                public func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeAdditionalProperties(additionalProperties)
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/LiveActivityInput/attributes`.
+            public var attributes: Components.Schemas.LiveActivityInput.AttributesPayload?
+            /// - Remark: Generated from `#/components/schemas/LiveActivityInput/inputPushToken`.
+            public var inputPushToken: Swift.Bool?
+            /// - Remark: Generated from `#/components/schemas/LiveActivityInput/inputPushChannel`.
+            public var inputPushChannel: Swift.String?
+            /// Creates a new `LiveActivityInput`.
+            ///
+            /// - Parameters:
+            ///   - event:
+            ///   - timestamp: UNIX seconds; default now
+            ///   - contentState:
+            ///   - staleDate:
+            ///   - dismissalDate:
+            ///   - relevanceScore:
+            ///   - attributesType:
+            ///   - attributes:
+            ///   - inputPushToken:
+            ///   - inputPushChannel:
+            public init(
+                event: Components.Schemas.LiveActivityInput.EventPayload,
+                timestamp: Swift.Int64? = nil,
+                contentState: Components.Schemas.LiveActivityInput.ContentStatePayload? = nil,
+                staleDate: Swift.Int64? = nil,
+                dismissalDate: Swift.Int64? = nil,
+                relevanceScore: Swift.Double? = nil,
+                attributesType: Swift.String? = nil,
+                attributes: Components.Schemas.LiveActivityInput.AttributesPayload? = nil,
+                inputPushToken: Swift.Bool? = nil,
+                inputPushChannel: Swift.String? = nil
+            ) {
+                self.event = event
+                self.timestamp = timestamp
+                self.contentState = contentState
+                self.staleDate = staleDate
+                self.dismissalDate = dismissalDate
+                self.relevanceScore = relevanceScore
+                self.attributesType = attributesType
+                self.attributes = attributes
+                self.inputPushToken = inputPushToken
+                self.inputPushChannel = inputPushChannel
+            }
+            public enum CodingKeys: String, CodingKey {
+                case event
+                case timestamp
+                case contentState
+                case staleDate
+                case dismissalDate
+                case relevanceScore
+                case attributesType
+                case attributes
+                case inputPushToken
+                case inputPushChannel
             }
         }
         /// at: an ISO 8601 instant with its offset; or time HH:MM in timeZone (absent: each registration's own zone), repeat once|daily|weekly|monthly, weekdays (weekly), day (monthly), from and until (local dates, inclusive)
