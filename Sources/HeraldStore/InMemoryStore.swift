@@ -17,7 +17,8 @@ public actor InMemoryStore: HeraldStore {
     /// When each key was registered and, if it was, revoked.
     private var keyTimes: [String: (created: Int64, revoked: Int64?)] = [:]
     private var topicOwners: [String: String] = [:]
-    private var channelRecords: [ChannelRecord] = []
+    /// Channels by app and environment, oldest first.
+    private var channelRecords: [String: [ChannelRecord]] = [:]
     private var tokens: [DeviceToken: TokenRegistration] = [:]
     private var devices: [String: DeviceRecord] = [:]
     /// Tokens reported in feedback for their device's inactivity (until it connects again).
@@ -313,25 +314,29 @@ public actor InMemoryStore: HeraldStore {
 }
 
 extension InMemoryStore {
+    private static func channelKey(_ bundleID: String, _ environment: APNsEnvironment) -> String { bundleID + "\u{0}" + environment.rawValue }
+
     public func createChannel(_ channel: ChannelRecord) throws {
-        let count = channelRecords.count { $0.bundleID == channel.bundleID && $0.environment == channel.environment }
+        let key = Self.channelKey(channel.bundleID, channel.environment)
+        let count = channelRecords[key]?.count ?? 0
         guard count < ChannelRecord.maximumPerApp else {
             throw StoreError(.tooManyChannels, "\(channel.bundleID) has \(count) channels in \(channel.environment), the most an app may have")
         }
-        channelRecords.append(channel)
+        channelRecords[key, default: []].append(channel)
     }
 
     public func channels(bundleID: String, environment: APNsEnvironment) -> [ChannelRecord] {
-        channelRecords.filter { $0.bundleID == bundleID && $0.environment == environment }
+        channelRecords[Self.channelKey(bundleID, environment)] ?? []
     }
 
     public func channel(bundleID: String, id: BroadcastChannelID, environment: APNsEnvironment) -> ChannelRecord? {
-        channelRecords.first { $0.bundleID == bundleID && $0.channelID == id && $0.environment == environment }
+        channelRecords[Self.channelKey(bundleID, environment)]?.first { $0.channelID == id }
     }
 
     public func deleteChannel(bundleID: String, id: BroadcastChannelID, environment: APNsEnvironment, atMilliseconds: Int64) -> Bool {
-        let before = channelRecords.count
-        channelRecords.removeAll { $0.bundleID == bundleID && $0.channelID == id && $0.environment == environment }
-        return channelRecords.count < before
+        let key = Self.channelKey(bundleID, environment)
+        let before = channelRecords[key]?.count ?? 0
+        channelRecords[key]?.removeAll { $0.channelID == id }
+        return (channelRecords[key]?.count ?? 0) < before
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldStore
 import HeraldTesting
 import Testing
 
@@ -53,5 +54,58 @@ struct PushCertificateTests {
         let many: [UInt8] = [0x30, 0x82, UInt8(content.count >> 8), UInt8(content.count & 0xff)] + content
         #expect(throws: PushCertificate.Unusable.self) { try PushCertificate.readTopics(ArraySlice(many)) }
         #expect(try PushCertificate.readTopics(ArraySlice([0x30, 0x07, 0x0C, 0x05] + Array("com.a".utf8))) == ["com.a"])
+    }
+}
+
+/// The channel management API's answers, on a store (the HTTP side runs in Tests/liveactivity).
+@Suite("Channel management")
+struct ChannelRequestTests {
+    @Test("an app with 10,000 channels gets no more: 400 CannotCreateChannelConfig")
+    func channelLimit() async throws {
+        let store = InMemoryStore()
+        for i in 0..<ChannelRecord.maximumPerApp {
+            try await store.createChannel(ChannelRecord(
+                bundleID: "com.a", channelID: .random(), environment: .development, storagePolicy: 0, createdAtMilliseconds: Int64(i)))
+        }
+        var head = ProviderRequestHead()
+        head.record(name: ":method", value: "POST")
+        head.record(name: ":path", value: "/1/apps/com.a/channels")
+        let request = try ChannelRequest.parse(head, body: Array(#"{"message-storage-policy":1,"push-type":"LiveActivity"}"#.utf8)).get()
+        guard case .failure(let rejection) = try await request.run(store: store, environment: .development, nowMilliseconds: 0) else {
+            Issue.record("a channel past the limit was created"); return
+        }
+        #expect(rejection.reason == .cannotCreateChannelConfig)
+        // Another environment, or another app, still has room.
+        guard case .success(let answer) = try await request.run(store: store, environment: .production, nowMilliseconds: 0) else {
+            Issue.record("production had no room"); return
+        }
+        #expect(answer.status == 201 && answer.headers.first?.0 == "apns-channel-id")
+    }
+
+    @Test("channel requests: paths, methods and bodies are read strictly")
+    func parsing() {
+        func parse(_ method: String, _ path: String, body: String = "", channel: String? = nil) -> String {
+            var head = ProviderRequestHead()
+            head.record(name: ":method", value: method)
+            head.record(name: ":path", value: path)
+            if let channel { head.record(name: "apns-channel-id", value: channel) }
+            switch ChannelRequest.parse(head, body: Array(body.utf8)) {
+            case .success(let request): return "\(request)"
+            case .failure(let rejection): return rejection.reason.rawValue
+            }
+        }
+        let id = "AAECAwQFBgcICQoLDA0ODw=="
+        #expect(parse("GET", "/1/apps/com.a/all-channels").hasPrefix("list"))
+        #expect(parse("GET", "/1/apps/com.a/channels", channel: id).hasPrefix("read"))
+        #expect(parse("DELETE", "/1/apps/com.a/channels", channel: id).hasPrefix("delete"))
+        #expect(parse("GET", "/1/apps/com.a/channels") == "MissingChannelId")
+        #expect(parse("GET", "/1/apps/com.a/channels", channel: "x") == "BadChannelId")
+        #expect(parse("POST", "/1/apps/com.a/channels", body: #"{"message-storage-policy":2,"push-type":"LiveActivity"}"#) == "BadRequestParams")
+        #expect(parse("POST", "/1/apps/com.a/channels", body: #"{"message-storage-policy":1,"push-type":"alert"}"#) == "BadRequestParams")
+        #expect(parse("POST", "/1/apps/com.a/channels", body: "[]") == "BadRequestParams")
+        #expect(parse("PUT", "/1/apps/com.a/channels") == "MethodNotAllowed")
+        #expect(parse("GET", "/1/apps/com.a/other") == "BadPath")
+        #expect(parse("GET", "/1/apps/com.a.voip/channels") == "BadPath")
+        #expect(parse("GET", "/2/apps/com.a/channels") == "BadPath")
     }
 }
