@@ -173,13 +173,13 @@ _herald() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    gateway|device|provider|keys|feedback|tokens|devices|held|receipts|push|bench|help)
+    gateway|device|provider|keys|feedback|tokens|devices|held|receipts|push|channels|bench|help)
         # Offer subcommand argument completions
         "_herald_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'gateway device provider keys feedback tokens devices held receipts push bench help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'gateway device provider keys feedback tokens devices held receipts push channels bench help' -- "${cur}"))
         ;;
     esac
 }
@@ -211,7 +211,7 @@ _herald_gateway_run() {
     repeating_flags=()
     non_repeating_flags=(--enable-faults --version -h --help)
     repeating_options=()
-    non_repeating_options=(--data-dir --database --provider-port --h2c-port --admin-port --admin-host --enrollment-secret-file --provider-idle-timeout --provider-connections-per-address --device-connections-per-address --handshake-timeout --device-port --feedback-port --feedback-client-ca --device-ping-interval --device-idle-timeout --background-per-hour --inactivity-days --receipt-days --host --environment --tls-cert --tls-key --token-burst --token-rate --offline-queue --durability --node-id --node-lease --cluster-sweep --cross-node-hints --log-level --log-format)
+    non_repeating_options=(--data-dir --database --provider-port --h2c-port --admin-port --admin-host --enrollment-secret-file --provider-idle-timeout --provider-connections-per-address --device-connections-per-address --handshake-timeout --device-port --channel-port --feedback-port --feedback-client-ca --provider-client-ca --device-ping-interval --device-idle-timeout --background-per-hour --inactivity-days --receipt-days --host --environment --tls-cert --tls-key --token-burst --token-rate --offline-queue --durability --node-id --node-lease --cluster-sweep --cross-node-hints --log-level --log-format)
     __herald_offer_flags_options 0
 
     # Offer option value completions
@@ -252,10 +252,16 @@ _herald_gateway_run() {
     '--device-port')
         return
         ;;
+    '--channel-port')
+        return
+        ;;
     '--feedback-port')
         return
         ;;
     '--feedback-client-ca')
+        return
+        ;;
+    '--provider-client-ca')
         return
         ;;
     '--device-ping-interval')
@@ -364,7 +370,7 @@ _herald_device() {
 
 _herald_device_run() {
     repeating_flags=()
-    non_repeating_flags=(--json --desktop --version -h --help)
+    non_repeating_flags=(--json --desktop --live-activities --version -h --help)
     repeating_options=(--gateway --app --legacy-app --bundle --language)
     non_repeating_options=(--data-dir --ca --time-zone --prompts --enrollment-secret-file --agent-socket --log-level --log-format)
     __herald_offer_flags_options 0
@@ -469,7 +475,7 @@ _herald_provider() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--data-dir --port --api-token-file --host --gateway --ca --key --key-id --team --default-language --concurrency --missed-window --feedback-interval --log-level --log-format)
+    non_repeating_options=(--data-dir --port --api-token-file --host --gateway --ca --key --key-id --team --cert --cert-key --default-language --concurrency --missed-window --feedback-interval --log-level --log-format)
     __herald_offer_flags_options 0
 
     # Offer option value completions
@@ -499,6 +505,12 @@ _herald_provider() {
         return
         ;;
     '--team')
+        return
+        ;;
+    '--cert')
+        return
+        ;;
+    '--cert-key')
         return
         ;;
     '--default-language')
@@ -536,13 +548,13 @@ _herald_keys() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    create|list|revoke|jwt)
+    create|certificate|list|revoke|jwt)
         # Offer subcommand argument completions
         "_herald_keys_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'create list revoke jwt' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'create certificate list revoke jwt' -- "${cur}"))
         ;;
     esac
 }
@@ -575,6 +587,49 @@ _herald_keys_create() {
         return
         ;;
     '--environment')
+        return
+        ;;
+    esac
+}
+
+_herald_keys_certificate() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=(--variant)
+    non_repeating_options=(--data-dir --database --team --topic --environment --out-cert --out-key --out-p12 --p12-password-file)
+    __herald_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--data-dir')
+        return
+        ;;
+    '--database')
+        return
+        ;;
+    '--team')
+        return
+        ;;
+    '--topic')
+        return
+        ;;
+    '--variant')
+        __herald_add_completions -W 'voip'$'\n''complication'
+        return
+        ;;
+    '--environment')
+        return
+        ;;
+    '--out-cert')
+        return
+        ;;
+    '--out-key')
+        return
+        ;;
+    '--out-p12')
+        return
+        ;;
+    '--p12-password-file')
         return
         ;;
     esac
@@ -1008,9 +1063,9 @@ _herald_push() {
 
 _herald_push_send() {
     repeating_flags=()
-    non_repeating_flags=(--content-available --mutable-content --progress --no-progress --version -h --help)
+    non_repeating_flags=(--content-available --mutable-content --input-push-token --progress --no-progress --version -h --help)
     repeating_options=(--token --data)
-    non_repeating_options=(--gateway --ca --key --key-id --team --topic --tokens --alert --title --subtitle --badge --sound --category --thread-id --payload --priority --expiration --collapse-id --push-type --apns-id --concurrency --connections --attempts --timeout)
+    non_repeating_options=(--gateway --ca --key --key-id --team --cert --cert-key --topic --tokens --alert --title --subtitle --badge --sound --category --thread-id --payload --event --content-state --timestamp --stale-date --dismissal-date --relevance-score --attributes-type --attributes --input-push-channel --channel --priority --expiration --collapse-id --push-type --apns-id --concurrency --connections --attempts --timeout)
     __herald_offer_flags_options 0
 
     # Offer option value completions
@@ -1028,6 +1083,12 @@ _herald_push_send() {
         return
         ;;
     '--team')
+        return
+        ;;
+    '--cert')
+        return
+        ;;
+    '--cert-key')
         return
         ;;
     '--topic')
@@ -1066,6 +1127,36 @@ _herald_push_send() {
     '--payload')
         return
         ;;
+    '--event')
+        return
+        ;;
+    '--content-state')
+        return
+        ;;
+    '--timestamp')
+        return
+        ;;
+    '--stale-date')
+        return
+        ;;
+    '--dismissal-date')
+        return
+        ;;
+    '--relevance-score')
+        return
+        ;;
+    '--attributes-type')
+        return
+        ;;
+    '--attributes')
+        return
+        ;;
+    '--input-push-channel')
+        return
+        ;;
+    '--channel')
+        return
+        ;;
     '--priority')
         return
         ;;
@@ -1096,6 +1187,182 @@ _herald_push_send() {
     esac
 }
 
+_herald_channels() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __herald_offer_flags_options 0
+
+    # Offer subcommand / subcommand argument completions
+    local -r subcommand="${unparsed_words[0]}"
+    unset 'unparsed_words[0]'
+    unparsed_words=("${unparsed_words[@]}")
+    case "${subcommand}" in
+    create|list|show|delete)
+        # Offer subcommand argument completions
+        "_herald_channels_${subcommand}"
+        ;;
+    *)
+        # Offer subcommand completions
+        COMPREPLY+=($(compgen -W 'create list show delete' -- "${cur}"))
+        ;;
+    esac
+}
+
+_herald_channels_create() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--gateway --ca --key --key-id --team --cert --cert-key --topic --storage-policy)
+    __herald_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--gateway')
+        return
+        ;;
+    '--ca')
+        return
+        ;;
+    '--key')
+        return
+        ;;
+    '--key-id')
+        return
+        ;;
+    '--team')
+        return
+        ;;
+    '--cert')
+        return
+        ;;
+    '--cert-key')
+        return
+        ;;
+    '--topic')
+        return
+        ;;
+    '--storage-policy')
+        return
+        ;;
+    esac
+}
+
+_herald_channels_list() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--gateway --ca --key --key-id --team --cert --cert-key --topic)
+    __herald_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--gateway')
+        return
+        ;;
+    '--ca')
+        return
+        ;;
+    '--key')
+        return
+        ;;
+    '--key-id')
+        return
+        ;;
+    '--team')
+        return
+        ;;
+    '--cert')
+        return
+        ;;
+    '--cert-key')
+        return
+        ;;
+    '--topic')
+        return
+        ;;
+    esac
+}
+
+_herald_channels_show() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--gateway --ca --key --key-id --team --cert --cert-key --topic --channel)
+    __herald_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--gateway')
+        return
+        ;;
+    '--ca')
+        return
+        ;;
+    '--key')
+        return
+        ;;
+    '--key-id')
+        return
+        ;;
+    '--team')
+        return
+        ;;
+    '--cert')
+        return
+        ;;
+    '--cert-key')
+        return
+        ;;
+    '--topic')
+        return
+        ;;
+    '--channel')
+        return
+        ;;
+    esac
+}
+
+_herald_channels_delete() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--gateway --ca --key --key-id --team --cert --cert-key --topic --channel)
+    __herald_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--gateway')
+        return
+        ;;
+    '--ca')
+        return
+        ;;
+    '--key')
+        return
+        ;;
+    '--key-id')
+        return
+        ;;
+    '--team')
+        return
+        ;;
+    '--cert')
+        return
+        ;;
+    '--cert-key')
+        return
+        ;;
+    '--topic')
+        return
+        ;;
+    '--channel')
+        return
+        ;;
+    esac
+}
+
 _herald_bench() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
@@ -1108,13 +1375,13 @@ _herald_bench() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    prepare|baseline|delivery|scheduler|provider-schedule)
+    prepare|baseline|delivery|broadcast|scheduler|provider-schedule)
         # Offer subcommand argument completions
         "_herald_bench_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'prepare baseline delivery scheduler provider-schedule' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'prepare baseline delivery broadcast scheduler provider-schedule' -- "${cur}"))
         ;;
     esac
 }
@@ -1213,6 +1480,45 @@ _herald_bench_delivery() {
         return
         ;;
     '--gateway-pid')
+        return
+        ;;
+    esac
+}
+
+_herald_bench_broadcast() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--data-dir --database --url --channels --gateway --ca --devices --connections --streams)
+    __herald_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--data-dir')
+        return
+        ;;
+    '--database')
+        return
+        ;;
+    '--url')
+        return
+        ;;
+    '--channels')
+        return
+        ;;
+    '--gateway')
+        return
+        ;;
+    '--ca')
+        return
+        ;;
+    '--devices')
+        return
+        ;;
+    '--connections')
+        return
+        ;;
+    '--streams')
         return
         ;;
     esac

@@ -60,6 +60,7 @@ _herald() {
             'held:See the notifications the gateway holds for devices not connected.'
             'receipts:See what became of a notification.'
             'push:Send notifications as a provider does.'
+            'channels:Manage an app'\''s broadcast channels (Live Activity broadcasts) on a channel management port.'
             'bench:Benchmarks support (see docs/benchmarks.md).'
             'help:Show subcommand help information.'
         )
@@ -67,7 +68,7 @@ _herald() {
         ;;
     arg)
         case "${words[1]}" in
-        gateway|device|provider|keys|feedback|tokens|devices|held|receipts|push|bench|help)
+        gateway|device|provider|keys|feedback|tokens|devices|held|receipts|push|channels|bench|help)
             "_herald_${words[1]}" && ret=0
             ;;
         esac
@@ -125,8 +126,10 @@ _herald_gateway_run() {
         '--device-connections-per-address[Open device connections allowed from one IP address.]:device-connections-per-address:'
         '--handshake-timeout[Seconds a peer has to finish the TLS handshake (and a device to answer the challenge).]:SECONDS:'
         '--device-port[The device port\: one WebSocket over TLS per device (docs/device-protocol.md). 0 picks a free port.]:device-port:'
+        '--channel-port[The broadcast channel management port (HTTP/2 over TLS, authenticated like the provider port, Apple'\''s 2195/2196)\: creating, reading, listing and deleting channels. Broadcasts need it. 0 picks a free port.]:channel-port:'
         '--feedback-port[The legacy binary feedback port (TLS with an app'\''s client certificate, Apple'\''s retired Feedback Service format).]:feedback-port:'
         '--feedback-client-ca[The CA (PEM) whose client certificates the feedback port accepts. Default\: the development CA (see `herald feedback certificate`).]:PEM:'
+        '--provider-client-ca[The CA (PEM) whose push certificates the provider port accepts (certificate authentication). Default\: the development CA (see `herald keys certificate`); with --tls-cert, none unless given.]:PEM:'
         '--device-ping-interval[Seconds of quiet after which the gateway pings a device.]:SECONDS:'
         '--device-idle-timeout[Seconds without a word from a device after which it is disconnected.]:SECONDS:'
         '--background-per-hour[Background pushes per device and app per hour (Apple advises 2-3); over budget only the newest is held. 0 turns throttling off.]:background-per-hour:'
@@ -216,6 +219,7 @@ _herald_device_run() {
         '--json[Print one JSON object per line instead of text for people.]'
         '--desktop[Show notifications on this Linux desktop (the freedesktop Notifications D-Bus interface, through gdbus)\: the category'\''s actions as buttons; a click reaches the app as the user'\''s choice.]'
         '--log-level[Log level for diagnostics on standard error.]:log-level:'
+        '--live-activities[Ask the gateway for each app'\''s Live Activity push-to-start token (printed as activity-push-to-start-token).]'
         '--log-format[How logs on standard error are written\: text (for people) or json (one object a line, for a log collector).]:log-format:{__herald_complete "${___log_format[@]}"}'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
@@ -267,9 +271,11 @@ _herald_provider() {
         '--host[The address to listen on.]:host:'
         '--gateway[The APNs server\: https\://HOST\:PORT.]:gateway:'
         '--ca[A PEM file of trusted roots (the gateway'\''s DIR/tls/ca.pem).]:PEM:'
-        '--key[The provider'\''s private key (PEM PKCS#8), as herald keys create wrote it.]:FILE.p8:'
+        '--key[The provider'\''s private key (PEM PKCS#8), as herald keys create wrote it\: token authentication, with --key-id and --team.]:FILE.p8:'
         '--key-id[The key'\''s 10-character id (what herald keys create printed).]:key-id:'
         '--team[The 10-character team id the key belongs to.]:team:'
+        '--cert[A push certificate (PEM), as herald keys certificate wrote it\: certificate authentication instead of a key, with --cert-key.]:PEM:'
+        '--cert-key[The push certificate'\''s private key (PEM).]:PEM:'
         '--default-language[The language templates fall back to when neither a device'\''s language nor its base language is translated.]:default-language:'
         '--concurrency[Requests to the gateway in flight at once.]:concurrency:'
         '--missed-window[How late a schedule'\''s occurrence missed while the service was stopped may still be sent at start-up; older ones are recorded as missed.]:SECONDS:'
@@ -297,15 +303,16 @@ _herald_keys() {
     command)
         local -ar subcommands=(
             'create:Create a provider key (ES256) for a team and give the team its topics.'
+            'certificate:Issue a push certificate for a team'\''s app: TLS client authentication on the provider port, no JWT.'
             'list:List teams with their topics and provider keys (revoked ones marked).'
-            'revoke:Revoke a provider key: tokens it signed are refused (403 InvalidProviderToken).'
+            'revoke:Revoke a provider key (tokens it signed are refused: 403 InvalidProviderToken) or a push certificate (403 BadCertificate).'
             'jwt:Print a provider token (ES256 JWT) signed with a key, for curl and other clients that do not sign their own.'
         )
         _describe -V subcommand subcommands && ret=0
         ;;
     arg)
         case "${words[1]}" in
-        create|list|revoke|jwt)
+        create|certificate|list|revoke|jwt)
             "_herald_keys_${words[1]}" && ret=0
             ;;
         esac
@@ -333,6 +340,28 @@ _herald_keys_create() {
     return "${ret}"
 }
 
+_herald_keys_certificate() {
+    local -i ret=1
+    local -ar ___variant=('voip' 'complication')
+    local -ar arg_specs=(
+        '--data-dir[The gateway'\''s data directory (its SQLite database and TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--database[A PostgreSQL database several gateway nodes share, postgres\://USER\[\:PASSWORD\]@HOST\[\:PORT\]/DB\[?sslmode=disable|prefer|require\], instead of the SQLite database in --data-dir (docs/cluster.md).]:URL:'
+        '--team[The 10-character team id (letters and digits) the certificate belongs to.]:team:'
+        '--topic[The app'\''s bundle id.]:topic:'
+        '*--variant[A topic variant the certificate also covers\: voip or complication; repeat for both.]:variant:{__herald_complete "${___variant[@]}"}'
+        '--environment[Restrict the certificate to one environment (development or production); by default it works in both.]:environment:'
+        '--out-cert[Where to write the certificate (PEM).]:PEM:'
+        '--out-key[Where to write its private key (PEM, mode 0600).]:PEM:'
+        '--out-p12[Also write a PKCS#12 bundle (certificate, key and CA; made with the openssl command).]:P12:'
+        '--p12-password-file[A file whose first line is the PKCS#12 password; by default the bundle'\''s password is empty.]:FILE:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
 _herald_keys_list() {
     local -i ret=1
     local -ar arg_specs=(
@@ -352,7 +381,7 @@ _herald_keys_revoke() {
     local -ar arg_specs=(
         '--data-dir[The gateway'\''s data directory (its SQLite database and TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
         '--database[A PostgreSQL database several gateway nodes share, postgres\://USER\[\:PASSWORD\]@HOST\[\:PORT\]/DB\[?sslmode=disable|prefer|require\], instead of the SQLite database in --data-dir (docs/cluster.md).]:URL:'
-        '--key-id[The 10-character id of the key to revoke.]:key-id:'
+        '--key-id[The 10-character id of the key to revoke, or a push certificate'\''s credential id (cert-…).]:key-id:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )
@@ -697,9 +726,11 @@ _herald_push_send() {
     local -ar arg_specs=(
         '--gateway[The server\: a gateway'\''s provider port (https\://localhost\:2197, or http\://127.0.0.1\:8080 for its --h2c-port) or Apple'\''s.]:URL:'
         '--ca[A PEM file of trusted roots (the gateway'\''s DIR/tls/ca.pem).]:PEM:'
-        '--key[The provider'\''s private key (PEM PKCS#8), as herald keys create wrote it.]:FILE.p8:'
+        '--key[The provider'\''s private key (PEM PKCS#8), as herald keys create wrote it\: token authentication, with --key-id and --team.]:FILE.p8:'
         '--key-id[The key'\''s 10-character id (what herald keys create printed).]:key-id:'
         '--team[The 10-character team id the key belongs to.]:team:'
+        '--cert[A push certificate (PEM), as herald keys certificate wrote it\: certificate authentication instead of a key, with --cert-key.]:PEM:'
+        '--cert-key[The push certificate'\''s private key (PEM).]:PEM:'
         '--topic[apns-topic\: the bundle id, plus the push type'\''s suffix where it has one.]:topic:'
         '*--token[A device token (hex). Repeat for more.]:token:'
         '--tokens[A file of device tokens, one per line; - reads standard input.]:FILE:'
@@ -714,6 +745,17 @@ _herald_push_send() {
         '--mutable-content[mutable-content\: 1 (the app'\''s service extension may change it).]'
         '*--data[A custom key beside aps\: KEY=JSON (e.g. id=42, or name="\\"Ana\\""). Repeat for more.]:KEY=JSON:'
         '--payload[A file holding the whole JSON payload (instead of the payload flags).]:FILE:'
+        '--event[Live Activity\: the event, start, update or end (push type liveactivity).]:event:'
+        '--content-state[Live Activity\: content-state, a JSON object.]:JSON:'
+        '--timestamp[Live Activity\: timestamp, UNIX seconds (default\: now); older updates are ignored.]:SECONDS:'
+        '--stale-date[Live Activity\: stale-date, UNIX seconds.]:SECONDS:'
+        '--dismissal-date[Live Activity\: dismissal-date of an end, UNIX seconds.]:SECONDS:'
+        '--relevance-score[Live Activity\: relevance-score.]:relevance-score:'
+        '--attributes-type[Live Activity start\: attributes-type (the ActivityAttributes type'\''s name).]:attributes-type:'
+        '--attributes[Live Activity start\: attributes, a JSON object.]:JSON:'
+        '--input-push-token[Live Activity start\: input-push-token 1 (the new activity gets an update token).]'
+        '--input-push-channel[Live Activity start\: input-push-channel, the broadcast channel that updates it.]:ID:'
+        '--channel[Broadcast on this channel of the app (POST /4/broadcasts/apps/<bundle id>) instead of sending to tokens.]:ID:'
         '--priority[apns-priority\: 10, 5 or 1.]:priority:'
         '--expiration[apns-expiration\: UNIX seconds, or 0 for a single delivery attempt.]:expiration:'
         '--collapse-id[apns-collapse-id (at most 64 bytes).]:collapse-id:'
@@ -725,6 +767,116 @@ _herald_push_send() {
         '--progress[Show a progress bar on standard error (default\: when it is a terminal).]'
         '--no-progress[Show a progress bar on standard error (default\: when it is a terminal).]'
         '--timeout[Seconds to wait for everything before giving up (unanswered notifications count as failures).]:timeout:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_channels() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+        '(-): :->command'
+        '(-)*:: :->arg'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+    case "${state}" in
+    command)
+        local -ar subcommands=(
+            'create:Create a channel; prints its id.'
+            'list:List the app'\''s channel ids, one per line.'
+            'show:Print a channel'\''s storage policy.'
+            'delete:Delete a channel.'
+        )
+        _describe -V subcommand subcommands && ret=0
+        ;;
+    arg)
+        case "${words[1]}" in
+        create|list|show|delete)
+            "_herald_channels_${words[1]}" && ret=0
+            ;;
+        esac
+        ;;
+    esac
+
+    return "${ret}"
+}
+
+_herald_channels_create() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--gateway[The channel management port, https\://HOST\:PORT.]:URL:'
+        '--ca[A PEM file of trusted roots (the gateway'\''s DIR/tls/ca.pem).]:PEM:'
+        '--key[The provider'\''s private key (PEM PKCS#8), as herald keys create wrote it\: token authentication, with --key-id and --team.]:FILE.p8:'
+        '--key-id[The key'\''s 10-character id (what herald keys create printed).]:key-id:'
+        '--team[The 10-character team id the key belongs to.]:team:'
+        '--cert[A push certificate (PEM), as herald keys certificate wrote it\: certificate authentication instead of a key, with --cert-key.]:PEM:'
+        '--cert-key[The push certificate'\''s private key (PEM).]:PEM:'
+        '--topic[The app'\''s bundle id.]:topic:'
+        '--storage-policy[message-storage-policy\: 0 stores nothing for offline devices, 1 keeps the most recent broadcast.]:storage-policy:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_channels_list() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--gateway[The channel management port, https\://HOST\:PORT.]:URL:'
+        '--ca[A PEM file of trusted roots (the gateway'\''s DIR/tls/ca.pem).]:PEM:'
+        '--key[The provider'\''s private key (PEM PKCS#8), as herald keys create wrote it\: token authentication, with --key-id and --team.]:FILE.p8:'
+        '--key-id[The key'\''s 10-character id (what herald keys create printed).]:key-id:'
+        '--team[The 10-character team id the key belongs to.]:team:'
+        '--cert[A push certificate (PEM), as herald keys certificate wrote it\: certificate authentication instead of a key, with --cert-key.]:PEM:'
+        '--cert-key[The push certificate'\''s private key (PEM).]:PEM:'
+        '--topic[The app'\''s bundle id.]:topic:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_channels_show() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--gateway[The channel management port, https\://HOST\:PORT.]:URL:'
+        '--ca[A PEM file of trusted roots (the gateway'\''s DIR/tls/ca.pem).]:PEM:'
+        '--key[The provider'\''s private key (PEM PKCS#8), as herald keys create wrote it\: token authentication, with --key-id and --team.]:FILE.p8:'
+        '--key-id[The key'\''s 10-character id (what herald keys create printed).]:key-id:'
+        '--team[The 10-character team id the key belongs to.]:team:'
+        '--cert[A push certificate (PEM), as herald keys certificate wrote it\: certificate authentication instead of a key, with --cert-key.]:PEM:'
+        '--cert-key[The push certificate'\''s private key (PEM).]:PEM:'
+        '--topic[The app'\''s bundle id.]:topic:'
+        '--channel[The channel id.]:channel:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_channels_delete() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--gateway[The channel management port, https\://HOST\:PORT.]:URL:'
+        '--ca[A PEM file of trusted roots (the gateway'\''s DIR/tls/ca.pem).]:PEM:'
+        '--key[The provider'\''s private key (PEM PKCS#8), as herald keys create wrote it\: token authentication, with --key-id and --team.]:FILE.p8:'
+        '--key-id[The key'\''s 10-character id (what herald keys create printed).]:key-id:'
+        '--team[The 10-character team id the key belongs to.]:team:'
+        '--cert[A push certificate (PEM), as herald keys certificate wrote it\: certificate authentication instead of a key, with --cert-key.]:PEM:'
+        '--cert-key[The push certificate'\''s private key (PEM).]:PEM:'
+        '--topic[The app'\''s bundle id.]:topic:'
+        '--channel[The channel id.]:channel:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )
@@ -748,6 +900,7 @@ _herald_bench() {
             'prepare:Register a key and N tokens in a gateway'\''s data directory and write h2load'\''s inputs.'
             'baseline:Run a bare SwiftNIO HTTP/2 TLS responder (the benchmark baseline); prints its port as JSON.'
             'delivery:End-to-end delivery benchmark against a running gateway: devices connected, a provider pushing.'
+            'broadcast:Broadcast benchmark against a running gateway: time until the last of --devices subscribed devices has a broadcast.'
             'scheduler:The device runtime'\''s scheduler: memory, next-fire computation, lateness over a simulated week.'
             'provider-schedule:The provider'\''s scheduler: plan a day of 09:00-local sends for --registrations registrations in --zones zones; memory and lateness.'
         )
@@ -755,7 +908,7 @@ _herald_bench() {
         ;;
     arg)
         case "${words[1]}" in
-        prepare|baseline|delivery|scheduler|provider-schedule)
+        prepare|baseline|delivery|broadcast|scheduler|provider-schedule)
             "_herald_bench_${words[1]}" && ret=0
             ;;
         esac
@@ -811,6 +964,26 @@ _herald_bench_delivery() {
         '--pace[The paced step'\''s rate, as a fraction of the delivery rate of step 2.]:pace:'
         '--idle-devices[Only measure memory\: connect this many idle devices (needs --gateway-pid).]:idle-devices:'
         '--gateway-pid[The gateway'\''s process id (for its resident memory).]:gateway-pid:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_bench_broadcast() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--data-dir[The gateway'\''s data directory (its SQLite database and TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--database[A PostgreSQL database several gateway nodes share, postgres\://USER\[\:PASSWORD\]@HOST\[\:PORT\]/DB\[?sslmode=disable|prefer|require\], instead of the SQLite database in --data-dir (docs/cluster.md).]:URL:'
+        '--url[The provider port, https\://HOST\:PORT.]:url:'
+        '--channels[The channel management port, https\://HOST\:PORT.]:channels:'
+        '--gateway[The device port, wss\://HOST\:PORT.]:gateway:'
+        '--ca[The gateway'\''s CA (PEM).]:ca:'
+        '--devices[Subscribed, connected devices.]:devices:'
+        '--connections[Provider HTTP/2 connections for the unicast baseline.]:connections:'
+        '--streams[Concurrent streams per provider connection.]:streams:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )
