@@ -19,9 +19,9 @@ cd "$(dirname "$0")/.."
 QUICK=0
 [ "${1:-}" = "--quick" ] && QUICK=1
 if [ "$QUICK" = 1 ]; then
-    GW_A="20000 5000"; GW_B="20000 200"; DELIVERY="5000 200 1000"; CLIENT="5000 200"; PROVIDER="1 1000"; CLUSTER="5000 2000 100"
+    GW_A="20000 5000"; GW_B="20000 200"; DELIVERY="5000 200 1000"; CLIENT="5000 200"; PROVIDER="1 1000"; CLUSTER="5000 2000 100"; BROADCAST="500"
 else
-    GW_A="200000 100000"; GW_B="100000 200"; DELIVERY="50000 1000 10000"; CLIENT="20000 200"; PROVIDER="5 4000"; CLUSTER="40000 10000 500"
+    GW_A="200000 100000"; GW_B="100000 200"; DELIVERY="50000 1000 10000"; CLIENT="20000 200"; PROVIDER="5 4000"; CLUSTER="40000 10000 500"; BROADCAST="10000"
 fi
 
 command -v h2load >/dev/null || { echo "h2load is missing: apt-get install nghttp2-client" >&2; exit 1; }
@@ -51,11 +51,13 @@ step client scripts/bench-client.sh $CLIENT
 step provider scripts/bench-provider.sh $PROVIDER
 # shellcheck disable=SC2086
 step cluster scripts/bench-cluster.sh $CLUSTER
+# shellcheck disable=SC2086
+step broadcast scripts/bench-broadcast.sh $BROADCAST
 
-python3 - "$LOGS" "$GW_A" "$GW_B" "$DELIVERY" "$CLIENT" "$QUICK" "$PROVIDER" "$CLUSTER" <<'PY'
+python3 - "$LOGS" "$GW_A" "$GW_B" "$DELIVERY" "$CLIENT" "$QUICK" "$PROVIDER" "$CLUSTER" "$BROADCAST" <<'PY'
 import re, sys
-logs, gw_a, gw_b, delivery, client, quick, provider, cluster = sys.argv[1:9]
-text = {name: open(f"{logs}/{name}.txt").read() for name in ("gateway-a", "gateway-b", "delivery", "client", "provider", "cluster")}
+logs, gw_a, gw_b, delivery, client, quick, provider, cluster, broadcast = sys.argv[1:10]
+text = {name: open(f"{logs}/{name}.txt").read() for name in ("gateway-a", "gateway-b", "delivery", "client", "provider", "cluster", "broadcast")}
 
 def find(name, pattern, default="?"):
     m = re.search(pattern, text[name], re.M)
@@ -98,6 +100,9 @@ row("cluster: two PostgreSQL nodes, acceptance", find("cluster", r"two nodes on 
 row("cluster: delivery latency across nodes, paced", "p50 " + find("cluster", r"across nodes .*p50 ([0-9.]+ ms)") + ", p99 " +
     find("cluster", r"across nodes .*p99 ([0-9.]+ ms)"), find("cluster", r"ratio cross-node / same node: p50 ([0-9.]+)") + " (p50 vs same node)",
     "-", f"scripts/bench-cluster.sh {cluster}")
+row(f"one broadcast to {broadcast} subscribed devices, last receipt", find("broadcast", r"^2\. broadcast: .*last receipt after ([0-9.]+ s)") + " vs " +
+    find("broadcast", r"^1\. unicast fan-out: .*last receipt after ([0-9.]+ s)") + " as single pushes",
+    find("broadcast", r"broadcast / unicast fan-out, time to the last device: ([0-9.]+)"), "<= 1.0", f"scripts/bench-broadcast.sh {broadcast}")
 
 print()
 print("| figure | measured | ratio | goal | reproduce |")

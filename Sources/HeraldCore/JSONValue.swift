@@ -35,6 +35,8 @@ public enum JSONValue: Hashable, Sendable, Codable {
     }
 
     public var stringValue: String? { if case .string(let s) = self { return s } else { return nil } }
+    /// The members of an object (`nil` for anything else).
+    public var objectValue: [String: JSONValue]? { if case .object(let o) = self { return o } else { return nil } }
     /// The elements of an array (`nil` for anything else).
     public var arrayValue: [JSONValue]? { if case .array(let a) = self { return a } else { return nil } }
     /// A member of an object (`nil` for anything else).

@@ -134,8 +134,8 @@ public final class DeviceConnection: Sendable {
         if isNew, let socket = authenticated.withLockedValue({ $0 }) { socket.send(want.registerFrame) }
     }
 
-    /// Gives up a token or subscription: the gateway unregisters it (now if connected; a device
-    /// offline asks again at its next connection through ``unregisterWhenConnected``).
+    /// Gives up a token or subscription: the gateway unregisters it now if the device is
+    /// connected, else at its next connection.
     public func drop(_ want: Want) {
         wanted.withLockedValue { $0.removeAll { $0 == want } }
         if let socket = authenticated.withLockedValue({ $0 }) {
@@ -186,6 +186,7 @@ public final class DeviceConnection: Sendable {
                 current.withLockedValue { $0 = (socket, []) }
                 reason = await session(on: socket, state: &state, backoff: &backoff)
                 current.withLockedValue { $0 = (nil, []) }
+                authenticated.withLockedValue { $0 = nil }
                 await socket.close()
             } catch {
                 reason = "\(error)"

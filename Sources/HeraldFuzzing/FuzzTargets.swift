@@ -19,7 +19,14 @@ public enum FuzzTargets {
         "plan-file": planFile,
         "sound-file": soundFile,
         "dbus-stream": dbusStream,
+        "live-activity": liveActivity,
     ]
+
+    /// A Live Activity push's payload, read as the device runtime and `herald push send` read it.
+    @Sendable public static func liveActivity(_ data: [UInt8]) {
+        guard let payload = try? NotificationPayload.decode(data) else { return }
+        if let update = try? LiveActivityUpdate(payload: payload) { _ = update.alertText }
+    }
 
     /// What a session bus sends `herald device run --desktop` (D-Bus messages, in pieces of a size
     /// taken from the first byte).

@@ -374,7 +374,8 @@ final class ProviderStream {
         send(.headers(.init(headers: headers, endStream: true)), context: context, flush: true)
     }
 
-    /// A broadcast's or channel request's success: its status, extra headers and JSON body.
+    /// A success with its status, extra headers and JSON body: broadcasts, channel requests and
+    /// Herald's read endpoints.
     private func respond(context: ChannelHandlerContext, status: Int, headers extra: [(String, String)], body: [UInt8]?) {
         guard !hasResponded, !isClosed else { return }
         hasResponded = true
@@ -393,17 +394,7 @@ final class ProviderStream {
     }
 
     private func respondJSON(context: ChannelHandlerContext, _ body: [UInt8]) {
-        guard !hasResponded, !isClosed else { return }
-        hasResponded = true
-        port.metrics.recordResponse(status: 200, reason: nil)
-        var headers = HPACKHeaders()
-        headers.add(name: ":status", value: "200")
-        headers.add(name: "content-type", value: "application/json")
-        headers.add(name: "content-length", value: String(body.count))
-        var buffer = context.channel.allocator.buffer(capacity: body.count)
-        buffer.writeBytes(body)
-        send(.headers(.init(headers: headers)), context: context, flush: false)
-        send(.data(.init(data: .byteBuffer(buffer), endStream: true)), context: context, flush: true)
+        respond(context: context, status: 200, headers: [], body: body)
     }
 
     private func respond(context: ChannelHandlerContext, _ rejection: APNsRejection) {

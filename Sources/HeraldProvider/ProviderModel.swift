@@ -138,17 +138,14 @@ public struct LiveActivitySend: Sendable, Hashable, Codable {
             (event, timestamp, contentState, staleDate, dismissalDate, relevanceScore, attributesType, attributes, inputPushToken, inputPushChannel)
     }
 
-    /// The `aps` keys it adds.
+    /// The `aps` keys it adds (an event the spec does not name is written as given; the check
+    /// of the whole payload refuses it).
     func apsKeys(nowSeconds: Int64) -> [String: JSONValue] {
-        var aps: [String: JSONValue] = ["event": .string(event), "timestamp": .int(timestamp ?? nowSeconds)]
-        aps["content-state"] = contentState.map(JSONValue.object)
-        aps["stale-date"] = staleDate.map(JSONValue.int)
-        aps["dismissal-date"] = dismissalDate.map(JSONValue.int)
-        aps["relevance-score"] = relevanceScore.map(JSONValue.double)
-        aps["attributes-type"] = attributesType.map(JSONValue.string)
-        aps["attributes"] = attributes.map(JSONValue.object)
-        if inputPushToken { aps["input-push-token"] = .int(1) }
-        aps["input-push-channel"] = inputPushChannel.map(JSONValue.string)
+        var aps = LiveActivityUpdate(
+            event: LiveActivityUpdate.Event(rawValue: event) ?? .update, timestamp: timestamp ?? nowSeconds, contentState: contentState,
+            staleDate: staleDate, dismissalDate: dismissalDate, relevanceScore: relevanceScore, attributesType: attributesType,
+            attributes: attributes, wantsPushToken: inputPushToken, channel: inputPushChannel).apsFields
+        aps["event"] = .string(event)
         return aps
     }
 }

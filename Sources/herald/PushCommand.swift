@@ -220,16 +220,12 @@ struct PushCommand: AsyncParsableCommand {
                     }
                     return value
                 }
-                aps["event"] = .string(event)
-                aps["timestamp"] = .int(timestamp ?? Int64(Date().timeIntervalSince1970))
-                aps["content-state"] = try object(contentState, "--content-state")
-                aps["stale-date"] = staleDate.map(JSONValue.int)
-                aps["dismissal-date"] = dismissalDate.map(JSONValue.int)
-                aps["relevance-score"] = relevanceScore.map(JSONValue.double)
-                aps["attributes-type"] = attributesType.map(JSONValue.string)
-                aps["attributes"] = try object(attributes, "--attributes")
-                if inputPushToken { aps["input-push-token"] = .int(1) }
-                aps["input-push-channel"] = inputPushChannel.map(JSONValue.string)
+                let update = LiveActivityUpdate(
+                    event: LiveActivityUpdate.Event(rawValue: event) ?? .update, timestamp: timestamp ?? Int64(Date().timeIntervalSince1970),
+                    contentState: try object(contentState, "--content-state")?.objectValue, staleDate: staleDate, dismissalDate: dismissalDate,
+                    relevanceScore: relevanceScore, attributesType: attributesType, attributes: try object(attributes, "--attributes")?.objectValue,
+                    wantsPushToken: inputPushToken, channel: inputPushChannel)
+                aps.merge(update.apsFields) { $1 }
             }
             var root: [String: JSONValue] = ["aps": .object(aps)]
             for entry in data {
