@@ -20,6 +20,7 @@ public enum FuzzTargets {
         "sound-file": soundFile,
         "dbus-stream": dbusStream,
         "live-activity": liveActivity,
+        "broadcast-request": broadcastRequest,
     ]
 
     /// A Live Activity push's payload, read as the device runtime and `herald push send` read it.
@@ -42,8 +43,8 @@ public enum FuzzTargets {
         _ = token.isSigned(by: fixedKey)
     }
 
-    /// A provider request: header lines (`name: value`), a blank line, the body.
-    @Sendable public static func providerRequest(_ data: [UInt8]) {
+    /// Header lines (`name: value`), a blank line, the body: how the request targets take input.
+    static func request(_ data: [UInt8]) -> (ProviderRequestHead, [UInt8]) {
         let split = data.firstRange(of: [10, 10])
         let headerBytes = split.map { data[..<$0.lowerBound] } ?? data[...]
         let body = split.map { Array(data[$0.upperBound...]) } ?? []
@@ -54,6 +55,20 @@ public enum FuzzTargets {
             let value = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingCharacters(in: .whitespaces)
             _ = head.record(name: name, value: value)
         }
+        return (head, body)
+    }
+
+    /// A broadcast (`POST /4/broadcasts/apps/…`) or channel management request, in the request form.
+    @Sendable public static func broadcastRequest(_ data: [UInt8]) {
+        let (head, body) = request(data)
+        let bundleID = BroadcastRequest.bundleID(fromPath: head.path) ?? "com.example.app"
+        _ = BroadcastRequest.validate(head, bundleID: bundleID, body: body, bodySize: body.count)
+        _ = ChannelRequest.parse(head, body: body)
+    }
+
+    /// A provider request: header lines (`name: value`), a blank line, the body.
+    @Sendable public static func providerRequest(_ data: [UInt8]) {
+        let (head, body) = request(data)
         _ = ProviderRequestValidation.validateTarget(head)
         if case .success(let headers) = ProviderRequestValidation.validateHeaders(head) {
             _ = ProviderRequestValidation.validatePayload(body, bodySize: body.count, pushType: headers.pushType)
