@@ -221,7 +221,7 @@ struct PushCommand: AsyncParsableCommand {
                     return value
                 }
                 let update = LiveActivityUpdate(
-                    event: LiveActivityUpdate.Event(rawValue: event) ?? .update, timestamp: timestamp ?? Int64(Date().timeIntervalSince1970),
+                    event: LiveActivityUpdate.Event(rawValue: event) ?? .update, timestamp: timestamp ?? SystemWallClock().nowSeconds(),
                     contentState: try object(contentState, "--content-state")?.objectValue, staleDate: staleDate, dismissalDate: dismissalDate,
                     relevanceScore: relevanceScore, attributesType: attributesType, attributes: try object(attributes, "--attributes")?.objectValue,
                     wantsPushToken: inputPushToken, channel: inputPushChannel)
