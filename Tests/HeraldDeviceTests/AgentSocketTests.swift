@@ -25,6 +25,47 @@ struct AgentSocketTests {
         }
     }
 
+    @Test("Live Activity ops: wrong types, fractional and absurd numbers, unknown push types and channels are refused with what is wrong; a valid start is listed and ended")
+    func liveActivityOps() async throws {
+        let s = try await Setup()
+        let app = try await AgentClient.connect(path: s.agent.path)
+        let before = try await app.request(["op": .string("activities")])
+        #expect(before["ok"] == .bool(false), "ops of an app need hello first")
+        try await app.request(["op": .string("hello"), "app": .string("com.example.app")])
+        let valid: [String: JSONValue] = [
+            "op": .string("startActivity"), "attributesType": .string("Score"), "attributes": Self.json(#"{"home":"Lions"}"#),
+            "contentState": Self.json(#"{"score":0}"#),
+        ]
+        for (key, value) in [
+            ("attributesType", JSONValue.string("")), ("attributesType", .int(7)), ("attributes", .string("home")),
+            ("contentState", .array([])), ("staleDate", .double(1.5)), ("staleDate", .double(1e300)), ("staleDate", .string("soon")),
+            ("pushType", .string("banana")), ("pushType", Self.json(#"{"channel":"nope"}"#)), ("pushType", .int(1)),
+        ] {
+            var message = valid
+            message[key] = value
+            let answer = try await app.request(message)
+            #expect(answer["ok"] == .bool(false) && answer["error"]?.stringValue?.isEmpty == false, "\(key)=\(value): \(answer)")
+        }
+        let started = try await app.request(valid)
+        guard case .string(let id)? = started["activity"]?["id"] else { Issue.record("\(started)"); return }
+        for bad: [String: JSONValue] in [
+            ["op": .string("endActivity")], ["op": .string("endActivity"), "activity": .string("no-such-activity")],
+            ["op": .string("endActivity"), "activity": .string(id), "dismissalDate": .string("later")],
+            ["op": .string("endActivity"), "activity": .string(id), "dismissalDate": .double(-1e300)],
+            ["op": .string("endActivity"), "activity": .string(id), "contentState": .string("final")],
+        ] {
+            let answer = try await app.request(bad)
+            #expect(answer["ok"] == .bool(false), "\(bad): \(answer)")
+        }
+        let listed = try await app.request(["op": .string("activities")])
+        #expect(listed["activities"]?.arrayValue?.count == 1 && listed["activities"]?.arrayValue?.first?["state"] == .string("active"))
+        let ended = try await app.request(["op": .string("endActivity"), "activity": .string(id), "contentState": Self.json(#"{"score":3}"#), "dismissalDate": .int(0)])
+        #expect(ended["ok"] == .bool(true), "\(ended)")
+        let after = try await app.request(["op": .string("activities")])
+        #expect(after["activities"]?.arrayValue?.first?["state"] == .string("dismissed"))
+        await s.agent.close()
+    }
+
     @Test("an app that closes its write side after its requests (printf … | socat) gets every answer, then the agent closes")
     func halfClosedClient() async throws {
         let s = try await Setup()

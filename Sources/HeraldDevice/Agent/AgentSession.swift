@@ -169,10 +169,18 @@ final class AgentSession: Sendable {
             return ["activity": RuntimeJSON.json(activity)]
         case "endActivity":
             let (app, _) = try app()
-            guard case .string(let id)? = m["id"] else { throw RuntimeError("endActivity needs \"id\": the activity's id") }
+            // "activity", not "id": a request's "id" is the one its answer echoes.
+            guard case .string(let id)? = m["activity"] else { throw RuntimeError("endActivity needs \"activity\": the activity's id") }
             var state: [String: JSONValue]?
-            if case .object(let o)? = m["contentState"] { state = o }
-            let dismissal = m["dismissalDate"]?.integer(Int64.self)
+            switch m["contentState"] {
+            case nil, .null?: break
+            case .object(let o)?: state = o
+            default: throw RuntimeError("\"contentState\" must be an object")
+            }
+            let dismissal = try m["dismissalDate"].map { value throws(RuntimeError) -> Int64 in
+                guard let seconds = value.integer(Int64.self) else { throw RuntimeError("\"dismissalDate\" must be UNIX seconds") }
+                return seconds
+            }
             try await runtime.endActivity(app: app, id: id, contentState: state, dismissalDate: dismissal)
             return [:]
         case "user": return try await user(m)
