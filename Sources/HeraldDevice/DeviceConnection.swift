@@ -227,6 +227,13 @@ public final class DeviceConnection: Sendable {
         }
     }
 
+    /// How long a connection may stay silent once the gateway announced its ping interval:
+    /// twice the interval plus two seconds (an interval out of 1…3600 s is taken as 30 s).
+    public static func silenceBound(pingIntervalSeconds: Int) -> TimeAmount {
+        let interval = (1...3_600).contains(pingIntervalSeconds) ? Int64(pingIntervalSeconds) : 30
+        return .seconds(2 * interval + 2)
+    }
+
     /// One connection's life; returns why it ended.
     private func session(on socket: DeviceSocket, state: inout SessionState, backoff: inout ReconnectBackoff) async -> String {
         var reason = "closed by the gateway"
@@ -237,14 +244,19 @@ public final class DeviceConnection: Sendable {
                 return reason
             case .malformed(let message):
                 logger.warning("malformed frame from the gateway", metadata: ["error": "\(message)"])
+            case .timedOut(let message):
+                reason = message
             case .frame(let frame):
                 switch frame {
                 case .challenge(_, let nonce):
                     do { socket.send(try identity.hello(nonce: nonce, enrollmentSecret: configuration.enrollmentSecret)) } catch {
                         return "could not sign the challenge: \(error)"
                     }
-                case .welcome(let deviceID, _, let enrolled, _):
+                case .welcome(let deviceID, _, let enrolled, let pingInterval):
                     backoff.reset()
+                    // The gateway writes at least every ping interval: silence for twice that
+                    // (and two seconds of slack) means the node or the path to it is gone.
+                    socket.expectTraffic(within: Self.silenceBound(pingIntervalSeconds: pingInterval))
                     continuation.yield(state.deviceID == nil ? .connected(deviceID: deviceID, enrolled: enrolled) : .reconnected(deviceID: deviceID))
                     state.deviceID = deviceID
                     for topic in configuration.topics { socket.send(.register(topic: topic)) }

@@ -13,6 +13,9 @@ public final class DeviceSocket: Sendable {
         case frame(DeviceServerFrame)
         /// A frame from the gateway that could not be parsed.
         case malformed(String)
+        /// Nothing came from the gateway for too long (a frozen node, a dead connection that TCP
+        /// does not report); the connection is closed next.
+        case timedOut(String)
         /// The connection closed (by either side).
         case closed
     }
@@ -23,6 +26,18 @@ public final class DeviceSocket: Sendable {
     private init(channel: Channel, events: AsyncStream<Event>) {
         self.channel = channel
         self.events = events
+    }
+
+    /// Closes the connection when nothing is read from the gateway for `interval` (counted from
+    /// now): ``DeviceConnection`` sets it from the ping interval the gateway's welcome announces.
+    /// Until then the bound is the connect timeout, which covers TLS, the upgrade and the challenge.
+    public func expectTraffic(within interval: TimeAmount) {
+        let channel = self.channel
+        channel.eventLoop.execute {
+            guard let handler = try? channel.pipeline.syncOperations.handler(type: SilenceTimeoutHandler.self),
+                  let context = try? channel.pipeline.syncOperations.context(handler: handler) else { return }
+            handler.setTimeout(interval, context: context)
+        }
     }
 
     /// Connects (TLS unless `tls` is nil) and upgrades to a WebSocket at ``DeviceProtocol/path``.
@@ -57,6 +72,9 @@ public final class DeviceSocket: Sendable {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(SilenceTimeoutHandler(timeout: timeout) { bound in
+                        continuation.yield(.timedOut("nothing from the gateway for \(bound.nanoseconds / 1_000_000) ms: the connection is dead or the node is stalled"))
+                    })
                     if let tls {
                         let hostname = serverHostname ?? (host.first?.isNumber == true ? nil : host)
                         try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: hostname))

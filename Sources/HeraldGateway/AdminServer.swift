@@ -20,7 +20,8 @@ final class AdminServer: Sendable {
     private init(serverChannel: Channel) { self.serverChannel = serverChannel }
 
     static func bind(
-        host: String, port: Int, metrics: GatewayMetrics, store: any HeraldStore, inspection: GatewayInspection, environment: APNsEnvironment,
+        host: String, port: Int, metrics: GatewayMetrics, store: any HeraldStore, health: GatewayHealth, storeTimeout: TimeAmount,
+        inspection: GatewayInspection, environment: APNsEnvironment,
         feed: DeliveryFeed, faults: GatewayFaults?, dashboard: GatewayDashboard, group: EventLoopGroup, logger: Logger
     ) async throws -> AdminServer {
         let bootstrap = ServerBootstrap(group: group)
@@ -30,7 +31,7 @@ final class AdminServer: Sendable {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
                     try channel.pipeline.syncOperations.addHandler(
                         AdminHandler(
-                            metrics: metrics, store: store, inspection: inspection, environment: environment, feed: feed, faults: faults,
+                            metrics: metrics, store: store, health: health, storeTimeout: storeTimeout, inspection: inspection, environment: environment, feed: feed, faults: faults,
                             dashboard: dashboard, logger: logger))
                 }
             }
@@ -46,6 +47,8 @@ private final class AdminHandler: ChannelInboundHandler {
 
     let metrics: GatewayMetrics
     let store: any HeraldStore
+    let health: GatewayHealth
+    let storeTimeout: TimeAmount
     let inspection: GatewayInspection
     let environment: APNsEnvironment
     let feed: DeliveryFeed
@@ -58,8 +61,11 @@ private final class AdminHandler: ChannelInboundHandler {
     private var request: HTTPRequestHead?
     private var body: [UInt8] = []
 
-    init(metrics: GatewayMetrics, store: any HeraldStore, inspection: GatewayInspection, environment: APNsEnvironment, feed: DeliveryFeed,
+    init(metrics: GatewayMetrics, store: any HeraldStore, health: GatewayHealth, storeTimeout: TimeAmount,
+         inspection: GatewayInspection, environment: APNsEnvironment, feed: DeliveryFeed,
          faults: GatewayFaults?, dashboard: GatewayDashboard, logger: Logger) {
+        self.health = health
+        self.storeTimeout = storeTimeout
         self.feed = feed
         self.dashboard = dashboard
         self.metrics = metrics
@@ -143,7 +149,7 @@ private final class AdminHandler: ChannelInboundHandler {
         if path.hasPrefix("/v1/") { return inspect(String(path.dropFirst(4)), uri: head.uri, head: head, context: context) }
         switch path {
         case "/health":
-            send(.ok, #"{"status":"ok"}"# + "\n", type: "application/json", head: head, context: context)
+            healthCheck(head: head, context: context)
         case "/metrics":
             let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             let store = self.store, metrics = self.metrics
@@ -160,6 +166,27 @@ private final class AdminHandler: ChannelInboundHandler {
             }
         default:
             send(.notFound, faults == nil ? "not found: try /dashboard, /health, /metrics or /v1/devices\n" : "not found: try /dashboard, /health, /metrics, /v1/devices or /faults\n", type: "text/plain", head: head, context: context)
+        }
+    }
+
+    /// Readiness: 200 `{"status":"ok"}` when this gateway can take pushes, else 503
+    /// `{"status":"unavailable","problems":[…]}` (the store does not answer within the bound, at
+    /// most 2 s here; a commit is stuck; the node's cluster lease has lapsed).
+    private func healthCheck(head: HTTPRequestHead, context: ChannelHandlerContext) {
+        struct Answer: Encodable { var status: String; var problems: [String]? }
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        let store = self.store, health = self.health
+        let bound = TimeAmount.nanoseconds(min(storeTimeout.nanoseconds, 2_000_000_000))
+        context.eventLoop.makeFutureWithTask { () -> [String] in
+            var probe: (any Error)?
+            do { try await withDeadline(bound) { try await store.checkReachable() } } catch { probe = error }
+            return health.problems(probe: probe)
+        }.whenComplete { result in
+            let (handler, context) = loopBound.value
+            let problems = (try? result.get()) ?? ["the health check failed"]
+            let answer = Answer(status: problems.isEmpty ? "ok" : "unavailable", problems: problems.isEmpty ? nil : problems)
+            let body = (try? JSONEncoder().encode(answer)).map { String(decoding: $0, as: UTF8.self) } ?? #"{"status":"unavailable"}"#
+            handler.send(problems.isEmpty ? .ok : .serviceUnavailable, body + "\n", type: "application/json", head: head, context: context)
         }
     }
 

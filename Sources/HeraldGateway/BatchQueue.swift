@@ -62,6 +62,14 @@ final class BatchQueue<Item: Sendable>: Sendable {
         waiter?.resume()
     }
 
+    /// Takes everything queued now, without waiting (the intake answers it when the store stalls).
+    func takeAll() -> [Item] {
+        state.withLockedValue { state in
+            defer { state.items.removeAll(keepingCapacity: false) }
+            return state.items
+        }
+    }
+
     /// The next batch (at most `maximumBatchSize` items, oldest first), waiting for one if the
     /// queue is empty; `nil` when closed and drained. One consumer at a time.
     func nextBatch() async -> [Item]? {

@@ -1,6 +1,8 @@
 import HeraldCore
 import HeraldStore
 import Logging
+import NIOCore
+import Synchronization
 
 /// How a gateway node takes part in a cluster (`herald gateway --database postgres://… --node-id`).
 public struct ClusterConfiguration: Sendable {
@@ -35,6 +37,14 @@ public struct ClusterConfiguration: Sendable {
 /// - The sweep: every `sweepMilliseconds`, what is held for this node's devices and older than
 ///   the hint grace is handed to their sessions again (they skip what is in flight), so a lost
 ///   hint, a dead listener or a dead accepting node only delays a delivery.
+/// - Fencing: the node counts its lease from the start of its last successful renewal on its own
+///   monotonic clock (which a frozen process or a jump of the wall clock does not fool). Once
+///   that has run out, before the others can reap it, the node disconnects its devices and
+///   refuses new ones (they move to a node that holds a lease), skips its sweep and hints, and
+///   says so on `/health`. Renewed, it claims presence again — only where no other node holds
+///   the device — for every device still connected to it, closes those that moved, and sweeps.
+///   A renewal that finds its record reaped (the others saw the lease end first: a stall, a
+///   clock jump) heals the same way.
 final class ClusterNode: Sendable {
     let configuration: ClusterConfiguration
     private let store: any ClusterStore
@@ -45,6 +55,12 @@ final class ClusterNode: Sendable {
     private let metrics: GatewayMetrics
     private let limiter: TokenRateLimiter?
     private let startedAt: Int64
+    private let health: GatewayHealth
+    /// The bound on one renewal or presence query.
+    private let storeTimeout: TimeAmount
+    /// Until when this node holds its lease, on the monotonic clock (uptime nanoseconds).
+    private let leaseValidUntil = Atomic<Int64>(0)
+    private let fenced = Atomic<Bool>(false)
     /// Stored for devices not connected here, waiting to be hinted to their node.
     private let outgoing = BatchQueue<Delivery>(maximumBatchSize: 8_192)
     /// Sequence numbers hinted to this node, waiting to be loaded.
@@ -52,8 +68,11 @@ final class ClusterNode: Sendable {
 
     init(
         configuration: ClusterConfiguration, store: any ClusterStore, registry: DeviceRegistry, recorder: DeliveryRecorder,
-        limiter: TokenRateLimiter?, clock: any WallClock, metrics: GatewayMetrics, logger: Logger
+        limiter: TokenRateLimiter?, clock: any WallClock, health: GatewayHealth, storeTimeout: TimeAmount,
+        metrics: GatewayMetrics, logger: Logger
     ) {
+        self.health = health
+        self.storeTimeout = storeTimeout
         self.configuration = configuration
         self.store = store
         self.registry = registry
@@ -89,14 +108,78 @@ final class ClusterNode: Sendable {
         }
     }
 
-    private func renew() async throws {
+    /// Whether this node's lease has lapsed (its devices were disconnected; new ones are refused).
+    var isFenced: Bool { fenced.load(ordering: .relaxed) }
+
+    /// Renews the lease (bounded), reaps dead nodes, counts live ones. Returns whether the
+    /// node's record was still there (see ``ClusterStore/renewLease(node:startedAtMilliseconds:untilMilliseconds:)``).
+    @discardableResult
+    private func renew() async throws -> Bool {
+        let started = NIODeadline.now()
         let now = clock.nowMilliseconds()
-        try await store.renewLease(node: nodeID, startedAtMilliseconds: startedAt, untilMilliseconds: now + configuration.leaseMilliseconds)
-        let reaped = try await store.reapExpiredNodes(nowMilliseconds: now)
+        let store = self.store, node = nodeID, from = startedAt, lease = configuration.leaseMilliseconds
+        let bound = TimeAmount.milliseconds(max(500, configuration.heartbeatMilliseconds))
+        let continued = try await withDeadline(bound) {
+            try await store.renewLease(node: node, startedAtMilliseconds: from, untilMilliseconds: now + lease)
+        }
+        leaseValidUntil.store(Int64(clamping: (started + .milliseconds(lease)).uptimeNanoseconds), ordering: .relaxed)
+        let (reaped, live) = try await withDeadline(bound) {
+            (try await store.reapExpiredNodes(nowMilliseconds: now), try await store.liveNodes(nowMilliseconds: now).count)
+        }
         if !reaped.isEmpty { logger.warning("nodes whose lease ran out were removed", metadata: ["nodes": "\(reaped)"]) }
-        let live = try await store.liveNodes(nowMilliseconds: now).count
         limiter?.setShare(max(1, live))
         metrics.clusterNodes.set(Double(live))
+        return continued
+    }
+
+    /// Disconnects this node's devices and refuses new ones: its lease has lapsed, so the other
+    /// nodes may reap its presence at any moment and route their devices' pushes to nobody.
+    private func fence() {
+        guard !fenced.exchange(true, ordering: .relaxed) else { return }
+        health.setLeaseLost(true)
+        metrics.clusterLeaseLost.set(Double(1))
+        logger.error("this node's cluster lease has lapsed: disconnecting its devices (they move to another node) until it is renewed", metadata: [
+            "node": "\(nodeID)", "lease_ms": "\(configuration.leaseMilliseconds)",
+        ])
+        registry.closeAll(code: .shutdown, "this gateway node lost its cluster lease (it cannot reach the database); connect to another node")
+    }
+
+    /// Fences the node as soon as its lease runs out on its own clock (checked every 100 ms, or
+    /// a tenth of the lease if shorter): before the others can reap it.
+    private func watchLease() async {
+        let interval = max(20, min(100, configuration.leaseMilliseconds / 10))
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(interval))
+            let until = leaseValidUntil.load(ordering: .relaxed)
+            if until != 0, Int64(clamping: NIODeadline.now().uptimeNanoseconds) >= until { fence() }
+        }
+    }
+
+    /// After a lapse: claims presence again for the devices still connected here (not those
+    /// another node holds now: those are closed here), then offers what is held for them.
+    private func heal() async {
+        let claims = registry.presenceClaims()
+        let store = self.store, node = nodeID, now = clock.nowMilliseconds()
+        do {
+            var elsewhere = Set<String>()
+            if !claims.isEmpty {
+                elsewhere = try await withDeadline(storeTimeout) {
+                    try await store.reclaimPresence(node: node, devices: claims, atMilliseconds: now)
+                }
+            }
+            metrics.clusterPresenceReclaimed.increment(by: Int64(claims.count - elsewhere.count))
+            logger.warning("presence claimed again after a lapse of this node's lease", metadata: [
+                "node": "\(nodeID)", "devices": "\(claims.count - elsewhere.count)", "moved_elsewhere": "\(elsewhere.count)",
+            ])
+            if !elsewhere.isEmpty {
+                registry.close(deviceIDs: elsewhere, code: .replaced, "this device's connection moved to another gateway node")
+            }
+            await sweepOnce(receivedBefore: now)
+        } catch {
+            // The next renewal that finds the record gone heals again; meanwhile the sweep of
+            // whichever node the devices reach delivers.
+            logger.error("could not claim presence again after a lapse of the lease", metadata: ["error": "\(error)"])
+        }
     }
 
     // MARK: presence
@@ -187,6 +270,8 @@ final class ClusterNode: Sendable {
 
     private func loadHints() async {
         while let seqs = await incoming.nextBatch() {
+            // Without a lease this node delivers nothing: its devices were sent elsewhere.
+            if isFenced { continue }
             do {
                 let deliveries = try await store.heldDeliveries(seqs: seqs)
                 metrics.clusterHintsReceived.increment(by: Int64(seqs.count))
@@ -203,19 +288,27 @@ final class ClusterNode: Sendable {
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(configuration.sweepMilliseconds))
             if Task.isCancelled { break }
-            let now = clock.nowMilliseconds()
-            do {
-                // Acks recorded so far must be in the store, or they would be sent again.
-                await recorder.waitUntilRecorded()
-                let held = try await store.heldDeliveries(
-                    onNode: nodeID, receivedBefore: now - configuration.hintGraceMilliseconds, nowMilliseconds: now, limit: limit)
-                if !held.isEmpty {
-                    metrics.clusterSwept.increment(by: Int64(held.count))
-                    _ = registry.deliver(held)
-                }
-            } catch {
-                logger.warning("the cluster sweep failed", metadata: ["error": "\(error)"])
+            if isFenced { continue }
+            await sweepOnce(receivedBefore: clock.nowMilliseconds() - configuration.hintGraceMilliseconds, limit: limit)
+        }
+    }
+
+    /// Offers what is held for this node's devices, accepted before `receivedBefore`.
+    private func sweepOnce(receivedBefore: Int64, limit: Int = 10_000) async {
+        let now = clock.nowMilliseconds()
+        let store = self.store, node = nodeID
+        do {
+            // Acks recorded so far must be in the store, or they would be sent again.
+            await recorder.waitUntilRecorded()
+            let held = try await withDeadline(storeTimeout) {
+                try await store.heldDeliveries(onNode: node, receivedBefore: receivedBefore, nowMilliseconds: now, limit: limit)
             }
+            if !held.isEmpty {
+                metrics.clusterSwept.increment(by: Int64(held.count))
+                _ = registry.deliver(held)
+            }
+        } catch {
+            logger.warning("the cluster sweep failed", metadata: ["error": "\(error)"])
         }
     }
 
@@ -223,7 +316,16 @@ final class ClusterNode: Sendable {
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(configuration.heartbeatMilliseconds))
             if Task.isCancelled { break }
-            do { try await renew() } catch {
+            do {
+                let continued = try await renew()
+                let wasFenced = fenced.exchange(false, ordering: .relaxed)
+                if wasFenced {
+                    health.setLeaseLost(false)
+                    metrics.clusterLeaseLost.set(Double(0))
+                    logger.warning("this node's cluster lease is renewed: taking devices again", metadata: ["node": "\(nodeID)"])
+                }
+                if !continued || wasFenced { await heal() }
+            } catch {
                 logger.error("could not renew this node's lease", metadata: ["error": "\(error)"])
             }
         }
@@ -237,6 +339,7 @@ final class ClusterNode: Sendable {
             group.addTask { await self.receiveHints() }
             group.addTask { await self.sweep() }
             group.addTask { await self.heartbeat() }
+            group.addTask { await self.watchLease() }
             await withTaskCancellationHandler {
                 await group.next()
             } onCancel: {

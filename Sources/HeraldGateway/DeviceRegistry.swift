@@ -9,6 +9,8 @@ import NIOCore
 final class DeviceRegistry: Sendable {
     struct Session: Sendable {
         let id: ObjectIdentifier
+        /// The connection's id in the device's cluster presence.
+        let connection: Int64
         let handler: NIOLoopBound<DeviceSessionHandler>
         var eventLoop: EventLoop { handler.eventLoop }
     }
@@ -58,11 +60,26 @@ final class DeviceRegistry: Sendable {
         return offline
     }
 
-    /// Closes every session (graceful shutdown).
-    func closeAll() {
+    /// The connected devices with their connections (what a node claims presence for).
+    func presenceClaims() -> [PresenceClaim] {
+        sessions.withLockedValue { sessions in
+            sessions.map { PresenceClaim(deviceID: $0.key, connection: $0.value.connection) }
+        }
+    }
+
+    /// Closes these devices' sessions with an error frame saying why.
+    func close(deviceIDs: some Sequence<String>, code: DeviceErrorCode, _ message: String) {
+        let chosen = sessions.withLockedValue { sessions in deviceIDs.compactMap { sessions[$0] } }
+        for session in chosen {
+            session.eventLoop.execute { session.handler.value.close(with: code, message) }
+        }
+    }
+
+    /// Closes every session (graceful shutdown, or a node that lost its cluster lease).
+    func closeAll(code: DeviceErrorCode = .shutdown, _ message: String = "the gateway is shutting down; reconnect later") {
         let all = sessions.withLockedValue { Array($0.values) }
         for session in all {
-            session.eventLoop.execute { session.handler.value.close(with: .shutdown, "the gateway is shutting down; reconnect later") }
+            session.eventLoop.execute { session.handler.value.close(with: code, message) }
         }
     }
 }

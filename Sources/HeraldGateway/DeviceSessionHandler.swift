@@ -234,6 +234,10 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
 
     private func authenticated(deviceID: String, enrolled: Bool) {
         guard case .authenticating = state, let context else { return }
+        if port.cluster?.isFenced == true {
+            // Its presence could not be claimed, nor kept: the device must use another node.
+            return close(with: .shutdown, "this gateway node has lost its cluster lease (it cannot reach the database); connect to another node")
+        }
         self.deviceID = deviceID
         state = .loading(waiting: [])
         // The challenge is answered: the connection's deadline is met.
@@ -241,7 +245,8 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         port.metrics.connectedDevices.increment()
         port.registry.register(
             deviceID: deviceID,
-            session: .init(id: ObjectIdentifier(context.channel), handler: NIOLoopBound(self, eventLoop: context.eventLoop)))
+            session: .init(
+                id: ObjectIdentifier(context.channel), connection: connectionID, handler: NIOLoopBound(self, eventLoop: context.eventLoop)))
         send(.welcome(
             deviceID: deviceID, environment: port.environment, enrolled: enrolled,
             pingIntervalSeconds: Int(port.pingInterval.nanoseconds / 1_000_000_000)), flush: true)

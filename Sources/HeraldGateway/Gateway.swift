@@ -46,6 +46,7 @@ public final class Gateway: Service, Sendable {
 
     public func run() async throws {
         let registry = DeviceRegistry()
+        let health = GatewayHealth()
         let feed = DeliveryFeed()
         let recorder = DeliveryRecorder(store: store, logger: logger)
         let limiter = configuration.tokenRateLimit.map(TokenRateLimiter.init(configuration:))
@@ -58,7 +59,8 @@ public final class Gateway: Service, Sendable {
             }
             let node = ClusterNode(
                 configuration: clusterConfiguration, store: clusterStore, registry: registry, recorder: recorder,
-                limiter: limiter, clock: clock, metrics: metrics, logger: logger)
+                limiter: limiter, clock: clock, health: health, storeTimeout: configuration.limits.storeTimeout,
+                metrics: metrics, logger: logger)
             do { try await node.join() } catch {
                 portsPromise.fail(error)
                 throw error
@@ -68,7 +70,7 @@ public final class Gateway: Service, Sendable {
         let intake = NotificationIntake(
             store: store, policy: configuration.storePolicy, environment: configuration.environment, clock: clock,
             maximumBatchSize: configuration.maximumBatchSize, highWater: configuration.limits.intakeHighWater,
-            registry: registry, recorder: recorder, feed: feed, cluster: cluster,
+            storeTimeout: configuration.limits.storeTimeout, health: health, registry: registry, recorder: recorder, feed: feed, cluster: cluster,
             metrics: metrics, logger: logger)
         var providerPort = ProviderPort(
             environment: configuration.environment, clock: clock,
@@ -139,6 +141,7 @@ public final class Gateway: Service, Sendable {
                 let server = try await listening("admin", host: configuration.adminHost, port: adminPort) {
                     try await AdminServer.bind(
                         host: configuration.adminHost, port: adminPort, metrics: metrics, store: store,
+                        health: health, storeTimeout: configuration.limits.storeTimeout,
                         inspection: GatewayInspection(store: store, connectedDevices: { [registry] in registry.connectedDeviceIDs() }),
                         environment: configuration.environment, feed: feed,
                         faults: configuration.faultInjection ? faults : nil,

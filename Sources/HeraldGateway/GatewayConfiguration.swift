@@ -195,6 +195,11 @@ public struct GatewayLimits: Sendable, Hashable {
     /// Notifications taken and not yet committed; past it the provider port answers 503
     /// `ServiceUnavailable` until the intake catches up.
     public var intakeHighWater = 50_000
+    /// A push whose batch the store has not committed within this is answered 503
+    /// `ServiceUnavailable` (never 200 later); until that commit returns, new pushes are answered
+    /// 503 at once, and `/health` says the store is not answering. Key and topic look-ups on
+    /// the provider port are bounded by it too.
+    public var storeTimeout: TimeAmount = .seconds(5)
 
     public init() {}
 }

@@ -35,6 +35,12 @@ public final class GatewayMetrics: Sendable {
     let clusterHintsReceived: Counter
     /// Notifications the cluster sweep handed to this node's devices again.
     let clusterSwept: Counter
+    /// Pushes answered 503 because a commit outlived the store's bound.
+    let storeTimeouts: Counter
+    /// 1 while this node's cluster lease has lapsed (its devices disconnected, new ones refused).
+    let clusterLeaseLost: Gauge
+    /// Times this node found its presence gone (its lease had lapsed) and claimed its devices again.
+    let clusterPresenceReclaimed: Counter
     private let requestCounters = NIOLockedValueBox([String: Counter]())
     private let peerCounters = NIOLockedValueBox([String: Counter]())
     /// Requests answered 200: kept apart so the hot path takes no lock.
@@ -68,6 +74,12 @@ public final class GatewayMetrics: Sendable {
             descriptor: Self.name("cluster_hints_received", "total", "Notifications hinted to this node by other nodes"))
         clusterSwept = registry.makeCounter(
             descriptor: Self.name("cluster_swept", "total", "Held notifications the cluster sweep handed to this node's devices again"))
+        storeTimeouts = registry.makeCounter(
+            descriptor: Self.name("store_timeouts", "total", "Pushes answered 503 because the store did not commit within --store-timeout"))
+        clusterLeaseLost = registry.makeGauge(
+            descriptor: Self.name("cluster_lease", "lost", "1 while this node's cluster lease has lapsed (devices disconnected, new ones refused)"))
+        clusterPresenceReclaimed = registry.makeCounter(
+            descriptor: Self.name("cluster_presence_reclaimed", "total", "Devices whose presence this node claimed again after its lease had lapsed or its rows were reaped"))
         okResponses = registry.makeCounter(
             descriptor: Self.name("provider_requests", "total", "Provider requests answered, by status and reason"),
             labels: [("status", "200"), ("reason", "")])

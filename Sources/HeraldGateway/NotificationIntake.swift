@@ -1,6 +1,7 @@
 import HeraldCore
 import HeraldStore
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// Collects accepted requests from every connection and hands them to the store in batches: one
@@ -9,10 +10,25 @@ import NIOCore
 ///
 /// One long-running loop drains the queue; there is no task per request. While a batch is being
 /// committed the next one accumulates, so batches grow with load by themselves.
+///
+/// Waits on the store are bounded (``GatewayLimits/storeTimeout``): a watchdog answers a batch
+/// whose commit has not returned within the bound with 503 `ServiceUnavailable`, and everything
+/// queued behind it too; until that commit returns, new pushes are answered 503 at once (the
+/// stuck commit is the probe) and `/health` says so. A 200 is only ever sent after the commit.
+/// A commit that returns after its batch was answered 503 still stored it: those pushes are
+/// delivered, and a provider's retry with the same apns-id replaces the held copy.
 public final class NotificationIntake: Sendable {
     struct Pending {
         var notification: StoredNotification
         var promise: EventLoopPromise<SubmissionOutcome>
+    }
+
+    /// The batch being committed, for the watchdog.
+    private struct Committing {
+        var batch: [Pending]
+        var startedAt: NIODeadline
+        /// Whether the watchdog has answered it (503) already.
+        var answered = false
     }
 
     private let queue: BatchQueue<Pending>
@@ -30,12 +46,18 @@ public final class NotificationIntake: Sendable {
     private let feed: DeliveryFeed
     /// Where stored notifications for devices connected to other nodes go; `nil` for a single gateway.
     private let cluster: ClusterNode?
+    private let storeTimeout: TimeAmount
+    private let health: GatewayHealth
+    private let committing = NIOLockedValueBox<Committing?>(nil)
 
     init(
         store: any HeraldStore, policy: StorePolicy, environment: APNsEnvironment, clock: any WallClock,
-        maximumBatchSize: Int, highWater: Int = 50_000, registry: DeviceRegistry, recorder: DeliveryRecorder,
+        maximumBatchSize: Int, highWater: Int = 50_000, storeTimeout: TimeAmount = .seconds(5), health: GatewayHealth,
+        registry: DeviceRegistry, recorder: DeliveryRecorder,
         feed: DeliveryFeed, cluster: ClusterNode? = nil, metrics: GatewayMetrics, logger: Logger
     ) {
+        self.storeTimeout = storeTimeout
+        self.health = health
         self.feed = feed
         self.cluster = cluster
         self.highWater = highWater
@@ -52,9 +74,14 @@ public final class NotificationIntake: Sendable {
 
     /// Queues a notification; the future completes on `eventLoop` once its batch is committed.
     /// After ``close()`` it fails with 503 `Shutdown`; with ``highWater`` notifications already
-    /// waiting (the store has fallen behind) with 503 `ServiceUnavailable`, which providers retry.
+    /// waiting (the store has fallen behind), or while a commit is stuck past the store's bound,
+    /// with 503 `ServiceUnavailable`, which providers retry.
     func submit(_ notification: StoredNotification, on eventLoop: EventLoop) -> EventLoopFuture<SubmissionOutcome> {
         let promise = eventLoop.makePromise(of: SubmissionOutcome.self)
+        if health.isStoreStalled {
+            promise.fail(APNsRejection(.serviceUnavailable))
+            return promise.futureResult
+        }
         switch queue.append(Pending(notification: notification, promise: promise), limit: highWater) {
         case .accepted: break
         case .full: promise.fail(APNsRejection(.serviceUnavailable))
@@ -68,26 +95,72 @@ public final class NotificationIntake: Sendable {
 
     /// Commits batches until closed and drained.
     func run() async {
-        while let batch = await queue.nextBatch() {
-            await commit(batch)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.watchdog() }
+            while let batch = await queue.nextBatch() {
+                await commit(batch)
+            }
+            group.cancelAll()
         }
+    }
+
+    /// Answers 503 for a commit that outlived the store's bound, and for what waits behind it.
+    private func watchdog() async {
+        let interval = TimeAmount.nanoseconds(max(10_000_000, min(250_000_000, storeTimeout.nanoseconds / 4)))
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .nanoseconds(interval.nanoseconds))
+            let now = NIODeadline.now()
+            let overdue = committing.withLockedValue { current -> Committing? in
+                guard let batch = current, !batch.answered, now - batch.startedAt >= storeTimeout else { return nil }
+                current?.answered = true
+                return batch
+            }
+            guard let overdue else { continue }
+            health.storeStalled(since: overdue.startedAt)
+            let waiting = queue.takeAll()
+            logger.error("the store has not committed a batch within the bound: answering 503 until it returns", metadata: [
+                "bound_ms": "\(storeTimeout.nanoseconds / 1_000_000)", "batch": "\(overdue.batch.count)", "queued": "\(waiting.count)",
+            ])
+            metrics.storeTimeouts.increment(by: Int64(overdue.batch.count + waiting.count))
+            let all = overdue.batch + waiting
+            complete(all, with: Array(repeating: .failure(APNsRejection(.serviceUnavailable)), count: all.count))
+        }
+    }
+
+    /// Ends the watchdog's view of the batch being committed: whether it answered it already.
+    private func finishCommitting() -> Bool {
+        let answered = committing.withLockedValue { current in
+            defer { current = nil }
+            return current?.answered ?? false
+        }
+        health.storeAnswered()
+        return answered
     }
 
     private func commit(_ batch: [Pending]) async {
         let now = clock.nowMilliseconds()
         // Measured for the metrics only (a duration, not a time the logic reads).
         let started = ContinuousClock.now
+        committing.withLockedValue { $0 = Committing(batch: batch, startedAt: .now()) }
         do {
             let outcomes = try await store.accept(
                 batch.map(\.notification), policy: policy, environment: environment, nowMilliseconds: now)
+            let answered = finishCommitting()
             metrics.recordBatch(size: batch.count, commit: ContinuousClock.now - started)
-            complete(batch, with: outcomes.map { .success($0) })
+            if answered {
+                logger.warning("a batch answered 503 was committed after all: it is delivered; a retry with the same apns-id replaces it", metadata: [
+                    "count": "\(batch.count)",
+                ])
+            } else {
+                complete(batch, with: outcomes.map { .success($0) })
+            }
             // Before routing: a watcher sees a push accepted before a device session can send it.
             if feed.isWatched { publish(batch, outcomes, now: now) }
             route(batch, outcomes, now: now)
         } catch {
+            let answered = finishCommitting()
             logger.error("could not commit a batch of notifications", metadata: ["count": "\(batch.count)", "error": "\(error)"])
-            complete(batch, with: Array(repeating: .failure(APNsRejection(.internalServerError)), count: batch.count))
+            if !answered { complete(batch, with: Array(repeating: .failure(APNsRejection(.internalServerError)), count: batch.count)) }
         }
     }
 

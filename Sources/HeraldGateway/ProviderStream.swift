@@ -332,10 +332,14 @@ final class ProviderStream {
     ) {
         let loopBound = NIOLoopBound((self, context, next), eventLoop: context.eventLoop)
         let logger = port.logger
-        context.eventLoop.makeFutureWithTask(work).whenComplete { result in
+        let bound = port.limits.storeTimeout
+        context.eventLoop.makeFutureWithTask { try await withDeadline(bound, work) }.whenComplete { result in
             let (handler, context, next) = loopBound.value
             switch result {
             case .success: next(handler)
+            case .failure(let error as DeadlineExceeded):
+                logger.error("store lookup timed out", metadata: ["error": "\(error)"])
+                handler.respond(context: context, APNsRejection(.serviceUnavailable))
             case .failure(let error):
                 logger.error("store lookup failed", metadata: ["error": "\(error)"])
                 handler.respond(context: context, APNsRejection(.internalServerError))

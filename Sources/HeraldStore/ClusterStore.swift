@@ -24,7 +24,11 @@ public struct NodeRecord: Sendable, Hashable {
 /// lost hint, a dead listener or a dead node delays a delivery and never loses it.
 public protocol ClusterStore: HeraldStore {
     /// Records the node as alive until `untilMilliseconds` (registering it on the first call).
-    func renewLease(node: String, startedAtMilliseconds: Int64, untilMilliseconds: Int64) async throws
+    /// Returns whether the node's record was still there: `false` on the first call, and when its
+    /// lease had lapsed and another node reaped it, with its devices' presence (which the node
+    /// must then claim again, ``reclaimPresence(node:devices:atMilliseconds:)``).
+    @discardableResult
+    func renewLease(node: String, startedAtMilliseconds: Int64, untilMilliseconds: Int64) async throws -> Bool
     /// Removes the node and the presence of its devices (graceful shutdown, or a restart under the
     /// same id, whose connections are gone).
     func endLease(node: String) async throws
@@ -37,6 +41,11 @@ public protocol ClusterStore: HeraldStore {
     /// Records that `node` holds the device's connection now: the newer connection wins, whichever
     /// node held the device before. Returns the node that held it before, if another one did.
     func claimPresence(deviceID: String, node: String, connection: Int64, atMilliseconds: Int64) async throws -> String?
+    /// Claims presence again for devices still connected to `node` after its lease lapsed (or
+    /// its record was reaped): a device with no presence, or presence on this node, is claimed;
+    /// one that another node holds is left there (the device moved: this node must not steal it
+    /// back). Returns the devices another node holds.
+    func reclaimPresence(node: String, devices: [PresenceClaim], atMilliseconds: Int64) async throws -> Set<String>
     /// Forgets the device's presence if it is still this connection's.
     func releasePresence(deviceID: String, node: String, connection: Int64) async throws
     /// The node holding each of these devices, for those that are connected somewhere.
@@ -56,6 +65,16 @@ public protocol ClusterStore: HeraldStore {
     func receiveHints(
         node: String, onListening: @escaping @Sendable () -> Void, _ handle: @escaping @Sendable ([Int64]) -> Void
     ) async throws
+}
+
+/// A device connected to a node, by the connection that holds it.
+public struct PresenceClaim: Sendable, Hashable {
+    public var deviceID: String
+    public var connection: Int64
+    public init(deviceID: String, connection: Int64) {
+        self.deviceID = deviceID
+        self.connection = connection
+    }
 }
 
 /// Node ids name a PostgreSQL notification channel and appear in logs: short, plain ASCII.

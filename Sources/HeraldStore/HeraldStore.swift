@@ -46,6 +46,8 @@ public protocol HeraldStore: ChannelStore {
     func storedNotifications(for token: DeviceToken, policy: StorePolicy, nowMilliseconds: Int64) async throws -> [StoredNotification]
     /// How many notifications are held (waiting for their device) in all.
     func storedNotificationCount() async throws -> Int
+    /// Returns once the store answers a trivial query; throws what stops it (`/health`).
+    func checkReachable() async throws
 
     // MARK: devices
 
@@ -107,6 +109,9 @@ public protocol HeraldStore: ChannelStore {
 }
 
 extension HeraldStore {
+    /// A store in this process's memory is always reachable.
+    public func checkReachable() async throws {}
+
     /// Registers one token.
     public func registerToken(_ registration: TokenRegistration) async throws {
         try await registerTokens([registration])

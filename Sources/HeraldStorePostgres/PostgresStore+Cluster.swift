@@ -8,12 +8,42 @@ import PostgresNIO
 // Nodes, presence and hints (`ClusterStore`). Leases and presence commit without waiting for the
 // disk: losing one in a database crash only delays a delivery until the next sweep or reconnect.
 extension PostgresStore: ClusterStore {
-    public func renewLease(node: String, startedAtMilliseconds: Int64, untilMilliseconds: Int64) async throws {
+    @discardableResult
+    public func renewLease(node: String, startedAtMilliseconds: Int64, untilMilliseconds: Int64) async throws -> Bool {
         try await transaction(relaxed: true) { c in
+            // The update finds the row unless it was reaped (or never written): reaping deletes
+            // the node and its presence in one transaction, so a row found means presence intact.
+            for try await _ in try await c.query("""
+                UPDATE nodes SET started_at_ms = \(startedAtMilliseconds), lease_until_ms = \(untilMilliseconds)
+                WHERE node_id = \(node) RETURNING 1
+                """, logger: logger) {
+                return true
+            }
             try await c.query("""
                 INSERT INTO nodes (node_id, started_at_ms, lease_until_ms) VALUES (\(node), \(startedAtMilliseconds), \(untilMilliseconds))
                 ON CONFLICT (node_id) DO UPDATE SET started_at_ms = excluded.started_at_ms, lease_until_ms = excluded.lease_until_ms
                 """, logger: logger)
+            return false
+        }
+    }
+
+    public func reclaimPresence(node: String, devices: [PresenceClaim], atMilliseconds: Int64) async throws -> Set<String> {
+        guard !devices.isEmpty else { return [] }
+        let ids = devices.map(\.deviceID)
+        let connections = devices.map(\.connection)
+        return try await transaction(relaxed: true) { c in
+            try await c.query("""
+                INSERT INTO presence (device_id, node_id, connection_id, since_ms)
+                SELECT d, \(node), k, \(atMilliseconds) FROM unnest(\(ids)::text[], \(connections)::int8[]) AS u(d, k)
+                ON CONFLICT (device_id) DO UPDATE SET connection_id = excluded.connection_id, since_ms = excluded.since_ms
+                WHERE presence.node_id = excluded.node_id
+                """, logger: logger)
+            var elsewhere = Set<String>()
+            for try await device in try await c.query(
+                "SELECT device_id FROM presence WHERE device_id = ANY(\(ids)) AND node_id <> \(node)", logger: logger).decode(String.self) {
+                elsewhere.insert(device)
+            }
+            return elsewhere
         }
     }
 

@@ -200,6 +200,10 @@ extension PostgresStore {
         return notifications
     }
 
+    public func checkReachable() async throws {
+        for try await _ in try await client.query("SELECT 1", logger: logger) {}
+    }
+
     public func storedNotificationCount() async throws -> Int {
         for try await count in try await client.query("SELECT count(*) FROM notifications WHERE state = 0", logger: logger).decode(Int64.self) {
             return Int(clamping: count)

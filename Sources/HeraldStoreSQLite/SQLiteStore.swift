@@ -435,6 +435,10 @@ public final class SQLiteStore: HeraldStore {
         }
     }
 
+    public func checkReachable() async throws {
+        _ = try await pool.read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+    }
+
     public func storedNotificationCount() async throws -> Int {
         try await pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notifications WHERE state = 0") ?? 0 }
     }

@@ -91,6 +91,9 @@ struct GatewayRunCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seconds without a word from a device after which it is disconnected.", valueName: "SECONDS"))
     var deviceIdleTimeout: Int = 90
 
+    @Option(help: ArgumentHelp("Milliseconds the store has to commit a push (or answer a key look-up) before the provider is answered 503 ServiceUnavailable; /health then reports the store.", valueName: "MS"))
+    var storeTimeout: Int = 5_000
+
     @Option(help: "Background pushes per device and app per hour (Apple advises 2-3); over budget only the newest is held. 0 turns throttling off.")
     var backgroundPerHour: Int = 3
 
@@ -155,6 +158,7 @@ struct GatewayRunCommand: AsyncParsableCommand {
         if devicePingInterval < 1 || deviceIdleTimeout <= devicePingInterval || deviceIdleTimeout > 86_400 {
             throw ValidationError("--device-ping-interval must be ≥ 1 and --device-idle-timeout greater than it (at most 86400)")
         }
+        if !(100...600_000).contains(storeTimeout) { throw ValidationError("--store-timeout must be from 100 to 600000 milliseconds") }
         if !(0...1_000_000).contains(backgroundPerHour) { throw ValidationError("--background-per-hour must be from 0 (throttling off) to 1000000") }
         if !(1...3650).contains(inactivityDays) || !(1...3650).contains(receiptDays) {
             throw ValidationError("--inactivity-days and --receipt-days must be from 1 to 3650")
@@ -225,6 +229,7 @@ struct GatewayRunCommand: AsyncParsableCommand {
         configuration.providerClientCAPath = providerClientCa ?? caPath
         configuration.devicePingInterval = .seconds(Int64(devicePingInterval))
         configuration.deviceIdleTimeout = .seconds(Int64(deviceIdleTimeout))
+        configuration.limits.storeTimeout = .milliseconds(Int64(storeTimeout))
         configuration.backgroundBudget = backgroundPerHour == 0 ? nil : .init(count: backgroundPerHour, windowMilliseconds: 3_600_000)
         configuration.inactivityPeriodMilliseconds = Int64(inactivityDays) * 86_400_000
         configuration.receiptRetentionMilliseconds = Int64(receiptDays) * 86_400_000
