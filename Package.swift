@@ -226,7 +226,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldDeviceTests",
-            dependencies: ["HeraldCore", "HeraldDevice", "HeraldTesting", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]
+            dependencies: [
+                "HeraldCore", "HeraldDevice", "HeraldTesting", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "HeraldStoreTests",

@@ -55,6 +55,9 @@ public final class DeviceConnection: Sendable {
         /// Other gateway nodes of the same cluster (host, port), tried in turn after `host`:port
         /// when one is unreachable or its connection ends.
         public var alternates: [Endpoint] = []
+        /// Time to connect, finish TLS and the upgrade, and hear the gateway's challenge; a
+        /// gateway silent that long (a frozen node still accepting TCP) is given up for the next.
+        public var handshakeTimeout: TimeAmount = .seconds(10)
 
         /// Where a gateway's device port is.
         public struct Endpoint: Sendable, Hashable {
@@ -181,7 +184,7 @@ public final class DeviceConnection: Sendable {
             do {
                 let socket = try await DeviceSocket.connect(
                     host: endpoint.host, port: endpoint.port, tls: configuration.tls, group: group,
-                    acknowledgeOnReceipt: configuration.acknowledgement == .onReceipt)
+                    timeout: configuration.handshakeTimeout, acknowledgeOnReceipt: configuration.acknowledgement == .onReceipt)
                 unreachableInARow = 0
                 current.withLockedValue { $0 = (socket, []) }
                 reason = await session(on: socket, state: &state, backoff: &backoff)

@@ -73,7 +73,10 @@ public final class DeviceSocket: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(SilenceTimeoutHandler(timeout: timeout) { bound in
-                        continuation.yield(.timedOut("nothing from the gateway for \(bound.nanoseconds / 1_000_000) ms: the connection is dead or the node is stalled"))
+                        let message = "nothing from the gateway for \(bound.nanoseconds / 1_000_000) ms: the connection is dead or the node is stalled"
+                        // Before the upgrade the connect fails with it; after, the session ends with it.
+                        upgraded.fail(DeviceError(message))
+                        continuation.yield(.timedOut(message))
                     })
                     if let tls {
                         let hostname = serverHostname ?? (host.first?.isNumber == true ? nil : host)

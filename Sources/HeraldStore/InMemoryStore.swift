@@ -28,7 +28,29 @@ public actor InMemoryStore: HeraldStore {
     private var records: [Int64: Record] = [:]
     private var nextSeq: Int64 = 1
 
+    /// While set, commits and reachability checks wait (``holdCommits()``).
+    private var commitsHeld = false
+    private var waitingForRelease: [CheckedContinuation<Void, Never>] = []
+
     public init() {}
+
+    /// Makes commits (`accept`) and ``checkReachable()`` wait until ``releaseCommits()``: a
+    /// store that stopped answering, for tests of the gateway's bounded waits.
+    public func holdCommits() { commitsHeld = true }
+
+    /// Lets waiting and future commits go on.
+    public func releaseCommits() {
+        commitsHeld = false
+        let waiting = waitingForRelease
+        waitingForRelease = []
+        for continuation in waiting { continuation.resume() }
+    }
+
+    private func waitWhileHeld() async {
+        while commitsHeld { await withCheckedContinuation { waitingForRelease.append($0) } }
+    }
+
+    public func checkReachable() async { await waitWhileHeld() }
 
     public func registerKey(_ key: ProviderKey, topics: [String], atMilliseconds: Int64) throws {
         guard keys[key.keyID] == nil else { throw StoreError(.keyExists, "key \(key.keyID) is already registered") }
@@ -74,8 +96,9 @@ public actor InMemoryStore: HeraldStore {
 
     public func accept(
         _ batch: [StoredNotification], policy: StorePolicy, environment: APNsEnvironment, nowMilliseconds: Int64
-    ) -> [SubmissionOutcome] {
-        batch.map { notification in
+    ) async -> [SubmissionOutcome] {
+        await waitWhileHeld()
+        return batch.map { notification in
             let outcome = Admission.decide(
                 registration: tokens[notification.token], notification: notification,
                 environment: environment, nowMilliseconds: nowMilliseconds)

@@ -1,0 +1,115 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HeraldClient
+import HeraldCore
+import HeraldDevice
+@testable import HeraldGateway
+import HeraldStore
+import HeraldTesting
+import Logging
+import NIOCore
+import NIOPosix
+import Testing
+
+/// What the gateway and a device do when the other side or the store stops answering (the
+/// chaos run with real processes and PostgreSQL is Tests/faults).
+@Suite("Faults")
+struct FaultToleranceTests {
+    @Test("a store that stops answering: pushes are answered 503 within the bound, never 200 later; /health says so; all is well once it answers")
+    func storeStall() async throws {
+        let store = InMemoryStore()
+        let gateway = try await TestGateway.start(store: store) { $0.limits.storeTimeout = .milliseconds(300) }
+        let signer = try await gateway.makeKey()
+        let token = try await gateway.makeToken()
+        let connection = try await gateway.connect()
+        let authorization = try gateway.bearer(signer)
+        let admin = "http://127.0.0.1:\(gateway.ports.adminPort!)/health"
+
+        #expect(try await DashboardTests.get(admin).status == 200)
+        #expect(try await connection.send(.push(token: token, authorization: authorization)).status == 200)
+
+        await store.holdCommits()
+        let stuck = try await connection.send(.push(token: token, authorization: authorization))
+        #expect(stuck.status == 503 && stuck.rejection?.reason == .serviceUnavailable)
+        // While that commit has not returned, pushes are refused at once, and /health says why.
+        let refused = try await connection.send(.push(token: token, authorization: authorization))
+        #expect(refused.status == 503 && refused.rejection?.reason == .serviceUnavailable)
+        let health = try await DashboardTests.get(admin)
+        #expect(health.status == 503)
+        #expect(health.body.contains(#""status":"unavailable""#) && health.body.contains("commit to the store has not returned"))
+        #expect(health.body.contains("the store does not answer"))
+
+        await store.releaseCommits()
+        // The stuck commit returns; the next push is taken again.
+        var answered = 0
+        for _ in 0..<50 where answered != 200 {
+            answered = try await connection.send(.push(token: token, authorization: authorization)).status
+            if answered != 200 { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(answered == 200)
+        #expect(try await DashboardTests.get(admin).status == 200)
+        // The stuck push was stored once its commit returned (a retry with its apns-id would
+        // replace it); the one refused at once was never stored.
+        let stuckID = try #require(stuck.apnsID.flatMap(APNsID.init(header:)))
+        let refusedID = try #require(refused.apnsID.flatMap(APNsID.init(header:)))
+        #expect(await store.receipts(apnsID: stuckID).count == 1)
+        #expect(await store.receipts(apnsID: refusedID).isEmpty)
+        await connection.close()
+        try await gateway.stop()
+    }
+
+    @Test("withDeadline: the result when in time; DeadlineExceeded on time even when the work ignores cancellation")
+    func deadlines() async throws {
+        #expect(try await withDeadline(.seconds(5)) { 42 } == 42)
+        let started = ContinuousClock.now
+        await #expect(throws: DeadlineExceeded.self) {
+            try await withDeadline(.milliseconds(50)) {
+                // Work that never looks at cancellation, as a connection pool's wait may not.
+                let never = AsyncStream<Int> { _ in }
+                for await value in never { return value }
+                return 0
+            }
+        }
+        #expect(ContinuousClock.now - started < .seconds(5))
+        await #expect(throws: CancellationError.self) {
+            try await withDeadline(.seconds(5)) { () async throws -> Int in throw CancellationError() }
+        }
+    }
+
+    @Test("a device gives up a gateway that accepts TCP but never speaks, and moves to the next")
+    func deviceLeavesSilentGateway() async throws {
+        // A "frozen node": the kernel accepts the connection, nothing ever answers.
+        let silent = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelInitializer { channel in channel.eventLoop.makeSucceededVoidFuture() }
+            .bind(host: "127.0.0.1", port: 0).get()
+        let gateway = try await TestGateway.start()
+        let tls = try DeviceTLS.makeContext(trustRootsPath: gateway.certificates.caCertificatePath)
+        var configuration = DeviceConnection.Configuration(
+            host: "127.0.0.1", port: silent.localAddress!.port!, tls: tls, topics: ["com.example.app"],
+            backoff: ReconnectBackoff(initialMilliseconds: 50, maximumMilliseconds: 200),
+            alternates: [.init(host: "localhost", port: gateway.ports.devicePort!)])
+        configuration.handshakeTimeout = .milliseconds(500)
+        let device = DeviceConnection(identity: DeviceIdentity(), configuration: configuration, logger: Logger(label: "test"))
+        let run = Task { await device.run() }
+        var reasons: [String] = []
+        for await event in device.events {
+            if case .disconnected(let reason) = event { reasons.append(reason) }
+            if case .connected = event { break }
+        }
+        #expect(reasons.count == 1 && reasons.first?.contains("nothing from the gateway") == true, "\(reasons)")
+        run.cancel()
+        await run.value
+        try await silent.close()
+        try await gateway.stop()
+    }
+
+    @Test("the device's bound on silence follows the ping interval the gateway announces")
+    func silenceBound() {
+        #expect(DeviceConnection.silenceBound(pingIntervalSeconds: 2) == .seconds(6))
+        #expect(DeviceConnection.silenceBound(pingIntervalSeconds: 30) == .seconds(62))
+        #expect(DeviceConnection.silenceBound(pingIntervalSeconds: 0) == .seconds(62), "an absurd interval is taken as 30 s")
+        #expect(DeviceConnection.silenceBound(pingIntervalSeconds: 1_000_000) == .seconds(62))
+    }
+}
