@@ -66,6 +66,30 @@ struct PostgresClusterStoreTests {
         #expect(try await store.liveNodes(nowMilliseconds: now).isEmpty)
     }
 
+    @Test("a renewal says whether the node's record survived; a reclaim after a reap never steals a device that moved")
+    func healing() async throws {
+        let store = try await PostgresStore.connect(try database(), logger: logger)
+        defer { Task { await store.close() } }
+        #expect(try await store.renewLease(node: "a", startedAtMilliseconds: now, untilMilliseconds: now + 1_000) == false, "first renewal")
+        #expect(try await store.renewLease(node: "a", startedAtMilliseconds: now, untilMilliseconds: now + 1_000) == true)
+        _ = try await store.claimPresence(deviceID: "d1", node: "a", connection: 1, atMilliseconds: now)
+        _ = try await store.claimPresence(deviceID: "d2", node: "a", connection: 2, atMilliseconds: now)
+        // a stalls past its lease; b reaps it with its presence; d2 reconnects to b meanwhile.
+        #expect(try await store.reapExpiredNodes(nowMilliseconds: now + 2_000) == ["a"])
+        _ = try await store.claimPresence(deviceID: "d2", node: "b", connection: 9, atMilliseconds: now + 2_100)
+        #expect(try await store.renewLease(node: "a", startedAtMilliseconds: now, untilMilliseconds: now + 12_000) == false, "reaped")
+        // a still has both connections (its d2 one is stale): d1 is claimed again, d2 stays on b.
+        let elsewhere = try await store.reclaimPresence(
+            node: "a", devices: [.init(deviceID: "d1", connection: 1), .init(deviceID: "d2", connection: 2)], atMilliseconds: now + 2_200)
+        #expect(elsewhere == ["d2"])
+        #expect(try await store.presence(deviceIDs: ["d1", "d2"]) == ["d1": "a", "d2": "b"])
+        // A reclaim on the node that holds the row takes the newer connection.
+        #expect(try await store.reclaimPresence(node: "a", devices: [.init(deviceID: "d1", connection: 5)], atMilliseconds: now + 2_300).isEmpty)
+        try await store.releasePresence(deviceID: "d1", node: "a", connection: 1)
+        #expect(try await store.presence(deviceIDs: ["d1"]) == ["d1": "a"], "the old connection's release leaves the new one")
+        #expect(try await store.reclaimPresence(node: "a", devices: [], atMilliseconds: now).isEmpty)
+    }
+
     @Test("presence: the newer connection wins; an old connection's release does not remove the new one")
     func presence() async throws {
         let store = try await PostgresStore.connect(try database(), logger: logger)
