@@ -85,12 +85,14 @@ public actor DeviceRuntime {
         if apps[appID] == nil {
             let slot = AppSlot(id: appID, bundle: bundle, timeZone: timeZone)
             if let storage, let saved = try storage.load(appID) {
-                saved.restore(into: slot, now: clock.nowMilliseconds(), timeZone: timeZone)
+                saved.restore(into: slot, now: clock.nowMilliseconds(), timeZone: timeZone, alreadyAnnounced: storage.announced(appID))
             }
             slot.scheduler.setLocation(servicesEnabled: locationServicesEnabled)
             apps[appID] = slot
             reschedule(slot)
             armAlarm()
+            // Notifications shown before a crash whose event was not emitted yet.
+            if !slot.announcing.isEmpty { save(slot) }
         }
         return AppNotificationCenter(runtime: self, appID: appID)
     }
@@ -168,14 +170,33 @@ public actor DeviceRuntime {
     /// Saves an app's state (when the runtime has storage).
     /// Writes the app's state; then acks the remote notifications whose outcome it holds. A state
     /// that cannot be written acks nothing: the gateway sends those notifications again.
+    ///
+    /// Notifications shown since the last save are announced (their `delivered` events) only
+    /// after the state that records them is written, so a crash never shows one twice through a
+    /// redelivery; the journal of ``RuntimeStorage`` makes sure a crash between the two never
+    /// loses an event either.
     func save(_ slot: AppSlot) {
         let acks = slot.acksAfterSave
         slot.acksAfterSave = []
-        if let storage {
-            do { try storage.save(SavedApp(slot), appID: slot.id) } catch {
-                emit(.contractViolation(app: slot.id, message: "could not save the app's state: \(error)"))
-                return
-            }
+        let announcing = slot.announcing
+        guard let storage else {
+            slot.announcing = []
+            for (_, notification) in announcing { emit(.delivered(app: slot.id, notification)) }
+            for ack in acks { ack() }
+            return
+        }
+        do { try storage.save(SavedApp(slot), appID: slot.id) } catch {
+            emit(.contractViolation(app: slot.id, message: "could not save the app's state: \(error)"))
+            // Shown in memory all the same; unacked, they come again after a restart.
+            slot.announcing = []
+            for (_, notification) in announcing { emit(.delivered(app: slot.id, notification)) }
+            return
+        }
+        slot.announcing = []
+        let journal = storage.startJournal(slot.id)
+        for (seq, notification) in announcing {
+            emit(.delivered(app: slot.id, notification))
+            journal.record(seq)
         }
         for ack in acks { ack() }
     }
@@ -261,7 +282,9 @@ public actor DeviceRuntime {
             // A banner that is not listed stays tappable only while it is on screen: until the next one.
             slot.shownOnly = [notification.id: notification]
         }
-        emit(.delivered(app: slot.id, notification))
+        // Announced by the save that records it (the caller saves).
+        slot.announcing.append((slot.nextAnnouncement, notification))
+        slot.nextAnnouncement += 1
         if case .remote(let apnsID) = notification.origin { concludeRemote(slot, id: apnsID) }
         guard let delegate = slot.delegate else { return }
         let told = notification
@@ -497,6 +520,9 @@ final class AppSlot {
     var inProgressRemote: [String: @Sendable () -> Void] = [:]
     /// Acks to send once the next save has reached the disk.
     var acksAfterSave: [@Sendable () -> Void] = []
+    /// Shown since the last save: their `delivered` events follow the save that records them.
+    var announcing: [(seq: Int64, notification: DeliveredNotification)] = []
+    var nextAnnouncement: Int64 = 1
 
     init(id: String, bundle: DeviceRuntime.AppBundle, timeZone: TimeZone) {
         self.id = id

@@ -26,6 +26,7 @@ struct RuntimeStorage: Sendable {
 
     /// Forgets an app (uninstalled): its settings, notifications and token.
     func remove(_ appID: String) throws {
+        removeJournal(appID)
         let path = path(appID)
         guard FileManager.default.fileExists(atPath: path) else { return }
         try FileManager.default.removeItem(atPath: path)
@@ -36,6 +37,58 @@ struct RuntimeStorage: Sendable {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         try encoder.encode(app).write(to: URL(fileURLWithPath: path(appID)), options: .atomic)
     }
+
+    // MARK: announcements
+
+    // A notification is "shown" once: in the app's saved state (its delivered list and handled
+    // apns-ids) and by one `delivered` event. The two cannot be written atomically together, so
+    // the state is written first, listing the notifications whose event is still to come
+    // ("announcing", each with a sequence number); then each event is emitted and its number
+    // appended to a small journal, `<app>.announced` (a plain write: it survives the process
+    // being killed; a power loss may lose it, and then the event comes again). At start-up the
+    // runtime emits those listed in the state and missing from the journal. The next save no
+    // longer lists them and empties the journal. What is left is one instant: after an event is
+    // written and before its number is: a kill exactly there shows that notification twice.
+    // Herald errs on that side (twice, never lost).
+
+    private func journalPath(_ appID: String) -> String { path(appID) + ".announced" }
+
+    /// The announcements the journal records as emitted since the last save.
+    func announced(_ appID: String) -> Set<Int64> {
+        guard let data = FileManager.default.contents(atPath: journalPath(appID)), data.count <= 1 << 20 else { return [] }
+        var seen = Set<Int64>()
+        for line in data.split(separator: UInt8(ascii: "\n")) {
+            if let seq = Int64(String(decoding: line, as: UTF8.self)), seq > 0 { seen.insert(seq) }
+        }
+        return seen
+    }
+
+    /// Empties the journal (the state just saved lists none of what it recorded) and returns it
+    /// open for the announcements that follow that save.
+    func startJournal(_ appID: String) -> AnnouncementJournal { AnnouncementJournal(path: journalPath(appID)) }
+
+    func removeJournal(_ appID: String) {
+        try? FileManager.default.removeItem(atPath: journalPath(appID))
+    }
+}
+
+/// The journal of announcements emitted since the app's state was last saved (see
+/// ``RuntimeStorage``). Opened truncated; each record is one `write(2)`.
+struct AnnouncementJournal: ~Copyable {
+    private let descriptor: Int32
+
+    init(path: String) {
+        descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o600)
+    }
+
+    /// Records that announcement `seq` was emitted.
+    func record(_ seq: Int64) {
+        guard descriptor >= 0 else { return }
+        let line = Array("\(seq)\n".utf8)
+        _ = line.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+    }
+
+    deinit { if descriptor >= 0 { close(descriptor) } }
 }
 
 /// An app's saved state.
@@ -52,6 +105,33 @@ struct SavedApp: Codable {
         var content: JSONValue
         var deliveredAt: Int64
         var dueAt: Int64
+
+        init(_ n: DeliveredNotification) {
+            id = n.id
+            content = n.content.json
+            deliveredAt = n.deliveredAt
+            dueAt = n.dueAt
+            switch n.origin {
+            case .local(let trigger): (remote, self.trigger) = (false, trigger)
+            case .remote: (remote, trigger) = (true, nil)
+            }
+        }
+
+        func notification(in slot: AppSlot, presentation: DeliveryByAppState.Presentation, playedSound: String?) -> DeliveredNotification {
+            let content = NotificationContent.local(content)
+            return DeliveredNotification(
+                id: id, origin: remote ? .remote(apnsID: id) : .local(trigger: trigger ?? "now"), content: content,
+                deliveredAt: deliveredAt, dueAt: dueAt, presentation: presentation, playedSound: playedSound,
+                actions: slot.categories.category(named: content.category)?.actions(in: .minimal) ?? [])
+        }
+    }
+    /// A delivered notification whose `delivered` event may not have been emitted yet.
+    struct Announcement: Codable {
+        var seq: Int64
+        var notification: Delivered
+        var banner: Bool, sound: Bool, listed: Bool
+        var badge: Int?
+        var playedSound: String?
     }
 
     var status: Int
@@ -72,6 +152,10 @@ struct SavedApp: Codable {
     /// Live Activities and their tokens (absent in state saved before they existed).
     var liveActivities: LiveActivityBook.Saved?
     var wantsPushToStart: Bool?
+    /// Notifications shown whose `delivered` event is to be emitted after this save (absent in
+    /// state saved before it existed), and the next announcement's number.
+    var announcing: [Announcement]?
+    var nextAnnouncement: Int64?
 
     init(_ slot: AppSlot) {
         let s = slot.authorization.settings
@@ -81,14 +165,13 @@ struct SavedApp: Codable {
         promptCount = slot.authorization.promptCount
         categories = slot.categories.categories.keys.sorted().compactMap { slot.categories.categories[$0].map(RuntimeJSON.json) }
         pending = slot.scheduler.pending.map { Pending(request: RuntimeJSON.json($0.request), scheduledAt: $0.scheduledAt, nextFire: $0.nextFire) }
-        delivered = slot.delivered.map { n in
-            switch n.origin {
-            case .local(let trigger):
-                Delivered(id: n.id, remote: false, trigger: trigger, content: n.content.json, deliveredAt: n.deliveredAt, dueAt: n.dueAt)
-            case .remote:
-                Delivered(id: n.id, remote: true, trigger: nil, content: n.content.json, deliveredAt: n.deliveredAt, dueAt: n.dueAt)
-            }
+        delivered = slot.delivered.map(Delivered.init)
+        announcing = slot.announcing.map { seq, n in
+            Announcement(
+                seq: seq, notification: Delivered(n), banner: n.presentation.banner, sound: n.presentation.sound,
+                listed: n.presentation.listed, badge: n.presentation.badge, playedSound: n.playedSound)
         }
+        nextAnnouncement = slot.nextAnnouncement
         badge = slot.badge
         token = slot.token?.description
         wantsRemote = slot.wantsRemote
@@ -101,7 +184,7 @@ struct SavedApp: Codable {
 
     /// Puts the state back into a fresh slot. A pending request whose fire time passed while the
     /// runtime was stopped keeps that time: the first alarm delivers it, once.
-    func restore(into slot: AppSlot, now: Int64, timeZone: TimeZone) {
+    func restore(into slot: AppSlot, now: Int64, timeZone: TimeZone, alreadyAnnounced: Set<Int64>) {
         var settings = NotificationSettings()
         settings.status = AuthorizationStatus(rawValue: status) ?? .notDetermined
         func setting(_ raw: Int) -> NotificationSetting { NotificationSetting(rawValue: raw) ?? .notSupported }
@@ -118,13 +201,17 @@ struct SavedApp: Codable {
             slot.scheduler.restore(request, scheduledAt: entry.scheduledAt, nextFire: entry.nextFire)
         }
         slot.delivered = delivered.map { d in
-            let content = NotificationContent.local(d.content)
             var presentation = DeliveryByAppState.Presentation()
             presentation.listed = true
-            return DeliveredNotification(
-                id: d.id, origin: d.remote ? .remote(apnsID: d.id) : .local(trigger: d.trigger ?? "now"), content: content,
-                deliveredAt: d.deliveredAt, dueAt: d.dueAt, presentation: presentation, playedSound: nil,
-                actions: slot.categories.category(named: content.category)?.actions(in: .minimal) ?? [])
+            return d.notification(in: slot, presentation: presentation, playedSound: nil)
+        }
+        slot.nextAnnouncement = max(1, nextAnnouncement ?? 1)
+        // What was saved as shown but whose event the journal does not record is announced
+        // again (by the first save after start-up).
+        slot.announcing = (announcing ?? []).filter { !alreadyAnnounced.contains($0.seq) }.map { a in
+            var presentation = DeliveryByAppState.Presentation()
+            (presentation.banner, presentation.sound, presentation.listed, presentation.badge) = (a.banner, a.sound, a.listed, a.badge)
+            return (a.seq, a.notification.notification(in: slot, presentation: presentation, playedSound: a.playedSound))
         }
         slot.badge = badge
         slot.token = token.flatMap { DeviceToken(hex: $0) }
