@@ -128,7 +128,25 @@ private final class AdminHandler: ChannelInboundHandler {
                 return send(.methodNotAllowed, "GET, POST or DELETE\n", type: "text/plain", head: head, context: context)
             }
         }
-        if path == "/faults" {
+        if path == "/faults/clock", let faults {
+            struct Shift: Codable { var offset_ms: Int64 }
+            switch head.method {
+            case .GET:
+                return send(.ok, #"{"offset_ms":\#(faults.clockOffsetMilliseconds)}"# + "\n", type: "application/json", head: head, context: context)
+            case .POST:
+                guard let shift = try? JSONReader.decode(Shift.self, from: body) else {
+                    return send(.badRequest, #"{"error":"the body must be {\"offset_ms\": N}"}"# + "\n", type: "application/json", head: head, context: context)
+                }
+                if let problem = faults.shiftClock(byMilliseconds: shift.offset_ms) {
+                    return send(.badRequest, #"{"error":"\#(problem)"}"# + "\n", type: "application/json", head: head, context: context)
+                }
+                logger.warning("the gateway's clock was shifted", metadata: ["offset_ms": "\(shift.offset_ms)"])
+                return send(.ok, #"{"offset_ms":\#(shift.offset_ms)}"# + "\n", type: "application/json", head: head, context: context)
+            default:
+                return send(.methodNotAllowed, "GET or POST\n", type: "text/plain", head: head, context: context)
+            }
+        }
+        if path == "/faults" || path == "/faults/clock" {
             return send(.notFound, "not found: fault injection is off (start the gateway with --enable-faults to test providers)\n",
                         type: "text/plain", head: head, context: context)
         }

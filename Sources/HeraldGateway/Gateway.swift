@@ -27,7 +27,8 @@ public final class Gateway: Service, Sendable {
     ) {
         self.configuration = configuration
         self.store = store
-        self.clock = clock
+        // With fault injection on, the admin port can make the clock jump (POST /faults/clock).
+        self.clock = configuration.faultInjection ? ShiftedWallClock(base: clock, faults: faults) : clock
         self.metrics = metrics
         self.group = eventLoopGroup
         self.logger = logger

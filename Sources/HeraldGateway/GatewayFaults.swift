@@ -21,6 +21,23 @@ public final class GatewayFaults: Sendable {
     /// The reasons a fault may answer: the ones APNs answers when busy or down.
     public static let allowedReasons: [APNsReason] = [.serviceUnavailable, .internalServerError, .shutdown, .tooManyRequests]
 
+    /// What the gateway's clock is shifted by (a jump of the machine's clock, for chaos tests).
+    private let clockOffset = Atomic<Int64>(0)
+    /// The largest shift accepted either way: ten years.
+    public static let maximumClockOffsetMilliseconds: Int64 = 10 * 366 * 86_400_000
+
+    /// Shifts the gateway's wall clock by `milliseconds` from the machine's (0: none); returns
+    /// what is wrong with it instead, if anything.
+    public func shiftClock(byMilliseconds milliseconds: Int64) -> String? {
+        guard abs(milliseconds) <= Self.maximumClockOffsetMilliseconds else {
+            return "offset_ms must be within ±\(Self.maximumClockOffsetMilliseconds)"
+        }
+        clockOffset.store(milliseconds, ordering: .relaxed)
+        return nil
+    }
+
+    public var clockOffsetMilliseconds: Int64 { clockOffset.load(ordering: .relaxed) }
+
     private let armed = Atomic<Int>(0)
     private let faults = NIOLockedValueBox<[Fault]>([])
 
@@ -60,4 +77,12 @@ public final class GatewayFaults: Sendable {
             return APNsRejection(reason)
         }
     }
+}
+
+/// The gateway's clock when fault injection is on: the real one, shifted by what an operator set
+/// on the admin port (`POST /faults/clock`), to see how a cluster copes with a clock that jumps.
+struct ShiftedWallClock: WallClock {
+    let base: any WallClock
+    let faults: GatewayFaults
+    func nowMilliseconds() -> Int64 { base.nowMilliseconds() &+ faults.clockOffsetMilliseconds }
 }
