@@ -50,7 +50,11 @@ let package = Package(
         // Storage protocols and the in-memory store.
         .target(
             name: "HeraldStore",
-            dependencies: ["HeraldCore"]
+            dependencies: [
+                "HeraldCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
         ),
         // The embedded store (SQLite through GRDB), with its migrations.
         .target(
@@ -71,6 +75,7 @@ let package = Package(
                 "HeraldCore", "HeraldStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -327,6 +327,7 @@ final class ClusterNode: Sendable {
                 if !continued || wasFenced { await heal() }
             } catch {
                 logger.error("could not renew this node's lease", metadata: ["error": "\(error)"])
+                Task { [store] in await store.recoverConnections() }
             }
         }
     }

@@ -47,6 +47,8 @@ public final class NotificationIntake: Sendable {
     /// Where stored notifications for devices connected to other nodes go; `nil` for a single gateway.
     private let cluster: ClusterNode?
     private let storeTimeout: TimeAmount
+    /// When a commit still has not returned, it is given up (its batch was answered 503 long ago).
+    private let abandonAfter: TimeAmount
     private let health: GatewayHealth
     private let committing = NIOLockedValueBox<Committing?>(nil)
 
@@ -57,6 +59,7 @@ public final class NotificationIntake: Sendable {
         feed: DeliveryFeed, cluster: ClusterNode? = nil, metrics: GatewayMetrics, logger: Logger
     ) {
         self.storeTimeout = storeTimeout
+        self.abandonAfter = .nanoseconds(max(5_000_000_000, 4 * storeTimeout.nanoseconds))
         self.health = health
         self.feed = feed
         self.cluster = cluster
@@ -122,6 +125,8 @@ public final class NotificationIntake: Sendable {
                 "bound_ms": "\(storeTimeout.nanoseconds / 1_000_000)", "batch": "\(overdue.batch.count)", "queued": "\(waiting.count)",
             ])
             metrics.storeTimeouts.increment(by: Int64(overdue.batch.count + waiting.count))
+            // A database that answers behind a pool that does not: the store replaces its pool.
+            Task { [store] in await store.recoverConnections() }
             let all = overdue.batch + waiting
             complete(all, with: Array(repeating: .failure(APNsRejection(.serviceUnavailable)), count: all.count))
         }
@@ -143,8 +148,14 @@ public final class NotificationIntake: Sendable {
         let started = ContinuousClock.now
         committing.withLockedValue { $0 = Committing(batch: batch, startedAt: .now()) }
         do {
-            let outcomes = try await store.accept(
-                batch.map(\.notification), policy: policy, environment: environment, nowMilliseconds: now)
+            let store = self.store, policy = self.policy, environment = self.environment
+            let notifications = batch.map(\.notification)
+            // A commit stuck on a connection that will never answer (a database host gone
+            // without a word) is abandoned after `abandonAfter`, long after its batch was
+            // answered 503, so that what follows is not held behind it.
+            let outcomes = try await withDeadline(abandonAfter) {
+                try await store.accept(notifications, policy: policy, environment: environment, nowMilliseconds: now)
+            }
             let answered = finishCommitting()
             metrics.recordBatch(size: batch.count, commit: ContinuousClock.now - started)
             if answered {

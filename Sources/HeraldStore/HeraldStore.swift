@@ -48,6 +48,10 @@ public protocol HeraldStore: ChannelStore {
     func storedNotificationCount() async throws -> Int
     /// Returns once the store answers a trivial query; throws what stops it (`/health`).
     func checkReachable() async throws
+    /// Called when the store did not answer within a bound: a store with a connection pool
+    /// checks whether the database answers a connection of its own while the pool does not, and
+    /// if so replaces the pool (its waiting requests fail; new ones get new connections).
+    func recoverConnections() async
 
     // MARK: devices
 
@@ -111,6 +115,9 @@ public protocol HeraldStore: ChannelStore {
 extension HeraldStore {
     /// A store in this process's memory is always reachable.
     public func checkReachable() async throws {}
+
+    /// A store without a connection pool has nothing to recover.
+    public func recoverConnections() async {}
 
     /// Registers one token.
     public func registerToken(_ registration: TokenRegistration) async throws {

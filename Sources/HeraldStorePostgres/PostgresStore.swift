@@ -3,6 +3,7 @@ import Foundation
 import HeraldCore
 import HeraldStore
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import PostgresNIO
@@ -22,9 +23,19 @@ import PostgresNIO
 /// in token order), so store-and-forward replacement and unregistration are serialized per token
 /// across nodes; everything else is one statement or one transaction.
 public final class PostgresStore: HeraldStore, Sendable {
-    let client: PostgresClient
+    /// The connection pool and the task running it. Replaced when it stops answering while the
+    /// database answers (``recoverConnections()``).
+    private struct Pool {
+        var client: PostgresClient
+        var runner: Task<Void, Never>
+    }
+    private let pool: NIOLockedValueBox<Pool>
+    /// The pool queries go through now.
+    var client: PostgresClient { pool.withLockedValue { $0.client } }
     let logger: Logger
-    private let runner: Task<Void, Never>
+    private let clientConfiguration: PostgresClient.Configuration
+    /// A recovery under way, and when the last one ended (one per 10 s at most).
+    private let recovery = NIOLockedValueBox<(running: Bool, endedAt: NIODeadline?)>((false, nil))
     /// Where the database is (without its password), for messages.
     public let url: PostgresURL
     let listenerConfiguration: PostgresConnection.Configuration
@@ -52,14 +63,16 @@ public final class PostgresStore: HeraldStore, Sendable {
         // Every commit waits for the disk unless a transaction says otherwise (`relaxed`), even
         // on a server configured with synchronous_commit off: a 200 means durable.
         configuration.options.additionalStartupParameters = [("synchronous_commit", "on")]
-        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        clientConfiguration = configuration
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         listenerConfiguration = PostgresConnection.Configuration(
             host: url.host, port: url.port, username: url.user, password: url.password, database: url.database, tls: connectionTLS)
         let (started, signal) = AsyncStream<Void>.makeStream()
-        runner = Task { [client] in
+        let runner = Task { [client] in
             signal.finish()
             await client.run()
         }
+        pool = NIOLockedValueBox(Pool(client: client, runner: runner))
         self.started = started
     }
 
@@ -111,8 +124,61 @@ public final class PostgresStore: HeraldStore, Sendable {
 
     /// Closes the store's connections.
     public func close() async {
+        let runner = pool.withLockedValue { $0.runner }
         runner.cancel()
         await runner.value
+    }
+
+    /// Replaces the connection pool when it has stopped answering while the database answers a
+    /// connection of its own: seen after outages behind a proxy that accepts connections and
+    /// drops them at once (connections being made never finish and fill the pool). A pool that
+    /// answers within 5 s, or a database that does not, is left alone.
+    public func recoverConnections() async {
+        let mayRun = recovery.withLockedValue { state -> Bool in
+            if state.running { return false }
+            if let ended = state.endedAt, NIODeadline.now() - ended < .seconds(10) { return false }
+            state.running = true
+            return true
+        }
+        guard mayRun else { return }
+        defer { recovery.withLockedValue { $0 = (false, .now()) } }
+        let client = self.client, logger = self.logger
+        do {
+            try await withDeadline(.seconds(5)) { for try await _ in try await client.query("SELECT 1", logger: logger) {} }
+            logger.notice("the connection pool answers: left as it is")
+            return
+        } catch {}
+        do {
+            var probeConfiguration = listenerConfiguration
+            probeConfiguration.options.connectTimeout = .seconds(5)
+            let configuration = probeConfiguration
+            let probe = try await withDeadline(.seconds(10)) {
+                let connection = try await PostgresConnection.connect(
+                    on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: 0, logger: logger
+                ).get()
+                do {
+                    for try await _ in try await connection.query("SELECT 1", logger: logger) {}
+                } catch {
+                    try? await connection.close()
+                    throw error
+                }
+                return connection
+            }
+            try? await probe.close()
+        } catch {
+            // The database itself does not answer: the pool reconnects when it does.
+            logger.notice("the database does not answer a connection of its own either", metadata: ["error": "\(Self.explain(error))"])
+            return
+        }
+        let fresh = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
+        let runner = Task { await fresh.run() }
+        let old = pool.withLockedValue { pool in
+            defer { pool = Pool(client: fresh, runner: runner) }
+            return pool
+        }
+        // What waits on the old pool fails now, and is retried by its caller on the new one.
+        old.runner.cancel()
+        logger.warning("the database answers but the connection pool did not for 5 s: the pool was replaced", metadata: ["database": "\(url)"])
     }
 
     // MARK: schema

@@ -2,9 +2,10 @@ import NIOConcurrencyHelpers
 import NIOCore
 
 /// Work on the store that did not finish within its bound (``withDeadline(_:_:)``).
-struct DeadlineExceeded: Error, CustomStringConvertible {
-    var timeout: TimeAmount
-    var description: String { "the store did not answer within \(timeout.nanoseconds / 1_000_000) ms" }
+public struct DeadlineExceeded: Error, CustomStringConvertible {
+    public var timeout: TimeAmount
+    public init(timeout: TimeAmount) { self.timeout = timeout }
+    public var description: String { "the store did not answer within \(timeout.nanoseconds / 1_000_000) ms" }
 }
 
 /// Runs `operation` and returns its result, or throws ``DeadlineExceeded`` once `timeout` has
@@ -12,7 +13,7 @@ struct DeadlineExceeded: Error, CustomStringConvertible {
 /// a database client that does not honour cancellation (a pool waiting for a connection) cannot
 /// hold the caller past its bound. For cold paths (look-ups, health checks, lease renewals):
 /// each call starts two tasks.
-func withDeadline<T: Sendable>(
+public func withDeadline<T: Sendable>(
     _ timeout: TimeAmount, _ operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     let waiting = NIOLockedValueBox<CheckedContinuation<T, any Error>?>(nil)
