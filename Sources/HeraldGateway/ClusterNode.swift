@@ -14,10 +14,9 @@ public struct ClusterConfiguration: Sendable {
     /// How often the node renews its lease (and reaps dead nodes).
     public var heartbeatMilliseconds: Int64 = 3_000
     /// How often the node reads what is held for its connected devices: what a lost hint
-    /// delayed is delivered after at most this (plus `hintGraceMilliseconds`).
+    /// delayed is delivered after one to two of these (the sweep leaves what was stored since
+    /// its previous look to the hint, by sequence number, not by any node's clock).
     public var sweepMilliseconds: Int64 = 2_000
-    /// The sweep leaves notifications younger than this to their hint.
-    public var hintGraceMilliseconds: Int64 = 1_000
     /// Whether the accepting node hints the node holding the device (off: the sweep alone
     /// delivers across nodes: slower, still correct).
     public var hints = true
@@ -34,8 +33,8 @@ public struct ClusterConfiguration: Sendable {
 /// - Routing: the intake hands it what it stored for devices not connected here; it looks up
 ///   which node holds each device and sends that node a hint (after the commit, never in it).
 ///   Hints received are loaded from the store by sequence number and handed to the sessions.
-/// - The sweep: every `sweepMilliseconds`, what is held for this node's devices and older than
-///   the hint grace is handed to their sessions again (they skip what is in flight), so a lost
+/// - The sweep: every `sweepMilliseconds`, what is held for this node's devices and was stored
+///   before the sweep's previous look is handed to their sessions again (they skip what is in flight), so a lost
 ///   hint, a dead listener or a dead accepting node only delays a delivery.
 /// - Fencing: the node counts its lease from the start of its last successful renewal on its own
 ///   monotonic clock (which a frozen process or a jump of the wall clock does not fool). Once
@@ -174,7 +173,7 @@ final class ClusterNode: Sendable {
             if !elsewhere.isEmpty {
                 registry.close(deviceIDs: elsewhere, code: .replaced, "this device's connection moved to another gateway node")
             }
-            await sweepOnce(receivedBefore: now)
+            await sweepOnce(seqAtMost: .max)
         } catch {
             // The next renewal that finds the record gone heals again; meanwhile the sweep of
             // whichever node the devices reach delivers.
@@ -285,23 +284,33 @@ final class ClusterNode: Sendable {
 
     private func sweep() async {
         let limit = 10_000
+        /// The newest sequence number at the previous look.
+        var ceiling: Int64 = 0
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(configuration.sweepMilliseconds))
             if Task.isCancelled { break }
             if isFenced { continue }
-            await sweepOnce(receivedBefore: clock.nowMilliseconds() - configuration.hintGraceMilliseconds, limit: limit)
+            // What was stored before the previous look has had a sweep interval for its hint.
+            do {
+                let store = self.store
+                let newest = try await withDeadline(storeTimeout) { try await store.newestSeq() }
+                if ceiling > 0 { await sweepOnce(seqAtMost: ceiling, limit: limit) }
+                ceiling = newest
+            } catch {
+                logger.warning("the cluster sweep failed", metadata: ["error": "\(error)"])
+            }
         }
     }
 
-    /// Offers what is held for this node's devices, accepted before `receivedBefore`.
-    private func sweepOnce(receivedBefore: Int64, limit: Int = 10_000) async {
+    /// Offers what is held for this node's devices, up to sequence number `seqAtMost`.
+    private func sweepOnce(seqAtMost: Int64, limit: Int = 10_000) async {
         let now = clock.nowMilliseconds()
         let store = self.store, node = nodeID
         do {
             // Acks recorded so far must be in the store, or they would be sent again.
             await recorder.waitUntilRecorded()
             let held = try await withDeadline(storeTimeout) {
-                try await store.heldDeliveries(onNode: node, receivedBefore: receivedBefore, nowMilliseconds: now, limit: limit)
+                try await store.heldDeliveries(onNode: node, seqAtMost: seqAtMost, nowMilliseconds: now, limit: limit)
             }
             if !held.isEmpty {
                 metrics.clusterSwept.increment(by: Int64(held.count))

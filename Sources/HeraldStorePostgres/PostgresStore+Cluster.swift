@@ -123,13 +123,20 @@ extension PostgresStore: ClusterStore {
             """)
     }
 
-    public func heldDeliveries(onNode node: String, receivedBefore: Int64, nowMilliseconds: Int64, limit: Int) async throws -> [Delivery] {
+    public func newestSeq() async throws -> Int64 {
+        for try await seq in try await client.query("SELECT coalesce(max(seq), 0) FROM notifications", logger: logger).decode(Int64.self) {
+            return seq
+        }
+        return 0
+    }
+
+    public func heldDeliveries(onNode node: String, seqAtMost: Int64, nowMilliseconds: Int64, limit: Int) async throws -> [Delivery] {
         try await deliveries("""
             SELECT \(unescaped: Self.notificationColumns), t.device_id
             FROM presence p
             JOIN device_tokens t ON t.device_id = p.device_id AND t.unregistered_at_ms IS NULL
             JOIN notifications n ON n.token = t.token AND n.state = 0
-            WHERE p.node_id = \(node) AND n.received_at_ms < \(receivedBefore) AND n.discard_at_ms > \(nowMilliseconds)
+            WHERE p.node_id = \(node) AND n.seq <= \(seqAtMost) AND n.discard_at_ms > \(nowMilliseconds)
             ORDER BY n.seq LIMIT \(Int64(max(0, limit)))
             """)
     }
