@@ -3,7 +3,9 @@
 # child processes), the independent-client compatibility checks (curl, Python httpx), then the
 # attack suite (raw HTTP/2 and WebSocket frames, forged tokens, silent peers, hostile payloads),
 # schemathesis against the provider's REST API and its spec, the README's walk-through as written,
-# three gateway nodes on a PostgreSQL server the script starts (Tests/cluster), Live Activities and
+# three gateway nodes on a PostgreSQL server the script starts (Tests/cluster), the chaos run
+# (Tests/faults: PostgreSQL stopped, restarted, partitioned and slowed, a node frozen, killed and
+# its clock jumped, devices killed, all while pushes flow), Live Activities and
 # broadcast channels end to end (Tests/liveactivity), the dashboards and
 # the browser device in headless chromium (Tests/browser), and desktop notifications under a real
 # session bus and notification server (Tests/desktop). Screenshots go to .build/test-artifacts/.
@@ -22,6 +24,9 @@ swift build --build-tests
 swift test --skip-build
 # Three gateway nodes on PostgreSQL, one killed mid-load (docs/cluster.md).
 python3 Tests/cluster/cluster.py "$(swift build --show-bin-path)/herald"
+# The chaos run: two nodes on a PostgreSQL of its own, real device processes, and every fault a
+# cluster meets while pushes flow (docs/cluster.md, "Faults").
+python3 Tests/faults/faults.py "$(swift build --show-bin-path)/herald"
 python3 Tests/compat/compat.py "$(swift build --show-bin-path)/herald"
 # Live Activities by push-to-start and broadcast channels, end to end (docs/live-activities.md).
 python3 Tests/liveactivity/liveactivity.py "$(swift build --show-bin-path)/herald"

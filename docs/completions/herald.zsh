@@ -132,6 +132,7 @@ _herald_gateway_run() {
         '--provider-client-ca[The CA (PEM) whose push certificates the provider port accepts (certificate authentication). Default\: the development CA (see `herald keys certificate`); with --tls-cert, none unless given.]:PEM:'
         '--device-ping-interval[Seconds of quiet after which the gateway pings a device.]:SECONDS:'
         '--device-idle-timeout[Seconds without a word from a device after which it is disconnected.]:SECONDS:'
+        '--store-timeout[Milliseconds the store has to commit a push (or answer a key look-up) before the provider is answered 503 ServiceUnavailable; /health then reports the store.]:MS:'
         '--background-per-hour[Background pushes per device and app per hour (Apple advises 2-3); over budget only the newest is held. 0 turns throttling off.]:background-per-hour:'
         '--inactivity-days[Days without a connection after which a device'\''s tokens are reported in the feedback list.]:DAYS:'
         '--receipt-days[Days the receipts of finished notifications are kept.]:DAYS:'
