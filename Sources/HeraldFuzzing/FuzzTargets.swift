@@ -21,7 +21,13 @@ public enum FuzzTargets {
         "dbus-stream": dbusStream,
         "live-activity": liveActivity,
         "broadcast-request": broadcastRequest,
+        "announcement-journal": announcementJournal,
     ]
+
+    /// The device runtime's journal of announced notifications, as a crash may leave it.
+    @Sendable public static func announcementJournal(_ data: [UInt8]) {
+        _ = AnnouncementJournalFile.records(in: data)
+    }
 
     /// A Live Activity push's payload, read as the device runtime and `herald push send` read it.
     @Sendable public static func liveActivity(_ data: [UInt8]) {

@@ -55,12 +55,8 @@ struct RuntimeStorage: Sendable {
 
     /// The announcements the journal records as emitted since the last save.
     func announced(_ appID: String) -> Set<Int64> {
-        guard let data = FileManager.default.contents(atPath: journalPath(appID)), data.count <= 1 << 20 else { return [] }
-        var seen = Set<Int64>()
-        for line in data.split(separator: UInt8(ascii: "\n")) {
-            if let seq = Int64(String(decoding: line, as: UTF8.self)), seq > 0 { seen.insert(seq) }
-        }
-        return seen
+        guard let data = FileManager.default.contents(atPath: journalPath(appID)) else { return [] }
+        return AnnouncementJournalFile.records(in: Array(data))
     }
 
     /// Empties the journal (the state just saved lists none of what it recorded) and returns it
@@ -69,6 +65,20 @@ struct RuntimeStorage: Sendable {
 
     func removeJournal(_ appID: String) {
         try? FileManager.default.removeItem(atPath: journalPath(appID))
+    }
+}
+
+/// How the journal's file is read: one positive decimal number a line; anything else (a line cut
+/// by a kill, garbage) records nothing, so its announcement comes again. At most 1 MiB is read.
+public enum AnnouncementJournalFile {
+    public static let maximumBytes = 1 << 20
+
+    public static func records(in bytes: [UInt8]) -> Set<Int64> {
+        var seen = Set<Int64>()
+        for line in bytes.prefix(maximumBytes).split(separator: UInt8(ascii: "\n")) where line.count <= 19 {
+            if let seq = Int64(String(decoding: line, as: UTF8.self)), seq > 0 { seen.insert(seq) }
+        }
+        return seen
     }
 }
 
