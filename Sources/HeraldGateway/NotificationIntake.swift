@@ -59,7 +59,7 @@ public final class NotificationIntake: Sendable {
         feed: DeliveryFeed, cluster: ClusterNode? = nil, metrics: GatewayMetrics, logger: Logger
     ) {
         self.storeTimeout = storeTimeout
-        self.abandonAfter = .nanoseconds(max(5_000_000_000, 4 * storeTimeout.nanoseconds))
+        self.abandonAfter = .nanoseconds(max(3_000_000_000, 2 * storeTimeout.nanoseconds))
         self.health = health
         self.feed = feed
         self.cluster = cluster

@@ -376,7 +376,8 @@ async def main(work):
                     d.read()
                 if drained_at is None and all(devices[provider.answered[x][0]].shown.get(x) for x in before):
                     drained_at = now
-                if now - healed >= 3 and healthy_at and drained_at:
+                answering = {node for t, node in provider.answers if t > healed}
+                if now - healed >= 3 and healthy_at and drained_at and len(answering) == len(nodes):
                     break
                 await asyncio.sleep(0.1)
             stop.set()
