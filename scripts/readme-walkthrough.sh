@@ -22,16 +22,16 @@ block = section[section.index("```sh\n") + len("```sh\n"):]
 print(block[:block.index("```")], end="")
 PY
 cd "$WORK"
-# Its own process group, so that everything it leaves running is stopped at the end.
+# Its own session and process group (the bash that setsid starts leads it and records its pid,
+# which is the group's id), so that everything the block leaves running is stopped at the end by
+# that group, never by name.
 set +e
-timeout 180 setsid bash walkthrough.sh > transcript.txt 2>&1 &
+setsid -w bash -c 'echo $$ > "$1"; exec timeout 180 bash walkthrough.sh' walkthrough "$WORK/pgid" > transcript.txt 2>&1 &
 RUN=$!
 wait $RUN
 STATUS=$?
 set -e
-pkill -TERM -f "$WORK/.build/release/herald" 2>/dev/null || true
-pkill -TERM -f "data-dir ./herald-data" 2>/dev/null || true
-pkill -TERM -f "data-dir ./phone" 2>/dev/null || true
+[ -s "$WORK/pgid" ] && kill -TERM -- "-$(cat "$WORK/pgid")" 2>/dev/null || true
 [ $STATUS -eq 124 ] && { echo "the walk-through did not finish within 180 s; transcript:" >&2; cat transcript.txt >&2; exit 1; }
 
 fail=0

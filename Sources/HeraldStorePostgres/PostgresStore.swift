@@ -87,12 +87,7 @@ public final class PostgresStore: HeraldStore, Sendable {
         // One direct connection first: an unreachable server or a refused login is reported at
         // once and plainly, where the pool would retry for a minute before giving up.
         do {
-            var configuration = store.listenerConfiguration
-            configuration.options.connectTimeout = .seconds(5)
-            let probe = try await PostgresConnection.connect(
-                on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: 0, logger: logger
-            ).get()
-            try? await probe.close()
+            try await store.probeDirectly(query: false)
         } catch {
             await store.close()
             throw PostgresStoreError("cannot use the database \(url): \(Self.explain(error))")
@@ -129,6 +124,18 @@ public final class PostgresStore: HeraldStore, Sendable {
         await runner.value
     }
 
+    /// Opens a connection of its own (outside the pool, 5 s to connect), optionally runs
+    /// `SELECT 1` on it, and closes it: whether the database itself answers.
+    private func probeDirectly(query: Bool) async throws {
+        var configuration = listenerConfiguration
+        configuration.options.connectTimeout = .seconds(5)
+        let connection = try await PostgresConnection.connect(
+            on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: 0, logger: logger
+        ).get()
+        defer { Task { try? await connection.close() } }
+        if query { for try await _ in try await connection.query("SELECT 1", logger: logger) {} }
+    }
+
     /// Replaces the connection pool when it has stopped answering while the database answers a
     /// connection of its own: seen after outages behind a proxy that accepts connections and
     /// drops them at once (connections being made never finish and fill the pool). A pool that
@@ -149,22 +156,7 @@ public final class PostgresStore: HeraldStore, Sendable {
             return
         } catch {}
         do {
-            var probeConfiguration = listenerConfiguration
-            probeConfiguration.options.connectTimeout = .seconds(5)
-            let configuration = probeConfiguration
-            let probe = try await withDeadline(.seconds(10)) {
-                let connection = try await PostgresConnection.connect(
-                    on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: 0, logger: logger
-                ).get()
-                do {
-                    for try await _ in try await connection.query("SELECT 1", logger: logger) {}
-                } catch {
-                    try? await connection.close()
-                    throw error
-                }
-                return connection
-            }
-            try? await probe.close()
+            try await withDeadline(.seconds(10)) { try await self.probeDirectly(query: true) }
         } catch {
             // The database itself does not answer: the pool reconnects when it does.
             logger.notice("the database does not answer a connection of its own either", metadata: ["error": "\(Self.explain(error))"])

@@ -193,6 +193,12 @@ public actor DeviceRuntime {
             return
         }
         slot.announcing = []
+        // Nothing to announce: the journal is left as it is (what it records are numbers the
+        // saved state no longer lists, and numbers are never given twice).
+        guard !announcing.isEmpty else {
+            for ack in acks { ack() }
+            return
+        }
         let journal = storage.startJournal(slot.id)
         for (seq, notification) in announcing {
             emit(.delivered(app: slot.id, notification))
