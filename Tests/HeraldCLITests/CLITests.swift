@@ -305,7 +305,9 @@ struct CLITests {
         let badNode = try Herald.run(["gateway", "--data-dir", dir, "--database", "postgres://u@127.0.0.1:1/herald", "--node-id", "GW 1"])
         #expect(badNode.status == 64 && badNode.stderr.contains("a-z, 0-9"), "\(badNode.stderr)")
         for (flag, message) in [("--node-lease=0", "--node-lease must be from 2"), ("--node-lease=99999999999999999999", "--node-lease"),
-                                ("--cluster-sweep=-1", "--cluster-sweep must be from 100"), ("--cross-node-hints=maybe", "one of 'on' and 'off'")] {
+                                ("--cluster-sweep=-1", "--cluster-sweep must be from 100"), ("--cross-node-hints=maybe", "one of 'on' and 'off'"),
+                                ("--store-timeout=0", "--store-timeout must be from 100"), ("--store-timeout=-5", "--store-timeout"),
+                                ("--store-timeout=99999999999999999999", "--store-timeout"), ("--store-timeout=1.5", "--store-timeout")] {
             let bad = try Herald.run(["gateway", "--data-dir", dir, "--database", "postgres://u@127.0.0.1:1/herald", flag])
             #expect(bad.status == 64 && bad.stderr.contains(message), "\(flag): \(bad.stderr)")
         }
