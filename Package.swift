@@ -21,7 +21,12 @@ let package = Package(
         .library(name: "HeraldFuzzing", targets: ["HeraldFuzzing"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        // Up to the next minor release only: HeraldGateway's device-port allocator
+        // (LazyPageAllocator.swift) uses NIOCore's `CustomByteBufferAllocator` SPI, which has no
+        // source-stability promise. A minor release of SwiftNIO is taken deliberately: update
+        // this range, build, and re-run `scripts/bench-delivery.sh` (its memory row is what the
+        // SPI buys: 35 -> 32.5 KiB per idle device).
+        .package(url: "https://github.com/apple/swift-nio.git", .upToNextMinor(from: "2.101.2")),
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
@@ -154,9 +159,7 @@ let package = Package(
             dependencies: [
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
             ],
-            exclude: ["openapi.yaml", "openapi-generator-config.yaml"],
-            // The generator's own unused-import warnings (one set per generated file), not ours.
-            swiftSettings: [.unsafeFlags(["-suppress-warnings"])]
+            exclude: ["openapi.yaml", "openapi-generator-config.yaml"]
         ),
         // The provider service: registrations, localization, sending, pruning, schedules, and the
         // REST API's operations (ProviderAPI, what the generated routing calls).
@@ -264,9 +267,10 @@ let package = Package(
 )
 
 // Herald's own targets build without warnings: every warning (a Swift 6 concurrency warning is a
-// data race the compiler could not rule out) fails the build. Dependencies are not affected, nor
-// is the code swift-openapi-generator wrote (HeraldProviderAPI: its unused-import warnings are the
-// generator's, and regenerating would undo any edit).
-for target in package.targets where target.name != "HeraldProviderAPI" {
+// data race the compiler could not rule out) fails the build. Dependencies are not affected. The
+// code swift-openapi-generator wrote (HeraldProviderAPI) is held to the same rule:
+// scripts/generate-openapi.sh rewrites the generator's `public import`s, the only thing in it
+// that warned.
+for target in package.targets {
     target.swiftSettings = (target.swiftSettings ?? []) + [.treatAllWarnings(as: .error)]
 }

@@ -40,7 +40,8 @@ public final class PostgresStore: HeraldStore, Sendable {
     public let url: PostgresURL
     let listenerConfiguration: PostgresConnection.Configuration
 
-    private init(url: PostgresURL, logger: Logger) {
+    /// Throws when TLS is asked for and no client context can be made (no system trust roots).
+    private init(url: PostgresURL, logger: Logger) throws {
         self.url = url
         self.logger = logger
         let tls: PostgresClient.Configuration.TLS
@@ -51,10 +52,10 @@ public final class PostgresStore: HeraldStore, Sendable {
             connectionTLS = .disable
         case .prefer:
             tls = .prefer(.makeClientConfiguration())
-            connectionTLS = try! .prefer(.init(configuration: .makeClientConfiguration()))
+            connectionTLS = try .prefer(.init(configuration: .makeClientConfiguration()))
         case .require:
             tls = .require(.makeClientConfiguration())
-            connectionTLS = try! .require(.init(configuration: .makeClientConfiguration()))
+            connectionTLS = try .require(.init(configuration: .makeClientConfiguration()))
         }
         var configuration = PostgresClient.Configuration(
             host: url.host, port: url.port, username: url.user, password: url.password, database: url.database, tls: tls)
@@ -82,7 +83,7 @@ public final class PostgresStore: HeraldStore, Sendable {
     /// Connects to the database at `url` and brings its schema up to date. Several nodes may
     /// start together: the migrations run under an advisory lock, once.
     public static func connect(_ url: PostgresURL, logger: Logger) async throws -> PostgresStore {
-        let store = PostgresStore(url: url, logger: logger)
+        let store = try PostgresStore(url: url, logger: logger)
         for await _ in store.started {}
         // One direct connection first: an unreachable server or a refused login is reported at
         // once and plainly, where the pool would retry for a minute before giving up.

@@ -2,18 +2,18 @@
 #if compiler(>=6.4)
 @diagnose(UnusedImportAccess, as: ignored)
 #endif
-@_spi(Generated) public import OpenAPIRuntime
+@_spi(Generated) import OpenAPIRuntime
 #if compiler(>=6.4)
 @diagnose(UnusedImportAccess, as: ignored)
 #endif
-public import struct Foundation.URL
+import struct Foundation.URL
 #if compiler(>=6.4)
 @diagnose(UnusedImportAccess, as: ignored)
 #endif
-public import struct Foundation.Data
+import struct Foundation.Data
 #if compiler(>=6.4)
 @diagnose(UnusedImportAccess, as: ignored)
 #endif
-public import struct Foundation.Date
+import struct Foundation.Date
 /// Types generated from the components section of the OpenAPI document.
 public enum Components {}

@@ -2,19 +2,19 @@
 #if compiler(>=6.4)
 @diagnose(UnusedImportAccess, as: ignored)
 #endif
-@_spi(Generated) public import OpenAPIRuntime
+@_spi(Generated) import OpenAPIRuntime
 #if compiler(>=6.4)
 @diagnose(UnusedImportAccess, as: ignored)
 #endif
-public import struct Foundation.URL
+import struct Foundation.URL
 #if compiler(>=6.4)
 @diagnose(UnusedImportAccess, as: ignored)
 #endif
-public import struct Foundation.Data
+import struct Foundation.Data
 #if compiler(>=6.4)
 @diagnose(UnusedImportAccess, as: ignored)
 #endif
-public import struct Foundation.Date
+import struct Foundation.Date
 /// API operations, with input and output types, generated from `#/paths` in the OpenAPI document.
 public enum Operations {
     /// List registrations in token order, filtered by topic, user, tag, language (its base matches too: fr lists fr-CA) and time zone
