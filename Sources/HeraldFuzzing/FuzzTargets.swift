@@ -50,11 +50,11 @@ public enum FuzzTargets {
     }
 
     /// Header lines (`name: value`), a blank line, the body: how the request targets take input.
-    static func request(_ data: [UInt8]) -> (ProviderRequestHead, [UInt8]) {
+    static func request(_ data: [UInt8]) -> (APNsRequestHead, [UInt8]) {
         let split = data.firstRange(of: [10, 10])
         let headerBytes = split.map { data[..<$0.lowerBound] } ?? data[...]
         let body = split.map { Array(data[$0.upperBound...]) } ?? []
-        var head = ProviderRequestHead()
+        var head = APNsRequestHead()
         for line in headerBytes.split(separator: 10) {
             guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { continue }
             let name = String(decoding: line[..<colon], as: UTF8.self)
@@ -75,11 +75,11 @@ public enum FuzzTargets {
     /// A provider request: header lines (`name: value`), a blank line, the body.
     @Sendable public static func providerRequest(_ data: [UInt8]) {
         let (head, body) = request(data)
-        _ = ProviderRequestValidation.validateTarget(head)
-        if case .success(let headers) = ProviderRequestValidation.validateHeaders(head) {
-            _ = ProviderRequestValidation.validatePayload(body, bodySize: body.count, pushType: headers.pushType)
+        _ = APNsRequestValidation.validateTarget(head)
+        if case .success(let headers) = APNsRequestValidation.validateHeaders(head) {
+            _ = APNsRequestValidation.validatePayload(body, bodySize: body.count, pushType: headers.pushType)
         } else {
-            _ = ProviderRequestValidation.validatePayload(body, bodySize: body.count, pushType: .alert)
+            _ = APNsRequestValidation.validatePayload(body, bodySize: body.count, pushType: .alert)
         }
     }
 

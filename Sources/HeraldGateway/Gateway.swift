@@ -11,7 +11,7 @@ import ServiceLifecycle
 /// 503 `Shutdown` for late streams), then commits everything accepted before it returns.
 public final class Gateway: Service, Sendable {
     public let configuration: GatewayConfiguration
-    public let store: any HeraldStore
+    public let store: any GatewayStore
     public let clock: any WallClock
     public let metrics: GatewayMetrics
     /// Refusals an operator asks for on purpose, to test providers (admin port `POST /faults`).
@@ -21,7 +21,7 @@ public final class Gateway: Service, Sendable {
     private let portsPromise: EventLoopPromise<GatewayPorts>
 
     public init(
-        configuration: GatewayConfiguration, store: any HeraldStore, clock: any WallClock = SystemWallClock(),
+        configuration: GatewayConfiguration, store: any GatewayStore, clock: any WallClock = SystemWallClock(),
         metrics: GatewayMetrics = GatewayMetrics(), eventLoopGroup: EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger
     ) {
@@ -73,7 +73,7 @@ public final class Gateway: Service, Sendable {
             maximumBatchSize: configuration.maximumBatchSize, highWater: configuration.limits.intakeHighWater,
             storeTimeout: configuration.limits.storeTimeout, health: health, registry: registry, recorder: recorder, feed: feed, cluster: cluster,
             metrics: metrics, logger: logger)
-        var providerPort = ProviderPort(
+        var providerPort = APNsPort(
             environment: configuration.environment, clock: clock,
             directory: ProviderKeyDirectory(store: store, clock: clock),
             limiter: limiter,
@@ -89,21 +89,21 @@ public final class Gateway: Service, Sendable {
             connectionsPerAddress: ConnectionsPerAddress(limit: configuration.limits.deviceConnectionsPerAddress),
             enrollmentSecret: configuration.enrollmentSecret, feed: feed, cluster: cluster)
 
-        var listeners: [ProviderListener] = []
+        var listeners: [APNsPortListener] = []
         var deviceListener: DeviceListener?
         var feedbackListener: LegacyFeedbackListener?
         var admin: AdminServer?
         do {
             let tls = try configuration.makeProviderTLSContext()
             let main = try await listening("provider", host: configuration.host, port: configuration.providerPort) {
-                try await ProviderListener.bind(host: configuration.host, port: configuration.providerPort, tls: tls, providerPort: providerPort, group: group)
+                try await APNsPortListener.bind(host: configuration.host, port: configuration.providerPort, tls: tls, providerPort: providerPort, group: group)
             }
             listeners.append(main)
             var ports = GatewayPorts(providerPort: main.port)
             if let h2cPort = configuration.h2cPort {
                 // Plaintext is for development on this machine only: never bound beyond loopback.
                 let h2c = try await listening("h2c", host: "127.0.0.1", port: h2cPort) {
-                    try await ProviderListener.bind(host: "127.0.0.1", port: h2cPort, tls: nil, providerPort: providerPort, group: group)
+                    try await APNsPortListener.bind(host: "127.0.0.1", port: h2cPort, tls: nil, providerPort: providerPort, group: group)
                 }
                 listeners.append(h2c)
                 ports.h2cPort = h2c.port
@@ -120,7 +120,7 @@ public final class Gateway: Service, Sendable {
                 var channelsPort = providerPort
                 channelsPort.role = .channels
                 let listener = try await listening("channel", host: configuration.host, port: port) {
-                    try await ProviderListener.bind(host: configuration.host, port: port, tls: tls, providerPort: channelsPort, group: group)
+                    try await APNsPortListener.bind(host: configuration.host, port: port, tls: tls, providerPort: channelsPort, group: group)
                 }
                 listeners.append(listener)
                 ports.channelPort = listener.port

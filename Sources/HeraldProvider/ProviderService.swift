@@ -41,7 +41,7 @@ public actor ProviderService {
     }
     /// Sends under way by idempotency key, with their request's fingerprint.
     private var inFlight: [String: (fingerprint: String, task: Task<SendReport, Error>)] = [:]
-    /// The schedules' plan (see ProviderScheduling.swift).
+    /// The schedules' plan (see SchedulePlan.swift).
     var plan = SchedulePlan()
     let work = WorkTracker()
     /// Pushes of one send started at once (each waits in the client for a stream when more are

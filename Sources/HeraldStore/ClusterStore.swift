@@ -14,7 +14,7 @@ public struct NodeRecord: Sendable, Hashable {
     }
 }
 
-/// A store that several gateway nodes share (PostgreSQL): besides everything a ``HeraldStore``
+/// A store that several gateway nodes share (PostgreSQL): besides everything a ``GatewayStore``
 /// keeps, the nodes and their leases, which node holds each connected device (its presence), and
 /// a channel for hints, the "a push for your device was just stored" messages from the node that
 /// accepted a push to the node that holds its device.
@@ -22,7 +22,7 @@ public struct NodeRecord: Sendable, Hashable {
 /// Hints are only hints. What a device must receive is always read from the notifications
 /// table — when it connects, and by each node's periodic sweep of its connected devices — so a
 /// lost hint, a dead listener or a dead node delays a delivery and never loses it.
-public protocol ClusterStore: HeraldStore {
+public protocol ClusterStore: GatewayStore {
     /// Records the node as alive until `untilMilliseconds` (registering it on the first call).
     /// Returns whether the node's record was still there: `false` on the first call, and when its
     /// lease had lapsed and another node reaped it, with its devices' presence (which the node

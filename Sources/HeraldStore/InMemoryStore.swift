@@ -2,7 +2,7 @@ import HeraldCore
 
 /// A store that keeps everything in memory: for tests and for trying things out. Same semantics
 /// as the durable stores, minus the durability.
-public actor InMemoryStore: HeraldStore {
+public actor InMemoryStore: GatewayStore {
     private struct Record {
         var seq: Int64
         var notification: StoredNotification

@@ -22,7 +22,7 @@ import PostgresNIO
 /// Concurrency between nodes: accepting for a token locks its registration row (`FOR UPDATE`,
 /// in token order), so store-and-forward replacement and unregistration are serialized per token
 /// across nodes; everything else is one statement or one transaction.
-public final class PostgresStore: HeraldStore, Sendable {
+public final class PostgresStore: GatewayStore, Sendable {
     /// The connection pool and the task running it. Replaced when it stops answering while the
     /// database answers (``recoverConnections()``).
     private struct Pool {

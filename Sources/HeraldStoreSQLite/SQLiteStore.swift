@@ -11,7 +11,7 @@ import Synchronization
 /// batch rather than one per push. With ``Durability/full`` (the default) every commit is synced
 /// to disk before the gateway answers 200, which survives a power loss; ``Durability/normal``
 /// survives a crash of the process (kill -9) but not of the machine.
-public final class SQLiteStore: HeraldStore {
+public final class SQLiteStore: GatewayStore {
     public enum Durability: String, Sendable, CaseIterable {
         case full
         case normal

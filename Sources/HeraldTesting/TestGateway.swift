@@ -15,7 +15,7 @@ public final class TestGateway: Sendable {
     public let gateway: Gateway
     public let ports: GatewayPorts
     public let clock: SimulatedAlarmClock
-    public let store: any HeraldStore
+    public let store: any GatewayStore
     public let certificates: DevelopmentCertificates
     public let directory: String
     private let group: ServiceGroup
@@ -23,7 +23,7 @@ public final class TestGateway: Sendable {
 
     /// Starts a gateway. `configure` adjusts the configuration (ports are always 0).
     public static func start(
-        store: (any HeraldStore)? = nil, clock: SimulatedAlarmClock = SimulatedAlarmClock(),
+        store: (any GatewayStore)? = nil, clock: SimulatedAlarmClock = SimulatedAlarmClock(),
         environment: APNsEnvironment = .development, h2c: Bool = true, admin: Bool = true,
         configure: (inout GatewayConfiguration) -> Void = { _ in }
     ) async throws -> TestGateway {
@@ -59,7 +59,7 @@ public final class TestGateway: Sendable {
     }
 
     private init(
-        gateway: Gateway, ports: GatewayPorts, clock: SimulatedAlarmClock, store: any HeraldStore,
+        gateway: Gateway, ports: GatewayPorts, clock: SimulatedAlarmClock, store: any GatewayStore,
         certificates: DevelopmentCertificates, directory: String, group: ServiceGroup, task: Task<Void, Error>
     ) {
         self.gateway = gateway

@@ -19,7 +19,7 @@ enum OpenedStore {
     case sqlite(SQLiteStore)
     case postgres(PostgresStore)
 
-    var store: any HeraldStore {
+    var store: any GatewayStore {
         switch self {
         case .sqlite(let store): store
         case .postgres(let store): store
@@ -83,7 +83,7 @@ extension DataDirectoryOptions {
     /// Opens (creating if needed) the store in a directory that must exist: the commands that
     /// write (`keys create`, `tokens create`/`revoke`) may prepare a gateway's directory before its
     /// first start, but a directory that does not exist is nearly always a mistyped `--data-dir`.
-    func openStoreInExistingDirectory() async throws -> any HeraldStore {
+    func openStoreInExistingDirectory() async throws -> any GatewayStore {
         if let store = try await openPostgres(logger: nil) { return store }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: dataDirectory, isDirectory: &isDirectory), isDirectory.boolValue else {
@@ -95,7 +95,7 @@ extension DataDirectoryOptions {
     /// Opens the store of an existing gateway data directory (or the `--database` one); refuses
     /// (rather than creating an empty store) when the directory or its database is missing,
     /// which is nearly always a mistyped `--data-dir`.
-    func openExistingStore() async throws -> any HeraldStore {
+    func openExistingStore() async throws -> any GatewayStore {
         if let store = try await openPostgres(logger: nil) { return store }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: dataDirectory, isDirectory: &isDirectory), isDirectory.boolValue else {

@@ -127,54 +127,54 @@ struct CoreModelTests {
 
     @Test("validation order: duplicate headers, apns-id, method, path, token")
     func validationOrder() {
-        var head = ProviderRequestHead()
+        var head = APNsRequestHead()
         head.record(name: ":method", value: "GET")
         head.record(name: ":path", value: "/nope")
         head.record(name: "apns-id", value: "bad")
-        #expect(ProviderRequestValidation.validateTarget(head).failureReason == .badMessageId)
+        #expect(APNsRequestValidation.validateTarget(head).failureReason == .badMessageId)
         head.record(name: "apns-topic", value: "a")
         let recorded = head.record(name: "apns-topic", value: "b")
         #expect(!recorded)
-        #expect(ProviderRequestValidation.validateTarget(head).failureReason == .duplicateHeaders)
-        var clean = ProviderRequestHead()
+        #expect(APNsRequestValidation.validateTarget(head).failureReason == .duplicateHeaders)
+        var clean = APNsRequestHead()
         clean.record(name: ":method", value: "GET")
         clean.record(name: ":path", value: "/nope")
-        #expect(ProviderRequestValidation.validateTarget(clean).failureReason == .methodNotAllowed)
+        #expect(APNsRequestValidation.validateTarget(clean).failureReason == .methodNotAllowed)
         clean.method = "POST"
-        #expect(ProviderRequestValidation.validateTarget(clean).failureReason == .badPath)
+        #expect(APNsRequestValidation.validateTarget(clean).failureReason == .badPath)
         clean.path = "/3/device/"
-        #expect(ProviderRequestValidation.validateTarget(clean).failureReason == .missingDeviceToken)
+        #expect(APNsRequestValidation.validateTarget(clean).failureReason == .missingDeviceToken)
         clean.path = "/3/device/xyz"
-        #expect(ProviderRequestValidation.validateTarget(clean).failureReason == .badDeviceToken)
+        #expect(APNsRequestValidation.validateTarget(clean).failureReason == .badDeviceToken)
         clean.path = "/3/device/ABCD"
-        #expect(ProviderRequestValidation.validateTarget(clean).failureReason == nil)
+        #expect(APNsRequestValidation.validateTarget(clean).failureReason == nil)
     }
 
     @Test("header validation: push type before topic, then priority, expiration, collapse id")
     func headerValidation() {
-        var head = ProviderRequestHead()
+        var head = APNsRequestHead()
         head.pushType = "banana"
-        #expect(ProviderRequestValidation.validateHeaders(head).failureReason == .invalidPushType)
+        #expect(APNsRequestValidation.validateHeaders(head).failureReason == .invalidPushType)
         head.pushType = "voip"
-        #expect(ProviderRequestValidation.validateHeaders(head).failureReason == .missingTopic)
+        #expect(APNsRequestValidation.validateHeaders(head).failureReason == .missingTopic)
         head.topic = "com.a"
-        #expect(ProviderRequestValidation.validateHeaders(head).failureReason == .badTopic)
+        #expect(APNsRequestValidation.validateHeaders(head).failureReason == .badTopic)
         head.topic = "com.a.voip"
         head.priority = "2"
-        #expect(ProviderRequestValidation.validateHeaders(head).failureReason == .badPriority)
+        #expect(APNsRequestValidation.validateHeaders(head).failureReason == .badPriority)
         head.priority = "5"
         head.expiration = "soon"
-        #expect(ProviderRequestValidation.validateHeaders(head).failureReason == .badExpirationDate)
+        #expect(APNsRequestValidation.validateHeaders(head).failureReason == .badExpirationDate)
         head.expiration = "0"
         head.collapseID = String(repeating: "x", count: 65)
-        #expect(ProviderRequestValidation.validateHeaders(head).failureReason == .badCollapseId)
+        #expect(APNsRequestValidation.validateHeaders(head).failureReason == .badCollapseId)
         head.collapseID = "c"
-        let ok = try? ProviderRequestValidation.validateHeaders(head).get()
+        let ok = try? APNsRequestValidation.validateHeaders(head).get()
         #expect(ok?.bundleID == "com.a" && ok?.pushType == .voip && ok?.priority == .conservePower && ok?.expiration == .immediately)
-        var background = ProviderRequestHead()
+        var background = APNsRequestHead()
         background.topic = "com.a"
         background.pushType = "background"
-        #expect((try? ProviderRequestValidation.validateHeaders(background).get())?.priority == .conservePower)
+        #expect((try? APNsRequestValidation.validateHeaders(background).get())?.priority == .conservePower)
     }
 }
 

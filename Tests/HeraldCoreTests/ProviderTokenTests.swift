@@ -61,16 +61,16 @@ struct ProviderTokenTests {
         let sandboxKey = P256.Signing.PrivateKey()
         let sandbox = ProviderKey(keyID: "KEY0000003", teamID: team, publicKey: sandboxKey.publicKey, environment: .development)
         let keys = [providerKey.keyID: providerKey, sibling.keyID: sibling, sandbox.keyID: sandbox]
-        func lookup(_ id: String) -> ProviderConnectionAuthorization.KeyLookup { keys[id].map { .found($0) } ?? .absent }
+        func lookup(_ id: String) -> APNsConnectionAuthorization.KeyLookup { keys[id].map { .found($0) } ?? .absent }
         func bearer(_ k: P256.Signing.PrivateKey, _ id: String, iat: Int64) throws -> String {
             "bearer " + (try ProviderTokenSigner(keyID: id, teamID: team, privateKey: k).token(issuedAt: iat))
         }
-        func reason(_ d: ProviderConnectionAuthorization.Decision) -> APNsReason? {
+        func reason(_ d: APNsConnectionAuthorization.Decision) -> APNsReason? {
             if case .rejected(let r) = d { return r.reason }
             return nil
         }
 
-        var auth = ProviderConnectionAuthorization(environment: .production)
+        var auth = APNsConnectionAuthorization(environment: .production)
         #expect(reason(auth.authorize(header: nil, nowSeconds: now, key: lookup)) == .missingProviderToken)
         #expect(reason(auth.authorize(header: "basic abc", nowSeconds: now, key: lookup)) == .missingProviderToken)
         #expect(reason(auth.authorize(header: try bearer(sandboxKey, sandbox.keyID, iat: now), nowSeconds: now, key: lookup)) == .badEnvironmentKeyIdInToken)
@@ -102,7 +102,7 @@ struct ProviderTokenTests {
     func invalidTokenDetails() throws {
         let providerKey = ProviderKey(keyID: "KEY0000001", teamID: "TEAM000001", publicKey: key.publicKey)
         func detail(keyID: String, team: String, signer: P256.Signing.PrivateKey) throws -> (APNsRejection?) {
-            var auth = ProviderConnectionAuthorization(environment: .production)
+            var auth = APNsConnectionAuthorization(environment: .production)
             let header = "bearer " + (try ProviderTokenSigner(keyID: keyID, teamID: team, privateKey: signer).token(issuedAt: now))
             if case .rejected(let r) = auth.authorize(header: header, nowSeconds: now, key: { $0 == providerKey.keyID ? .found(providerKey) : .absent }) { return r }
             return nil

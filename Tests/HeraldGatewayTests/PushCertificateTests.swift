@@ -67,7 +67,7 @@ struct ChannelRequestTests {
             try await store.createChannel(ChannelRecord(
                 bundleID: "com.a", channelID: .random(), environment: .development, storagePolicy: 0, createdAtMilliseconds: Int64(i)))
         }
-        var head = ProviderRequestHead()
+        var head = APNsRequestHead()
         head.record(name: ":method", value: "POST")
         head.record(name: ":path", value: "/1/apps/com.a/channels")
         let request = try ChannelRequest.parse(head, body: Array(#"{"message-storage-policy":1,"push-type":"LiveActivity"}"#.utf8)).get()
@@ -85,7 +85,7 @@ struct ChannelRequestTests {
     @Test("channel requests: paths, methods and bodies are read strictly")
     func parsing() {
         func parse(_ method: String, _ path: String, body: String = "", channel: String? = nil) -> String {
-            var head = ProviderRequestHead()
+            var head = APNsRequestHead()
             head.record(name: ":method", value: method)
             head.record(name: ":path", value: path)
             if let channel { head.record(name: "apns-channel-id", value: channel) }

@@ -17,7 +17,7 @@ struct StoreTests {
         /// The stores this run can test: PostgreSQL when `HERALD_TEST_POSTGRES_URL` names a server
         /// (scripts/test.sh starts one; see `PostgreSQLTestServer`).
         static var available: [Kind] { PostgreSQLTestServer.url == nil ? [.memory, .sqlite] : allCases }
-        func make() async throws -> any HeraldStore {
+        func make() async throws -> any GatewayStore {
             switch self {
             case .memory: return InMemoryStore()
             case .sqlite:
@@ -38,7 +38,7 @@ struct StoreTests {
             receivedAtMilliseconds: now)
     }
 
-    func registered(_ store: any HeraldStore, environment: APNsEnvironment = .development) async throws -> DeviceToken {
+    func registered(_ store: any GatewayStore, environment: APNsEnvironment = .development) async throws -> DeviceToken {
         let token = DeviceToken.random()
         try await store.registerToken(TokenRegistration(token: token, bundleID: "com.a", environment: environment, createdAtMilliseconds: now))
         return token
@@ -185,7 +185,7 @@ struct StoreTests {
         #expect(try await issue("com.c") != other)
     }
 
-    func deviceToken(_ store: any HeraldStore, device: String = "dev1", bundle: String = "com.a") async throws -> DeviceToken {
+    func deviceToken(_ store: any GatewayStore, device: String = "dev1", bundle: String = "com.a") async throws -> DeviceToken {
         _ = try await store.deviceConnected(id: device, publicKey: Array(repeating: 1, count: 64), atMilliseconds: now)
         return try await store.issueToken(TokenRegistration(
             token: .random(), bundleID: bundle, environment: .development, deviceID: device, createdAtMilliseconds: now), maximumActivePerDevice: 256).token

@@ -7,7 +7,7 @@ import NIOCore
 struct DevicePort: Sendable {
     var environment: APNsEnvironment
     var clock: any WallClock
-    var store: any HeraldStore
+    var store: any GatewayStore
     var registry: DeviceRegistry
     var recorder: DeliveryRecorder
     /// `nil` when background pushes are not throttled.

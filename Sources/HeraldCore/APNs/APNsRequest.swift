@@ -1,6 +1,6 @@
 /// The parts of a provider request that the validation reads, collected from the HTTP/2 headers
 /// by the transport. Each field is the header's value, or `nil` when the header is absent.
-public struct ProviderRequestHead: Sendable {
+public struct APNsRequestHead: Sendable {
     public var method: String?
     public var path: String?
     public var authorization: String?
@@ -54,7 +54,7 @@ public struct ProviderRequestHead: Sendable {
 }
 
 /// What the request line names: the notification's id and its device token.
-public struct ProviderRequestTarget: Sendable, Hashable {
+public struct APNsRequestTarget: Sendable, Hashable {
     /// The request's `apns-id`, or `nil` when the provider sent none (the gateway generates one).
     public var apnsID: APNsID?
     public var token: DeviceToken
@@ -75,16 +75,16 @@ public struct PushHeaders: Sendable, Hashable {
 /// Validation of provider requests in Herald's fixed order (see `docs/provider-api.md`):
 ///
 /// 1. ``validateTarget(_:)``: duplicate headers, `apns-id`, method, `:path`, token syntax;
-/// 2. the provider token (the gateway's ``ProviderConnectionAuthorization``);
+/// 2. the provider token (the gateway's ``APNsConnectionAuthorization``);
 /// 3. ``validateHeaders(_:)``: push type, topic, priority, expiration, collapse id;
 /// 4. topic ownership (the gateway, with the team's topics);
 /// 5. ``validatePayload(_:pushType:)``: empty, size, JSON object;
 /// 6. the per-token rate limit, then the token's registration (the store).
-public enum ProviderRequestValidation {
+public enum APNsRequestValidation {
     /// The path prefix of the device endpoint.
     public static let devicePathPrefix = "/3/device/"
 
-    public static func validateTarget(_ head: ProviderRequestHead) -> Result<ProviderRequestTarget, APNsRejection> {
+    public static func validateTarget(_ head: APNsRequestHead) -> Result<APNsRequestTarget, APNsRejection> {
         if head.hasDuplicateHeaders { return .failure(APNsRejection(.duplicateHeaders)) }
         var apnsID: APNsID?
         if let header = head.apnsID {
@@ -99,13 +99,13 @@ public enum ProviderRequestValidation {
         if let query = tokenText.firstIndex(of: UInt8(ascii: "?")) { tokenText = tokenText[..<query] }
         if tokenText.isEmpty { return .failure(APNsRejection(.missingDeviceToken)) }
         guard let token = DeviceToken(hexBytes: tokenText) else { return .failure(APNsRejection(.badDeviceToken)) }
-        return .success(ProviderRequestTarget(apnsID: apnsID, token: token))
+        return .success(APNsRequestTarget(apnsID: apnsID, token: token))
     }
 
     /// The longest topic accepted (bundle ids are far shorter; the limit keeps garbage out of the store).
     public static let maximumTopicByteCount = 255
 
-    public static func validateHeaders(_ head: ProviderRequestHead) -> Result<PushHeaders, APNsRejection> {
+    public static func validateHeaders(_ head: APNsRequestHead) -> Result<PushHeaders, APNsRejection> {
         var pushType: PushType?
         if let header = head.pushType {
             guard let parsed = PushType(header: header) else { return .failure(APNsRejection(.invalidPushType)) }

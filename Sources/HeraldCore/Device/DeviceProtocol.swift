@@ -40,7 +40,7 @@ public enum DeviceProtocol {
     /// Whether a topic (an app's bundle id) may be registered: printable ASCII without spaces, at
     /// most 255 bytes, and not ending in a push type's suffix.
     public static func isValidTopic(_ topic: String) -> Bool {
-        guard !topic.isEmpty, topic.utf8.count <= ProviderRequestValidation.maximumTopicByteCount,
+        guard !topic.isEmpty, topic.utf8.count <= APNsRequestValidation.maximumTopicByteCount,
               topic.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else { return false }
         // A Live Activity token's scope (`….push-type.liveactivity/<id>`) is never an app.
         return PushType.implied(byTopic: topic) == .alert && !topic.contains(PushType.liveactivity.topicSuffix)

@@ -5,13 +5,13 @@ import NIOHTTP2
 /// The state of one provider connection: its token-authentication state machine, its streams,
 /// and whether it is draining. Confined to the connection's event loop (its streams share it).
 /// `@unchecked Sendable`: it is only touched on `channel.eventLoop`.
-final class ProviderConnection: @unchecked Sendable {
+final class APNsPortConnection: @unchecked Sendable {
     /// Streams allowed at once before the first provider token is accepted (reference §3).
     static let streamsBeforeAuthentication = 1
     /// Streams allowed at once afterwards (the value observed from APNs in 2021).
     static let streamsAfterAuthentication = 1000
 
-    var authorization: ProviderConnectionAuthorization
+    var authorization: APNsConnectionAuthorization
     /// What the connection's TLS client certificate says; `.none` for token connections.
     var clientCertificate: ClientCertificate = .none
 
@@ -38,7 +38,7 @@ final class ProviderConnection: @unchecked Sendable {
         maximumHeaderListSize: Int = 8_000, onIdleClose: @escaping @Sendable () -> Void = {}
     ) {
         self.channel = channel
-        self.authorization = ProviderConnectionAuthorization(environment: environment)
+        self.authorization = APNsConnectionAuthorization(environment: environment)
         self.idleTimeout = idleTimeout
         self.maximumHeaderListSize = maximumHeaderListSize
         self.onIdleClose = onIdleClose
@@ -57,7 +57,7 @@ final class ProviderConnection: @unchecked Sendable {
         ]
     }
 
-    /// NIO's connection settings: Herald's own ``ProviderFrameGuard`` counts resets and control
+    /// NIO's connection settings: Herald's own ``APNsPortFrameGuard`` counts resets and control
     /// frames (it can tell a reset of an answered stream from a Rapid Reset), so NIO's counters
     /// are set so wide they never fire; NIO still bounds CONTINUATION sequences, empty DATA frames
     /// and control frames buffered for a peer that does not read.
@@ -101,7 +101,7 @@ final class ProviderConnection: @unchecked Sendable {
         channel.writeAndFlush(settings, promise: nil)
     }
 
-    /// A stream opened (``ProviderStreamTable`` reports NIO's events).
+    /// A stream opened (``APNsPortStreamTable`` reports NIO's events).
     func streamCreated(_ id: HTTP2StreamID) {
         activeStreams += 1
         idleTimer?.cancel()

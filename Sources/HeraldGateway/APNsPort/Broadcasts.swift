@@ -11,7 +11,7 @@ extension ChannelRequest {
         var body: [UInt8]?
     }
 
-    func run(store: any HeraldStore, environment: APNsEnvironment, nowMilliseconds: Int64) async throws -> Result<Answer, APNsRejection> {
+    func run(store: any GatewayStore, environment: APNsEnvironment, nowMilliseconds: Int64) async throws -> Result<Answer, APNsRejection> {
         switch self {
         case .create(let bundleID, let policy):
             let id = BroadcastChannelID.random()
@@ -49,7 +49,7 @@ extension ChannelRequest {
 /// `apns-expiration: 0`), policy 1 the most recent broadcast (each subscription is a token, and
 /// the store keeps the newest per token).
 struct Broadcaster: Sendable {
-    let store: any HeraldStore
+    let store: any GatewayStore
     let intake: NotificationIntake
     /// Subscriptions read and submitted at once.
     static let pageSize = 5_000

@@ -10,21 +10,21 @@ import NIOTLS
 
 /// One listening socket of the provider port: over TLS (ALPN `h2`) or, for local development,
 /// plaintext h2c with prior knowledge. Keeps its connections so that shutdown can drain them.
-final class ProviderListener: Sendable {
+final class APNsPortListener: Sendable {
     let serverChannel: Channel
-    private let connections: NIOLockedValueBox<[ObjectIdentifier: ProviderConnection]>
+    private let connections: NIOLockedValueBox<[ObjectIdentifier: APNsPortConnection]>
 
     var port: Int { serverChannel.localAddress?.port ?? 0 }
 
-    private init(serverChannel: Channel, connections: NIOLockedValueBox<[ObjectIdentifier: ProviderConnection]>) {
+    private init(serverChannel: Channel, connections: NIOLockedValueBox<[ObjectIdentifier: APNsPortConnection]>) {
         self.serverChannel = serverChannel
         self.connections = connections
     }
 
     static func bind(
-        host: String, port: Int, tls: NIOSSLContext?, providerPort: ProviderPort, group: EventLoopGroup
-    ) async throws -> ProviderListener {
-        let connections = NIOLockedValueBox([ObjectIdentifier: ProviderConnection]())
+        host: String, port: Int, tls: NIOSSLContext?, providerPort: APNsPort, group: EventLoopGroup
+    ) async throws -> APNsPortListener {
+        let connections = NIOLockedValueBox([ObjectIdentifier: APNsPortConnection]())
         let metrics = providerPort.metrics
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
@@ -45,7 +45,7 @@ final class ProviderListener: Sendable {
                             metrics.recordPeerClosed(port: "provider", reason: "handshake_timeout")
                         })
                     }
-                    try sync.addHandler(ProviderFrameGuard(limits: .init(
+                    try sync.addHandler(APNsPortFrameGuard(limits: .init(
                         inProgressResets: limits.inProgressResetsPerWindow, resetWindow: limits.resetWindow,
                         controlFrames: limits.controlFramesPerWindow, controlWindow: limits.controlFrameWindow
                     )) { reason in
@@ -55,14 +55,14 @@ final class ProviderListener: Sendable {
                         ])
                     })
                     try sync.addHandler(FlushCoalescingHandler())
-                    let connection = ProviderConnection(
+                    let connection = APNsPortConnection(
                         channel: channel, environment: providerPort.environment, idleTimeout: limits.providerIdleTimeout,
                         maximumHeaderListSize: limits.maximumHeaderListSize
                     ) { metrics.recordPeerClosed(port: "provider", reason: "idle_timeout") }
                     try sync.addHandler(NIOHTTP2Handler(
                         mode: .server, connectionConfiguration: connection.connectionConfiguration,
-                        streamConfiguration: ProviderConnection.streamConfiguration))
-                    try sync.addHandler(ProviderStreamTable(port: providerPort, connection: connection))
+                        streamConfiguration: APNsPortConnection.streamConfiguration))
+                    try sync.addHandler(APNsPortStreamTable(port: providerPort, connection: connection))
                     if tls != nil { try sync.addHandler(ClientCertificateReader(connection: connection, logger: providerPort.logger)) }
                     try sync.addHandler(ConnectionErrorLogger(logger: providerPort.logger))
                     let id = ObjectIdentifier(channel)
@@ -76,7 +76,7 @@ final class ProviderListener: Sendable {
                 }
             }
         let serverChannel = try await bootstrap.bind(host: host, port: port).get()
-        return ProviderListener(serverChannel: serverChannel, connections: connections)
+        return APNsPortListener(serverChannel: serverChannel, connections: connections)
     }
 
     /// Stops accepting, tells every connection to go away (`{"reason":"Shutdown"}`), waits until
@@ -114,9 +114,9 @@ extension EventLoopFuture {
 /// stream limit is raised at once.
 private final class ClientCertificateReader: ChannelInboundHandler {
     typealias InboundIn = Any
-    let connection: ProviderConnection
+    let connection: APNsPortConnection
     let logger: Logger
-    init(connection: ProviderConnection, logger: Logger) {
+    init(connection: APNsPortConnection, logger: Logger) {
         self.connection = connection
         self.logger = logger
     }

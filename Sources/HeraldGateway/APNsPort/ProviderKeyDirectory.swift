@@ -24,12 +24,12 @@ final class ProviderKeyDirectory: Sendable {
         var topics: [String: Entry<Set<String>>] = [:]
     }
 
-    private let store: any HeraldStore
+    private let store: any GatewayStore
     private let clock: any WallClock
     private let refreshMilliseconds: Int64
     private let state = NIOLockedValueBox(State())
 
-    init(store: any HeraldStore, clock: any WallClock, refreshMilliseconds: Int64 = 5_000) {
+    init(store: any GatewayStore, clock: any WallClock, refreshMilliseconds: Int64 = 5_000) {
         self.store = store
         self.clock = clock
         self.refreshMilliseconds = refreshMilliseconds
@@ -37,9 +37,9 @@ final class ProviderKeyDirectory: Sendable {
 
     /// What is known of a key now, without waiting. A known key due for a check is returned as
     /// it is and looked up again in the background.
-    func lookupKey(_ keyID: String) -> ProviderConnectionAuthorization.KeyLookup {
+    func lookupKey(_ keyID: String) -> APNsConnectionAuthorization.KeyLookup {
         let now = clock.nowMilliseconds()
-        let (lookup, refresh) = state.withLockedValue { state -> (ProviderConnectionAuthorization.KeyLookup, Bool) in
+        let (lookup, refresh) = state.withLockedValue { state -> (APNsConnectionAuthorization.KeyLookup, Bool) in
             guard let entry = state.keys[keyID] else { return (.unknown, false) }
             let fresh = now - entry.loadedAtMilliseconds < refreshMilliseconds
             guard let key = entry.value else { return (fresh ? .absent : .unknown, false) }

@@ -18,7 +18,7 @@ final class LegacyFeedbackListener: Sendable {
     private init(serverChannel: Channel) { self.serverChannel = serverChannel }
 
     struct Context: Sendable {
-        var store: any HeraldStore
+        var store: any GatewayStore
         var clock: any WallClock
         var environment: APNsEnvironment
         var inactivityMilliseconds: Int64

@@ -133,7 +133,7 @@ public struct PushCertificate: Sendable {
             var topics: [String] = []
             for child in children where child.identifier == .utf8String {
                 let topic = String(try ASN1UTF8String(derEncoded: child))
-                guard !topic.isEmpty, topic.utf8.count <= ProviderRequestValidation.maximumTopicByteCount else {
+                guard !topic.isEmpty, topic.utf8.count <= APNsRequestValidation.maximumTopicByteCount else {
                     throw Unusable(description: "the topics extension lists an empty or overlong topic")
                 }
                 topics.append(topic)

@@ -9,14 +9,14 @@ import HeraldStore
 /// - `GET /3/feedback/<topic>`: the topic's feedback list (dead tokens), read and cleared.
 ///
 /// Both are authenticated with the same provider tokens as pushes.
-enum ProviderQuery: Sendable, Hashable {
+enum APNsPortQuery: Sendable, Hashable {
     case receipt(APNsID)
     case feedback(topic: String)
 
     static let receiptPrefix = "/3/notifications/"
     static let feedbackPrefix = "/3/feedback/"
 
-    static func parse(path rawPath: String) -> Result<ProviderQuery, APNsRejection> {
+    static func parse(path rawPath: String) -> Result<APNsPortQuery, APNsRejection> {
         let path = rawPath.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? rawPath
         if path.hasPrefix(receiptPrefix) {
             guard let id = APNsID(header: String(path.dropFirst(receiptPrefix.count))) else {
@@ -30,12 +30,12 @@ enum ProviderQuery: Sendable, Hashable {
             return .success(.feedback(topic: topic))
         }
         // A GET anywhere else (including /3/device/…) is the wrong method for a push.
-        return .failure(APNsRejection(path.hasPrefix(ProviderRequestValidation.devicePathPrefix) ? .methodNotAllowed : .badPath))
+        return .failure(APNsRejection(path.hasPrefix(APNsRequestValidation.devicePathPrefix) ? .methodNotAllowed : .badPath))
     }
 
     /// The JSON answer, or the rejection.
     func run(
-        store: any HeraldStore, team: String, environment: APNsEnvironment, nowMilliseconds: Int64, inactivityMilliseconds: Int64
+        store: any GatewayStore, team: String, environment: APNsEnvironment, nowMilliseconds: Int64, inactivityMilliseconds: Int64
     ) async throws -> Result<[UInt8], APNsRejection> {
         let topics = try await store.topics(ofTeam: team)
         switch self {

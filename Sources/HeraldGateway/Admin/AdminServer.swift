@@ -20,7 +20,7 @@ final class AdminServer: Sendable {
     private init(serverChannel: Channel) { self.serverChannel = serverChannel }
 
     static func bind(
-        host: String, port: Int, metrics: GatewayMetrics, store: any HeraldStore, health: GatewayHealth, storeTimeout: TimeAmount,
+        host: String, port: Int, metrics: GatewayMetrics, store: any GatewayStore, health: GatewayHealth, storeTimeout: TimeAmount,
         inspection: GatewayInspection, environment: APNsEnvironment,
         feed: DeliveryFeed, faults: GatewayFaults?, dashboard: GatewayDashboard, group: EventLoopGroup, logger: Logger
     ) async throws -> AdminServer {
@@ -46,7 +46,7 @@ private final class AdminHandler: ChannelInboundHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     let metrics: GatewayMetrics
-    let store: any HeraldStore
+    let store: any GatewayStore
     let health: GatewayHealth
     let storeTimeout: TimeAmount
     let inspection: GatewayInspection
@@ -61,7 +61,7 @@ private final class AdminHandler: ChannelInboundHandler {
     private var request: HTTPRequestHead?
     private var body: [UInt8] = []
 
-    init(metrics: GatewayMetrics, store: any HeraldStore, health: GatewayHealth, storeTimeout: TimeAmount,
+    init(metrics: GatewayMetrics, store: any GatewayStore, health: GatewayHealth, storeTimeout: TimeAmount,
          inspection: GatewayInspection, environment: APNsEnvironment, feed: DeliveryFeed,
          faults: GatewayFaults?, dashboard: GatewayDashboard, logger: Logger) {
         self.health = health

@@ -5,13 +5,13 @@ import NIOCore
 
 /// What every stream of the provider port shares: configuration, the caches in front of the
 /// store, the rate limiter, the intake and the metrics.
-struct ProviderPort: Sendable {
+struct APNsPort: Sendable {
     var environment: APNsEnvironment
     var clock: any WallClock
     var directory: ProviderKeyDirectory
     var limiter: TokenRateLimiter?
     var intake: NotificationIntake
-    var store: any HeraldStore
+    var store: any GatewayStore
     /// A device not connected for this long has its tokens in the feedback list.
     var inactivityPeriodMilliseconds: Int64
     var metrics: GatewayMetrics

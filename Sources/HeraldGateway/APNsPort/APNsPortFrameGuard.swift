@@ -9,7 +9,7 @@ import NIOHTTP2
 /// (under APNSwift) and Go's HTTP/2 client do for every request — is harmless and never counted;
 /// resetting streams in progress is what HTTP/2 Rapid Reset (CVE-2023-44487) does, and is counted
 /// (the distinction Envoy draws between "premature" and other resets).
-struct ProviderFrameGuardState {
+struct APNsPortFrameGuardState {
     struct Limits {
         var inProgressResets: Int
         var resetWindow: TimeAmount
@@ -103,23 +103,23 @@ struct ProviderFrameGuardState {
 }
 
 /// Sits between TLS (or the socket, for h2c) and NIO's HTTP/2 handler of a provider connection and
-/// applies ``ProviderFrameGuardState``: a peer past a limit gets GOAWAY `ENHANCE_YOUR_CALM`, nothing
+/// applies ``APNsPortFrameGuardState``: a peer past a limit gets GOAWAY `ENHANCE_YOUR_CALM`, nothing
 /// more of what it sent is read, and the connection is closed. Any GOAWAY for an error — Herald's
 /// or NIO's (CONTINUATION flood, protocol errors) — closes the connection once written.
-final class ProviderFrameGuard: ChannelDuplexHandler, RemovableChannelHandler {
+final class APNsPortFrameGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
     typealias OutboundIn = IOData
     typealias OutboundOut = IOData
 
-    private var state: ProviderFrameGuardState
+    private var state: APNsPortFrameGuardState
     private var inboundScanner = HTTP2FrameScanner(inbound: true)
     private var outboundScanner = HTTP2FrameScanner(inbound: false)
     private var closing = false
     private let onViolation: (String) -> Void
 
-    init(limits: ProviderFrameGuardState.Limits, onViolation: @escaping (String) -> Void) {
-        state = ProviderFrameGuardState(limits: limits)
+    init(limits: APNsPortFrameGuardState.Limits, onViolation: @escaping (String) -> Void) {
+        state = APNsPortFrameGuardState(limits: limits)
         self.onViolation = onViolation
     }
 

@@ -10,7 +10,7 @@ import NIOConcurrencyHelpers
 final class DeliveryRecorder: Sendable {
     /// At most 4,096 events per store transaction.
     private let queue = BatchQueue<DeliveryEvent>(maximumBatchSize: 4_096)
-    private let store: any HeraldStore
+    private let store: any GatewayStore
     private let logger: Logger
     /// Events appended and events written so far, and who waits for the written count.
     private let progress = NIOLockedValueBox(Progress())
@@ -21,7 +21,7 @@ final class DeliveryRecorder: Sendable {
         var waiters: [(target: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
-    init(store: any HeraldStore, logger: Logger) {
+    init(store: any GatewayStore, logger: Logger) {
         self.store = store
         self.logger = logger
     }

@@ -8,7 +8,7 @@
 /// - A token whose `iat` is more than an hour old is `ExpiredProviderToken`, checked on every request.
 /// - The token last accepted is cached: repeating it costs a string comparison and a look at the
 ///   key (still there, not revoked), not a signature check.
-public struct ProviderConnectionAuthorization: Sendable {
+public struct APNsConnectionAuthorization: Sendable {
     /// How old `iat` may be, in seconds.
     public static let maximumTokenAge: Int64 = 3600
     /// How soon a connection may switch to a new token, in seconds.

@@ -28,7 +28,7 @@ public enum BroadcastRequest {
         public var payload: [UInt8]
     }
 
-    public static func validate(_ head: ProviderRequestHead, bundleID: String, body: [UInt8], bodySize: Int) -> Result<Validated, APNsRejection> {
+    public static func validate(_ head: APNsRequestHead, bundleID: String, body: [UInt8], bodySize: Int) -> Result<Validated, APNsRejection> {
         guard let channelText = head.channelID, !channelText.isEmpty else { return .failure(APNsRejection(.missingChannelId)) }
         guard let channel = BroadcastChannelID(channelText) else { return .failure(APNsRejection(.badChannelId)) }
         guard let type = head.pushType, !type.isEmpty else { return .failure(APNsRejection(.missingPushType)) }
@@ -83,7 +83,7 @@ public enum ChannelRequest: Sendable, Hashable {
     public static let pathPrefix = "/1/apps/"
 
     /// Parses the method, path and headers; the body is read for `create` only.
-    public static func parse(_ head: ProviderRequestHead, body: [UInt8]) -> Result<ChannelRequest, APNsRejection> {
+    public static func parse(_ head: APNsRequestHead, body: [UInt8]) -> Result<ChannelRequest, APNsRejection> {
         if head.hasDuplicateHeaders { return .failure(APNsRejection(.duplicateHeaders)) }
         guard let rawPath = head.path, rawPath.hasPrefix(pathPrefix) else { return .failure(APNsRejection(.badPath)) }
         let path = rawPath.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? rawPath

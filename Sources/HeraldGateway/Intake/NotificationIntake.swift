@@ -34,7 +34,7 @@ public final class NotificationIntake: Sendable {
     private let queue: BatchQueue<Pending>
     /// Notifications waiting for a commit past which submissions are refused.
     private let highWater: Int
-    private let store: any HeraldStore
+    private let store: any GatewayStore
     private let policy: StorePolicy
     private let environment: APNsEnvironment
     private let clock: any WallClock
@@ -53,7 +53,7 @@ public final class NotificationIntake: Sendable {
     private let committing = NIOLockedValueBox<Committing?>(nil)
 
     init(
-        store: any HeraldStore, policy: StorePolicy, environment: APNsEnvironment, clock: any WallClock,
+        store: any GatewayStore, policy: StorePolicy, environment: APNsEnvironment, clock: any WallClock,
         maximumBatchSize: Int, highWater: Int = 50_000, storeTimeout: TimeAmount = .seconds(5), health: GatewayHealth,
         registry: DeviceRegistry, recorder: DeliveryRecorder,
         feed: DeliveryFeed, cluster: ClusterNode? = nil, metrics: GatewayMetrics, logger: Logger

@@ -14,7 +14,7 @@ struct GatewayDashboard: Sendable {
 
     let renderer = GatewayPages.renderer()
     let inspection: GatewayInspection
-    let store: any HeraldStore
+    let store: any GatewayStore
     let environment: APNsEnvironment
     /// This node's id in a cluster, or nil on a single gateway.
     let nodeID: String?

@@ -10,17 +10,17 @@ import NIOHTTP2
 /// exactly as APNs does — `HEADERS(:status 200, apns-id, END_STREAM)` on success, or a status with
 /// `{"reason":…}` on failure.
 ///
-/// A stream is frames on its connection, not a channel of its own: ``ProviderStreamTable`` hands
+/// A stream is frames on its connection, not a channel of its own: ``APNsPortStreamTable`` hands
 /// it the frames of its stream, and `context` is the table's. Runs on the connection's event
 /// loop; it waits (without blocking) only on a key or topic cache miss and on the intake's commit.
-final class ProviderStream {
+final class APNsPortStream {
     /// Bytes of body kept: enough to tell every push type's limit apart from "too large".
     private static let maximumBodyKept = PushType.voip.maximumPayloadSize + 1
 
     let id: HTTP2StreamID
-    private let port: ProviderPort
-    private let connection: ProviderConnection
-    private var head = ProviderRequestHead()
+    private let port: APNsPort
+    private let connection: APNsPortConnection
+    private var head = APNsRequestHead()
     private var sawHeaders = false
     private var body: ByteBuffer?
     private var bodySize = 0
@@ -30,17 +30,17 @@ final class ProviderStream {
     var isClosed = false
 
     // Filled as validation proceeds.
-    private var target: ProviderRequestTarget?
+    private var target: APNsRequestTarget?
     private var claims: ProviderTokenClaims?
     private var pushHeaders: PushHeaders?
-    private var query: ProviderQuery?
+    private var query: APNsPortQuery?
     /// A broadcast's app (`POST /4/broadcasts/apps/<bundle-id>`), or a channel management request.
     private var broadcastBundleID: String?
     private var channelRequest: ChannelRequest?
     /// Broadcast and channel answers carry `apns-request-id` instead of `apns-id`.
     private var requestID: APNsID?
 
-    init(id: HTTP2StreamID, port: ProviderPort, connection: ProviderConnection) {
+    init(id: HTTP2StreamID, port: APNsPort, connection: APNsPortConnection) {
         self.id = id
         self.port = port
         self.connection = connection
@@ -83,14 +83,14 @@ final class ProviderStream {
         }
         if head.method == "GET" {
             // Herald's read endpoints (receipts, feedback): authenticated like pushes.
-            switch ProviderQuery.parse(path: head.path ?? "") {
+            switch APNsPortQuery.parse(path: head.path ?? "") {
             case .failure(let rejection): return respond(context: context, rejection)
             case .success(let query):
                 self.query = query
                 return authorize(context: context)
             }
         }
-        switch ProviderRequestValidation.validateTarget(head) {
+        switch APNsRequestValidation.validateTarget(head) {
         case .failure(let rejection) where rejection.reason == .badPath:
             // Not a device's path: a broadcast's, or none.
             guard let bundleID = BroadcastRequest.bundleID(fromPath: head.path) else { return respond(context: context, rejection) }
@@ -156,7 +156,7 @@ final class ProviderStream {
         if let query { return answer(query, team: certificate.teamID, context: context) }
         if broadcastBundleID != nil || channelRequest != nil { return checkBroadcastOwner(team: certificate.teamID, certificate: certificate, context: context) }
         if head.topic == nil, let topic = certificate.defaultTopic { head.topic = topic }
-        switch ProviderRequestValidation.validateHeaders(head) {
+        switch APNsRequestValidation.validateHeaders(head) {
         case .failure(let rejection): respond(context: context, rejection)
         case .success(let headers):
             pushHeaders = headers
@@ -170,7 +170,7 @@ final class ProviderStream {
 
     // Steps 3 and 4: the notification headers, then the topic's owner.
     private func validateHeaders(context: ChannelHandlerContext) {
-        switch ProviderRequestValidation.validateHeaders(head) {
+        switch APNsRequestValidation.validateHeaders(head) {
         case .failure(let rejection): respond(context: context, rejection)
         case .success(let headers):
             pushHeaders = headers
@@ -199,7 +199,7 @@ final class ProviderStream {
     private func validatePayload(context: ChannelHandlerContext) {
         guard let target, let pushHeaders else { return }
         let bytes = body.map { Array($0.readableBytesView) } ?? []
-        if let rejection = ProviderRequestValidation.validatePayload(bytes, bodySize: bodySize, pushType: pushHeaders.pushType) {
+        if let rejection = APNsRequestValidation.validatePayload(bytes, bodySize: bodySize, pushType: pushHeaders.pushType) {
             return respond(context: context, rejection)
         }
         let now = port.clock.nowMilliseconds()
@@ -303,8 +303,8 @@ final class ProviderStream {
         }
     }
 
-    /// Answers a receipt or feedback query (see `ProviderQuery`).
-    private func answer(_ query: ProviderQuery, team: String, context: ChannelHandlerContext) {
+    /// Answers a receipt or feedback query (see `APNsPortQuery`).
+    private func answer(_ query: APNsPortQuery, team: String, context: ChannelHandlerContext) {
         let store = port.store
         let environment = port.environment
         let inactivity = port.inactivityPeriodMilliseconds
@@ -328,7 +328,7 @@ final class ProviderStream {
     /// Runs an async store lookup off the event loop, then continues on it.
     private func wait(
         context: ChannelHandlerContext, for work: @escaping @Sendable () async throws -> Void,
-        then next: @escaping (ProviderStream) -> Void
+        then next: @escaping (APNsPortStream) -> Void
     ) {
         let loopBound = NIOLoopBound((self, context, next), eventLoop: context.eventLoop)
         let logger = port.logger
@@ -425,22 +425,22 @@ final class ProviderStream {
 }
 
 /// The streams of one provider connection, after SwiftNIO's HTTP/2 handler: it gives each stream's
-/// frames to its ``ProviderStream`` (made at the stream's first HEADERS), forgets a stream when
-/// NIO reports it closed, tells the ``ProviderConnection`` how many are open, and returns the
+/// frames to its ``APNsPortStream`` (made at the stream's first HEADERS), forgets a stream when
+/// NIO reports it closed, tells the ``APNsPortConnection`` how many are open, and returns the
 /// flow-control window that request bodies use, for the connection and for each stream (NIO's
 /// handler leaves that to a multiplexer, and there is none: a child channel per request was the
 /// larger part of the provider port's event-loop time).
-final class ProviderStreamTable: ChannelInboundHandler {
+final class APNsPortStreamTable: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
     typealias InboundOut = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
 
-    private let port: ProviderPort
-    private let connection: ProviderConnection
-    private var streams: [HTTP2StreamID: ProviderStream] = [:]
+    private let port: APNsPort
+    private let connection: APNsPortConnection
+    private var streams: [HTTP2StreamID: APNsPortStream] = [:]
     private var window = InboundWindow()
 
-    init(port: ProviderPort, connection: ProviderConnection) {
+    init(port: APNsPort, connection: APNsPortConnection) {
         self.port = port
         self.connection = connection
     }
@@ -451,11 +451,11 @@ final class ProviderStreamTable: ChannelInboundHandler {
         guard id != .rootStream else { return context.fireChannelRead(data) }
         switch frame.payload {
         case .headers:
-            let stream: ProviderStream
+            let stream: APNsPortStream
             if let open = streams[id] {
                 stream = open
             } else {
-                stream = ProviderStream(id: id, port: port, connection: connection)
+                stream = APNsPortStream(id: id, port: port, connection: connection)
                 streams[id] = stream
             }
             stream.receive(frame.payload, context: context)
