@@ -67,35 +67,6 @@ public struct APNsResult: Sendable, Hashable {
     }
 }
 
-/// One dead token of a feedback list.
-public struct APNsFeedbackItem: Sendable, Hashable, Codable {
-    public var token: String
-    /// When the gateway learned the token is dead (milliseconds since 1970).
-    public var timestamp: Int64
-}
-
-/// A notification's receipt: its status on each device it went to, with the history.
-public struct APNsReceipt: Sendable, Hashable, Codable {
-    public struct Delivery: Sendable, Hashable, Codable {
-        public struct Event: Sendable, Hashable, Codable {
-            /// accepted, stored, delivered, acked, expired, replaced or dropped.
-            public var status: String
-            public var timestamp: Int64
-        }
-        public var token: String
-        public var topic: String
-        /// The latest status.
-        public var status: String
-        public var events: [Event]
-    }
-    public var apnsID: String
-    public var deliveries: [Delivery]
-    enum CodingKeys: String, CodingKey {
-        case apnsID = "apns-id"
-        case deliveries
-    }
-}
-
 /// A read endpoint answered with something other than 200.
 public struct APNsQueryError: Error, Sendable, Hashable, CustomStringConvertible {
     public var status: Int
@@ -311,15 +282,15 @@ public final class APNsClient: Sendable {
     /// Reads and clears a topic's feedback list (`GET /3/feedback/<topic>`): the tokens the
     /// gateway learned are dead, with when. Throws ``APNsQueryError`` for a refusal (Apple answers
     /// these paths with 404 or 405).
-    public func feedback(topic: String) async throws -> [APNsFeedbackItem] {
-        try JSONReader.decode([APNsFeedbackItem].self, from: try await query("/3/feedback/\(topic)"), limits: JSONLimits(maximumBytes: 64 << 20, maximumDepth: 4))
+    public func feedback(topic: String) async throws -> [FeedbackListItem] {
+        try JSONReader.decode([FeedbackListItem].self, from: try await query("/3/feedback/\(topic)"), limits: JSONLimits(maximumBytes: 64 << 20, maximumDepth: 4))
     }
 
     /// A notification's delivery receipt (`GET /3/notifications/<apns-id>`): its status on each
     /// device, with the history; `nil` when the gateway has none for it (404).
-    public func receipt(apnsID: String) async throws -> APNsReceipt? {
+    public func receipt(apnsID: String) async throws -> NotificationReceipt? {
         do {
-            return try JSONReader.decode(APNsReceipt.self, from: try await query("/3/notifications/\(apnsID)"))
+            return try JSONReader.decode(NotificationReceipt.self, from: try await query("/3/notifications/\(apnsID)"))
         } catch let error as APNsQueryError where error.status == 404 {
             return nil
         }

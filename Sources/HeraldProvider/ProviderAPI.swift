@@ -249,7 +249,7 @@ extension ProviderAPI {
         }
         var data: [String: JSONValue] = [:]
         if let custom = body.data {
-            guard custom.additionalProperties.value["aps"] == nil else {
+            guard custom.additionalProperties.value[NotificationPayload.apsKey] == nil else {
                 throw ProviderError(400, "\"data\" may not hold \"aps\" (use the send's fields)")
             }
             data = try JSONReader.parseObject(Array(JSONEncoder().encode(custom)))

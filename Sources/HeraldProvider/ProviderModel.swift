@@ -138,15 +138,14 @@ public struct LiveActivitySend: Sendable, Hashable, Codable {
             (event, timestamp, contentState, staleDate, dismissalDate, relevanceScore, attributesType, attributes, inputPushToken, inputPushChannel)
     }
 
-    /// The `aps` keys it adds (an event the spec does not name is written as given; the check
-    /// of the whole payload refuses it).
-    func apsKeys(nowSeconds: Int64) -> [String: JSONValue] {
-        var aps = LiveActivityUpdate(
+    /// Writes its `aps` keys (an event the spec does not name is written as given; the check of
+    /// the whole payload refuses it). `nowSeconds` is the timestamp when the send names none.
+    func write(into aps: inout APS, nowSeconds: Int64) {
+        LiveActivityUpdate(
             event: LiveActivityUpdate.Event(rawValue: event) ?? .update, timestamp: timestamp ?? nowSeconds, contentState: contentState,
             staleDate: staleDate, dismissalDate: dismissalDate, relevanceScore: relevanceScore, attributesType: attributesType,
-            attributes: attributes, wantsPushToken: inputPushToken, channel: inputPushChannel).apsFields
-        aps["event"] = .string(event)
-        return aps
+            attributes: attributes, wantsPushToken: inputPushToken, channel: inputPushChannel).write(into: &aps)
+        aps.event = event
     }
 }
 

@@ -8,14 +8,14 @@ import HeraldCore
 public protocol PushSending: Sendable {
     func send(_ notification: APNsNotification) async throws -> APNsResult
     /// Reads and clears a topic's list of dead tokens.
-    func feedback(topic: String) async throws -> [APNsFeedbackItem]
+    func feedback(topic: String) async throws -> [FeedbackListItem]
     /// A notification's delivery receipt, `nil` when the gateway has none.
-    func receipt(apnsID: String) async throws -> APNsReceipt?
+    func receipt(apnsID: String) async throws -> NotificationReceipt?
 }
 
 extension PushSending {
-    public func feedback(topic: String) async throws -> [APNsFeedbackItem] { throw ProviderError(501, "this sender cannot read feedback lists") }
-    public func receipt(apnsID: String) async throws -> APNsReceipt? { throw ProviderError(501, "this sender cannot read receipts") }
+    public func feedback(topic: String) async throws -> [FeedbackListItem] { throw ProviderError(501, "this sender cannot read feedback lists") }
+    public func receipt(apnsID: String) async throws -> NotificationReceipt? { throw ProviderError(501, "this sender cannot read receipts") }
 }
 
 extension APNsClient: PushSending {}
@@ -280,7 +280,7 @@ public actor ProviderService {
     }
 
     private func plan(_ request: SendRequest, for registration: Registration, template: MessageTemplate?) throws -> Plan {
-        var aps: [String: JSONValue] = [:]
+        var aps = APS()
         var language: String?
         switch request.message {
         case .template(let id, let arguments):
@@ -288,37 +288,27 @@ public actor ProviderService {
                 throw ProviderError(500, "template \(id) has no translations")
             }
             language = used
-            aps["alert"] = Self.alert(
+            aps.alert = APS.Alert.text(
                 title: text.title.map { LocalizedFormat.format($0, arguments) },
                 subtitle: text.subtitle.map { LocalizedFormat.format($0, arguments) },
                 body: LocalizedFormat.format(text.body, arguments))
         case .alert(let title, let subtitle, let body):
-            aps["alert"] = Self.alert(title: title, subtitle: subtitle, body: body)
+            aps.alert = APS.Alert.text(title: title, subtitle: subtitle, body: body)
         case .deviceLocalized(let key, let arguments, let titleKey, let titleArguments):
-            var alert: [String: JSONValue] = ["loc-key": .string(key), "loc-args": .array(arguments.map(JSONValue.string))]
-            if let titleKey {
-                alert["title-loc-key"] = .string(titleKey)
-                alert["title-loc-args"] = .array(titleArguments.map(JSONValue.string))
-            }
-            aps["alert"] = .object(alert)
+            aps.alert = APS.Alert.localized(key: key, arguments: arguments, titleKey: titleKey, titleArguments: titleArguments)
         case .none: break
         }
-        aps["badge"] = request.badge.map { .int(Int64($0)) }
-        aps["sound"] = request.sound.map(JSONValue.string)
-        aps["category"] = request.category.map(JSONValue.string)
-        aps["thread-id"] = request.threadID.map(JSONValue.string)
-        if request.contentAvailable { aps["content-available"] = .int(1) }
-        if let live = request.liveActivity {
-            aps.merge(live.apsKeys(nowSeconds: nowMilliseconds() / 1000)) { $1 }
-        }
-        var root = request.data
-        root["aps"] = .object(aps)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let payload = Array(try encoder.encode(JSONValue.object(root)))
+        aps.badge = request.badge
+        aps.sound = request.sound.map(APS.Sound.named)
+        aps.category = request.category
+        aps.threadID = request.threadID
+        if request.contentAvailable { aps.contentAvailable = 1 }
+        request.liveActivity?.write(into: &aps, nowSeconds: nowMilliseconds() / 1000)
+        let notification = NotificationPayload(aps: aps, custom: request.data)
+        let payload = try notification.encoded()
         if request.liveActivity != nil {
             // Checked as the device checks it: what ActivityKit would drop is refused here, with why.
-            do { _ = try LiveActivityUpdate(payload: NotificationPayload.decode(payload)) } catch {
+            do { _ = try LiveActivityUpdate(payload: notification) } catch {
                 throw ProviderError(400, "this Live Activity push would be ignored by the device: \(error)")
             }
             let suffix = PushType.liveactivity.topicSuffix
@@ -327,20 +317,13 @@ public actor ProviderService {
                 token: registration.token, topic: topic, pushType: PushType.liveactivity.rawValue, priority: request.priority,
                 expiration: request.expiration, collapseID: request.collapseID, payload: payload))
         }
-        let silent = request.contentAvailable && aps["alert"] == nil && aps["badge"] == nil && aps["sound"] == nil
+        let silent = notification.isSilent
         return Plan(registration: registration, language: language, notification: APNsNotification(
             token: registration.token, topic: registration.topic, pushType: request.pushType ?? (silent ? "background" : "alert"),
             priority: request.priority ?? (silent ? 5 : nil), expiration: request.expiration, collapseID: request.collapseID,
             payload: payload))
     }
 
-    static func alert(title: String?, subtitle: String?, body: String) -> JSONValue {
-        guard title != nil || subtitle != nil else { return .string(body) }
-        var object: [String: JSONValue] = ["body": .string(body)]
-        object["title"] = title.map(JSONValue.string)
-        object["subtitle"] = subtitle.map(JSONValue.string)
-        return .object(object)
-    }
 
     // MARK: feedback and receipts
 

@@ -196,22 +196,14 @@ struct PushCommand: AsyncParsableCommand {
 
         /// The payload from the flags.
         func flagPayload() throws -> [UInt8] {
-            var aps: [String: JSONValue] = [:]
-            if title != nil || subtitle != nil {
-                var fields: [String: JSONValue] = [:]
-                fields["title"] = title.map(JSONValue.string)
-                fields["subtitle"] = subtitle.map(JSONValue.string)
-                fields["body"] = alert.map(JSONValue.string)
-                aps["alert"] = .object(fields)
-            } else if let alert {
-                aps["alert"] = .string(alert)
-            }
-            aps["badge"] = badge.map { .int(Int64($0)) }
-            aps["sound"] = sound.map(JSONValue.string)
-            aps["category"] = category.map(JSONValue.string)
-            aps["thread-id"] = threadID.map(JSONValue.string)
-            if contentAvailable { aps["content-available"] = .int(1) }
-            if mutableContent { aps["mutable-content"] = .int(1) }
+            var aps = APS()
+            aps.alert = APS.Alert.text(title: title, subtitle: subtitle, body: alert)
+            aps.badge = badge
+            aps.sound = sound.map(APS.Sound.named)
+            aps.category = category
+            aps.threadID = threadID
+            if contentAvailable { aps.contentAvailable = 1 }
+            if mutableContent { aps.mutableContent = 1 }
             if let event {
                 func object(_ text: String?, _ flag: String) throws -> JSONValue? {
                     guard let text else { return nil }
@@ -220,33 +212,31 @@ struct PushCommand: AsyncParsableCommand {
                     }
                     return value
                 }
-                let update = LiveActivityUpdate(
+                LiveActivityUpdate(
                     event: LiveActivityUpdate.Event(rawValue: event) ?? .update, timestamp: timestamp ?? SystemWallClock().nowSeconds(),
                     contentState: try object(contentState, "--content-state")?.objectValue, staleDate: staleDate, dismissalDate: dismissalDate,
                     relevanceScore: relevanceScore, attributesType: attributesType, attributes: try object(attributes, "--attributes")?.objectValue,
-                    wantsPushToken: inputPushToken, channel: inputPushChannel)
-                aps.merge(update.apsFields) { $1 }
+                    wantsPushToken: inputPushToken, channel: inputPushChannel).write(into: &aps)
             }
-            var root: [String: JSONValue] = ["aps": .object(aps)]
+            var notification = NotificationPayload(aps: aps)
             for entry in data {
                 let key = String(entry[..<entry.firstIndex(of: "=")!])
                 let text = String(entry[entry.index(after: entry.firstIndex(of: "=")!)...])
-                guard key != "aps", !key.isEmpty else { throw ValidationError("--data key \"\(key)\" is not allowed (custom keys go beside aps)") }
+                guard key != NotificationPayload.apsKey, !key.isEmpty else {
+                    throw ValidationError("--data key \"\(key)\" is not allowed (custom keys go beside aps)")
+                }
                 guard let value = try? JSONReader.parse(text.utf8) else {
                     throw ValidationError("--data \(key)=\(text): the value must be JSON (quote strings: \(key)='\"\(text)\"')")
                 }
-                root[key] = value
+                notification.custom[key] = value
             }
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            let bytes = Array(try encoder.encode(JSONValue.object(root)))
             if event != nil {
                 // Checked as ActivityKit checks it: what the device would drop is not sent.
-                do { _ = try LiveActivityUpdate(payload: try NotificationPayload.decode(bytes)) } catch {
+                do { _ = try LiveActivityUpdate(payload: notification) } catch {
                     throw ValidationError("this Live Activity payload would be ignored by the device: \(error)")
                 }
             }
-            return bytes
+            return try notification.encoded()
         }
 
         func readTokens() throws -> [String] {
@@ -276,7 +266,7 @@ struct PushCommand: AsyncParsableCommand {
             let signer = try credentials.signer()
             let body = payload != nil ? Array(try readText(payload!, what: "--payload").utf8) : try flagPayload()
             let kind = pushType ?? (event != nil || channel != nil ? PushType.liveactivity.rawValue
-                : (try? NotificationPayload.decode(body))?.isBackgroundOnly == true ? "background" : "alert")
+                : (try? NotificationPayload.decode(body))?.isSilent == true ? "background" : "alert")
             let targets = try channel.map { [$0] } ?? readTokens()
             let client = APNsClient(
                 configuration: .init(

@@ -121,8 +121,8 @@ struct CoreModelTests {
         #expect(payload.custom["n"] == .int(42))
         let again = try NotificationPayload.decode(try payload.encoded())
         #expect(again == payload)
-        #expect(try NotificationPayload.decode(Array(#"{"aps":{"content-available":1}}"#.utf8)).isBackgroundOnly)
-        #expect(try !NotificationPayload.decode(Array(#"{"aps":{"content-available":1,"badge":1}}"#.utf8)).isBackgroundOnly)
+        #expect(try NotificationPayload.decode(Array(#"{"aps":{"content-available":1}}"#.utf8)).isSilent)
+        #expect(try !NotificationPayload.decode(Array(#"{"aps":{"content-available":1,"badge":1}}"#.utf8)).isSilent)
     }
 
     @Test("validation order: duplicate headers, apns-id, method, path, token")

@@ -175,19 +175,19 @@ public struct LiveActivityUpdate: Sendable, Hashable {
         self.channel = channel
     }
 
-    /// Its `aps` keys other than `alert` and `sound` (which the caller writes with the rest of
-    /// the notification): what `herald push send` and `herald provider` put in a payload.
-    public var apsFields: [String: JSONValue] {
-        var aps: [String: JSONValue] = ["event": .string(event.rawValue), "timestamp": .int(timestamp)]
-        aps["content-state"] = contentState.map(JSONValue.object)
-        aps["stale-date"] = staleDate.map(JSONValue.int)
-        aps["dismissal-date"] = dismissalDate.map(JSONValue.int)
-        aps["relevance-score"] = relevanceScore.map(JSONValue.double)
-        aps["attributes-type"] = attributesType.map(JSONValue.string)
-        aps["attributes"] = attributes.map(JSONValue.object)
-        if wantsPushToken { aps["input-push-token"] = .int(1) }
-        aps["input-push-channel"] = channel.map(JSONValue.string)
-        return aps
+    /// Writes its `aps` keys other than `alert` and `sound` (which the caller writes with the rest
+    /// of the notification): what `herald push send` and `herald provider` put in a payload.
+    public func write(into aps: inout APS) {
+        aps.event = event.rawValue
+        aps.timestamp = timestamp
+        aps.contentState = contentState
+        aps.staleDate = staleDate
+        aps.dismissalDate = dismissalDate
+        aps.relevanceScore = relevanceScore
+        aps.attributesType = attributesType
+        aps.attributes = attributes
+        aps.inputPushToken = wantsPushToken ? 1 : nil
+        aps.inputPushChannel = channel
     }
 
     /// The alert's text for people: its body, else its title.

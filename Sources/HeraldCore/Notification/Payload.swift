@@ -5,6 +5,9 @@ import Foundation
 /// Decoding keeps every custom key and its value (``custom``); encoding writes them back unchanged.
 /// The gateway itself never re-encodes a payload: it stores and forwards the provider's bytes.
 public struct NotificationPayload: Hashable, Sendable, Codable {
+    /// The top-level key of Apple's dictionary: the one place it is spelled.
+    public static let apsKey = "aps"
+
     public var aps: APS
     /// Every top-level key other than `aps`.
     public var custom: [String: JSONValue]
@@ -23,9 +26,9 @@ public struct NotificationPayload: Hashable, Sendable, Codable {
 
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: AnyKey.self)
-        aps = try c.decodeIfPresent(APS.self, forKey: AnyKey(stringValue: "aps")) ?? APS()
+        aps = try c.decodeIfPresent(APS.self, forKey: AnyKey(stringValue: Self.apsKey)) ?? APS()
         var custom: [String: JSONValue] = [:]
-        for key in c.allKeys where key.stringValue != "aps" {
+        for key in c.allKeys where key.stringValue != Self.apsKey {
             custom[key.stringValue] = try c.decode(JSONValue.self, forKey: key)
         }
         self.custom = custom
@@ -33,7 +36,7 @@ public struct NotificationPayload: Hashable, Sendable, Codable {
 
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: AnyKey.self)
-        try c.encode(aps, forKey: AnyKey(stringValue: "aps"))
+        try c.encode(aps, forKey: AnyKey(stringValue: Self.apsKey))
         for (key, value) in custom { try c.encode(value, forKey: AnyKey(stringValue: key)) }
     }
 
@@ -41,6 +44,14 @@ public struct NotificationPayload: Hashable, Sendable, Codable {
     /// ``JSONLimits/payload`` or a field has the wrong type or range.
     public static func decode(_ bytes: some Collection<UInt8>) throws -> NotificationPayload {
         try JSONReader.decode(NotificationPayload.self, from: bytes, limits: .payload)
+    }
+
+    /// Reads a payload already parsed (the device receives its pushes as ``JSONValue``), with the
+    /// same rules as ``decode(_:)``.
+    public init(json: JSONValue) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        self = try Self.decode(Array(try encoder.encode(json)))
     }
 
     /// Encodes with sorted keys (stable output for tests and files).
@@ -51,9 +62,7 @@ public struct NotificationPayload: Hashable, Sendable, Codable {
     }
 
     /// A background (silent) notification: `content-available` 1 with no alert, badge or sound.
-    public var isBackgroundOnly: Bool {
-        aps.contentAvailable == 1 && aps.alert == nil && aps.badge == nil && aps.sound == nil
-    }
+    public var isSilent: Bool { aps.isSilent }
 }
 
 /// The `aps` dictionary, every key of reference §4.
@@ -97,6 +106,12 @@ public struct APS: Hashable, Sendable, Codable {
         self.interruptionLevel = interruptionLevel
         self.relevanceScore = relevanceScore
         self.filterCriteria = filterCriteria
+    }
+
+    /// A background (silent) notification: `content-available` 1 with no alert, badge or sound
+    /// (the one definition: the provider service, the CLI and the device all ask this).
+    public var isSilent: Bool {
+        contentAvailable == 1 && alert == nil && badge == nil && sound == nil
     }
 
     enum CodingKeys: String, CodingKey {
@@ -188,13 +203,45 @@ public struct APS: Hashable, Sendable, Codable {
         private struct SoundFields: Codable { var critical: Int?; var name: String?; var volume: Double? }
     }
 
-    /// `interruption-level`.
-    public struct InterruptionLevel: RawRepresentable, Hashable, Sendable, Codable {
+    /// `interruption-level`. Any string decodes (APNs forwards what it does not know); the device
+    /// reads an unknown level as ``active`` (``init(known:)``).
+    public struct InterruptionLevel: RawRepresentable, Hashable, Sendable, Codable, CaseIterable {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// One of Apple's four levels, or `nil`.
+        public init?(known rawValue: String) {
+            guard let level = Self.allCases.first(where: { $0.rawValue == rawValue }) else { return nil }
+            self = level
+        }
+        public static var allCases: [InterruptionLevel] { [.passive, .active, .timeSensitive, .critical] }
+        /// Time-sensitive and critical break through Focus; critical also through mute.
+        public var breaksThroughFocus: Bool { self == .timeSensitive || self == .critical }
+        /// Passive: listed only, silently (no banner, no sound, no wake).
+        public var isSilent: Bool { self == .passive }
         public static let passive = InterruptionLevel(rawValue: "passive")
         public static let active = InterruptionLevel(rawValue: "active")
         public static let timeSensitive = InterruptionLevel(rawValue: "time-sensitive")
         public static let critical = InterruptionLevel(rawValue: "critical")
+    }
+}
+
+extension APS.Alert {
+    /// The alert with text: the string form when there is only a body, the dictionary form when
+    /// there is a title or subtitle; `nil` when there is no text at all.
+    public static func text(title: String? = nil, subtitle: String? = nil, body: String?) -> APS.Alert? {
+        if title == nil && subtitle == nil { return body.map(APS.Alert.body) }
+        return .fields(APS.AlertFields(title: title, subtitle: subtitle, body: body))
+    }
+
+    /// An alert the device localizes (`loc-key`/`loc-args`, `title-loc-key`/`title-loc-args`).
+    public static func localized(key: String, arguments: [String], titleKey: String? = nil, titleArguments: [String] = []) -> APS.Alert {
+        var fields = APS.AlertFields()
+        fields.locKey = key
+        fields.locArgs = arguments
+        if let titleKey {
+            fields.titleLocKey = titleKey
+            fields.titleLocArgs = titleArguments
+        }
+        return .fields(fields)
     }
 }

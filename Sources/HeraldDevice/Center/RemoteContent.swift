@@ -26,10 +26,9 @@ public enum SilentPushes {
     }
 
     /// A silent push: `aps` holds `content-available: 1` and no alert, sound or badge.
+    /// The one model decides (``APS/isSilent``); a payload it cannot read is not silent.
     public static func isSilent(_ payload: JSONValue) -> Bool {
-        guard case .object(let root) = payload, case .object(let aps)? = root["aps"] else { return false }
-        guard aps["content-available"]?.integer(Int.self) == 1 else { return false }
-        return aps["alert"] == nil && aps["sound"] == nil && aps["badge"] == nil
+        (try? NotificationPayload(json: payload))?.isSilent ?? false
     }
 
     public static func wake(_ lifecycle: Lifecycle) -> Wake {
@@ -128,7 +127,7 @@ public enum ServiceExtension {
 
     /// Runs only for remote alerts with `mutable-content: 1`: never for silent, sound-only or badge-only pushes.
     public static func runs(for payload: JSONValue) -> Bool {
-        guard case .object(let root) = payload, case .object(let aps)? = root["aps"],
+        guard case .object(let root) = payload, case .object(let aps)? = root[NotificationPayload.apsKey],
               aps["mutable-content"]?.integer(Int.self) == 1 else { return false }
         return hasAlertText(aps)
     }
@@ -148,7 +147,7 @@ public enum ServiceExtension {
         original: JSONValue, startedAt: Int64, handlerCalled: (content: JSONValue, at: Int64)?
     ) -> (shown: JSONValue, timeWillExpire: Bool) {
         guard let handlerCalled, handlerCalled.at - startedAt <= timeLimitMilliseconds else { return (original, true) }
-        guard case .object(let root) = handlerCalled.content, case .object(let aps)? = root["aps"], hasAlertText(aps) else {
+        guard case .object(let root) = handlerCalled.content, case .object(let aps)? = root[NotificationPayload.apsKey], hasAlertText(aps) else {
             return (original, false)  // removing the alert text voids the changes
         }
         return (handlerCalled.content, false)
@@ -157,12 +156,8 @@ public enum ServiceExtension {
 
 /// Grouping and importance (reference §8).
 public enum NotificationGrouping {
-    public enum InterruptionLevel: String, Sendable, Hashable, CaseIterable {
-        case passive, active, timeSensitive = "time-sensitive", critical
-        /// Passive: listed only, silently; time-sensitive breaks through Focus; critical bypasses mute and Do Not Disturb.
-        public var breaksThroughFocus: Bool { self == .timeSensitive || self == .critical }
-        public var isSilent: Bool { self == .passive }
-    }
+    /// The one model's level (passive, active, time-sensitive, critical).
+    public typealias InterruptionLevel = APS.InterruptionLevel
 
     public struct Item: Sendable, Hashable {
         public var id: String
@@ -172,10 +167,10 @@ public enum NotificationGrouping {
         public init(id: String, payload: JSONValue) {
             self.id = id
             var aps: [String: JSONValue] = [:]
-            if case .object(let root) = payload, case .object(let a)? = root["aps"] { aps = a }
+            if case .object(let root) = payload, case .object(let a)? = root[NotificationPayload.apsKey] { aps = a }
             threadID = aps["thread-id"]?.stringValue
             relevance = min(1, max(0, aps["relevance-score"]?.finiteDouble ?? 0))
-            level = aps["interruption-level"]?.stringValue.flatMap(InterruptionLevel.init(rawValue:)) ?? .active
+            level = aps["interruption-level"]?.stringValue.flatMap(InterruptionLevel.init(known:)) ?? .active
         }
     }
 

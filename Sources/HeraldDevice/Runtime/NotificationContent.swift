@@ -47,7 +47,7 @@ public struct NotificationContent: Sendable, Hashable {
             title: c["title"]?.stringValue, subtitle: c["subtitle"]?.stringValue, body: c["body"]?.stringValue,
             badge: c["badge"]?.integer(in: Self.badgeRange), sound: c["sound"]?.stringValue,
             category: c["category"]?.stringValue, thread: c["thread"]?.stringValue)
-        if let level = c["interruptionLevel"]?.stringValue.flatMap(NotificationGrouping.InterruptionLevel.init(rawValue:)) {
+        if let level = c["interruptionLevel"]?.stringValue.flatMap(NotificationGrouping.InterruptionLevel.init(known:)) {
             content.interruptionLevel = level
         }
         content.relevance = min(1, max(0, c["relevance"]?.finiteDouble ?? 0))
@@ -57,8 +57,8 @@ public struct NotificationContent: Sendable, Hashable {
 
     /// A push's payload, its alert localized from the app's tables for `languages`.
     public static func remote(_ payload: JSONValue, localization: AlertLocalization, languages: [String]) -> NotificationContent {
-        guard case .object(var root) = payload, case .object(let aps)? = root["aps"] else { return NotificationContent() }
-        root["aps"] = nil
+        guard case .object(var root) = payload, case .object(let aps)? = root[NotificationPayload.apsKey] else { return NotificationContent() }
+        root[NotificationPayload.apsKey] = nil
         var content = NotificationContent()
         content.userInfo = .object(root)
         switch aps["alert"] {

@@ -43,13 +43,13 @@ enum APNsPortQuery: Sendable, Hashable {
             // Only the team that owns the topic may read it; another team's receipt does not exist for it.
             let receipts = try await store.receipts(apnsID: id).filter { topics.contains($0.bundleID) }
             guard !receipts.isEmpty else { return .failure(APNsRejection(.notFound)) }
-            return .success(try Self.encode(ReceiptBody(apnsID: id, receipts: receipts)))
+            return .success(try Self.encode(NotificationReceipt(apnsID: id, receipts: receipts)))
         case .feedback(let topic):
             guard topics.contains(topic) else { return .failure(APNsRejection(.topicDisallowed)) }
             let entries = try await store.takeFeedback(
                 bundleID: topic, environment: environment, inactiveBefore: nowMilliseconds - inactivityMilliseconds,
                 inactivityMilliseconds: inactivityMilliseconds)
-            return .success(try Self.encode(entries.map { FeedbackItem(token: $0.token.description, timestamp: $0.atMilliseconds) }))
+            return .success(try Self.encode(entries.map { FeedbackListItem(token: $0.token.description, timestamp: $0.atMilliseconds) }))
         }
     }
 
@@ -58,43 +58,15 @@ enum APNsPortQuery: Sendable, Hashable {
         encoder.outputFormatting = [.sortedKeys]
         return Array(try encoder.encode(value))
     }
+}
 
-    struct ReceiptBody: Codable {
-        struct Delivery: Codable {
-            struct Event: Codable {
-                var status: ReceiptStatus
-                var timestamp: Int64
-            }
-            var token: String
-            var topic: String
-            var status: ReceiptStatus
-            var events: [Event]
-        }
-        var apnsID: String
-        /// How many deliveries are in each state (a broadcast has one per subscriber).
-        var counts: [String: Int]
-        var deliveries: [Delivery]
-        enum CodingKeys: String, CodingKey {
-            case apnsID = "apns-id"
-            case counts, deliveries
-        }
-
-        /// The receipt of every delivery of one apns-id, with how many are in each state.
-        init(apnsID: APNsID, receipts: [Receipt]) {
-            self.apnsID = apnsID.description
-            var counts: [String: Int] = [:]
-            for receipt in receipts { counts[(receipt.events.last?.status ?? .accepted).rawValue, default: 0] += 1 }
-            self.counts = counts
-            deliveries = receipts.map { receipt in
-                Delivery(token: receipt.token.description, topic: receipt.bundleID,
-                         status: receipt.events.last?.status ?? .accepted,
-                         events: receipt.events.map { .init(status: $0.status, timestamp: $0.atMilliseconds) })
-            }
-        }
-    }
-
-    struct FeedbackItem: Codable {
-        var token: String
-        var timestamp: Int64
+extension NotificationReceipt {
+    /// The receipt of every delivery of one apns-id, with how many are in each state.
+    init(apnsID: APNsID, receipts: [Receipt]) {
+        self.init(apnsID: apnsID.description, deliveries: receipts.map { receipt in
+            Delivery(token: receipt.token.description, topic: receipt.bundleID,
+                     status: (receipt.events.last?.status ?? .accepted).rawValue,
+                     events: receipt.events.map { .init(status: $0.status.rawValue, timestamp: $0.atMilliseconds) })
+        })
     }
 }

@@ -168,12 +168,12 @@ public struct GatewayInspection: Sendable {
         case .receipt(let id):
             let receipts = try await store.receipts(apnsID: id)
             guard !receipts.isEmpty else { throw Refusal(404, "no notification with apns-id \(id) is recorded (receipts are kept for a while after they end)") }
-            return Array(try encoder.encode(APNsPortQuery.ReceiptBody(apnsID: id, receipts: receipts)))
+            return Array(try encoder.encode(NotificationReceipt(apnsID: id, receipts: receipts)))
         case .feedback(let topic, let environment):
             let entries = try await store.pendingFeedback(bundleID: topic, environment: environment)
             return Array(try encoder.encode(FeedbackList(
                 topic: topic, environment: environment.rawValue,
-                items: entries.map { APNsPortQuery.FeedbackItem(token: $0.token.description, timestamp: $0.atMilliseconds) })))
+                items: entries.map { FeedbackListItem(token: $0.token.description, timestamp: $0.atMilliseconds) })))
         }
     }
 
@@ -276,6 +276,6 @@ public struct GatewayInspection: Sendable {
     struct FeedbackList: Encodable {
         var topic: String
         var environment: String
-        var items: [APNsPortQuery.FeedbackItem]
+        var items: [FeedbackListItem]
     }
 }
