@@ -32,7 +32,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
-        .package(url: "https://github.com/apple/swift-atomics.git", from: "1.3.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
@@ -58,7 +57,6 @@ let package = Package(
             dependencies: [
                 "HeraldCore",
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         // The embedded store (SQLite through GRDB), with its migrations.
@@ -80,7 +78,6 @@ let package = Package(
                 "HeraldCore", "HeraldStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -108,7 +105,6 @@ let package = Package(
             name: "HeraldGateway",
             dependencies: [
                 "HeraldCore", "HeraldStore", "HeraldNIO", "HeraldDashboard",
-                .product(name: "Atomics", package: "swift-atomics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -185,7 +181,6 @@ let package = Package(
                 "HeraldCore", "HeraldProvider", "HeraldProviderAPI", "HeraldDashboard",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -222,7 +217,6 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -235,7 +229,7 @@ let package = Package(
         .testTarget(
             name: "HeraldDeviceTests",
             dependencies: [
-                "HeraldCore", "HeraldDevice", "HeraldTesting", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                "HeraldCore", "HeraldDevice", "HeraldTesting",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]
         ),
@@ -250,7 +244,6 @@ let package = Package(
                 "HeraldProvider", "HeraldProviderServer", "HeraldProviderAPI", "HeraldTesting", "HeraldFuzzing",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -260,7 +253,6 @@ let package = Package(
             name: "HeraldCLITests",
             dependencies: [
                 "herald", "HeraldTesting", "HeraldCore", "HeraldStore", "HeraldStoreSQLite", "HeraldClient",
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
     ]

@@ -1,6 +1,5 @@
 import Foundation
 import HeraldCore
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
@@ -124,7 +123,7 @@ public final class ProviderTokenManager: Sendable {
     public let signer: ProviderTokenSigner
     public let refreshIntervalSeconds: Int64
     private let clock: WallClock
-    private let state = NIOLockedValueBox<(token: String, issuedAt: Int64)?>(nil)
+    private let state = Locked<(token: String, issuedAt: Int64)?>(nil)
 
     public init(signer: ProviderTokenSigner, clock: WallClock, refreshIntervalSeconds: Int64 = 50 * 60) {
         self.signer = signer
@@ -135,7 +134,7 @@ public final class ProviderTokenManager: Sendable {
     /// The `authorization` header value to send now.
     public func authorization() throws -> String {
         let now = clock.nowSeconds()
-        return "bearer " + (try state.withLockedValue { current in
+        return "bearer " + (try state.withLock { current in
             if let current, now - current.issuedAt < refreshIntervalSeconds { return current.token }
             let token = try signer.token(issuedAt: now)
             current = (token, now)
@@ -147,7 +146,7 @@ public final class ProviderTokenManager: Sendable {
     /// the current one is at least 20 minutes old; returns whether it was.
     public func expired() -> Bool {
         let now = clock.nowSeconds()
-        return state.withLockedValue { current in
+        return state.withLock { current in
             guard let c = current, now - c.issuedAt >= Self.minimumAgeSeconds else { return false }
             current = nil
             return true
@@ -155,7 +154,7 @@ public final class ProviderTokenManager: Sendable {
     }
 
     /// When the current token was signed (seconds), if any.
-    public var issuedAt: Int64? { state.withLockedValue { $0?.issuedAt } }
+    public var issuedAt: Int64? { state.withLock { $0?.issuedAt } }
 }
 
 /// A complete APNs client: works against Apple's hosts and against Herald unchanged (only host,
@@ -380,7 +379,7 @@ final class ConnectionPool: Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
         var closed = false
     }
-    private let state = NIOLockedValueBox(State())
+    private let state = Locked(State())
     private let configuration: APNsClient.Configuration
     private let group: EventLoopGroup
 
@@ -392,8 +391,8 @@ final class ConnectionPool: Sendable {
         self.group = group
     }
 
-    var inFlight: (now: Int, peak: Int) { state.withLockedValue { ($0.inFlight, $0.peak) } }
-    var opened: Int { state.withLockedValue { $0.opened } }
+    var inFlight: (now: Int, peak: Int) { state.withLock { ($0.inFlight, $0.peak) } }
+    var opened: Int { state.withLock { $0.opened } }
 
     private enum Step {
         case use(Int, HTTP2Connection)
@@ -416,7 +415,7 @@ final class ConnectionPool: Sendable {
     private func acquire() async throws -> (Int, HTTP2Connection) {
         while true {
             try Task.checkCancellation()
-            let step = state.withLockedValue { s -> Step in
+            let step = state.withLock { s -> Step in
                 if s.closed { return .closed }
                 // Drop connections that went away or were told to.
                 s.slots.removeAll { !$0.connection.isActive || $0.connection.goAway != nil }
@@ -445,7 +444,7 @@ final class ConnectionPool: Sendable {
                 do {
                     let connection = try await HTTP2Connection.connect(
                         host: configuration.host, port: configuration.port, tls: configuration.tls, group: group)
-                    let waiters = state.withLockedValue { s -> [CheckedContinuation<Void, Never>] in
+                    let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
                         s.connecting -= 1
                         s.opened += 1
                         s.slots.append(Slot(id: s.nextID, connection: connection))
@@ -455,12 +454,12 @@ final class ConnectionPool: Sendable {
                     }
                     for waiter in waiters { waiter.resume() }
                 } catch {
-                    state.withLockedValue { $0.connecting -= 1 }
+                    state.withLock { $0.connecting -= 1 }
                     throw error
                 }
             case .wait:
                 await withCheckedContinuation { continuation in
-                    let resumeNow = state.withLockedValue { s -> Bool in
+                    let resumeNow = state.withLock { s -> Bool in
                         // Re-check under the lock: something may have been released meanwhile.
                         if s.closed || s.inFlight < configuration.maximumInFlight && s.slots.contains(where: {
                             $0.inFlight < ($0.connection.serverMaxConcurrentStreams ?? Self.defaultStreams)
@@ -475,7 +474,7 @@ final class ConnectionPool: Sendable {
     }
 
     private func release(_ id: Int) {
-        let waiter = state.withLockedValue { s -> CheckedContinuation<Void, Never>? in
+        let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in
             if let index = s.slots.firstIndex(where: { $0.id == id }) { s.slots[index].inFlight -= 1 }
             s.inFlight -= 1
             return s.waiters.isEmpty ? nil : s.waiters.removeFirst()
@@ -485,17 +484,17 @@ final class ConnectionPool: Sendable {
 
     /// A request failed at the transport: the connection is not used for new requests.
     private func retire(_ id: Int) {
-        let retired = state.withLockedValue { s -> HTTP2Connection? in
+        let retired = state.withLock { s -> HTTP2Connection? in
             guard let index = s.slots.firstIndex(where: { $0.id == id }) else { return nil }
             return s.slots[index].connection
         }
         if let retired, !retired.isActive || retired.goAway != nil {
-            state.withLockedValue { s in s.slots.removeAll { $0.id == id } }
+            state.withLock { s in s.slots.removeAll { $0.id == id } }
         }
     }
 
     func close() async {
-        let (connections, waiters) = state.withLockedValue { s -> ([HTTP2Connection], [CheckedContinuation<Void, Never>]) in
+        let (connections, waiters) = state.withLock { s -> ([HTTP2Connection], [CheckedContinuation<Void, Never>]) in
             s.closed = true
             defer { s.slots.removeAll(); s.waiters.removeAll() }
             return (s.slots.map(\.connection), s.waiters)

@@ -1,6 +1,5 @@
 import HeraldCore
 import HeraldNIO
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
@@ -406,13 +405,13 @@ private final class ConnectionObserver: ChannelInboundHandler, Sendable {
         var goAway: GoAway?
         var pongs: [HTTP2PingData: EventLoopPromise<Void>] = [:]
     }
-    private let state = NIOLockedValueBox(State())
+    private let state = Locked(State())
 
-    var maxConcurrentStreams: Int? { state.withLockedValue { $0.maxConcurrentStreams } }
-    var goAway: GoAway? { state.withLockedValue { $0.goAway } }
+    var maxConcurrentStreams: Int? { state.withLock { $0.maxConcurrentStreams } }
+    var goAway: GoAway? { state.withLock { $0.goAway } }
 
     func expectPong(_ data: HTTP2PingData, promise: EventLoopPromise<Void>) {
-        state.withLockedValue { $0.pongs[data] = promise }
+        state.withLock { $0.pongs[data] = promise }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -420,15 +419,15 @@ private final class ConnectionObserver: ChannelInboundHandler, Sendable {
         switch frame.payload {
         case .settings(.settings(let settings)):
             for setting in settings where setting.parameter == .maxConcurrentStreams {
-                state.withLockedValue { $0.maxConcurrentStreams = setting.value }
+                state.withLock { $0.maxConcurrentStreams = setting.value }
             }
         case .goAway(let lastStreamID, let errorCode, let opaqueData):
             let debug = opaqueData.map { String(buffer: $0) } ?? ""
-            state.withLockedValue {
+            state.withLock {
                 $0.goAway = GoAway(lastStreamID: Int(lastStreamID), errorCode: Int(errorCode.networkCode), debugData: debug)
             }
         case .ping(let data, ack: true):
-            let promise = state.withLockedValue { $0.pongs.removeValue(forKey: data) }
+            let promise = state.withLock { $0.pongs.removeValue(forKey: data) }
             promise?.succeed()
         default:
             break

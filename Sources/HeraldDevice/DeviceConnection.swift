@@ -1,6 +1,5 @@
 import HeraldCore
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -100,11 +99,11 @@ public final class DeviceConnection: Sendable {
     public let identity: DeviceIdentity
     public let configuration: Configuration
     /// The socket of the current session (acks go there) and the acks waiting to be sent.
-    private let current = NIOLockedValueBox<(socket: DeviceSocket?, acks: [APNsID])>((nil, []))
+    private let current = Locked<(socket: DeviceSocket?, acks: [APNsID])>((nil, []))
     /// Live Activity tokens and channel subscriptions asked for while running: sent at once when
     /// connected, and again at every connection (like the apps' topics).
-    private let wanted = NIOLockedValueBox<[Want]>([])
-    private let authenticated = NIOLockedValueBox<DeviceSocket?>(nil)
+    private let wanted = Locked<[Want]>([])
+    private let authenticated = Locked<DeviceSocket?>(nil)
 
     /// A token or subscription the device keeps for as long as it wants it (version 2).
     public enum Want: Sendable, Hashable {
@@ -129,25 +128,25 @@ public final class DeviceConnection: Sendable {
     /// Asks for a Live Activity token or a channel subscription, now if connected and at every
     /// connection from now on.
     public func want(_ want: Want) {
-        let isNew = wanted.withLockedValue { list in
+        let isNew = wanted.withLock { list in
             guard !list.contains(want) else { return false }
             list.append(want)
             return true
         }
-        if isNew, let socket = authenticated.withLockedValue({ $0 }) { socket.send(want.registerFrame) }
+        if isNew, let socket = authenticated.withLock({ $0 }) { socket.send(want.registerFrame) }
     }
 
     /// Gives up a token or subscription: the gateway unregisters it now if the device is
     /// connected, else at its next connection.
     public func drop(_ want: Want) {
-        wanted.withLockedValue { $0.removeAll { $0 == want } }
-        if let socket = authenticated.withLockedValue({ $0 }) {
+        wanted.withLock { $0.removeAll { $0 == want } }
+        if let socket = authenticated.withLock({ $0 }) {
             socket.send(want.unregisterFrame)
         } else {
-            toDrop.withLockedValue { $0.append(want) }
+            toDrop.withLock { $0.append(want) }
         }
     }
-    private let toDrop = NIOLockedValueBox<[Want]>([])
+    private let toDrop = Locked<[Want]>([])
     /// Every event, in order. Finishes when ``run()`` returns.
     public let events: AsyncStream<DeviceEvent>
     private let continuation: AsyncStream<DeviceEvent>.Continuation
@@ -186,10 +185,10 @@ public final class DeviceConnection: Sendable {
                     host: endpoint.host, port: endpoint.port, tls: configuration.tls, group: group,
                     timeout: configuration.handshakeTimeout, acknowledgeOnReceipt: configuration.acknowledgement == .onReceipt)
                 unreachableInARow = 0
-                current.withLockedValue { $0 = (socket, []) }
+                current.withLock { $0 = (socket, []) }
                 reason = await session(on: socket, state: &state, backoff: &backoff)
-                current.withLockedValue { $0 = (nil, []) }
-                authenticated.withLockedValue { $0 = nil }
+                current.withLock { $0 = (nil, []) }
+                authenticated.withLock { $0 = nil }
                 await socket.close()
             } catch {
                 reason = "\(error)"
@@ -243,7 +242,7 @@ public final class DeviceConnection: Sendable {
         for await event in socket.events {
             switch event {
             case .closed:
-                authenticated.withLockedValue { $0 = nil }
+                authenticated.withLock { $0 = nil }
                 return reason
             case .malformed(let message):
                 logger.warning("malformed frame from the gateway", metadata: ["error": "\(message)"])
@@ -263,9 +262,9 @@ public final class DeviceConnection: Sendable {
                     continuation.yield(state.deviceID == nil ? .connected(deviceID: deviceID, enrolled: enrolled) : .reconnected(deviceID: deviceID))
                     state.deviceID = deviceID
                     for topic in configuration.topics { socket.send(.register(topic: topic)) }
-                    authenticated.withLockedValue { $0 = socket }
-                    for want in wanted.withLockedValue({ $0 }) { socket.send(want.registerFrame) }
-                    for want in toDrop.withLockedValue({ list in defer { list = [] }; return list }) { socket.send(want.unregisterFrame) }
+                    authenticated.withLock { $0 = socket }
+                    for want in wanted.withLock({ $0 }) { socket.send(want.registerFrame) }
+                    for want in toDrop.withLock({ list in defer { list = [] }; return list }) { socket.send(want.unregisterFrame) }
                 case .registered(let topic, let token):
                     if let previous = state.knownTokens[topic], previous != token {
                         continuation.yield(.tokenChanged(topic: topic, previous: previous, current: token))
@@ -304,7 +303,7 @@ public final class DeviceConnection: Sendable {
     /// together are sent in one frame; an ack given while disconnected is dropped, and the gateway
     /// sends the notification again on the next connection (the consumer drops the repeat).
     public func acknowledge(_ id: APNsID) {
-        let (socket, first) = current.withLockedValue { state -> (DeviceSocket?, Bool) in
+        let (socket, first) = current.withLock { state -> (DeviceSocket?, Bool) in
             guard state.socket != nil else { return (nil, false) }
             state.acks.append(id)
             return (state.socket, state.acks.count == 1)
@@ -312,7 +311,7 @@ public final class DeviceConnection: Sendable {
         guard let socket, first else { return }
         // The first ack of a burst sends everything gathered by the time the event loop runs it.
         socket.channel.eventLoop.execute { [current] in
-            let ids = current.withLockedValue { state -> [APNsID] in
+            let ids = current.withLock { state -> [APNsID] in
                 defer { state.acks.removeAll(keepingCapacity: true) }
                 return state.socket === socket ? state.acks : []
             }

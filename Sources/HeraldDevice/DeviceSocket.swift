@@ -1,5 +1,4 @@
 import HeraldCore
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix

@@ -1,4 +1,4 @@
-import NIOConcurrencyHelpers
+import HeraldCore
 import NIOCore
 import NIOTLS
 
@@ -70,7 +70,7 @@ final class ConnectionDeadline: ChannelDuplexHandler, RemovableChannelHandler {
 /// cannot take every socket the gateway has.
 final class ConnectionsPerAddress: Sendable {
     let limit: Int
-    private let counts = NIOLockedValueBox([String: Int]())
+    private let counts = Locked([String: Int]())
 
     init(limit: Int) { self.limit = limit }
 
@@ -78,7 +78,7 @@ final class ConnectionsPerAddress: Sendable {
     /// has `limit` connections open.
     func admit(_ channel: Channel) -> Bool {
         let address = channel.remoteAddress?.ipAddress ?? "?"
-        let admitted = counts.withLockedValue { counts -> Bool in
+        let admitted = counts.withLock { counts -> Bool in
             let open = counts[address, default: 0]
             guard open < limit else { return false }
             counts[address] = open + 1
@@ -86,7 +86,7 @@ final class ConnectionsPerAddress: Sendable {
         }
         guard admitted else { return false }
         channel.closeFuture.whenComplete { _ in
-            self.counts.withLockedValue { counts in
+            self.counts.withLock { counts in
                 let open = (counts[address] ?? 1) - 1
                 counts[address] = open > 0 ? open : nil
             }
@@ -95,7 +95,7 @@ final class ConnectionsPerAddress: Sendable {
     }
 
     /// Connections open from `address` now.
-    func open(from address: String) -> Int { counts.withLockedValue { $0[address] ?? 0 } }
+    func open(from address: String) -> Int { counts.withLock { $0[address] ?? 0 } }
 }
 
 /// A connection refused because its address has too many open.

@@ -4,7 +4,6 @@ import HeraldCore
 import HeraldDashboard
 import HeraldProvider
 import Hummingbird
-import NIOConcurrencyHelpers
 import NIOCore
 
 /// The provider's dashboard (`/dashboard/…`): registrations by language, zone and topic;
@@ -405,7 +404,7 @@ final class DashboardSessions: Sendable {
     static let lifetimeSeconds = 12 * 3600
     /// Sessions kept at most: past it, the oldest is ended.
     static let maximumSessions = 1_000
-    private let sessions = NIOLockedValueBox([String: Session]())
+    private let sessions = Locked([String: Session]())
     private let now: @Sendable () -> Int64
 
     init(now: @escaping @Sendable () -> Int64) { self.now = now }
@@ -413,7 +412,7 @@ final class DashboardSessions: Sendable {
     func start() -> Session {
         let now = now()
         let session = Session(id: Self.randomHex(bytes: 32), csrf: Self.randomHex(bytes: 32), expiresAt: now + Int64(Self.lifetimeSeconds) * 1000)
-        sessions.withLockedValue { sessions in
+        sessions.withLock { sessions in
             sessions = sessions.filter { $0.value.expiresAt > now }
             if sessions.count >= Self.maximumSessions, let oldest = sessions.min(by: { $0.value.expiresAt < $1.value.expiresAt }) {
                 sessions[oldest.key] = nil
@@ -426,13 +425,13 @@ final class DashboardSessions: Sendable {
     func session(_ id: String) -> Session? {
         guard id.count == 64 else { return nil }
         let now = now()
-        return sessions.withLockedValue { sessions in
+        return sessions.withLock { sessions in
             guard let session = sessions[id], session.expiresAt > now else { return nil }
             return session
         }
     }
 
-    func end(_ id: String) { sessions.withLockedValue { $0[id] = nil } }
+    func end(_ id: String) { sessions.withLock { $0[id] = nil } }
 
     /// Random bytes from the system's generator (a CSPRNG), in hex.
     static func randomHex(bytes: Int) -> String {

@@ -1,4 +1,4 @@
-import NIOConcurrencyHelpers
+import HeraldCore
 import NIOCore
 
 /// Work on the store that did not finish within its bound (``withDeadline(_:_:)``).
@@ -16,24 +16,24 @@ public struct DeadlineExceeded: Error, CustomStringConvertible {
 public func withDeadline<T: Sendable>(
     _ timeout: TimeAmount, _ operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
-    let waiting = NIOLockedValueBox<CheckedContinuation<T, any Error>?>(nil)
-    let timer = NIOLockedValueBox<Task<Void, Never>?>(nil)
+    let waiting = Locked<CheckedContinuation<T, any Error>?>(nil)
+    let timer = Locked<Task<Void, Never>?>(nil)
     return try await withCheckedThrowingContinuation { continuation in
-        waiting.withLockedValue { $0 = continuation }
+        waiting.withLock { $0 = continuation }
         let work = Task {
             let result: Result<T, any Error>
             do { result = .success(try await operation()) } catch { result = .failure(error) }
-            waiting.withLockedValue { $0.take() }?.resume(with: result)
-            timer.withLockedValue { $0?.cancel() }
+            waiting.withLock { $0.take() }?.resume(with: result)
+            timer.withLock { $0?.cancel() }
         }
         let sleeper = Task {
             try? await Task.sleep(for: .nanoseconds(timeout.nanoseconds))
-            guard !Task.isCancelled, let continuation = waiting.withLockedValue({ $0.take() }) else { return }
+            guard !Task.isCancelled, let continuation = waiting.withLock({ $0.take() }) else { return }
             continuation.resume(throwing: DeadlineExceeded(timeout: timeout))
             work.cancel()
         }
-        timer.withLockedValue { $0 = sleeper }
+        timer.withLock { $0 = sleeper }
         // The work may have finished before the timer was stored.
-        if waiting.withLockedValue({ $0 == nil }) { sleeper.cancel() }
+        if waiting.withLock({ $0 == nil }) { sleeper.cancel() }
     }
 }

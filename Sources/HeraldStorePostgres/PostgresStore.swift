@@ -3,7 +3,6 @@ import Foundation
 import HeraldCore
 import HeraldStore
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import PostgresNIO
@@ -29,13 +28,13 @@ public final class PostgresStore: GatewayStore, Sendable {
         var client: PostgresClient
         var runner: Task<Void, Never>
     }
-    private let pool: NIOLockedValueBox<Pool>
+    private let pool: Locked<Pool>
     /// The pool queries go through now.
-    var client: PostgresClient { pool.withLockedValue { $0.client } }
+    var client: PostgresClient { pool.withLock { $0.client } }
     let logger: Logger
     private let clientConfiguration: PostgresClient.Configuration
     /// A recovery under way, and when the last one ended (one per 10 s at most).
-    private let recovery = NIOLockedValueBox<(running: Bool, endedAt: NIODeadline?)>((false, nil))
+    private let recovery = Locked<(running: Bool, endedAt: NIODeadline?)>((false, nil))
     /// Where the database is (without its password), for messages.
     public let url: PostgresURL
     let listenerConfiguration: PostgresConnection.Configuration
@@ -73,7 +72,7 @@ public final class PostgresStore: GatewayStore, Sendable {
             signal.finish()
             await client.run()
         }
-        pool = NIOLockedValueBox(Pool(client: client, runner: runner))
+        pool = Locked(Pool(client: client, runner: runner))
         self.started = started
     }
 
@@ -120,7 +119,7 @@ public final class PostgresStore: GatewayStore, Sendable {
 
     /// Closes the store's connections.
     public func close() async {
-        let runner = pool.withLockedValue { $0.runner }
+        let runner = pool.withLock { $0.runner }
         runner.cancel()
         await runner.value
     }
@@ -142,14 +141,14 @@ public final class PostgresStore: GatewayStore, Sendable {
     /// drops them at once (connections being made never finish and fill the pool). A pool that
     /// answers within 5 s, or a database that does not, is left alone.
     public func recoverConnections() async {
-        let mayRun = recovery.withLockedValue { state -> Bool in
+        let mayRun = recovery.withLock { state -> Bool in
             if state.running { return false }
             if let ended = state.endedAt, NIODeadline.now() - ended < .seconds(10) { return false }
             state.running = true
             return true
         }
         guard mayRun else { return }
-        defer { recovery.withLockedValue { $0 = (false, .now()) } }
+        defer { recovery.withLock { $0 = (false, .now()) } }
         let client = self.client, logger = self.logger
         do {
             try await withDeadline(.seconds(5)) { for try await _ in try await client.query("SELECT 1", logger: logger) {} }
@@ -165,7 +164,7 @@ public final class PostgresStore: GatewayStore, Sendable {
         }
         let fresh = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
         let runner = Task { await fresh.run() }
-        let old = pool.withLockedValue { pool in
+        let old = pool.withLock { pool in
             defer { pool = Pool(client: fresh, runner: runner) }
             return pool
         }

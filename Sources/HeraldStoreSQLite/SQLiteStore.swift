@@ -658,22 +658,21 @@ public final class SQLiteStore: GatewayStore {
 }
 
 /// The registration cache of ``SQLiteStore``.
-private final class RegistrationCache: @unchecked Sendable {
+private final class RegistrationCache: Sendable {
     /// Beyond this many entries the cache starts over, bounding its memory (~150 bytes an entry).
     static let capacity = 500_000
-    private let lock = NSLock()
-    private var entries: [DeviceToken: TokenRegistration] = [:]
+    private let entries = Mutex<[DeviceToken: TokenRegistration]>([:])
 
-    func removeAll() { lock.withLock { entries.removeAll(keepingCapacity: true) } }
+    func removeAll() { entries.withLock { $0.removeAll(keepingCapacity: true) } }
 
-    func lookup(_ token: DeviceToken) -> TokenRegistration? { lock.withLock { entries[token] } }
+    func lookup(_ token: DeviceToken) -> TokenRegistration? { entries.withLock { $0[token] } }
 
     func insert(_ registration: TokenRegistration) {
-        lock.withLock {
+        entries.withLock { entries in
             if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
             entries[registration.token] = registration
         }
     }
 
-    func remove(_ token: DeviceToken) { _ = lock.withLock { entries.removeValue(forKey: token) } }
+    func remove(_ token: DeviceToken) { _ = entries.withLock { $0.removeValue(forKey: token) } }
 }

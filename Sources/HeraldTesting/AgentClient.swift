@@ -1,6 +1,5 @@
 import Foundation
 import HeraldCore
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
@@ -8,20 +7,20 @@ import NIOPosix
 /// JSON object per line and collects every line that comes back (answers and callbacks).
 public final class AgentClient: Sendable {
     private let channel: Channel
-    private let received: NIOLockedValueBox<[[String: JSONValue]]>
-    private let nextID = NIOLockedValueBox(0)
+    private let received: Locked<[[String: JSONValue]]>
+    private let nextID = Locked(0)
 
     public struct Timeout: Error, CustomStringConvertible { public var description: String }
 
     private final class Collector: ChannelInboundHandler, Sendable {
         typealias InboundIn = ByteBuffer
-        let received: NIOLockedValueBox<[[String: JSONValue]]>
-        let pending = NIOLockedValueBox<[UInt8]>([])
-        init(_ received: NIOLockedValueBox<[[String: JSONValue]]>) { self.received = received }
+        let received: Locked<[[String: JSONValue]]>
+        let pending = Locked<[UInt8]>([])
+        init(_ received: Locked<[[String: JSONValue]]>) { self.received = received }
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             var buffer = unwrapInboundIn(data)
             let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
-            let complete = pending.withLockedValue { pending -> [[UInt8]] in
+            let complete = pending.withLock { pending -> [[UInt8]] in
                 pending += bytes
                 var out: [[UInt8]] = []
                 while let newline = pending.firstIndex(of: 10) {
@@ -32,19 +31,19 @@ public final class AgentClient: Sendable {
             }
             for line in complete {
                 if case .object(let object)? = try? JSONReader.parse(line) {
-                    received.withLockedValue { $0.append(object) }
+                    received.withLock { $0.append(object) }
                 }
             }
         }
     }
 
-    private init(channel: Channel, received: NIOLockedValueBox<[[String: JSONValue]]>) {
+    private init(channel: Channel, received: Locked<[[String: JSONValue]]>) {
         self.channel = channel
         self.received = received
     }
 
     public static func connect(path: String) async throws -> AgentClient {
-        let received = NIOLockedValueBox<[[String: JSONValue]]>([])
+        let received = Locked<[[String: JSONValue]]>([])
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(Collector(received)) }
@@ -54,7 +53,7 @@ public final class AgentClient: Sendable {
     }
 
     /// Every line received so far.
-    public var all: [[String: JSONValue]] { received.withLockedValue { $0 } }
+    public var all: [[String: JSONValue]] { received.withLock { $0 } }
 
     /// Writes a raw line.
     public func write(line: String) async throws {
@@ -64,7 +63,7 @@ public final class AgentClient: Sendable {
     /// Sends a message with a fresh `id` and returns the answer to it.
     @discardableResult
     public func request(_ message: [String: JSONValue]) async throws -> [String: JSONValue] {
-        let id = nextID.withLockedValue { $0 += 1; return $0 }
+        let id = nextID.withLock { $0 += 1; return $0 }
         var message = message
         message["id"] = .int(Int64(id))
         let encoder = JSONEncoder()

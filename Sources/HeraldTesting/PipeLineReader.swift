@@ -1,10 +1,11 @@
 import Foundation
+import Synchronization
 
 /// Reads a child process's output line by line on a thread of its own, keeping every line, so
 /// that a test can wait for one without blocking its task (`herald device run --json`,
 /// `herald gateway watch`, `curl -N` following server-sent events).
 public final class PipeLineReader: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var collected: [String] = []
 
     /// Starts reading `handle` until it reaches its end.
@@ -17,7 +18,7 @@ public final class PipeLineReader: @unchecked Sendable {
                 for byte in chunk {
                     if byte == UInt8(ascii: "\n") {
                         let line = String(decoding: buffer, as: UTF8.self)
-                        lock.withLock { collected.append(line) }
+                        lock.withLock { _ in collected.append(line) }
                         buffer.removeAll()
                     } else {
                         buffer.append(byte)
@@ -28,5 +29,5 @@ public final class PipeLineReader: @unchecked Sendable {
     }
 
     /// Every complete line read so far.
-    public var lines: [String] { lock.withLock { collected } }
+    public var lines: [String] { lock.withLock { _ in collected } }
 }

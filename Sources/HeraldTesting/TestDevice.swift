@@ -1,15 +1,14 @@
 import Foundation
 import HeraldCore
 import HeraldDevice
-import NIOConcurrencyHelpers
 
 /// A device runtime's connection in a test: its events are collected as they come, and the test
 /// waits for the ones it expects (with a generous real-time bound, so a missing event fails the
 /// test instead of hanging it).
 public final class TestDevice: Sendable {
     public let connection: DeviceConnection
-    private let events = NIOLockedValueBox<[DeviceEvent]>([])
-    private let consumed = NIOLockedValueBox(0)
+    private let events = Locked<[DeviceEvent]>([])
+    private let consumed = Locked(0)
     private let task: Task<Void, Never>
     private let collector: Task<Void, Never>
 
@@ -22,21 +21,21 @@ public final class TestDevice: Sendable {
         task = Task { await connection.run() }
         let events = self.events
         collector = Task {
-            for await event in connection.events { events.withLockedValue { $0.append(event) } }
+            for await event in connection.events { events.withLock { $0.append(event) } }
         }
     }
 
     /// Every event so far.
-    public var allEvents: [DeviceEvent] { events.withLockedValue { $0 } }
+    public var allEvents: [DeviceEvent] { events.withLock { $0 } }
 
     /// The next event (after those already taken) that `match` accepts; events before it are skipped.
-    public func next<T>(
+    public func next<T: Sendable>(
         timeout: Duration = .seconds(15), _ what: String = "event", _ match: @escaping (DeviceEvent) -> T?
     ) async throws -> T {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            let found = events.withLockedValue { events -> T? in
-                consumed.withLockedValue { index in
+            let found = events.withLock { events -> T? in
+                consumed.withLock { index in
                     while index < events.count {
                         defer { index += 1 }
                         if let value = match(events[index]) { return value }
@@ -69,8 +68,8 @@ public final class TestDevice: Sendable {
     /// that something never arrives).
     public func notifications(arrivingWithin duration: Duration) async throws -> [DeviceNotification] {
         try await Task.sleep(for: duration)
-        return events.withLockedValue { events -> [DeviceNotification] in
-            consumed.withLockedValue { index in
+        return events.withLock { events -> [DeviceNotification] in
+            consumed.withLock { index in
                 defer { index = events.count }
                 return events[index...].compactMap { if case .notification(let n) = $0 { return n } else { return nil } }
             }

@@ -7,7 +7,6 @@ import HeraldCore
 import HeraldDevice
 import HeraldStore
 import Logging
-import NIOConcurrencyHelpers
 import NIOSSL
 
 struct BenchDelivery: AsyncParsableCommand {
@@ -193,15 +192,15 @@ struct Sender: Sendable {
     struct Result { var ok: Int; var refused: Int; var rate: Double }
 
     func send(count: Int, rate: Double?) async throws -> Result {
-        let next = NIOLockedValueBox(0)
-        let outcome = NIOLockedValueBox((ok: 0, refused: 0))
+        let next = Locked(0)
+        let outcome = Locked((ok: 0, refused: 0))
         let start = BenchDelivery.nanos()
         await withTaskGroup(of: Void.self) { group in
             for pusher in pushers {
                 for _ in 0..<streams {
                     group.addTask {
                         while true {
-                            let i = next.withLockedValue { value -> Int in defer { value += 1 }; return value }
+                            let i = next.withLock { value -> Int in defer { value += 1 }; return value }
                             guard i < count else { return }
                             if let rate {
                                 let due = start + UInt64(Double(i) / rate * 1e9)
@@ -213,14 +212,14 @@ struct Sender: Sendable {
                                 method: "POST", path: "/3/device/\(tokens[i % tokens.count].hex)",
                                 headers: [("authorization", authorization), ("apns-topic", BenchDelivery.topic), ("apns-push-type", "alert")],
                                 body: Array(payload.utf8)))
-                            outcome.withLockedValue { if response?.status == 200 { $0.ok += 1 } else { $0.refused += 1 } }
+                            outcome.withLock { if response?.status == 200 { $0.ok += 1 } else { $0.refused += 1 } }
                         }
                     }
                 }
             }
         }
         let seconds = Double(BenchDelivery.nanos() - start) / 1e9
-        let (ok, refused) = outcome.withLockedValue { $0 }
+        let (ok, refused) = outcome.withLock { $0 }
         return Result(ok: ok, refused: refused, rate: Double(ok) / seconds)
     }
 }
@@ -230,7 +229,7 @@ final class Fleet: Sendable {
     let identities: [DeviceIdentity]
     let tokens: [DeviceToken]
     private let tasks: [Task<Void, Never>]
-    private let received = NIOLockedValueBox((count: 0, perDevice: [Int](), latencies: [UInt64](), first: UInt64(0), last: UInt64(0)))
+    private let received = Locked((count: 0, perDevice: [Int](), latencies: [UInt64](), first: UInt64(0), last: UInt64(0)))
 
     private init(identities: [DeviceIdentity], tokens: [DeviceToken], tasks: [Task<Void, Never>]) {
         self.identities = identities
@@ -247,9 +246,9 @@ final class Fleet: Sendable {
     static func connect(
         identities: [DeviceIdentity], host: String, port: Int, tls: NIOSSLContext, logger: Logger, channel: String? = nil
     ) async throws -> Fleet {
-        let tokens = NIOLockedValueBox([DeviceToken?](repeating: nil, count: identities.count))
-        let subscribed = NIOLockedValueBox(0)
-        let fleetBox = NIOLockedValueBox<Fleet?>(nil)
+        let tokens = Locked([DeviceToken?](repeating: nil, count: identities.count))
+        let subscribed = Locked(0)
+        let fleetBox = Locked<Fleet?>(nil)
         var tasks: [Task<Void, Never>] = []
         for (index, identity) in identities.enumerated() {
             let connection = DeviceConnection(
@@ -261,31 +260,31 @@ final class Fleet: Sendable {
             tasks.append(Task {
                 for await event in connection.events {
                     switch event {
-                    case .registered(_, let token): tokens.withLockedValue { $0[index] = token }
-                    case .subscribed: subscribed.withLockedValue { $0 += 1 }
+                    case .registered(_, let token): tokens.withLock { $0[index] = token }
+                    case .subscribed: subscribed.withLock { $0 += 1 }
                     case .notification(let n):
                         let now = BenchDelivery.nanos()
                         var sent: UInt64 = now
                         if case .object(let object) = n.payload, case .int(let t)? = object["t"] { sent = UInt64(t) }
-                        fleetBox.withLockedValue { $0 }?.record(device: index, latency: now &- sent, at: now)
+                        fleetBox.withLock { $0 }?.record(device: index, latency: now &- sent, at: now)
                     default: break
                     }
                 }
             })
         }
         let deadline = ContinuousClock.now + .seconds(120)
-        while tokens.withLockedValue({ $0.contains(nil) }) || (channel != nil && subscribed.withLockedValue({ $0 }) < identities.count) {
+        while tokens.withLock({ $0.contains(nil) }) || (channel != nil && subscribed.withLock({ $0 }) < identities.count) {
             guard ContinuousClock.now < deadline else { throw ValidationError("not every device registered (and subscribed) within 120 s") }
             try await Task.sleep(for: .milliseconds(50))
         }
-        let fleet = Fleet(identities: identities, tokens: tokens.withLockedValue { $0.map { $0! } }, tasks: tasks)
-        fleet.received.withLockedValue { $0.perDevice = Array(repeating: 0, count: identities.count) }
-        fleetBox.withLockedValue { $0 = fleet }
+        let fleet = Fleet(identities: identities, tokens: tokens.withLock { $0.map { $0! } }, tasks: tasks)
+        fleet.received.withLock { $0.perDevice = Array(repeating: 0, count: identities.count) }
+        fleetBox.withLock { $0 = fleet }
         return fleet
     }
 
     func record(device: Int, latency: UInt64, at now: UInt64) {
-        received.withLockedValue { r in
+        received.withLock { r in
             if r.count == 0 { r.first = now }
             r.count += 1
             r.last = now
@@ -295,7 +294,7 @@ final class Fleet: Sendable {
     }
 
     func resetLatencies() {
-        received.withLockedValue { r in
+        received.withLock { r in
             r.count = 0
             r.latencies.removeAll(keepingCapacity: true)
             r.perDevice = Array(repeating: 0, count: r.perDevice.count)
@@ -307,18 +306,18 @@ final class Fleet: Sendable {
     func waitForDeliveries(atLeast: Int, perDevice: Bool, timeout: Duration) async -> (count: Int, seconds: Double) {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            let done = received.withLockedValue { r in perDevice ? r.perDevice.allSatisfy { $0 >= atLeast } : r.count >= atLeast }
+            let done = received.withLock { r in perDevice ? r.perDevice.allSatisfy { $0 >= atLeast } : r.count >= atLeast }
             if done { break }
             try? await Task.sleep(for: .milliseconds(20))
         }
-        return received.withLockedValue { r in (r.count, max(1e-9, Double(r.last &- r.first) / 1e9)) }
+        return received.withLock { r in (r.count, max(1e-9, Double(r.last &- r.first) / 1e9)) }
     }
 
     /// When the last notification arrived (`BenchDelivery.nanos()` time).
-    func lastArrival() -> UInt64 { received.withLockedValue { $0.last } }
+    func lastArrival() -> UInt64 { received.withLock { $0.last } }
 
     func latencySummary() -> (p50: Double, p99: Double) {
-        let sorted = received.withLockedValue { $0.latencies }.sorted()
+        let sorted = received.withLock { $0.latencies }.sorted()
         guard !sorted.isEmpty else { return (0, 0) }
         func at(_ q: Double) -> Double { Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))]) / 1e6 }
         return (at(0.5), at(0.99))

@@ -6,6 +6,7 @@ import Foundation
 import HeraldClient
 import HeraldCore
 import HeraldProvider
+import Synchronization
 
 /// `herald bench provider-schedule`: the provider's scheduler with a million registrations in 400
 /// time zones and a 09:00-local daily schedule, over one simulated day.
@@ -35,7 +36,7 @@ struct BenchProviderSchedule: AsyncParsableCommand {
     /// Answers 200 at the next free slot of `rate`, and records when each push was answered
     /// relative to the moment the clock reached its due instant.
     final class PacedGateway: PushSending, @unchecked Sendable {
-        let lock = NSLock()
+        let lock = Mutex(())
         let interval: Duration
         var nextFree = ContinuousClock.now
         let clock: SimulatedAlarmClock
@@ -49,18 +50,18 @@ struct BenchProviderSchedule: AsyncParsableCommand {
             self.clock = clock
         }
 
-        func rang(at due: Int64) { lock.withLock { ringAt[due] = .now; nextFree = max(nextFree, .now) } }
+        func rang(at due: Int64) { lock.withLock { _ in ringAt[due] = .now; nextFree = max(nextFree, .now) } }
 
         func send(_ notification: APNsNotification) async throws -> APNsResult {
             let due = clock.nowMilliseconds()
-            let slot = lock.withLock {
+            let slot = lock.withLock { _ in
                 let slot = max(nextFree, .now)
                 nextFree = slot + interval
                 return slot
             }
             try await Task.sleep(until: slot, clock: .continuous)
             let now = ContinuousClock.now
-            lock.withLock {
+            lock.withLock { _ in
                 let ring = ringAt[due] ?? now
                 let place = answered[due, default: 0]
                 answered[due] = place + 1

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import HeraldCore
 import HeraldDevice
+import Synchronization
 
 /// `herald bench scheduler`: a device runtime hosting many apps, each with 64 pending repeating
 /// calendar requests, driven over a simulated week by a simulated clock.
@@ -29,19 +30,19 @@ struct BenchScheduler: AsyncParsableCommand {
     @Option(help: "The device's time zone.") var timeZone = "America/New_York"
 
     final class Tally: @unchecked Sendable {
-        let lock = NSLock()
+        let lock = Mutex(())
         var delivered = 0
         var latenessSum: Int64 = 0
         var latenessMax: Int64 = 0
         var dueInstants = Set<Int64>()
         func add(_ n: DeliveredNotification) {
-            lock.lock()
-            delivered += 1
-            let late = n.deliveredAt - n.dueAt
-            latenessSum += late
-            latenessMax = max(latenessMax, late)
-            dueInstants.insert(n.dueAt)
-            lock.unlock()
+            lock.withLock { _ in
+                delivered += 1
+                let late = n.deliveredAt - n.dueAt
+                latenessSum += late
+                latenessMax = max(latenessMax, late)
+                dueInstants.insert(n.dueAt)
+            }
         }
     }
 

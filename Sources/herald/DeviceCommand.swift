@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import NIOConcurrencyHelpers
 import HeraldCore
 import HeraldDevice
 import Logging
@@ -209,12 +208,12 @@ struct DeviceRunCommand: AsyncParsableCommand {
         let printer = DeviceEventPrinter(json: json)
         let zone = timeZone.flatMap(TimeZone.init(identifier:)) ?? TimeZone.current
         // The desktop's notification server, when asked for: it answers through the runtime, made next.
-        let runtimeBox = NIOLockedValueBox<DeviceRuntime?>(nil)
+        let runtimeBox = Locked<DeviceRuntime?>(nil)
         let desktopNotifications: DesktopNotifications?
         if desktop {
             do {
                 desktopNotifications = try await DesktopNotifications.connect(respond: { [logger] response in
-                    guard let runtime = runtimeBox.withLockedValue({ $0 }) else { return }
+                    guard let runtime = runtimeBox.withLock({ $0 }) else { return }
                     do {
                         switch response {
                         case .tapped(let app, let id): try await runtime.userTapped(app: app, notification: id)
@@ -239,7 +238,7 @@ struct DeviceRunCommand: AsyncParsableCommand {
                 printer.print(event, in: zone)
                 desktopNotifications?.handle(event)
             })
-        runtimeBox.withLockedValue { $0 = runtime }
+        runtimeBox.withLock { $0 = runtime }
         for app in apps + legacyApps {
             var bundle = DeviceRuntime.AppBundle(api: legacyApps.contains(app) ? .legacy : .userNotifications)
             if let entry = bundles.first(where: { $0.hasPrefix(app + "=") }) {

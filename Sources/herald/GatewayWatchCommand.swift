@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import HeraldCore
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -37,7 +36,7 @@ struct GatewayWatchCommand: AsyncParsableCommand {
             guard DeviceProtocol.isValidTopic(topic) else { throw ValidationError("--topic \"\(topic)\" is not a bundle id") }
             path += "?topic=" + (topic.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? topic)
         }
-        let failure = NIOLockedValueBox<String?>(nil)
+        let failure = Locked<String?>(nil)
         let json = self.json
         let channel: Channel
         do {
@@ -60,7 +59,7 @@ struct GatewayWatchCommand: AsyncParsableCommand {
         channel.write(HTTPClientRequestPart.head(head), promise: nil)
         try await channel.writeAndFlush(HTTPClientRequestPart.end(nil)).get()
         try await channel.closeFuture.get()
-        if let failure = failure.withLockedValue({ $0 }) {
+        if let failure = failure.withLock({ $0 }) {
             printError("herald: \(failure)")
             throw ExitCode(1)
         }
@@ -73,11 +72,11 @@ private final class FeedPrinter: ChannelInboundHandler {
     let json: Bool
     private var pending: [UInt8] = []
     /// Why the watch ended other than by the gateway closing it.
-    let failure: NIOLockedValueBox<String?>
+    let failure: Locked<String?>
     /// The most an event line may be before the stream is considered broken.
     static let maximumLine = 1 << 20
 
-    init(json: Bool, failure: NIOLockedValueBox<String?>) {
+    init(json: Bool, failure: Locked<String?>) {
         self.json = json
         self.failure = failure
     }
@@ -86,7 +85,7 @@ private final class FeedPrinter: ChannelInboundHandler {
         switch unwrapInboundIn(data) {
         case .head(let head):
             if head.status != .ok {
-                failure.withLockedValue { $0 = "the admin port answered \(head.status.code) to GET /v1/events (an older gateway without the live feed?)" }
+                failure.withLock { $0 = "the admin port answered \(head.status.code) to GET /v1/events (an older gateway without the live feed?)" }
                 context.close(promise: nil)
             }
         case .body(var buffer):
@@ -99,7 +98,7 @@ private final class FeedPrinter: ChannelInboundHandler {
                 output += render(Array(line.dropFirst(6))) + "\n"
             }
             if pending.count > Self.maximumLine {
-                failure.withLockedValue { $0 = "the admin port sent a line over \(Self.maximumLine) bytes" }
+                failure.withLock { $0 = "the admin port sent a line over \(Self.maximumLine) bytes" }
                 context.close(promise: nil)
             }
             if !output.isEmpty { FileHandle.standardOutput.write(Data(output.utf8)) }
@@ -111,7 +110,7 @@ private final class FeedPrinter: ChannelInboundHandler {
     func errorCaught(context: ChannelHandlerContext, error: Error) {
         // The gateway going away mid-stream reads as an HTTP body cut short.
         let cutShort = (error as? HTTPParserError) == .invalidEOFState
-        failure.withLockedValue { $0 = cutShort ? "the gateway closed the feed (it stopped or restarted)" : "the admin connection failed: \(error)" }
+        failure.withLock { $0 = cutShort ? "the gateway closed the feed (it stopped or restarted)" : "the admin connection failed: \(error)" }
         context.close(promise: nil)
     }
 

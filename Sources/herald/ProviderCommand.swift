@@ -4,7 +4,6 @@ import HeraldClient
 import HeraldCore
 import HeraldProvider
 import HeraldProviderServer
-import NIOConcurrencyHelpers
 import Logging
 import ServiceLifecycle
 
@@ -95,12 +94,12 @@ struct ProviderCommand: AsyncParsableCommand {
             if !poll.pruned.isEmpty { printError("herald provider: pruned \(poll.pruned.count) token(s) from the gateway's feedback lists") }
         }
         let tokenPathJSON = String(decoding: try JSONEncoder().encode(tokenPath), as: UTF8.self)
-        let listening = NIOLockedValueBox(false)  // whether the REST API got as far as listening
+        let listening = Locked(false)  // whether the REST API got as far as listening
         logging.logFormat.bootstrap()
         var httpLogger = Logger(label: "herald.provider.http")
         httpLogger.logLevel = logLevel
         let api = try ProviderHTTP.application(service: service, host: host, port: port, apiToken: apiToken, logger: httpLogger) { port in
-            listening.withLockedValue { $0 = true }
+            listening.withLock { $0 = true }
             printLineFlushed(#"{"api_token_file":\#(tokenPathJSON),"port":\#(port)}"#)
         }
         var logger = Logger(label: "herald.provider")
@@ -109,7 +108,7 @@ struct ProviderCommand: AsyncParsableCommand {
         // way first, then the runner stops the schedules and closes the gateway connections.
         let group = ServiceGroup(configuration: .init(
             services: [ProviderRunner(service: service, client: client), api], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        do { try await group.run() } catch where !listening.withLockedValue({ $0 }) {
+        do { try await group.run() } catch where !listening.withLock({ $0 }) {
             throw ValidationError("cannot listen on \(host):\(port) (--port, --host): \(error)")
         }
     }

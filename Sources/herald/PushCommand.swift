@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import HeraldClient
 import HeraldCore
-import NIOConcurrencyHelpers
 
 struct PushCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -356,7 +355,7 @@ final class SendRun: Sendable {
     private let targets: [String]
     private let single: Bool
     private let bar: ProgressBar
-    private let state = NIOLockedValueBox(State())
+    private let state = Locked(State())
 
     init(targets: [String], single: Bool, bar: ProgressBar) {
         (self.targets, self.single, self.bar) = (targets, single, bar)
@@ -364,21 +363,21 @@ final class SendRun: Sendable {
 
     /// The next token to send, or `nil` when all are taken or the run was stopped.
     func next() -> String? {
-        state.withLockedValue { s in
+        state.withLock { s in
             guard !s.stopped, s.next < targets.count else { return nil }
             defer { s.next += 1 }
             return targets[s.next]
         }
     }
 
-    func stop() { state.withLockedValue { $0.stopped = true } }
+    func stop() { state.withLock { $0.stopped = true } }
 
     /// Counts an outcome and writes its line. Workers call this concurrently: the progress bar (whose
     /// state is not locked) and the writes happen under the lock, so output keeps its order and
     /// the bar draws from one worker at a time (at most once per percent).
     func record(_ token: String, _ result: APNsResult?) {
         let line = PushCommand.Send.line(token: token, result: result, single: single)
-        state.withLockedValue { s in
+        state.withLock { s in
             s.tally.add(result)
             if let line {
                 s.output.append(contentsOf: line.utf8)
@@ -395,7 +394,7 @@ final class SendRun: Sendable {
 
     /// Writes what is left and returns the tally.
     func finish() -> Tally {
-        let (tally, rest) = state.withLockedValue { s in
+        let (tally, rest) = state.withLock { s in
             defer { s.output.removeAll() }
             return (s.tally, s.output)
         }

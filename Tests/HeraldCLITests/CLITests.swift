@@ -7,7 +7,6 @@ import HeraldCore
 import HeraldStore
 import HeraldStoreSQLite
 import HeraldTesting
-import NIOConcurrencyHelpers
 import Testing
 
 /// The `herald` command, run as a person or a script would.
@@ -608,7 +607,7 @@ struct CLITests {
         // Stream pushes (32 in flight) and kill the gateway once 300 have been accepted.
         let connection = try await HTTP2Connection.connect(host: "127.0.0.1", port: gateway.h2cPort, tls: nil)
         let bearer = "bearer " + (try signer.token(issuedAt: SystemWallClock().nowSeconds()))
-        let accepted = NIOLockedValueBox<[String: Int]>([:])
+        let accepted = Locked<[String: Int]>([:])
         let killer = gateway
         await withTaskGroup(of: Void.self) { group in
             for worker in 0..<32 {
@@ -618,7 +617,7 @@ struct CLITests {
                         let payload = #"{"aps":{"alert":"x"},"n":\#(n)}"#
                         guard let response = try? await connection.send(.push(token: token, authorization: bearer, payload: payload)),
                               response.status == 200, let id = response.apnsID else { return }
-                        let count = accepted.withLockedValue { $0[id] = n; return $0.count }
+                        let count = accepted.withLock { $0[id] = n; return $0.count }
                         if count == 300 { killer.stop(signal: SIGKILL) }
                         n += 32
                     }
@@ -626,7 +625,7 @@ struct CLITests {
             }
         }
         await connection.close()
-        let acceptedIDs = accepted.withLockedValue { $0 }
+        let acceptedIDs = accepted.withLock { $0 }
         #expect(acceptedIDs.count >= 300)
 
         gateway = try GatewayProcess(dataDirectory: gwDir, extraArguments: flags)

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldTesting
+import Synchronization
 
 /// Runs the `herald` executable that the build put beside the test bundle.
 enum Herald {
@@ -111,7 +112,7 @@ enum GatewayProcessError: Error {
 final class DeviceProcess: @unchecked Sendable {
     let process = Process()
     private let stdout = Pipe()
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var reader: PipeLineReader!
     private var consumed = 0
     /// The lines that are JSON objects, in order.
@@ -141,14 +142,14 @@ final class DeviceProcess: @unchecked Sendable {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             let lines = self.lines
-            let found = lock.withLock { () -> [String: Any]? in
+            let found = lock.withLock { _ -> Int? in
                 while consumed < lines.count {
                     defer { consumed += 1 }
-                    if lines[consumed]["event"] as? String == event { return lines[consumed] }
+                    if lines[consumed]["event"] as? String == event { return consumed }
                 }
                 return nil
             }
-            if let found { return found }
+            if let found { return lines[found] }
             try await Task.sleep(for: .milliseconds(10))
         }
         throw GatewayProcessError.exited("no \(event) event within \(timeout); lines: \(lines)")

@@ -151,17 +151,17 @@ struct AgentSocketTests {
         let silent = try await app.event("silentPush")
         try await app.request(["op": .string("complete"), "callback": silent["callback"]!, "result": .string("newData")])
         await s.runtime.settle()
-        let outcomes = s.journal.events.withLockedValue { $0.compactMap { if case .silentPush(_, let o) = $0 { o } else { nil } } }
+        let outcomes = s.journal.events.withLock { $0.compactMap { if case .silentPush(_, let o) = $0 { o } else { nil } } }
         #expect(outcomes.last == "finished: newData")
 
         await app.close()
         _ = try await user.first("nothing") { _ in true }  // the user connection has answers
         for _ in 0..<200 where await s.runtime.center(for: "com.example.app") != nil {
-            let states = s.journal.events.withLockedValue { $0.compactMap { if case .lifecycleChanged(_, let l) = $0 { l } else { nil } } }
+            let states = s.journal.events.withLock { $0.compactMap { if case .lifecycleChanged(_, let l) = $0 { l } else { nil } } }
             if states.last == .terminatedBySystem { break }
             try await Task.sleep(for: .milliseconds(10))
         }
-        let states = s.journal.events.withLockedValue { $0.compactMap { if case .lifecycleChanged(_, let l) = $0 { l } else { nil } } }
+        let states = s.journal.events.withLock { $0.compactMap { if case .lifecycleChanged(_, let l) = $0 { l } else { nil } } }
         #expect(states.last == .terminatedBySystem)
         await user.close()
         await s.agent.close()

@@ -1,5 +1,5 @@
+import HeraldCore
 import HeraldDevice
-import NIOConcurrencyHelpers
 import Testing
 
 /// Authorization (reference §1, scenarios 1–5) and categories and actions (§2, scenarios 6–12).
@@ -8,10 +8,10 @@ struct AuthorizationAndCategoryTests {
     /// A user who answers every prompt the same way, and counts the prompts.
     final class ScriptedUser: UserSettingsSource {
         let grants: AuthorizationOptions
-        let prompts = NIOLockedValueBox(0)
+        let prompts = Locked(0)
         init(grants: AuthorizationOptions) { self.grants = grants }
         func answerPrompt(appID: String, requested: AuthorizationOptions) async -> AuthorizationOptions {
-            prompts.withLockedValue { $0 += 1 }
+            prompts.withLock { $0 += 1 }
             return grants
         }
     }
@@ -26,7 +26,7 @@ struct AuthorizationAndCategoryTests {
                 "granted may differ from requested")
         let second = await auth.request([.alert, .sound, .badge], appID: "com.a", user: user)
         #expect(!second.prompted && second.settings == first.settings)
-        #expect(user.prompts.withLockedValue { $0 } == 1 && auth.promptCount == 1)
+        #expect(user.prompts.withLock { $0 } == 1 && auth.promptCount == 1)
         let denied = AppAuthorization()
         var d = denied
         #expect(await d.request([.alert], appID: "com.b", user: ScriptedUser(grants: [])).settings.status == .denied)
@@ -49,7 +49,7 @@ struct AuthorizationAndCategoryTests {
         let result = await auth.request([.provisional, .alert, .sound], appID: "com.a", user: user)
         #expect(!result.prompted && result.settings.status == .provisional && result.settings.isQuiet)
         #expect(result.settings.presentable([.alert, .sound, .badge]) == [.alert], "quiet: Notification Center only, no sound")
-        #expect(user.prompts.withLockedValue { $0 } == 0)
+        #expect(user.prompts.withLock { $0 } == 0)
         var critical = AppAuthorization()
         let noEntitlement = await critical.request([.alert, .criticalAlert], appID: "com.a", user: user)
         #expect(noEntitlement.settings.criticalAlert != .enabled)

@@ -1,6 +1,5 @@
 import Foundation
 import HeraldCore
-import NIOConcurrencyHelpers
 import Testing
 
 @testable import HeraldDevice
@@ -19,16 +18,16 @@ struct DeviceRuntimeTests {
 
     /// Records what the runtime does.
     final class Journal: Sendable {
-        let events = NIOLockedValueBox<[RuntimeEvent]>([])
-        var observer: @Sendable (RuntimeEvent) -> Void { { [events] e in events.withLockedValue { $0.append(e) } } }
+        let events = Locked<[RuntimeEvent]>([])
+        var observer: @Sendable (RuntimeEvent) -> Void { { [events] e in events.withLock { $0.append(e) } } }
         var delivered: [DeliveredNotification] {
-            events.withLockedValue { $0.compactMap { if case .delivered(_, let n) = $0 { n } else { nil } } }
+            events.withLock { $0.compactMap { if case .delivered(_, let n) = $0 { n } else { nil } } }
         }
         var violations: [String] {
-            events.withLockedValue { $0.compactMap { if case .contractViolation(_, let m) = $0 { m } else { nil } } }
+            events.withLock { $0.compactMap { if case .contractViolation(_, let m) = $0 { m } else { nil } } }
         }
         var dismissed: [String] {
-            events.withLockedValue { $0.compactMap { if case .dismissed(_, let id) = $0 { id } else { nil } } }
+            events.withLock { $0.compactMap { if case .dismissed(_, let id) = $0 { id } else { nil } } }
         }
     }
 
@@ -39,28 +38,28 @@ struct DeviceRuntimeTests {
             var completeActions = true
             var fetchResult: SilentPushes.FetchResult? = .newData
         }
-        let calls = NIOLockedValueBox<[String]>([])
-        let silentPayloads = NIOLockedValueBox<[JSONValue]>([])
-        let behaviour: NIOLockedValueBox<Behaviour>
-        init(_ behaviour: Behaviour = Behaviour()) { self.behaviour = NIOLockedValueBox(behaviour) }
-        func log(_ s: String) { calls.withLockedValue { $0.append(s) } }
-        var log: [String] { calls.withLockedValue { $0 } }
+        let calls = Locked<[String]>([])
+        let silentPayloads = Locked<[JSONValue]>([])
+        let behaviour: Locked<Behaviour>
+        init(_ behaviour: Behaviour = Behaviour()) { self.behaviour = Locked(behaviour) }
+        func log(_ s: String) { calls.withLock { $0.append(s) } }
+        var log: [String] { calls.withLock { $0 } }
 
         func willPresent(_ n: DeliveredNotification, completion: CallbackHandler<DeliveryByAppState.ForegroundOptions>) async {
             log("willPresent \(n.id)")
-            if let options = behaviour.withLockedValue({ $0.foreground }) { completion(options) } else { completion([]) }
+            if let options = behaviour.withLock({ $0.foreground }) { completion(options) } else { completion([]) }
         }
         func didReceive(_ response: NotificationResponse, for n: DeliveredNotification, completion: CallbackHandler<Void>) async {
             log("didReceive \(n.id) \(response.actionIdentifier)\(response.userText.map { " text=\($0)" } ?? "")")
-            if behaviour.withLockedValue({ $0.completeActions }) { completion() }
+            if behaviour.withLock({ $0.completeActions }) { completion() }
         }
         func didReceiveLegacy(_ n: DeliveredNotification, state: DeliveryByAppState.LegacyState) async { log("legacy \(n.id) \(state)") }
         func didLaunch(with n: DeliveredNotification?) async { log("launch \(n?.id ?? "-")") }
         func didDeliverWithoutPresentation(_ n: DeliveredNotification) async { log("unpresented \(n.id)") }
         func didReceiveSilentPush(_ payload: JSONValue, completion: CallbackHandler<SilentPushes.FetchResult>) async {
             log("silent")
-            silentPayloads.withLockedValue { $0.append(payload) }
-            if let result = behaviour.withLockedValue({ $0.fetchResult }) { completion(result) }
+            silentPayloads.withLock { $0.append(payload) }
+            if let result = behaviour.withLock({ $0.fetchResult }) { completion(result) }
         }
         func didRegisterForRemoteNotifications(token: DeviceToken) async { log("token \(token)") }
         func preferredLanguagesDidChange(_ languages: [String]) async { log("languages \(languages.joined(separator: ","))") }
@@ -206,7 +205,7 @@ struct DeviceRuntimeTests {
         var content: [String: JSONValue] = ["body": .string("x"), "sound": .string("default")]
         try await f.center.add(LocalRequest(id: "quiet", content: .object(content), trigger: nil))
         await f.settle()
-        f.app.behaviour.withLockedValue { $0.foreground = [.banner, .sound] }
+        f.app.behaviour.withLock { $0.foreground = [.banner, .sound] }
         content["body"] = .string("y")
         try await f.center.add(LocalRequest(id: "loud", content: .object(content), trigger: nil))
         await f.settle()
@@ -418,9 +417,9 @@ struct DeviceRuntimeTests {
 
     /// Acks a test hands to the runtime, by apns-id.
     final class Acks: Sendable {
-        let ids = NIOLockedValueBox<[String]>([])
-        func ack(_ push: DeviceNotification) -> @Sendable () -> Void { { [ids] in ids.withLockedValue { $0.append(push.apnsID.description) } } }
-        var all: [String] { ids.withLockedValue { $0 } }
+        let ids = Locked<[String]>([])
+        func ack(_ push: DeviceNotification) -> @Sendable () -> Void { { [ids] in ids.withLock { $0.append(push.apnsID.description) } } }
+        var all: [String] { ids.withLock { $0 } }
     }
 
     @Test("a push is acked only once its outcome is saved; a repeat is acked and dropped, also after a restart; one held by its service extension is acked when shown")
@@ -517,22 +516,22 @@ struct DeviceRuntimeTests {
         #expect(f.app.log.filter { $0 == "silent" }.isEmpty, "the three uses of the last hour still count")
         await f.advance(to: "2026-03-07T13:00:01Z")
         await f.settle()
-        #expect(f.app.silentPayloads.withLockedValue { $0 }.map { $0["n"]?.integer(Int.self) } == [5])
+        #expect(f.app.silentPayloads.withLock { $0 }.map { $0["n"]?.integer(Int.self) } == [5])
         // Handed over once: it is not held any more.
         await f.advance(to: "2026-03-07T15:00:00Z")
-        #expect(f.app.silentPayloads.withLockedValue { $0 }.count == 1)
+        #expect(f.app.silentPayloads.withLock { $0 }.count == 1)
     }
 
     @Test("47. the service extension: a rewrite in time is shown; no handler in 30 s ⇒ timeWillExpire and the original")
     func serviceExtension() async throws {
         final class Ext: NotificationServiceExtension {
             let rewrite: Bool
-            let expired = NIOLockedValueBox(0)
+            let expired = Locked(0)
             init(rewrite: Bool) { self.rewrite = rewrite }
             func didReceive(_ payload: JSONValue, contentHandler: CallbackHandler<JSONValue>) async {
                 if rewrite { contentHandler(DeviceRuntimeTests.payload(#"{"aps":{"alert":"decrypted"}}"#)) }
             }
-            func timeWillExpire() async { expired.withLockedValue { $0 += 1 } }
+            func timeWillExpire() async { expired.withLock { $0 += 1 } }
         }
         let f = try await Fixture()
         let ext = Ext(rewrite: true)
@@ -546,7 +545,7 @@ struct DeviceRuntimeTests {
         await f.settle()
         #expect(f.journal.delivered.count == 1)
         await f.runtime.advance(f.clock, to: f.clock.nowMilliseconds() + 30_000)
-        #expect(f.journal.delivered.last?.content.body == "original" && slow.expired.withLockedValue { $0 } == 1)
+        #expect(f.journal.delivered.last?.content.body == "original" && slow.expired.withLock { $0 } == 1)
         await f.runtime.receive(Self.push(#"{"aps":{"badge":1,"mutable-content":1}}"#, id: 3))  // 48: badge-only: no extension
         #expect(f.journal.delivered.count == 3)
     }
@@ -556,7 +555,7 @@ struct DeviceRuntimeTests {
         let f = try await Fixture()
         try await f.center.add(LocalRequest(id: "a", content: .object(["body": .string("x"), "sound": .string("chime.caf")]), trigger: nil))
         #expect(f.journal.delivered.last?.playedSound == "default")
-        let reasons = f.journal.events.withLockedValue { $0.compactMap { if case .soundReplaced(_, let name, let reason) = $0 { "\(name): \(reason)" } else { nil } } }
+        let reasons = f.journal.events.withLock { $0.compactMap { if case .soundReplaced(_, let name, let reason) = $0 { "\(name): \(reason)" } else { nil } } }
         #expect(reasons.count == 1 && reasons[0].hasPrefix("chime.caf: no sound named"))
     }
 

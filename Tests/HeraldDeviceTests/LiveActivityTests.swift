@@ -1,6 +1,5 @@
 import Foundation
 import HeraldCore
-import NIOConcurrencyHelpers
 import Testing
 
 @testable import HeraldDevice
@@ -16,26 +15,26 @@ struct LiveActivityTests {
     static let channel = "AAECAwQFBgcICQoLDA0ODw=="
 
     final class Journal: Sendable {
-        let events = NIOLockedValueBox<[LiveActivityEvent]>([])
+        let events = Locked<[LiveActivityEvent]>([])
         var observer: @Sendable (RuntimeEvent) -> Void {
-            { [events] e in if case .liveActivity(_, let event) = e { events.withLockedValue { $0.append(event) } } }
+            { [events] e in if case .liveActivity(_, let event) = e { events.withLock { $0.append(event) } } }
         }
-        var all: [LiveActivityEvent] { events.withLockedValue { $0 } }
+        var all: [LiveActivityEvent] { events.withLock { $0 } }
         var ignored: [String] { all.compactMap { if case .ignored(_, let reason) = $0 { reason } else { nil } } }
         var updates: [(LiveActivity, Bool)] { all.compactMap { if case .updated(let a, _, _, let t) = $0 { (a, t) } else { nil } } }
     }
 
     /// What the runtime asked the connection for.
     final class Requests: Sendable {
-        let list = NIOLockedValueBox<[(DeviceConnection.Want, Bool)]>([])
-        var requester: @Sendable (DeviceConnection.Want, Bool) -> Void { { [list] w, k in list.withLockedValue { $0.append((w, k)) } } }
-        var all: [(DeviceConnection.Want, Bool)] { list.withLockedValue { $0 } }
+        let list = Locked<[(DeviceConnection.Want, Bool)]>([])
+        var requester: @Sendable (DeviceConnection.Want, Bool) -> Void { { [list] w, k in list.withLock { $0.append((w, k)) } } }
+        var all: [(DeviceConnection.Want, Bool)] { list.withLock { $0 } }
     }
 
-    static let pushNumber = NIOLockedValueBox<UInt8>(0)
+    static let pushNumber = Locked<UInt8>(0)
 
     static func push(_ aps: String, token: DeviceToken, priority: Priority = .immediate) -> DeviceNotification {
-        let n = pushNumber.withLockedValue { $0 &+= 1; return $0 }
+        let n = pushNumber.withLock { $0 &+= 1; return $0 }
         return DeviceNotification(
             apnsID: APNsID(UUID(uuid: (n, 0, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, n))), topic: app, pushType: .liveactivity,
             priority: priority, collapseID: nil, expiration: nil,

@@ -1,6 +1,5 @@
 import Foundation
 import HeraldCore
-import NIOConcurrencyHelpers
 import Testing
 
 @testable import HeraldDevice
@@ -30,10 +29,10 @@ struct ShownOnceTests {
     func showOne(in directory: String, _ journal: Journal) async throws -> Int {
         let runtime = try await runtime(directory, journal)
         try await runtime.center(for: "com.example.app")!.requestAuthorization([.alert])
-        let acks = NIOLockedValueBox(0)
-        await runtime.receive(DeviceRuntimeTests.push(#"{"aps":{"alert":"one"}}"#)) { acks.withLockedValue { $0 += 1 } }
+        let acks = Locked(0)
+        await runtime.receive(DeviceRuntimeTests.push(#"{"aps":{"alert":"one"}}"#)) { acks.withLock { $0 += 1 } }
         await runtime.settle()
-        return acks.withLockedValue { $0 }
+        return acks.withLock { $0 }
     }
 
     var journalFile: String { "apps/com.example.app.json.announced" }

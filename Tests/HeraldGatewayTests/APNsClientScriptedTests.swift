@@ -1,7 +1,6 @@
 import Foundation
 import HeraldClient
 import HeraldCore
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
@@ -20,10 +19,10 @@ final class ScriptedAPNsServer: Sendable {
     let script: @Sendable (_ token: String, _ attempt: Int) -> Answer
     /// After this many requests on one connection the server sends GOAWAY (nil: never).
     let goAwayAfter: Int?
-    let attempts = NIOLockedValueBox<[String: Int]>([:])
-    let apnsIDs = NIOLockedValueBox<[String: Set<String>]>([:])
-    let connections = NIOLockedValueBox(0)
-    private let channel = NIOLockedValueBox<Channel?>(nil)
+    let attempts = Locked<[String: Int]>([:])
+    let apnsIDs = Locked<[String: Set<String>]>([:])
+    let connections = Locked(0)
+    private let channel = Locked<Channel?>(nil)
 
     init(goAwayAfter: Int? = nil, script: @escaping @Sendable (String, Int) -> Answer) {
         self.script = script
@@ -35,27 +34,27 @@ final class ScriptedAPNsServer: Sendable {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                server.connections.withLockedValue { $0 += 1 }
-                let served = NIOLockedValueBox(0)
+                server.connections.withLock { $0 += 1 }
+                let served = Locked(0)
                 return channel.configureHTTP2Pipeline(mode: .server) { stream in
                     stream.pipeline.addHandler(StreamHandler(server: server, served: served))
                 }.map { _ in }
             }
             .bind(host: "127.0.0.1", port: 0).get()
-        self.channel.withLockedValue { $0 = channel }
+        self.channel.withLock { $0 = channel }
         return channel.localAddress!.port!
     }
 
-    func stop() async { try? await channel.withLockedValue({ $0 })?.close() }
+    func stop() async { try? await channel.withLock({ $0 })?.close() }
 
     final class StreamHandler: ChannelInboundHandler, @unchecked Sendable {
         typealias InboundIn = HTTP2Frame.FramePayload
         typealias OutboundOut = HTTP2Frame.FramePayload
         let server: ScriptedAPNsServer
-        let served: NIOLockedValueBox<Int>
+        let served: Locked<Int>
         var path = ""
         var apnsID: String?
-        init(server: ScriptedAPNsServer, served: NIOLockedValueBox<Int>) { (self.server, self.served) = (server, served) }
+        init(server: ScriptedAPNsServer, served: Locked<Int>) { (self.server, self.served) = (server, served) }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             switch unwrapInboundIn(data) {
@@ -72,8 +71,8 @@ final class ScriptedAPNsServer: Sendable {
 
         func answer(_ context: ChannelHandlerContext) {
             let token = String(path.split(separator: "/").last ?? "")
-            let attempt = server.attempts.withLockedValue { $0[token, default: 0] += 1; return $0[token]! }
-            if let apnsID { server.apnsIDs.withLockedValue { _ = $0[token, default: []].insert(apnsID) } }
+            let attempt = server.attempts.withLock { $0[token, default: 0] += 1; return $0[token]! }
+            if let apnsID { server.apnsIDs.withLock { _ = $0[token, default: []].insert(apnsID) } }
             let answer = server.script(token, attempt)
             var headers = HPACKHeaders([(":status", String(answer.status))])
             if let apnsID { headers.add(name: "apns-id", value: apnsID) }
@@ -85,7 +84,7 @@ final class ScriptedAPNsServer: Sendable {
             } else {
                 context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: headers, endStream: true))), promise: nil)
             }
-            let count = served.withLockedValue { $0 += 1; return $0 }
+            let count = served.withLock { $0 += 1; return $0 }
             if let limit = server.goAwayAfter, count == limit, let parent = context.channel.parent {
                 // No new streams on this connection: the client must open another.
                 parent.writeAndFlush(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .noError, opaqueData: nil)), promise: nil)
@@ -96,9 +95,9 @@ final class ScriptedAPNsServer: Sendable {
 
 @Suite("APNs client against a scripted server")
 struct APNsClientScriptedTests {
-    static func client(port: Int, connections: Int = 1, sleeps: NIOLockedValueBox<[Duration]>) -> APNsClient {
+    static func client(port: Int, connections: Int = 1, sleeps: Locked<[Duration]>) -> APNsClient {
         APNsClient(configuration: .init(host: "127.0.0.1", port: port, tls: nil, connections: connections), signer: nil,
-                   sleep: { d in sleeps.withLockedValue { $0.append(d) } })
+                   sleep: { d in sleeps.withLock { $0.append(d) } })
     }
 
     @Test("every reason of reference §2 decodes with its status, an unknown one keeps its text; retried exactly when the policy says, with one apns-id")
@@ -110,7 +109,7 @@ struct APNsClientScriptedTests {
             return .init(status: status, reason: reason, timestamp: status == 410 ? 1_795_262_400_123 : nil)
         }
         let port = try await server.start()
-        let sleeps = NIOLockedValueBox<[Duration]>([])
+        let sleeps = Locked<[Duration]>([])
         let client = Self.client(port: port, sleeps: sleeps)
         for (token, (reason, status)) in byToken.sorted(by: { $0.key < $1.key }) {
             let result = try await client.send(APNsNotification(token: token, topic: "com.example.app", payload: Array(#"{"aps":{}}"#.utf8)))
@@ -121,10 +120,10 @@ struct APNsClientScriptedTests {
             let retried = status == 429 || status >= 500
             // ExpiredProviderToken without a signer: nothing to renew, so not sent again.
             #expect(result.attempts == (retried ? 5 : 1), "\(reason): \(result.attempts) attempts")
-            let ids = server.apnsIDs.withLockedValue { $0[token]?.count }
+            let ids = server.apnsIDs.withLock { $0[token]?.count }
             #expect(ids == 1, "\(reason): one apns-id over every attempt")
         }
-        let waits = sleeps.withLockedValue { $0.count }
+        let waits = sleeps.withLock { $0.count }
         #expect(waits == 4 * byToken.values.filter { $0.1 == 429 || $0.1 >= 500 }.count)
         await client.close()
         await server.stop()
@@ -134,16 +133,16 @@ struct APNsClientScriptedTests {
     func goAway() async throws {
         let server = ScriptedAPNsServer(goAwayAfter: 25) { _, _ in .init(status: 200) }
         let port = try await server.start()
-        let sleeps = NIOLockedValueBox<[Duration]>([])
+        let sleeps = Locked<[Duration]>([])
         let client = Self.client(port: port, sleeps: sleeps)
         var results: [APNsResult] = []
         for i in 0..<100 {
             results.append(try await client.send(APNsNotification(token: String(format: "%04x", i), topic: "com.example.app", payload: Array(#"{"aps":{}}"#.utf8))))
         }
         #expect(results.allSatisfy { $0.isAccepted })
-        let attempts = server.attempts.withLockedValue { $0 }
+        let attempts = server.attempts.withLock { $0 }
         #expect(attempts.count == 100 && attempts.values.allSatisfy { $0 == 1 })
-        let connections = server.connections.withLockedValue { $0 }
+        let connections = server.connections.withLock { $0 }
         #expect(connections == 4 && client.connectionsOpened == 4)
         await client.close()
         await server.stop()

@@ -3,7 +3,6 @@ import HeraldClient
 import HeraldCore
 import HeraldDevice
 import HeraldTesting
-import NIOConcurrencyHelpers
 import Testing
 
 /// The APNs client against the in-process gateway over TLS (the client does not know it is
@@ -11,13 +10,13 @@ import Testing
 @Suite("APNs client")
 struct APNsClientTests {
     static func client(_ gateway: TestGateway, signer: ProviderTokenSigner, clock: WallClock? = nil,
-                       connections: Int = 2, maximumInFlight: Int = 1_000, sleeps: NIOLockedValueBox<[Duration]>? = nil) -> APNsClient {
+                       connections: Int = 2, maximumInFlight: Int = 1_000, sleeps: Locked<[Duration]>? = nil) -> APNsClient {
         APNsClient(
             configuration: .init(host: "localhost", port: gateway.ports.providerPort,
                                  tls: ClientTLS(trustRootsPath: gateway.certificates.caCertificatePath),
                                  connections: connections, maximumInFlight: maximumInFlight),
             signer: signer, clock: clock ?? gateway.clock,
-            sleep: { duration in sleeps?.withLockedValue { $0.append(duration) } })
+            sleep: { duration in sleeps?.withLock { $0.append(duration) } })
     }
 
     static func alert(_ token: DeviceToken, _ text: String = "hi") -> APNsNotification {
@@ -48,19 +47,19 @@ struct APNsClientTests {
         let gateway = try await TestGateway.start(configure: { $0.tokenRateLimit = .init(burst: 5, perSecond: 0.1) })
         let signer = try await gateway.makeKey(team: "TEAM000001", topics: ["com.example.app"])
         let token = try await gateway.makeToken()
-        let sleeps = NIOLockedValueBox<[Duration]>([])
+        let sleeps = Locked<[Duration]>([])
         let client = APNsClient(
             configuration: .init(host: "localhost", port: gateway.ports.providerPort, tls: ClientTLS(trustRootsPath: gateway.certificates.caCertificatePath)),
             signer: signer, clock: gateway.clock,
             sleep: { duration in
-                sleeps.withLockedValue { $0.append(duration) }
+                sleeps.withLock { $0.append(duration) }
                 gateway.clock.advance(milliseconds: Int64(duration.components.seconds * 1000) + 60_000)
             })
         var results: [APNsResult] = []
         for i in 0..<12 { results.append(try await client.send(Self.alert(token, "n\(i)"))) }
         #expect(results.allSatisfy { $0.isAccepted })
         #expect(results.contains { $0.attempts > 1 }, "the per-token limit was reached and retried through")
-        #expect(!sleeps.withLockedValue { $0 }.isEmpty)
+        #expect(!sleeps.withLock { $0 }.isEmpty)
         await client.close()
         try await gateway.stop()
     }
@@ -69,7 +68,7 @@ struct APNsClientTests {
     func rejections() async throws {
         let gateway = try await TestGateway.start()
         let signer = try await gateway.makeKey(team: "TEAM000001", topics: ["com.example.app"])
-        let sleeps = NIOLockedValueBox<[Duration]>([])
+        let sleeps = Locked<[Duration]>([])
         let client = Self.client(gateway, signer: signer, sleeps: sleeps)
         let bad = try await client.send(APNsNotification(token: "00ff", topic: "com.example.app", payload: Array(#"{"aps":{}}"#.utf8)))
         #expect(bad.status == 400 && bad.reason == .badDeviceToken && bad.attempts == 1)
@@ -83,7 +82,7 @@ struct APNsClientTests {
             tls: try DeviceTLS.makeContext(trustRootsPath: gateway.certificates.caCertificatePath))
         let gone = try await client.send(Self.alert(token))
         #expect(gone.status == 410 && gone.reason == .unregistered && gone.timestamp == at && gone.attempts == 1)
-        #expect(sleeps.withLockedValue { $0 }.isEmpty)
+        #expect(sleeps.withLock { $0 }.isEmpty)
         await client.close()
         try await gateway.stop()
     }
@@ -115,13 +114,13 @@ struct APNsClientTests {
 
     @Test("a server that cannot be reached: retried with exponential backoff and jitter, then a result with the transport error")
     func transportRetries() async throws {
-        let sleeps = NIOLockedValueBox<[Duration]>([])
+        let sleeps = Locked<[Duration]>([])
         let client = APNsClient(
             configuration: .init(host: "127.0.0.1", port: 1, tls: nil, retry: APNsRetryPolicy(maximumAttempts: 4, initialDelay: .seconds(1), maximumDelay: .seconds(3))),
-            signer: nil, sleep: { duration in sleeps.withLockedValue { $0.append(duration) } })
+            signer: nil, sleep: { duration in sleeps.withLock { $0.append(duration) } })
         let result = try await client.send(APNsNotification(token: "aa", topic: "t", payload: Array("{}".utf8)))
         #expect(result.status == 0 && result.attempts == 4 && result.transportError != nil && result.apnsID != nil)
-        let waits = sleeps.withLockedValue { $0 }
+        let waits = sleeps.withLock { $0 }
         #expect(waits.count == 3)
         // Equal jitter: between half and all of 1 s, 2 s, then 3 s (capped).
         for (wait, step) in zip(waits, [Duration.seconds(1), .seconds(2), .seconds(3)]) { #expect(wait >= step / 2 && wait <= step) }

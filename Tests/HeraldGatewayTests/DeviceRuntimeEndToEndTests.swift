@@ -2,7 +2,6 @@ import Foundation
 import HeraldCore
 import HeraldDevice
 import HeraldTesting
-import NIOConcurrencyHelpers
 import Testing
 
 /// The device runtime joined to a real device connection: pushes from a provider, through the
@@ -13,29 +12,29 @@ struct DeviceRuntimeEndToEndTests {
     /// What the app's provider was told: (token, language) pairs, as `sendProviderDeviceToken` /
     /// `sendProviderCurrentLanguage` would post them.
     final class ProviderRecorder: Sendable {
-        let posts = NIOLockedValueBox<[(token: String, language: String)]>([])
+        let posts = Locked<[(token: String, language: String)]>([])
     }
 
     /// An app that sends its token and language to its provider at each token and language change.
     final class ProviderSyncingApp: AppNotificationDelegate {
         let recorder: ProviderRecorder
         let runtime: DeviceRuntime
-        let lastToken = NIOLockedValueBox<DeviceToken?>(nil)
+        let lastToken = Locked<DeviceToken?>(nil)
         init(_ recorder: ProviderRecorder, _ runtime: DeviceRuntime) { (self.recorder, self.runtime) = (recorder, runtime) }
         func didRegisterForRemoteNotifications(token: DeviceToken) async {
-            lastToken.withLockedValue { $0 = token }
+            lastToken.withLock { $0 = token }
             let language = await runtime.preferredLanguages.first ?? "en"
-            recorder.posts.withLockedValue { $0.append((token.description, language)) }
+            recorder.posts.withLock { $0.append((token.description, language)) }
         }
         func preferredLanguagesDidChange(_ languages: [String]) async {
-            guard let token = lastToken.withLockedValue({ $0 }) else { return }
-            recorder.posts.withLockedValue { $0.append((token.description, languages.first ?? "en")) }
+            guard let token = lastToken.withLock({ $0 }) else { return }
+            recorder.posts.withLock { $0.append((token.description, languages.first ?? "en")) }
         }
     }
 
     final class Delivered: Sendable {
-        let items = NIOLockedValueBox<[DeliveredNotification]>([])
-        var observer: @Sendable (RuntimeEvent) -> Void { { [items] e in if case .delivered(_, let n) = e { items.withLockedValue { $0.append(n) } } } }
+        let items = Locked<[DeliveredNotification]>([])
+        var observer: @Sendable (RuntimeEvent) -> Void { { [items] e in if case .delivered(_, let n) = e { items.withLock { $0.append(n) } } } }
     }
 
     static func eventually(_ what: String, _ condition: () async -> Bool) async throws {
@@ -89,15 +88,15 @@ struct DeviceRuntimeEndToEndTests {
         let recorder = ProviderRecorder()
         let oldPhone = try TemporaryDirectory.make(prefix: "phone-old")
         let phone = try await Phone.start(gateway, storage: oldPhone, recorder: recorder, languages: ["fr"])
-        try await Self.eventually("the first token") { recorder.posts.withLockedValue { $0.count } == 1 }
-        let first = recorder.posts.withLockedValue { $0[0] }
+        try await Self.eventually("the first token") { recorder.posts.withLock { $0.count } == 1 }
+        let first = recorder.posts.withLock { $0[0] }
         #expect(first.language == "fr")
 
         // A push through the gateway is presented by the runtime, localized on the device.
         try await provider.push(
             DeviceToken(hex: first.token)!, payload: #"{"aps":{"alert":{"loc-key":"NEW_MESSAGE","loc-args":["Ana"]},"badge":1}}"#)
-        try await Self.eventually("the push") { phone.delivered.items.withLockedValue { $0.count } == 1 }
-        let shown = phone.delivered.items.withLockedValue { $0[0] }
+        try await Self.eventually("the push") { phone.delivered.items.withLock { $0.count } == 1 }
+        let shown = phone.delivered.items.withLock { $0[0] }
         #expect(shown.content.body == "Nouveau message de Ana" && shown.presentation.badge == 1)
         #expect(try await phone.center.badge() == 1)
         await phone.stop()
@@ -106,17 +105,17 @@ struct DeviceRuntimeEndToEndTests {
         let newPhone = try TemporaryDirectory.make(prefix: "phone-new")
         try FileManager.default.copyItem(atPath: oldPhone + "/apps", toPath: newPhone + "/apps")
         let restored = try await Phone.start(gateway, storage: newPhone, recorder: recorder, languages: ["fr"])
-        try await Self.eventually("the new token") { recorder.posts.withLockedValue { $0.count } == 3 }
-        let posts = recorder.posts.withLockedValue { $0 }
+        try await Self.eventually("the new token") { recorder.posts.withLock { $0.count } == 3 }
+        let posts = recorder.posts.withLock { $0 }
         #expect(posts[1].token == first.token)  // registered before: the stored token at once
         #expect(posts[2].token != first.token && posts[2].language == "fr")  // the new device's token, sent on
         await restored.runtime.setPreferredLanguages(["de"])
-        try await Self.eventually("the language") { recorder.posts.withLockedValue { $0.count } == 4 }
-        #expect(recorder.posts.withLockedValue { $0[3] } == (posts[2].token, "de"))
+        try await Self.eventually("the language") { recorder.posts.withLock { $0.count } == 4 }
+        #expect(recorder.posts.withLock { $0[3] } == (posts[2].token, "de"))
 
         try await provider.push(DeviceToken(hex: posts[2].token)!, payload: #"{"aps":{"alert":{"loc-key":"NEW_MESSAGE","loc-args":["Ben"]}}}"#)
-        try await Self.eventually("the push on the new device") { restored.delivered.items.withLockedValue { $0.count } == 1 }
-        #expect(restored.delivered.items.withLockedValue { $0[0].content.body } == "Neue Nachricht von Ben")
+        try await Self.eventually("the push on the new device") { restored.delivered.items.withLock { $0.count } == 1 }
+        #expect(restored.delivered.items.withLock { $0[0].content.body } == "Neue Nachricht von Ben")
 
         await restored.stop()
         await provider.stop()

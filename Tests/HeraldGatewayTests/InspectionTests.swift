@@ -2,7 +2,6 @@ import Foundation
 import HeraldClient
 import HeraldCore
 @testable import HeraldGateway
-import NIOConcurrencyHelpers
 import NIOEmbedded
 import HeraldStore
 import HeraldTesting
@@ -107,25 +106,25 @@ struct InspectionTests {
     @Test("the live feed is bounded per watcher: one that does not keep up holds at most 10,000 events and is told how many it lost; another topic's events are not held for it")
     func feedBoundsASlowWatcher() throws {
         let loop = EmbeddedEventLoop()
-        let written = NIOLockedValueBox<[(count: Int, dropped: Int)]>([])
+        let written = Locked<[(count: Int, dropped: Int)]>([])
         let feed = DeliveryFeed()
         #expect(!feed.isWatched)
         let slow = DeliveryFeed.Subscriber(topic: "com.example.app", eventLoop: loop) { events, dropped in
-            written.withLockedValue { $0.append((events.count, dropped)) }
+            written.withLock { $0.append((events.count, dropped)) }
         }
         feed.subscribe(slow)
         #expect(feed.isWatched)
         // The watcher's event loop does not run while 10,005 events (and 3 of another app) arrive.
         for i in 0..<10_005 { feed.publish { .init(event: .accepted, at: Int64(i), topic: "com.example.app") } }
         for i in 0..<3 { feed.publish { .init(event: .accepted, at: Int64(i), topic: "com.example.other") } }
-        #expect(written.withLockedValue { $0.isEmpty })
+        #expect(written.withLock { $0.isEmpty })
         loop.run()
-        let batches = written.withLockedValue { $0 }
+        let batches = written.withLock { $0 }
         #expect(batches.count == 1 && batches.first?.count == DeliveryFeed.Subscriber.maximumPending && batches.first?.dropped == 5, "\(batches)")
         // Caught up: the next event goes out alone, nothing lost.
         feed.publish { .init(event: .acked, at: 1, topic: "com.example.app") }
         loop.run()
-        #expect(written.withLockedValue { $0.last.map { [$0.count, $0.dropped] } } == [1, 0])
+        #expect(written.withLock { $0.last.map { [$0.count, $0.dropped] } } == [1, 0])
         feed.unsubscribe(slow)
         #expect(!feed.isWatched)
         try loop.syncShutdownGracefully()

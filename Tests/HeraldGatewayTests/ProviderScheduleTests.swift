@@ -5,7 +5,6 @@ import HeraldDevice
 import HeraldProvider
 import HeraldProviderServer
 import HeraldTesting
-import NIOConcurrencyHelpers
 import Testing
 
 /// The provider's schedules: the rules (pure), restarts with missed occurrences (a recording
@@ -68,29 +67,29 @@ struct ProviderScheduleTests {
     /// A sender that answers 200 and remembers what it was asked to send and when.
     final class RecordingSender: PushSending {
         let clock: SimulatedAlarmClock
-        let sent = NIOLockedValueBox<[(token: String, at: Int64, payload: String)]>([])
+        let sent = Locked<[(token: String, at: Int64, payload: String)]>([])
         init(clock: SimulatedAlarmClock) { self.clock = clock }
         func send(_ notification: APNsNotification) async throws -> APNsResult {
-            sent.withLockedValue { $0.append((notification.token, clock.nowMilliseconds(), String(decoding: notification.payload, as: UTF8.self))) }
+            sent.withLock { $0.append((notification.token, clock.nowMilliseconds(), String(decoding: notification.payload, as: UTF8.self))) }
             return APNsResult(apnsID: notification.apnsID, status: 200, reason: nil, timestamp: nil, attempts: 1, transportError: nil)
         }
-        var tokens: [String] { sent.withLockedValue { $0.map(\.token) } }
+        var tokens: [String] { sent.withLock { $0.map(\.token) } }
     }
 
     /// A sender whose pushes never get an answer until it is released: a service stopped while
     /// sending leaves its database as this one's does.
     final class StalledSender: PushSending {
-        let calls = NIOLockedValueBox(0)
-        private let waiting = NIOLockedValueBox<[CheckedContinuation<Void, Error>]>([])
+        let calls = Locked(0)
+        private let waiting = Locked<[CheckedContinuation<Void, Error>]>([])
         func send(_ notification: APNsNotification) async throws -> APNsResult {
             try await withCheckedThrowingContinuation { continuation in
-                waiting.withLockedValue { $0.append(continuation) }
-                calls.withLockedValue { $0 += 1 }
+                waiting.withLock { $0.append(continuation) }
+                calls.withLock { $0 += 1 }
             }
             return APNsResult(apnsID: notification.apnsID, status: 200)
         }
         /// Fails every waiting push (the stopped service never records them).
-        func release() { for c in waiting.withLockedValue({ w in defer { w = [] }; return w }) { c.resume(throwing: CancellationError()) } }
+        func release() { for c in waiting.withLock({ w in defer { w = [] }; return w }) { c.resume(throwing: CancellationError()) } }
     }
 
     @Test("a restart never sends a scheduled occurrence or an idempotent send twice: what a stopped service left started is marked interrupted, a retry under its key is refused (409), the same key with another request 422")
@@ -107,7 +106,7 @@ struct ProviderScheduleTests {
         clock.advance(to: Self.at("2027-03-12T13:00:00Z"))
         let keyed = SendRequest(target: .user("ana"), message: .alert(title: nil, subtitle: nil, body: "once"), idempotencyKey: "k-1")
         let pending = Task { try await first.send(keyed) }
-        try await DeviceRuntimeEndToEndTests.eventually("the run and the send under way") { stalled.calls.withLockedValue { $0 } == 2 }
+        try await DeviceRuntimeEndToEndTests.eventually("the run and the send under way") { stalled.calls.withLock { $0 } == 2 }
 
         // The service "stops" here; another starts on the same database 10 minutes later, inside
         // the missed-send window.
@@ -210,7 +209,7 @@ struct ProviderScheduleTests {
             try await ProviderServiceTests.Phone.start(gateway, provider: base, language: "en-US", zone: "America/New_York", user: "nia"),
             try await ProviderServiceTests.Phone.start(gateway, provider: base, language: "fr-FR", zone: "Europe/London", user: "lea"),
         ]
-        try await DeviceRuntimeEndToEndTests.eventually("three registrations") { phones.allSatisfy { $0.app.registered.withLockedValue { $0 } == 1 } }
+        try await DeviceRuntimeEndToEndTests.eventually("three registrations") { phones.allSatisfy { $0.app.registered.withLock { $0 } == 1 } }
         let template = #"{"translations":{"en":{"body":"Good morning, %@"},"ja":{"body":"おはよう、%@"},"fr":{"body":"Bonjour, %@"}}}"#
         #expect(try await ProviderServiceTests.http("PUT", base + "/v1/templates/morning", template).status == 200)
 

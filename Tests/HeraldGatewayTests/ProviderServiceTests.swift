@@ -10,7 +10,6 @@ import HeraldProvider
 import HeraldProviderServer
 import HeraldStore
 import HeraldTesting
-import NIOConcurrencyHelpers
 import Testing
 
 /// The provider service end to end: its REST API over HTTP, an APNs client, the in-process
@@ -66,22 +65,22 @@ struct ProviderServiceTests {
         let provider: String
         let runtime: DeviceRuntime
         let user: String
-        let registered = NIOLockedValueBox(0)
+        let registered = Locked(0)
         init(provider: String, runtime: DeviceRuntime, user: String) { (self.provider, self.runtime, self.user) = (provider, runtime, user) }
         func didRegisterForRemoteNotifications(token: DeviceToken) async {
             let language = await runtime.preferredLanguages.first ?? "en"
             let zone = await runtime.timeZone.identifier
             let body = #"{"token":"\#(token.hex)","topic":"com.example.app","language":"\#(language)","timeZone":"\#(zone)","userId":"\#(user)","tags":["beta"]}"#
             if (try? await ProviderServiceTests.http("POST", provider + "/v1/registrations", body))?.status == 200 {
-                registered.withLockedValue { $0 += 1 }
+                registered.withLock { $0 += 1 }
             }
         }
     }
 
     final class Shown: Sendable {
-        let items = NIOLockedValueBox<[DeliveredNotification]>([])
-        var observer: @Sendable (RuntimeEvent) -> Void { { [items] e in if case .delivered(_, let n) = e { items.withLockedValue { $0.append(n) } } } }
-        var bodies: [String] { items.withLockedValue { $0.compactMap(\.content.body) } }
+        let items = Locked<[DeliveredNotification]>([])
+        var observer: @Sendable (RuntimeEvent) -> Void { { [items] e in if case .delivered(_, let n) = e { items.withLock { $0.append(n) } } } }
+        var bodies: [String] { items.withLock { $0.compactMap(\.content.body) } }
     }
 
     struct Phone {
@@ -120,7 +119,7 @@ struct ProviderServiceTests {
         let paris = try await Phone.start(gateway, provider: base, language: "fr-CA", zone: "America/Montreal", user: "ana")
         let madrid = try await Phone.start(gateway, provider: base, language: "es", zone: "Europe/Madrid", user: "ana")
         try await DeviceRuntimeEndToEndTests.eventually("both registrations") {
-            paris.app.registered.withLockedValue { $0 } == 1 && madrid.app.registered.withLockedValue { $0 } == 1
+            paris.app.registered.withLock { $0 } == 1 && madrid.app.registered.withLock { $0 } == 1
         }
         let template = #"{"translations":{"en":{"title":"Hello","body":"%1$@ sent you %2$@"},"fr":{"title":"Bonjour","body":"%1$@ vous a envoyé %2$@"}}}"#
         #expect(try await Self.http("PUT", base + "/v1/templates/gift", template).status == 200)
@@ -209,15 +208,15 @@ struct ProviderServiceTests {
     func retryOn503WithoutDuplicates() async throws {
         let gateway = try await TestGateway.start { $0.faultInjection = true }
         let signer = try await gateway.makeKey(team: "TEAM000001", topics: ["com.example.app"])
-        let waits = NIOLockedValueBox<[Duration]>([])
+        let waits = Locked<[Duration]>([])
         let client = APNsClient(
             configuration: .init(host: "localhost", port: gateway.ports.providerPort, tls: ClientTLS(trustRootsPath: gateway.certificates.caCertificatePath)),
-            signer: signer, clock: gateway.clock, sleep: { duration in waits.withLockedValue { $0.append(duration) } })
+            signer: signer, clock: gateway.clock, sleep: { duration in waits.withLock { $0.append(duration) } })
         let service = ProviderService(database: try ProviderDatabase(directory: nil), sender: client, clock: gateway.clock)
         let server = try await ProviderHTTPServer.start(service: service, port: 0, apiToken: Self.apiToken)
         let base = "http://127.0.0.1:\(server.port)"
         let phone = try await Phone.start(gateway, provider: base, language: "en", zone: "Europe/Dublin", user: "ray")
-        try await DeviceRuntimeEndToEndTests.eventually("registration") { phone.app.registered.withLockedValue { $0 } == 1 }
+        try await DeviceRuntimeEndToEndTests.eventually("registration") { phone.app.registered.withLock { $0 } == 1 }
 
         let admin = "http://127.0.0.1:\(gateway.ports.adminPort!)"
         let injected = try await Self.http("POST", admin + "/faults", #"{"reason":"ServiceUnavailable","count":2,"topic":"com.example.app"}"#)
@@ -228,7 +227,7 @@ struct ProviderServiceTests {
         #expect(sent.json?["counts"] == .object(["accepted": .int(1)]))
         guard case .array(let deliveries)? = sent.json?["deliveries"], let delivery = deliveries.first else { Issue.record("no delivery"); return }
         #expect(delivery["attempts"] == .int(3))
-        #expect(waits.withLockedValue { $0.count } == 2)  // two backoffs, one per 503
+        #expect(waits.withLock { $0.count } == 2)  // two backoffs, one per 503
         try await DeviceRuntimeEndToEndTests.eventually("the push") { phone.shown.bodies == ["third time lucky"] }
         // The gateway took it once: one receipt for the apns-id all three attempts carried, and nothing more arrives.
         let apnsID = try #require(delivery["apnsId"]?.stringValue)

@@ -1,6 +1,5 @@
 import Foundation
 import HeraldCore
-import NIOConcurrencyHelpers
 import NIOCore
 
 /// One connection to the agent socket. Messages are handled in order; answers carry the
@@ -10,7 +9,7 @@ import NIOCore
 final class AgentSession: Sendable {
     let runtime: DeviceRuntime
     let channel: Channel
-    private let bound = NIOLockedValueBox<(app: String?, delegate: AgentAppDelegate?)>((nil, nil))
+    private let bound = Locked<(app: String?, delegate: AgentAppDelegate?)>((nil, nil))
 
     init(runtime: DeviceRuntime, channel: Channel) {
         self.runtime = runtime
@@ -41,7 +40,7 @@ final class AgentSession: Sendable {
         try? await channel.writeAndFlush(channel.allocator.buffer(capacity: 0)).get()
         try? await channel.close()
         // The app's process went away: its callbacks have nobody to answer them.
-        let (app, delegate) = bound.withLockedValue { $0 }
+        let (app, delegate) = bound.withLock { $0 }
         if let app {
             delegate?.disconnected()
             if let center = await runtime.center(for: app) { try? await center.setDelegate(nil) }
@@ -58,7 +57,7 @@ final class AgentSession: Sendable {
     }
 
     private func app() throws -> (String, AgentAppDelegate) {
-        let (app, delegate) = bound.withLockedValue { $0 }
+        let (app, delegate) = bound.withLock { $0 }
         guard let app, let delegate else { throw RuntimeError("say hello first: {\"op\":\"hello\",\"app\":\"<bundle id>\"}") }
         return (app, delegate)
     }
@@ -79,9 +78,9 @@ final class AgentSession: Sendable {
             guard let center = await runtime.center(for: app) else {
                 throw RuntimeError("\(app) is not installed on this device: start herald device run with --app \(app)")
             }
-            if bound.withLockedValue({ $0.app }) != nil { throw RuntimeError("this connection is already an app") }
+            if bound.withLock({ $0.app }) != nil { throw RuntimeError("this connection is already an app") }
             let delegate = AgentAppDelegate(session: self, zone: await runtime.timeZone)
-            bound.withLockedValue { $0 = (app, delegate) }
+            bound.withLock { $0 = (app, delegate) }
             try await center.setDelegate(delegate)
             if case .bool(true)? = m["serviceExtension"] { try await center.setServiceExtension(delegate) }
             let state = m["state"]?.stringValue ?? "foreground"
@@ -209,7 +208,7 @@ final class AgentSession: Sendable {
         guard case .string(let action)? = m["action"] else {
             throw RuntimeError("user needs \"action\": tap, action, dismiss, launch, leave, forceQuit, setting, status, lock, unlock")
         }
-        let app = m["app"]?.stringValue ?? bound.withLockedValue { $0.app } ?? ""
+        let app = m["app"]?.stringValue ?? bound.withLock { $0.app } ?? ""
         func notification() throws -> String {
             guard let id = m["notification"]?.stringValue else { throw RuntimeError("user \(action) needs \"notification\": its id") }
             return id
@@ -274,7 +273,7 @@ final class AgentAppDelegate: AppNotificationDelegate, NotificationServiceExtens
     }
     private let session: AgentSession
     private let zone: TimeZone
-    private let waiting = NIOLockedValueBox<(next: Int, handlers: [Int: Waiting])>((1, [:]))
+    private let waiting = Locked<(next: Int, handlers: [Int: Waiting])>((1, [:]))
 
     init(session: AgentSession, zone: TimeZone) {
         self.session = session
@@ -285,7 +284,7 @@ final class AgentAppDelegate: AppNotificationDelegate, NotificationServiceExtens
         var object = fields
         object["event"] = .string(event)
         if let handler {
-            let number = waiting.withLockedValue { w -> Int in
+            let number = waiting.withLock { w -> Int in
                 defer { w.next += 1 }
                 w.handlers[w.next] = handler
                 return w.next
@@ -298,7 +297,7 @@ final class AgentAppDelegate: AppNotificationDelegate, NotificationServiceExtens
     private func json(_ n: DeliveredNotification) -> JSONValue { RuntimeJSON.json(n, in: zone) }
 
     func complete(_ number: Int, _ m: [String: JSONValue]) throws {
-        guard let handler = waiting.withLockedValue({ $0.handlers.removeValue(forKey: number) }) else {
+        guard let handler = waiting.withLock({ $0.handlers.removeValue(forKey: number) }) else {
             throw RuntimeError("no callback \(number) is waiting (answered already, or its time ran out)")
         }
         switch handler {
@@ -318,7 +317,7 @@ final class AgentAppDelegate: AppNotificationDelegate, NotificationServiceExtens
     }
 
     /// The app went away: nothing will answer; the runtime's time limits take over.
-    func disconnected() { waiting.withLockedValue { $0.handlers.removeAll() } }
+    func disconnected() { waiting.withLock { $0.handlers.removeAll() } }
 
     func willPresent(_ n: DeliveredNotification, completion: CallbackHandler<DeliveryByAppState.ForegroundOptions>) async {
         call("willPresent", ["notification": json(n)], waiting: .presentation(completion))

@@ -1,6 +1,5 @@
 import Foundation
 import HeraldCore
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
@@ -81,7 +80,7 @@ struct AgentLineTooLong: Error, CustomStringConvertible {
 final class LineBackpressure: Sendable {
     static let high = 64, low = 16
     private let channel: Channel
-    private let state = NIOLockedValueBox((waiting: 0, queueFull: false, unwritable: false, reading: true))
+    private let state = Locked((waiting: 0, queueFull: false, unwritable: false, reading: true))
 
     init(channel: Channel) { self.channel = channel }
 
@@ -107,7 +106,7 @@ final class LineBackpressure: Sendable {
     }
 
     private func update(_ change: (inout (waiting: Int, queueFull: Bool, unwritable: Bool, reading: Bool)) -> Void) {
-        let read = state.withLockedValue { state -> Bool? in
+        let read = state.withLock { state -> Bool? in
             change(&state)
             let shouldRead = !state.queueFull && !state.unwritable
             guard shouldRead != state.reading else { return nil }

@@ -1,6 +1,6 @@
+import HeraldCore
 import Foundation
 import Logging
-import NIOConcurrencyHelpers
 
 /// Shows what the notification center presents on a Linux desktop, through the freedesktop
 /// Notifications D-Bus interface (`org.freedesktop.Notifications` on the session bus, spoken by
@@ -47,7 +47,7 @@ public final class DesktopNotifications: Sendable {
     private let bodyMarkup: Bool
     private let respond: @Sendable (UserResponse) async -> Void
     private let logger: Logger
-    private let shown = NIOLockedValueBox((byNumber: [UInt32: Shown](), byNotification: [String: UInt32]()))
+    private let shown = Locked((byNumber: [UInt32: Shown](), byNotification: [String: UInt32]()))
     /// Desktop notifications remembered for responses, at most (the oldest are forgotten).
     static let rememberedLimit = 1_000
     static let service = "org.freedesktop.Notifications"
@@ -64,10 +64,10 @@ public final class DesktopNotifications: Sendable {
     /// Connects to the session bus's notification server (fails with a message that says what is
     /// missing) and listens for its signals.
     public static func connect(respond: @escaping @Sendable (UserResponse) async -> Void, logger: Logger) async throws -> DesktopNotifications {
-        let receiver = NIOLockedValueBox<DesktopNotifications?>(nil)
+        let receiver = Locked<DesktopNotifications?>(nil)
         let bus: SessionBus
         do {
-            bus = try SessionBus(onSignal: { message in receiver.withLockedValue { $0 }?.signal(message) })
+            bus = try SessionBus(onSignal: { message in receiver.withLock { $0 }?.signal(message) })
         } catch {
             throw Unavailable(description: "--desktop needs a D-Bus session bus (run it in a desktop session or under dbus-run-session): \(error)")
         }
@@ -82,7 +82,7 @@ public final class DesktopNotifications: Sendable {
             throw Unavailable(description: "no notification server answers on the session bus (\(service)): \(error)")
         }
         let notifications = DesktopNotifications(bus: bus, bodyMarkup: bodyMarkup, respond: respond, logger: logger)
-        receiver.withLockedValue { $0 = notifications }
+        receiver.withLock { $0 = notifications }
         return notifications
     }
 
@@ -95,7 +95,7 @@ public final class DesktopNotifications: Sendable {
         case .delivered(let app, let notification) where notification.presentation.banner:
             Task.detached { [self] in await show(app: app, notification) }
         case .dismissed(_, let id):
-            guard let number = shown.withLockedValue({ $0.byNotification[id] }) else { return }
+            guard let number = shown.withLock({ $0.byNotification[id] }) else { return }
             Task.detached { [bus] in
                 _ = try? await bus.call(destination: Self.service, path: Self.path, interface: Self.service, member: "CloseNotification", [.uint32(number)])
             }
@@ -134,7 +134,7 @@ public final class DesktopNotifications: Sendable {
         do {
             let answer = try await bus.call(destination: Self.service, path: Self.path, interface: Self.service, member: "Notify", body)
             guard let number = answer.body.first?.uint32Value else { throw DBusError("Notify answered \(answer.body)") }
-            shown.withLockedValue { shown in
+            shown.withLock { shown in
                 shown.byNumber[number] = Shown(app: app, notification: notification.id, actions: keys)
                 shown.byNotification[notification.id] = number
                 if shown.byNumber.count > Self.rememberedLimit, let oldest = shown.byNumber.keys.min(),
@@ -164,7 +164,7 @@ public final class DesktopNotifications: Sendable {
         switch message.member {
         case "ActionInvoked":
             guard message.body.count == 2, let number = message.body[0].uint32Value, let key = message.body[1].stringValue,
-                  let entry = shown.withLockedValue({ $0.byNumber[number] }) else { return }
+                  let entry = shown.withLock({ $0.byNumber[number] }) else { return }
             let response: UserResponse
             if key == "default" {
                 response = .tapped(app: entry.app, notification: entry.notification)
@@ -186,7 +186,7 @@ public final class DesktopNotifications: Sendable {
 
     @discardableResult
     private func forget(_ number: UInt32) -> Shown? {
-        shown.withLockedValue { shown in
+        shown.withLock { shown in
             guard let entry = shown.byNumber.removeValue(forKey: number) else { return nil }
             shown.byNotification[entry.notification] = nil
             return entry

@@ -1,5 +1,6 @@
+import HeraldCore
+import Synchronization
 import Foundation
-import NIOConcurrencyHelpers
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -392,8 +393,8 @@ public struct DBusStream: Sendable {
 /// dunst address `ActionInvoked` to the connection that called `Notify`.
 final class SessionBus: Sendable {
     private let descriptor: Int32
-    private let state = NIOLockedValueBox((serial: UInt32(0), pending: [UInt32: CheckedContinuation<DBusMessage, any Error>](), closed: false))
-    private let writing = NIOLock()
+    private let state = Locked((serial: UInt32(0), pending: [UInt32: CheckedContinuation<DBusMessage, any Error>](), closed: false))
+    private let writing = Mutex(())
     private let onSignal: @Sendable (DBusMessage) -> Void
 
     /// Connects to the session bus named by `DBUS_SESSION_BUS_ADDRESS` (else `$XDG_RUNTIME_DIR/bus`).
@@ -511,7 +512,7 @@ final class SessionBus: Sendable {
             }
             for message in messages { dispatch(message) }
         }
-        let waiting = state.withLockedValue { state in
+        let waiting = state.withLock { state in
             defer { state.pending = [:]; state.closed = true }
             return Array(state.pending.values)
         }
@@ -522,7 +523,7 @@ final class SessionBus: Sendable {
     private func dispatch(_ message: DBusMessage) {
         switch message.kind {
         case .methodReturn, .error:
-            guard let serial = message.replySerial, let continuation = state.withLockedValue({ $0.pending.removeValue(forKey: serial) }) else { return }
+            guard let serial = message.replySerial, let continuation = state.withLock({ $0.pending.removeValue(forKey: serial) }) else { return }
             if message.kind == .error {
                 let detail = message.body.first?.stringValue.map { ": \($0)" } ?? ""
                 continuation.resume(throwing: DBusError("\(message.errorName ?? "error")\(detail)"))
@@ -539,7 +540,7 @@ final class SessionBus: Sendable {
         destination: String, path: String, interface: String, member: String, _ body: [DBusValue] = [], timeout: Duration = .seconds(10)
     ) async throws -> DBusMessage {
         try await withCheckedThrowingContinuation { continuation in
-            let serial: UInt32? = state.withLockedValue { state in
+            let serial: UInt32? = state.withLock { state in
                 guard !state.closed else { return nil }
                 state.serial &+= 1
                 if state.serial == 0 { state.serial = 1 }
@@ -555,14 +556,14 @@ final class SessionBus: Sendable {
             message.member = member
             message.body = body
             do {
-                try writing.withLock { try writeAll(message.encoded()) }
+                try writing.withLock { _ in try writeAll(message.encoded()) }
             } catch {
-                if let waiting = state.withLockedValue({ $0.pending.removeValue(forKey: serial) }) { waiting.resume(throwing: error) }
+                if let waiting = state.withLock({ $0.pending.removeValue(forKey: serial) }) { waiting.resume(throwing: error) }
                 return
             }
             Task { [state] in
                 try? await Task.sleep(for: timeout)
-                if let waiting = state.withLockedValue({ $0.pending.removeValue(forKey: serial) }) {
+                if let waiting = state.withLock({ $0.pending.removeValue(forKey: serial) }) {
                     waiting.resume(throwing: DBusError("\(interface).\(member) was not answered within \(timeout)"))
                 }
             }

@@ -1,5 +1,4 @@
 import HeraldCore
-import NIOConcurrencyHelpers
 
 /// A completion handler the runtime gives an app: the app must call it once, within its time
 /// limit. Called in time, the runtime goes on with the value; not called by the deadline, the
@@ -15,7 +14,7 @@ public final class CallbackHandler<Value: Sendable>: Sendable {
         var done = false
         var alarm: ClockAlarm?
     }
-    private let state = NIOLockedValueBox(State())
+    private let state = Locked(State())
     private let then: @Sendable (Outcome) -> Void
     private let misuse: @Sendable (String) -> Void
     /// What the handler is for, in the violation reports ("the action handler of …").
@@ -33,14 +32,14 @@ public final class CallbackHandler<Value: Sendable>: Sendable {
         let alarm = clock.setAlarm(at: clock.nowMilliseconds() + limitMilliseconds) {
             self.finish(.timedOut(fallback: fallback), late: nil)
         }
-        state.withLockedValue { $0.alarm = alarm }
+        state.withLock { $0.alarm = alarm }
     }
 
     /// Answers.
     public func callAsFunction(_ value: Value) { finish(.answered(value), late: "\(purpose) was called more than once, or after its time ran out") }
 
     private func finish(_ outcome: Outcome, late: String?) {
-        let (first, alarm) = state.withLockedValue { s -> (Bool, ClockAlarm?) in
+        let (first, alarm) = state.withLock { s -> (Bool, ClockAlarm?) in
             defer { s.done = true; s.alarm = nil }
             return (!s.done, s.alarm)
         }
@@ -53,7 +52,7 @@ public final class CallbackHandler<Value: Sendable>: Sendable {
     }
 
     /// Whether it has been answered or has timed out.
-    public var isDone: Bool { state.withLockedValue { $0.done } }
+    public var isDone: Bool { state.withLock { $0.done } }
 }
 
 extension CallbackHandler where Value == Void {

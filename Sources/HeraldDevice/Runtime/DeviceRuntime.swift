@@ -1,6 +1,5 @@
 import Foundation
 import HeraldCore
-import NIOConcurrencyHelpers
 
 /// The device's notification system, what a phone's notification center does for all of its
 /// apps: authorization, categories, local scheduling (one alarm for the soonest due time across

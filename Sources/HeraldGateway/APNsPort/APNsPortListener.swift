@@ -1,7 +1,6 @@
 import HeraldCore
 import HeraldNIO
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP2
 import NIOPosix
@@ -12,11 +11,11 @@ import NIOTLS
 /// plaintext h2c with prior knowledge. Keeps its connections so that shutdown can drain them.
 final class APNsPortListener: Sendable {
     let serverChannel: Channel
-    private let connections: NIOLockedValueBox<[ObjectIdentifier: APNsPortConnection]>
+    private let connections: Locked<[ObjectIdentifier: APNsPortConnection]>
 
     var port: Int { serverChannel.localAddress?.port ?? 0 }
 
-    private init(serverChannel: Channel, connections: NIOLockedValueBox<[ObjectIdentifier: APNsPortConnection]>) {
+    private init(serverChannel: Channel, connections: Locked<[ObjectIdentifier: APNsPortConnection]>) {
         self.serverChannel = serverChannel
         self.connections = connections
     }
@@ -24,7 +23,7 @@ final class APNsPortListener: Sendable {
     static func bind(
         host: String, port: Int, tls: NIOSSLContext?, providerPort: APNsPort, group: EventLoopGroup
     ) async throws -> APNsPortListener {
-        let connections = NIOLockedValueBox([ObjectIdentifier: APNsPortConnection]())
+        let connections = Locked([ObjectIdentifier: APNsPortConnection]())
         let metrics = providerPort.metrics
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
@@ -66,11 +65,11 @@ final class APNsPortListener: Sendable {
                     if tls != nil { try sync.addHandler(ClientCertificateReader(connection: connection, logger: providerPort.logger)) }
                     try sync.addHandler(ConnectionErrorLogger(logger: providerPort.logger))
                     let id = ObjectIdentifier(channel)
-                    connections.withLockedValue { $0[id] = connection }
+                    connections.withLock { $0[id] = connection }
                     metrics.openConnections.increment()
                     connection.startIdleTimer()
                     channel.closeFuture.whenComplete { _ in
-                        connections.withLockedValue { $0[id] = nil }
+                        connections.withLock { $0[id] = nil }
                         metrics.openConnections.decrement()
                     }
                 }
@@ -83,7 +82,7 @@ final class APNsPortListener: Sendable {
     /// their open streams are answered (at most `timeout`), then closes them.
     func drain(timeout: TimeAmount) async {
         try? await serverChannel.close()
-        let open = connections.withLockedValue { Array($0.values) }
+        let open = connections.withLock { Array($0.values) }
         await withTaskGroup(of: Void.self) { group in
             for connection in open {
                 group.addTask {

@@ -1,6 +1,5 @@
 import HeraldCore
 import HeraldStore
-import NIOConcurrencyHelpers
 
 /// The provider keys and team topics the provider port needs on every request, cached in front
 /// of the store so that the hot path never waits on it.
@@ -27,7 +26,7 @@ final class ProviderKeyDirectory: Sendable {
     private let store: any GatewayStore
     private let clock: any WallClock
     private let refreshMilliseconds: Int64
-    private let state = NIOLockedValueBox(State())
+    private let state = Locked(State())
 
     init(store: any GatewayStore, clock: any WallClock, refreshMilliseconds: Int64 = 5_000) {
         self.store = store
@@ -39,7 +38,7 @@ final class ProviderKeyDirectory: Sendable {
     /// it is and looked up again in the background.
     func lookupKey(_ keyID: String) -> APNsConnectionAuthorization.KeyLookup {
         let now = clock.nowMilliseconds()
-        let (lookup, refresh) = state.withLockedValue { state -> (APNsConnectionAuthorization.KeyLookup, Bool) in
+        let (lookup, refresh) = state.withLock { state -> (APNsConnectionAuthorization.KeyLookup, Bool) in
             guard let entry = state.keys[keyID] else { return (.unknown, false) }
             let fresh = now - entry.loadedAtMilliseconds < refreshMilliseconds
             guard let key = entry.value else { return (fresh ? .absent : .unknown, false) }
@@ -51,7 +50,7 @@ final class ProviderKeyDirectory: Sendable {
             Task {
                 do { try await self.loadKey(keyID) } catch {
                     // Checked again on a later request.
-                    state.withLockedValue { $0.keys[keyID]?.refreshing = false }
+                    state.withLock { $0.keys[keyID]?.refreshing = false }
                 }
             }
         }
@@ -62,7 +61,7 @@ final class ProviderKeyDirectory: Sendable {
     func loadKey(_ keyID: String) async throws {
         let key = try await store.key(id: keyID)
         let now = clock.nowMilliseconds()
-        state.withLockedValue { state in
+        state.withLock { state in
             state.keys[keyID] = Entry(value: key, loadedAtMilliseconds: now)
             // Key ids come from peers: past the bound, forget every "no such key" (they are only
             // a shortcut); known keys stay.
@@ -77,7 +76,7 @@ final class ProviderKeyDirectory: Sendable {
     /// team's topics must be (re)loaded first. A "no" older than the refresh interval is not trusted.
     func teamOwns(_ teamID: String, topic bundleID: String) -> Bool? {
         enum Cached { case unknown, owned, notOwned(loadedAtMilliseconds: Int64) }
-        let cached = state.withLockedValue { state -> Cached in
+        let cached = state.withLock { state -> Cached in
             guard let entry = state.topics[teamID] else { return .unknown }
             return entry.value.contains(bundleID) ? .owned : .notOwned(loadedAtMilliseconds: entry.loadedAtMilliseconds)
         }
@@ -93,6 +92,6 @@ final class ProviderKeyDirectory: Sendable {
     func loadTopics(ofTeam teamID: String) async throws {
         let topics = try await store.topics(ofTeam: teamID)
         let now = clock.nowMilliseconds()
-        state.withLockedValue { $0.topics[teamID] = Entry(value: topics, loadedAtMilliseconds: now) }
+        state.withLock { $0.topics[teamID] = Entry(value: topics, loadedAtMilliseconds: now) }
     }
 }

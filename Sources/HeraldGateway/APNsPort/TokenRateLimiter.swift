@@ -1,5 +1,4 @@
 import HeraldCore
-import NIOConcurrencyHelpers
 
 /// The per-token rate limit of the provider port (`429 TooManyRequests`): a token bucket per
 /// device token that holds `burst` pushes and refills at `perSecond`. Time comes from the caller.
@@ -32,7 +31,7 @@ public final class TokenRateLimiter: Sendable {
     }
 
     private let configuration: Configuration
-    private let state = NIOLockedValueBox(State())
+    private let state = Locked(State())
 
     public init(configuration: Configuration) {
         precondition(configuration.burst >= 1 && configuration.perSecond > 0)
@@ -41,12 +40,12 @@ public final class TokenRateLimiter: Sendable {
 
     /// Divides the limit among `nodes` live gateway nodes.
     public func setShare(_ nodes: Int) {
-        state.withLockedValue { $0.share = max(1, nodes) }
+        state.withLock { $0.share = max(1, nodes) }
     }
 
     /// Takes one push from the token's bucket. Returns `false` when the bucket is empty.
     public func allow(_ token: DeviceToken, nowMilliseconds: Int64) -> Bool {
-        state.withLockedValue { state in
+        state.withLock { state in
             let nodes = Double(state.share)
             let burst = max(1, Double(configuration.burst) / nodes)
             let rate = configuration.perSecond / nodes / 1000

@@ -1,6 +1,5 @@
 import Foundation
 import HeraldCore
-import NIOConcurrencyHelpers
 import Synchronization
 
 /// Failures an operator asks the gateway to answer on purpose, to see how a provider copes: the
@@ -39,7 +38,7 @@ public final class GatewayFaults: Sendable {
     public var clockOffsetMilliseconds: Int64 { clockOffset.load(ordering: .relaxed) }
 
     private let armed = Atomic<Int>(0)
-    private let faults = NIOLockedValueBox<[Fault]>([])
+    private let faults = Locked<[Fault]>([])
 
     public init() {}
 
@@ -49,17 +48,17 @@ public final class GatewayFaults: Sendable {
             return "reason must be one of \(Self.allowedReasons.map(\.rawValue).joined(separator: ", "))"
         }
         guard fault.count > 0 else { return "count must be 1 or more" }
-        faults.withLockedValue { list in
+        faults.withLock { list in
             list.append(fault)
             armed.store(list.count, ordering: .releasing)
         }
         return nil
     }
 
-    public var pending: [Fault] { faults.withLockedValue { $0 } }
+    public var pending: [Fault] { faults.withLock { $0 } }
 
     public func clear() {
-        faults.withLockedValue { list in
+        faults.withLock { list in
             list.removeAll()
             armed.store(0, ordering: .releasing)
         }
@@ -68,7 +67,7 @@ public final class GatewayFaults: Sendable {
     /// The rejection the next push to `topic` gets, if a fault is armed for it (and counts it).
     func take(topic: String) -> APNsRejection? {
         guard armed.load(ordering: .acquiring) > 0 else { return nil }
-        return faults.withLockedValue { list in
+        return faults.withLock { list in
             guard let index = list.firstIndex(where: { $0.topic == nil || $0.topic == topic }) else { return nil }
             let reason = APNsReason(rawValue: list[index].reason)
             list[index].count -= 1

@@ -1,7 +1,6 @@
-import Atomics
 import HeraldCore
-import NIOConcurrencyHelpers
 import Prometheus
+import Synchronization
 
 /// The gateway's Prometheus metrics, served on the admin port's `/metrics`.
 public final class GatewayMetrics: Sendable {
@@ -41,8 +40,8 @@ public final class GatewayMetrics: Sendable {
     let clusterLeaseLost: Gauge
     /// Times this node found its presence gone (its lease had lapsed) and claimed its devices again.
     let clusterPresenceReclaimed: Counter
-    private let requestCounters = NIOLockedValueBox([String: Counter]())
-    private let peerCounters = NIOLockedValueBox([String: Counter]())
+    private let requestCounters = Locked([String: Counter]())
+    private let peerCounters = Locked([String: Counter]())
     /// Requests answered 200: kept apart so the hot path takes no lock.
     private let okResponses: Counter
 
@@ -93,11 +92,11 @@ public final class GatewayMetrics: Sendable {
     func recordResponse(status: Int, reason: APNsReason?) {
         guard let reason else { return okResponses.increment() }
         let key = reason.rawValue
-        if let counter = requestCounters.withLockedValue({ $0[key] }) {
+        if let counter = requestCounters.withLock({ $0[key] }) {
             counter.increment()
             return
         }
-        let counter = requestCounters.withLockedValue { counters in
+        let counter = requestCounters.withLock { counters in
             if let existing = counters[key] { return existing }
             let made = registry.makeCounter(
                 descriptor: Self.name("provider_requests", "total", "Provider requests answered, by status and reason"),
@@ -112,7 +111,7 @@ public final class GatewayMetrics: Sendable {
     /// per_address_limit, idle_timeout, flood, hello_timeout, slow_reader).
     func recordPeerClosed(port: String, reason: String) {
         let key = port + "/" + reason
-        let counter = peerCounters.withLockedValue { counters in
+        let counter = peerCounters.withLock { counters in
             if let existing = counters[key] { return existing }
             let made = registry.makeCounter(
                 descriptor: Self.name("peers_closed", "total", "Connections the gateway closed for a deadline or bound, by port and reason"),
@@ -148,8 +147,9 @@ final class LatencyHistogram: Sendable {
     let help: String
     /// Upper bounds in microseconds; the last bucket (+Inf) is implicit.
     static let bounds: [Int64] = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000].map { $0 * 1_000 }
-    private let counts: [ManagedAtomic<Int>] = (0...LatencyHistogram.bounds.count).map { _ in ManagedAtomic(0) }
-    private let sumMicroseconds = ManagedAtomic<Int64>(0)
+    /// One counter per bucket: 13 bounds and +Inf.
+    private let counts = InlineArray<14, Atomic<Int>> { _ in Atomic(0) }
+    private let sumMicroseconds = Atomic<Int64>(0)
 
     init(name: String, help: String) {
         self.name = name
@@ -160,8 +160,8 @@ final class LatencyHistogram: Sendable {
         // Clamped to a day: the sum stays meaningful whatever a clock step gives.
         let value = min(max(0, value), 86_400_000_000)
         let index = Self.bounds.firstIndex { value <= $0 } ?? Self.bounds.count
-        counts[index].wrappingIncrement(ordering: .relaxed)
-        sumMicroseconds.wrappingIncrement(by: value, ordering: .relaxed)
+        counts[index].wrappingAdd(1, ordering: .relaxed)
+        sumMicroseconds.wrappingAdd(value, ordering: .relaxed)
     }
 
     func record(milliseconds value: Int64) {

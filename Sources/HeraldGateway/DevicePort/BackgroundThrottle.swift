@@ -1,5 +1,4 @@
 import HeraldCore
-import NIOConcurrencyHelpers
 
 /// Background pushes (`apns-push-type: background`) per device and app: a budget of `count`
 /// per `windowMilliseconds`, refilled evenly (a token bucket). Apple advises two or three an hour;
@@ -34,16 +33,16 @@ public final class BackgroundThrottle: Sendable {
 
     private let budget: Budget
     private let minimumPruneSize: Int
-    private let table: NIOLockedValueBox<Table>
+    private let table: Locked<Table>
 
     public init(budget: Budget, minimumPruneSize: Int = 65_536) {
         self.budget = budget
         self.minimumPruneSize = max(1, minimumPruneSize)
-        self.table = NIOLockedValueBox(Table(pruneAt: max(1, minimumPruneSize)))
+        self.table = Locked(Table(pruneAt: max(1, minimumPruneSize)))
     }
 
     /// How many buckets are kept (for tests and metrics).
-    var count: Int { table.withLockedValue { $0.buckets.count } }
+    var count: Int { table.withLock { $0.buckets.count } }
 
     /// Takes one from the budget of `deviceID`/`topic` if there is one. Otherwise returns the
     /// instant at which the next one becomes available.
@@ -56,7 +55,7 @@ public final class BackgroundThrottle: Sendable {
             let elapsed = max(0, now - bucket.updatedAt)
             return Bucket(units: elapsed >= capacity / refill ? capacity : min(capacity, bucket.units + elapsed * refill), updatedAt: now)
         }
-        return table.withLockedValue { table in
+        return table.withLock { table in
             if table.buckets.count >= table.pruneAt {
                 table.buckets = table.buckets.filter { refilled($0.value).units < capacity }
                 table.pruneAt = max(minimumPruneSize, table.buckets.count * 2)

@@ -1,7 +1,6 @@
 import HeraldCore
 import HeraldDashboard
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -11,17 +10,17 @@ import NIOWebSocket
 /// The device port: WebSocket over TLS at ``DeviceProtocol/path``, one connection per device.
 final class DeviceListener: Sendable {
     let serverChannel: Channel
-    private let connections: NIOLockedValueBox<[ObjectIdentifier: Channel]>
+    private let connections: Locked<[ObjectIdentifier: Channel]>
 
     var port: Int { serverChannel.localAddress?.port ?? 0 }
 
-    private init(serverChannel: Channel, connections: NIOLockedValueBox<[ObjectIdentifier: Channel]>) {
+    private init(serverChannel: Channel, connections: Locked<[ObjectIdentifier: Channel]>) {
         self.serverChannel = serverChannel
         self.connections = connections
     }
 
     static func bind(host: String, port: Int, tls: NIOSSLContext, devicePort: DevicePort, group: EventLoopGroup) async throws -> DeviceListener {
-        let connections = NIOLockedValueBox([ObjectIdentifier: Channel]())
+        let connections = Locked([ObjectIdentifier: Channel]())
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -67,8 +66,8 @@ final class DeviceListener: Sendable {
                         withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }), withErrorHandling: true)
                     try sync.addHandler(DevicePortHTTPHandler())
                     let id = ObjectIdentifier(channel)
-                    connections.withLockedValue { $0[id] = channel }
-                    channel.closeFuture.whenComplete { _ in connections.withLockedValue { $0[id] = nil } }
+                    connections.withLock { $0[id] = channel }
+                    channel.closeFuture.whenComplete { _ in connections.withLock { $0[id] = nil } }
                 }
             }
         let serverChannel = try await bootstrap.bind(host: host, port: port).get()
@@ -85,10 +84,10 @@ final class DeviceListener: Sendable {
     func waitForConnectionsToClose(timeout: TimeAmount) async {
         let deadline = NIODeadline.now() + timeout
         while NIODeadline.now() < deadline {
-            if connections.withLockedValue({ $0.isEmpty }) { return }
+            if connections.withLock({ $0.isEmpty }) { return }
             try? await Task.sleep(for: .milliseconds(20))
         }
-        for channel in connections.withLockedValue({ Array($0.values) }) { try? await channel.close() }
+        for channel in connections.withLock({ Array($0.values) }) { try? await channel.close() }
     }
 }
 

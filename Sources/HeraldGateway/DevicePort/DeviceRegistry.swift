@@ -1,6 +1,5 @@
 import HeraldCore
 import HeraldStore
-import NIOConcurrencyHelpers
 import NIOCore
 
 /// The devices connected now, each with its one session. A second connection of a device
@@ -15,11 +14,11 @@ final class DeviceRegistry: Sendable {
         var eventLoop: EventLoop { handler.eventLoop }
     }
 
-    private let sessions = NIOLockedValueBox([String: Session]())
+    private let sessions = Locked([String: Session]())
 
     /// Makes `session` the device's session; tells the one it replaces (if any) to close.
     func register(deviceID: String, session: Session) {
-        let previous = sessions.withLockedValue { sessions in
+        let previous = sessions.withLock { sessions in
             defer { sessions[deviceID] = session }
             return sessions[deviceID]
         }
@@ -30,19 +29,19 @@ final class DeviceRegistry: Sendable {
 
     /// Forgets the device's session if it still is `sessionID`.
     func remove(deviceID: String, sessionID: ObjectIdentifier) {
-        sessions.withLockedValue { sessions in
+        sessions.withLock { sessions in
             if sessions[deviceID]?.id == sessionID { sessions[deviceID] = nil }
         }
     }
 
     /// The ids of the devices connected now.
-    func connectedDeviceIDs() -> Set<String> { sessions.withLockedValue { Set($0.keys) } }
+    func connectedDeviceIDs() -> Set<String> { sessions.withLock { Set($0.keys) } }
 
     /// Hands each delivery to its device's session. Returns those whose device is not connected.
     func deliver(_ deliveries: [Delivery]) -> [Delivery] {
         var offline: [Delivery] = []
         var byLoop: [ObjectIdentifier: (EventLoop, [(Session, Delivery)])] = [:]
-        sessions.withLockedValue { sessions in
+        sessions.withLock { sessions in
             for delivery in deliveries {
                 guard let session = sessions[delivery.deviceID] else {
                     offline.append(delivery)
@@ -62,14 +61,14 @@ final class DeviceRegistry: Sendable {
 
     /// The connected devices with their connections (what a node claims presence for).
     func presenceClaims() -> [PresenceClaim] {
-        sessions.withLockedValue { sessions in
+        sessions.withLock { sessions in
             sessions.map { PresenceClaim(deviceID: $0.key, connection: $0.value.connection) }
         }
     }
 
     /// Closes these devices' sessions with an error frame saying why.
     func close(deviceIDs: some Sequence<String>, code: DeviceErrorCode, _ message: String) {
-        let chosen = sessions.withLockedValue { sessions in deviceIDs.compactMap { sessions[$0] } }
+        let chosen = sessions.withLock { sessions in deviceIDs.compactMap { sessions[$0] } }
         for session in chosen {
             session.eventLoop.execute { session.handler.value.close(with: code, message) }
         }
@@ -77,7 +76,7 @@ final class DeviceRegistry: Sendable {
 
     /// Closes every session (graceful shutdown, or a node that lost its cluster lease).
     func closeAll(code: DeviceErrorCode = .shutdown, _ message: String = "the gateway is shutting down; reconnect later") {
-        let all = sessions.withLockedValue { Array($0.values) }
+        let all = sessions.withLock { Array($0.values) }
         for session in all {
             session.eventLoop.execute { session.handler.value.close(with: code, message) }
         }

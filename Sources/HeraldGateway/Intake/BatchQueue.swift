@@ -1,4 +1,4 @@
-import NIOConcurrencyHelpers
+import HeraldCore
 
 /// A queue that many producers append to and one consumer drains in batches: while the consumer
 /// works on a batch, the next one accumulates, so batches grow with load by themselves. There is
@@ -13,7 +13,7 @@ final class BatchQueue<Item: Sendable>: Sendable {
 
     private enum Next { case batch([Item]), finished, wait }
 
-    private let state = NIOLockedValueBox(State())
+    private let state = Locked(State())
     private let maximumBatchSize: Int
 
     init(maximumBatchSize: Int = .max) {
@@ -24,7 +24,7 @@ final class BatchQueue<Item: Sendable>: Sendable {
     /// Appends items; `false` (and nothing appended) once the queue is closed.
     @discardableResult
     func append(contentsOf items: some Collection<Item>) -> Bool {
-        let (accepted, waiter) = state.withLockedValue { state -> (Bool, CheckedContinuation<Void, Never>?) in
+        let (accepted, waiter) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
             guard !state.isClosed else { return (false, nil) }
             state.items.append(contentsOf: items)
             defer { state.waiter = nil }
@@ -41,7 +41,7 @@ final class BatchQueue<Item: Sendable>: Sendable {
 
     /// Appends an item only while fewer than `limit` are queued (the queue's high-water mark).
     func append(_ item: Item, limit: Int) -> Admission {
-        let (admission, waiter) = state.withLockedValue { state -> (Admission, CheckedContinuation<Void, Never>?) in
+        let (admission, waiter) = state.withLock { state -> (Admission, CheckedContinuation<Void, Never>?) in
             guard !state.isClosed else { return (.closed, nil) }
             guard state.items.count < limit else { return (.full, nil) }
             state.items.append(item)
@@ -54,7 +54,7 @@ final class BatchQueue<Item: Sendable>: Sendable {
 
     /// Refuses new items; ``nextBatch()`` returns `nil` once what is queued has been taken.
     func close() {
-        let waiter = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.isClosed = true
             defer { state.waiter = nil }
             return state.waiter
@@ -64,7 +64,7 @@ final class BatchQueue<Item: Sendable>: Sendable {
 
     /// Takes everything queued now, without waiting (the intake answers it when the store stalls).
     func takeAll() -> [Item] {
-        state.withLockedValue { state in
+        state.withLock { state in
             defer { state.items.removeAll(keepingCapacity: false) }
             return state.items
         }
@@ -74,7 +74,7 @@ final class BatchQueue<Item: Sendable>: Sendable {
     /// queue is empty; `nil` when closed and drained. One consumer at a time.
     func nextBatch() async -> [Item]? {
         while true {
-            let next = state.withLockedValue { state -> Next in
+            let next = state.withLock { state -> Next in
                 if !state.items.isEmpty {
                     if state.items.count <= maximumBatchSize {
                         defer { state.items.removeAll(keepingCapacity: true) }
@@ -91,7 +91,7 @@ final class BatchQueue<Item: Sendable>: Sendable {
             case .finished: return nil
             case .wait:
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                    let resumeNow = state.withLockedValue { state -> Bool in
+                    let resumeNow = state.withLock { state -> Bool in
                         if !state.items.isEmpty || state.isClosed { return true }
                         state.waiter = continuation
                         return false

@@ -1,5 +1,4 @@
 import HeraldCore
-import NIOConcurrencyHelpers
 import NIOCore
 import Synchronization
 
@@ -47,7 +46,7 @@ final class DeliveryFeed: Sendable {
         let topic: String?
         let eventLoop: EventLoop
         private let write: @Sendable ([Event], Int) -> Void
-        private let pending = NIOLockedValueBox((events: [Event](), dropped: 0, scheduled: false))
+        private let pending = Locked((events: [Event](), dropped: 0, scheduled: false))
         /// Events held for a watcher between two writes, at most.
         static let maximumPending = 10_000
 
@@ -59,7 +58,7 @@ final class DeliveryFeed: Sendable {
 
         func offer(_ event: Event) {
             if let topic, event.topic != topic { return }
-            let schedule = pending.withLockedValue { p -> Bool in
+            let schedule = pending.withLock { p -> Bool in
                 if p.events.count >= Self.maximumPending {
                     p.dropped += 1
                     return false
@@ -72,7 +71,7 @@ final class DeliveryFeed: Sendable {
         }
 
         private func drain() {
-            let (events, dropped) = pending.withLockedValue { p in
+            let (events, dropped) = pending.withLock { p in
                 defer { p = ([], 0, false) }
                 return (p.events, p.dropped)
             }
@@ -81,7 +80,7 @@ final class DeliveryFeed: Sendable {
     }
 
     private let watchers = Atomic<Int>(0)
-    private let subscribers = NIOLockedValueBox([ObjectIdentifier: Subscriber]())
+    private let subscribers = Locked([ObjectIdentifier: Subscriber]())
 
     /// Whether anybody watches (checked before an event is even made).
     var isWatched: Bool { watchers.load(ordering: .relaxed) > 0 }
@@ -89,16 +88,16 @@ final class DeliveryFeed: Sendable {
     func publish(_ make: () -> Event) {
         guard isWatched else { return }
         let event = make()
-        for subscriber in subscribers.withLockedValue({ Array($0.values) }) { subscriber.offer(event) }
+        for subscriber in subscribers.withLock({ Array($0.values) }) { subscriber.offer(event) }
     }
 
     func subscribe(_ subscriber: Subscriber) {
-        subscribers.withLockedValue { $0[ObjectIdentifier(subscriber)] = subscriber }
+        subscribers.withLock { $0[ObjectIdentifier(subscriber)] = subscriber }
         watchers.add(1, ordering: .relaxed)
     }
 
     func unsubscribe(_ subscriber: Subscriber) {
-        let removed = subscribers.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(subscriber)) != nil }
+        let removed = subscribers.withLock { $0.removeValue(forKey: ObjectIdentifier(subscriber)) != nil }
         if removed { watchers.subtract(1, ordering: .relaxed) }
     }
 }

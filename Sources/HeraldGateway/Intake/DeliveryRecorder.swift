@@ -1,7 +1,6 @@
 import HeraldCore
 import HeraldStore
 import Logging
-import NIOConcurrencyHelpers
 
 /// Records what happens to notifications after they are accepted (acks, sends not acked,
 /// replacements, drops) in batches: one store transaction per batch, off the sessions' event
@@ -13,7 +12,7 @@ final class DeliveryRecorder: Sendable {
     private let store: any GatewayStore
     private let logger: Logger
     /// Events appended and events written so far, and who waits for the written count.
-    private let progress = NIOLockedValueBox(Progress())
+    private let progress = Locked(Progress())
 
     private struct Progress {
         var appended = 0
@@ -30,7 +29,7 @@ final class DeliveryRecorder: Sendable {
 
     func record(_ events: some Collection<DeliveryEvent>) {
         guard !events.isEmpty else { return }
-        progress.withLockedValue { $0.appended += events.count }
+        progress.withLock { $0.appended += events.count }
         if !queue.append(contentsOf: events) {
             advance(by: events.count)
             logger.warning("delivery events after shutdown were not recorded", metadata: ["count": "\(events.count)"])
@@ -40,7 +39,7 @@ final class DeliveryRecorder: Sendable {
     /// Returns once every event recorded before the call has been written (or failed to be).
     func waitUntilRecorded() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = progress.withLockedValue { progress -> Bool in
+            let done = progress.withLock { progress -> Bool in
                 if progress.written >= progress.appended { return true }
                 progress.waiters.append((progress.appended, continuation))
                 return false
@@ -50,7 +49,7 @@ final class DeliveryRecorder: Sendable {
     }
 
     private func advance(by count: Int) {
-        let ready = progress.withLockedValue { progress -> [CheckedContinuation<Void, Never>] in
+        let ready = progress.withLock { progress -> [CheckedContinuation<Void, Never>] in
             progress.written += count
             let written = progress.written
             let ready = progress.waiters.filter { $0.target <= written }.map(\.continuation)

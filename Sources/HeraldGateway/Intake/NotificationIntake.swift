@@ -1,7 +1,6 @@
 import HeraldCore
 import HeraldStore
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 
 /// Collects accepted requests from every connection and hands them to the store in batches: one
@@ -50,7 +49,7 @@ public final class NotificationIntake: Sendable {
     /// When a commit still has not returned, it is given up (its batch was answered 503 long ago).
     private let abandonAfter: TimeAmount
     private let health: GatewayHealth
-    private let committing = NIOLockedValueBox<Committing?>(nil)
+    private let committing = Locked<Committing?>(nil)
 
     init(
         store: any GatewayStore, policy: StorePolicy, environment: APNsEnvironment, clock: any WallClock,
@@ -113,7 +112,7 @@ public final class NotificationIntake: Sendable {
         while !Task.isCancelled {
             try? await Task.sleep(for: .nanoseconds(interval.nanoseconds))
             let now = NIODeadline.now()
-            let overdue = committing.withLockedValue { current -> Committing? in
+            let overdue = committing.withLock { current -> Committing? in
                 guard let batch = current, !batch.answered, now - batch.startedAt >= storeTimeout else { return nil }
                 current?.answered = true
                 return batch
@@ -134,7 +133,7 @@ public final class NotificationIntake: Sendable {
 
     /// Ends the watchdog's view of the batch being committed: whether it answered it already.
     private func finishCommitting() -> Bool {
-        let answered = committing.withLockedValue { current in
+        let answered = committing.withLock { current in
             defer { current = nil }
             return current?.answered ?? false
         }
@@ -146,7 +145,7 @@ public final class NotificationIntake: Sendable {
         let now = clock.nowMilliseconds()
         // Measured for the metrics only (a duration, not a time the logic reads).
         let started = ContinuousClock.now
-        committing.withLockedValue { $0 = Committing(batch: batch, startedAt: .now()) }
+        committing.withLock { $0 = Committing(batch: batch, startedAt: .now()) }
         do {
             let store = self.store, policy = self.policy, environment = self.environment
             let notifications = batch.map(\.notification)
