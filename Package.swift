@@ -100,11 +100,26 @@ let package = Package(
                 .product(name: "Mustache", package: "swift-mustache"),
             ]
         ),
+        // Herald's HTTP/1 surfaces on Hummingbird 2: the one query-string reader, pages and assets
+        // with the same security headers, a server started on its own port, and a router answering
+        // inside a raw SwiftNIO pipeline (the device port's page).
+        .target(
+            name: "HeraldHTTP",
+            dependencies: [
+                "HeraldDashboard",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // The gateway: provider HTTP/2 port, intake, admin/metrics.
         .target(
             name: "HeraldGateway",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldNIO", "HeraldDashboard",
+                "HeraldCore", "HeraldStore", "HeraldNIO", "HeraldDashboard", "HeraldHTTP",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -178,7 +193,7 @@ let package = Package(
         .target(
             name: "HeraldProviderServer",
             dependencies: [
-                "HeraldCore", "HeraldProvider", "HeraldProviderAPI", "HeraldDashboard",
+                "HeraldCore", "HeraldProvider", "HeraldProviderAPI", "HeraldDashboard", "HeraldHTTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),

@@ -139,18 +139,17 @@ public final class Gateway: Service, Sendable {
                 ports.feedbackPort = listener.port
             }
             if let adminPort = configuration.adminPort {
+                let inspection = GatewayInspection(store: store, connectedDevices: { [registry] in registry.connectedDeviceIDs() })
+                let routes = AdminRoutes(
+                    metrics: metrics, store: store, health: health, storeTimeout: configuration.limits.storeTimeout,
+                    inspection: inspection, environment: configuration.environment, feed: feed,
+                    faults: configuration.faultInjection ? faults : nil,
+                    dashboard: GatewayDashboard(
+                        inspection: inspection, store: store, environment: configuration.environment, nodeID: configuration.cluster?.nodeID,
+                        devicePort: ports.devicePort, connectedDevices: { [registry] in registry.connectedDeviceIDs().count }),
+                    logger: logger)
                 let server = try await listening("admin", host: configuration.adminHost, port: adminPort) {
-                    try await AdminServer.bind(
-                        host: configuration.adminHost, port: adminPort, metrics: metrics, store: store,
-                        health: health, storeTimeout: configuration.limits.storeTimeout,
-                        inspection: GatewayInspection(store: store, connectedDevices: { [registry] in registry.connectedDeviceIDs() }),
-                        environment: configuration.environment, feed: feed,
-                        faults: configuration.faultInjection ? faults : nil,
-                        dashboard: GatewayDashboard(
-                            inspection: GatewayInspection(store: store, connectedDevices: { [registry] in registry.connectedDeviceIDs() }),
-                            store: store, environment: configuration.environment, nodeID: configuration.cluster?.nodeID,
-                            devicePort: ports.devicePort, connectedDevices: { [registry] in registry.connectedDeviceIDs().count }),
-                        group: group, logger: logger)
+                    try await AdminServer.bind(routes, host: configuration.adminHost, port: adminPort, logger: logger)
                 }
                 admin = server
                 ports.adminPort = server.port

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HeraldCore
 import HeraldDashboard
+import HeraldHTTP
 import HeraldProvider
 import Hummingbird
 import NIOCore
@@ -31,12 +32,7 @@ struct ProviderDashboard: Sendable {
 
     func register(on router: Router<BasicRequestContext>) {
         router.get("/") { _, _ in Self.redirect("/dashboard") }
-        router.get("assets/:name") { _, context in
-            guard let name = context.parameters.get("name"), let asset = DashboardAssets.asset(named: name) else {
-                return Self.text(.notFound, "no such asset")
-            }
-            return Self.response(.ok, asset.body, type: asset.contentType)
-        }
+        WebResponse.registerAssets(on: router)
         let pages = router.group("dashboard")
         pages.get("login") { _, _ in login(nil) }
         pages.post("login") { request, _ in try await signIn(request) }
@@ -378,17 +374,12 @@ struct ProviderDashboard: Sendable {
     }
 
     static func response(_ status: HTTPResponse.Status, _ body: String, type: String = "text/html; charset=utf-8") -> Response {
-        var headers: HTTPFields = [.contentType: type]
-        for (name, value) in DashboardAssets.securityHeaders { if let field = HTTPField.Name(name) { headers[field] = value } }
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
+        WebResponse.page(status, body, type: type)
     }
 
-    static func text(_ status: HTTPResponse.Status, _ text: String) -> Response { response(status, text + "\n", type: "text/plain; charset=utf-8") }
+    static func text(_ status: HTTPResponse.Status, _ text: String) -> Response { WebResponse.text(status, text) }
 
-    static func redirect(_ location: String) -> Response {
-        Response(status: .seeOther, headers: [.location: location, .contentType: "text/plain; charset=utf-8"],
-                 body: .init(byteBuffer: ByteBuffer(string: "see \(location)\n")))
-    }
+    static func redirect(_ location: String) -> Response { WebResponse.redirect(location) }
 }
 
 /// The dashboard's signed-in sessions, in memory (a restart signs everybody out).

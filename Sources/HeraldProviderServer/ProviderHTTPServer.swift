@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldHTTP
 import HeraldProvider
 import HeraldProviderAPI
 import Hummingbird
@@ -67,45 +68,21 @@ public enum ProviderHTTP {
 /// The REST API started on its own (for tests and tools that need the port): ``start(service:host:port:apiToken:idleTimeout:)``
 /// returns once it listens; ``close()`` shuts it down gracefully.
 public final class ProviderHTTPServer: Sendable {
-    public let port: Int
-    private let group: ServiceGroup
-    private let running: Task<Void, Error>
+    private let server: RunningHTTPServer
+    public var port: Int { server.port }
 
-    private init(port: Int, group: ServiceGroup, running: Task<Void, Error>) {
-        (self.port, self.group, self.running) = (port, group, running)
-    }
+    private init(server: RunningHTTPServer) { self.server = server }
 
     public static func start(
         service: ProviderService, host: String = "127.0.0.1", port: Int, apiToken: String, idleTimeout: TimeAmount = .seconds(60)
     ) async throws -> ProviderHTTPServer {
-        let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
-        let application = try ProviderHTTP.application(
-            service: service, host: host, port: port, apiToken: apiToken, idleTimeout: idleTimeout,
-            onServerRunning: { port in
-                portSink.yield(port)
-                portSink.finish()
-            })
-        var logger = Logger(label: "herald.provider.http")
-        logger.logLevel = .critical
-        let group = ServiceGroup(configuration: .init(services: [application], logger: logger))
-        let running = Task {
-            defer { portSink.finish() }
-            try await group.run()
-        }
-        var iterator = ports.makeAsyncIterator()
-        guard let bound = await iterator.next() else {
-            // It stopped before listening: its error says why (such as the port in use).
-            try await running.value
-            throw ProviderError(500, "the REST API stopped before listening on \(host):\(port)")
-        }
-        return ProviderHTTPServer(port: bound, group: group, running: running)
+        ProviderHTTPServer(server: try await RunningHTTPServer.start(
+            router: try ProviderHTTP.router(service: service, apiToken: apiToken), host: host, port: port, idleTimeout: idleTimeout,
+            serverName: "herald-provider", logger: Logger(label: "herald.provider.http")))
     }
 
     /// Stops accepting connections, then waits for the requests being answered.
-    public func close() async {
-        await group.triggerGracefulShutdown()
-        _ = try? await running.value
-    }
+    public func close() async { await server.close() }
 }
 
 /// Every error as `{"error": "…"}` with its status: the service's refusals (``ProviderError``),
@@ -201,15 +178,9 @@ struct SpecCheck: ServerMiddleware {
         _ request: HTTPRequest, body: HTTPBody?, metadata: ServerRequestMetadata, operationID: String,
         next: @Sendable (HTTPRequest, HTTPBody?, ServerRequestMetadata) async throws -> (HTTPResponse, HTTPBody?)
     ) async throws -> (HTTPResponse, HTTPBody?) {
-        if let query = request.path?.split(separator: "?", maxSplits: 1).dropFirst().first {
-            func decode(_ text: Substring) -> String {
-                let spaced = text.replacingOccurrences(of: "+", with: " ")
-                return spaced.removingPercentEncoding ?? spaced
-            }
-            let pairs = query.split(separator: "&").map { pair in
-                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                return (name: decode(parts[0]), value: parts.count > 1 ? decode(parts[1]) : "")
-            }
+        if let query = request.path.flatMap(QueryString.query(of:)) {
+            let pairs: [(name: String, value: String)]
+            do { pairs = try QueryString.pairs(query) } catch { throw ProviderError(400, error.description) }
             try spec.checkQuery(operationID, pairs)
         }
         guard let body, spec.operations[operationID]?.body != nil else { return try await next(request, body, metadata) }

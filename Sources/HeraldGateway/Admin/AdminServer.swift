@@ -1,50 +1,41 @@
 import Foundation
 import HeraldCore
-import HeraldDashboard
+import HeraldHTTP
 import HeraldStore
+import Hummingbird
 import Logging
 import NIOCore
-import NIOHTTP1
-import NIOPosix
 
-/// The admin port: `GET /health`, Prometheus `GET /metrics`, the read-only inspection views
-/// (`GET /v1/devices`, `/v1/tokens`, `/v1/teams`, `/v1/held`, `/v1/receipts/<apns-id>`,
-/// `/v1/feedback?topic=…`; see ``GatewayInspection``), the dashboard pages that show the same
+/// The admin port on Hummingbird 2: `GET /health`, Prometheus `GET /metrics`, the read-only
+/// inspection views (`GET /v1/devices`, `/v1/tokens`, `/v1/teams`, `/v1/held`,
+/// `/v1/receipts/<apns-id>`, `/v1/feedback?topic=…`; see ``GatewayInspection``), the live feed
+/// (`GET /v1/events`, server-sent events), the dashboard pages that show the same
 /// (`/dashboard/…`, ``GatewayDashboard``, with their `/assets/`), and the faults an operator
-/// injects (`GET`/`POST`/`DELETE /faults`), over plain HTTP/1.1.
-/// Low-rate traffic; kept on NIO's HTTP/1 codec so the gateway needs no second server framework.
+/// injects (`GET`/`POST`/`DELETE /faults`, `/faults/clock`), over plain HTTP/1.1.
 final class AdminServer: Sendable {
-    let serverChannel: Channel
-    var port: Int { serverChannel.localAddress?.port ?? 0 }
+    private let server: RunningHTTPServer
+    private let feed: DeliveryFeed
+    var port: Int { server.port }
 
-    private init(serverChannel: Channel) { self.serverChannel = serverChannel }
-
-    static func bind(
-        host: String, port: Int, metrics: GatewayMetrics, store: any GatewayStore, health: GatewayHealth, storeTimeout: TimeAmount,
-        inspection: GatewayInspection, environment: APNsEnvironment,
-        feed: DeliveryFeed, faults: GatewayFaults?, dashboard: GatewayDashboard, group: EventLoopGroup, logger: Logger
-    ) async throws -> AdminServer {
-        let bootstrap = ServerBootstrap(group: group)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(
-                        AdminHandler(
-                            metrics: metrics, store: store, health: health, storeTimeout: storeTimeout, inspection: inspection, environment: environment, feed: feed, faults: faults,
-                            dashboard: dashboard, logger: logger))
-                }
-            }
-        return AdminServer(serverChannel: try await bootstrap.bind(host: host, port: port).get())
+    private init(server: RunningHTTPServer, feed: DeliveryFeed) {
+        self.server = server
+        self.feed = feed
     }
 
-    func close() async { try? await serverChannel.close() }
+    static func bind(_ routes: AdminRoutes, host: String, port: Int, logger: Logger) async throws -> AdminServer {
+        let server = try await RunningHTTPServer.start(router: routes.router(), host: host, port: port, serverName: "herald-admin", logger: logger)
+        return AdminServer(server: server, feed: routes.feed)
+    }
+
+    /// Ends the live feeds being watched, stops accepting, and lets requests under way finish.
+    func close() async {
+        feed.closeAll()
+        await server.close()
+    }
 }
 
-private final class AdminHandler: ChannelInboundHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
-
+/// What the admin port answers, route by route.
+struct AdminRoutes: Sendable {
     let metrics: GatewayMetrics
     let store: any GatewayStore
     let health: GatewayHealth
@@ -52,295 +43,219 @@ private final class AdminHandler: ChannelInboundHandler {
     let inspection: GatewayInspection
     let environment: APNsEnvironment
     let feed: DeliveryFeed
-    /// This connection's subscription to the live feed, once it asked for `/v1/events`.
-    private var watching: DeliveryFeed.Subscriber?
     /// `nil` unless the gateway was started with fault injection: `/faults` is then 404.
     let faults: GatewayFaults?
     let dashboard: GatewayDashboard
     let logger: Logger
-    private var request: HTTPRequestHead?
-    private var body: [UInt8] = []
 
-    init(metrics: GatewayMetrics, store: any GatewayStore, health: GatewayHealth, storeTimeout: TimeAmount,
-         inspection: GatewayInspection, environment: APNsEnvironment, feed: DeliveryFeed,
-         faults: GatewayFaults?, dashboard: GatewayDashboard, logger: Logger) {
-        self.health = health
-        self.storeTimeout = storeTimeout
-        self.feed = feed
-        self.dashboard = dashboard
-        self.metrics = metrics
-        self.store = store
-        self.inspection = inspection
-        self.environment = environment
-        self.faults = faults
-        self.logger = logger
+    /// Admin bodies are a few bytes; more than this is refused.
+    static let maximumBody = 65_536
+
+    func router() -> Router<BasicRequestContext> {
+        let router = Router()
+        router.add(middleware: AdminRefusals(faultsEnabled: faults != nil))
+        if let faults { registerFaults(faults, on: router) }
+        router.get("/") { _, _ in WebResponse.redirect("/dashboard", body: "the dashboard is at /dashboard\n") }
+        router.get("health") { _, _ in await healthCheck() }
+        router.get("metrics") { _, _ in await metricsExposition() }
+        router.get("v1/events") { request, _ in watch(request) }
+        router.get("v1/**") { request, _ in await inspect(request) }
+        router.get("dashboard") { request, _ in await page(request) }
+        router.get("dashboard/**") { request, _ in await page(request) }
+        WebResponse.registerAssets(on: router)
+        return router
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
-        if let watching { feed.unsubscribe(watching) }
-        watching = nil
-        context.fireChannelInactive()
-    }
+    // MARK: faults
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        // A watcher's connection carries the feed until it closes; it sends nothing more.
-        if watching != nil { return }
-        switch unwrapInboundIn(data) {
-        case .head(let head):
-            request = head
-            body = []
-        case .body(var buffer):
-            // Admin bodies are a few bytes; more than 64 KiB is not kept (and then not valid JSON).
-            if body.count + buffer.readableBytes <= 65_536 { body += buffer.readBytes(length: buffer.readableBytes) ?? [] } else { body = [0] }
-        case .end:
-            guard let head = request else { return }
-            request = nil
-            route(head, context: context)
+    private func registerFaults(_ faults: GatewayFaults, on router: Router<BasicRequestContext>) {
+        router.get("faults") { _, _ in WebResponse.json(.ok, Self.faultsJSON(faults)) }
+        router.delete("faults") { _, _ in
+            faults.clear()
+            return WebResponse.json(.ok, Self.faultsJSON(faults))
+        }
+        router.post("faults") { request, _ in
+            guard let body = try? await Self.body(request), let fault = try? JSONReader.decode(GatewayFaults.Fault.self, from: body) else {
+                return WebResponse.json(.badRequest, #"{"error":"the body must be {\"reason\": \"ServiceUnavailable\", \"count\": N, \"topic\": optional}"}"# + "\n")
+            }
+            if let problem = faults.inject(fault) { return WebResponse.json(.badRequest, #"{"error":"\#(problem)"}"# + "\n") }
+            logger.notice("fault injected", metadata: ["reason": "\(fault.reason)", "count": "\(fault.count)", "topic": "\(fault.topic ?? "*")"])
+            return WebResponse.json(.ok, Self.faultsJSON(faults))
+        }
+        router.get("faults/clock") { _, _ in WebResponse.json(.ok, #"{"offset_ms":\#(faults.clockOffsetMilliseconds)}"# + "\n") }
+        router.post("faults/clock") { request, _ in
+            struct Shift: Codable { var offset_ms: Int64 }
+            guard let body = try? await Self.body(request), let shift = try? JSONReader.decode(Shift.self, from: body) else {
+                return WebResponse.json(.badRequest, #"{"error":"the body must be {\"offset_ms\": N}"}"# + "\n")
+            }
+            if let problem = faults.shiftClock(byMilliseconds: shift.offset_ms) {
+                return WebResponse.json(.badRequest, #"{"error":"\#(problem)"}"# + "\n")
+            }
+            logger.warning("the gateway's clock was shifted", metadata: ["offset_ms": "\(shift.offset_ms)"])
+            return WebResponse.json(.ok, #"{"offset_ms":\#(shift.offset_ms)}"# + "\n")
         }
     }
 
-    private func faultsJSON(_ faults: GatewayFaults) -> String {
+    private static func body(_ request: Request) async throws -> [UInt8] {
+        var request = request
+        let buffer = try await request.collectBody(upTo: maximumBody)
+        return Array(buffer.readableBytesView)
+    }
+
+    private static func faultsJSON(_ faults: GatewayFaults) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return String(decoding: (try? encoder.encode(["faults": faults.pending])) ?? Data(), as: UTF8.self) + "\n"
     }
 
-    private func route(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
-        let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
-        if path == "/faults", let faults {
-            switch head.method {
-            case .GET:
-                return send(.ok, faultsJSON(faults), type: "application/json", head: head, context: context)
-            case .DELETE:
-                faults.clear()
-                return send(.ok, faultsJSON(faults), type: "application/json", head: head, context: context)
-            case .POST:
-                guard let fault = try? JSONReader.decode(GatewayFaults.Fault.self, from: body) else {
-                    return send(.badRequest, #"{"error":"the body must be {\"reason\": \"ServiceUnavailable\", \"count\": N, \"topic\": optional}"}"# + "\n",
-                                type: "application/json", head: head, context: context)
-                }
-                if let problem = faults.inject(fault) {
-                    return send(.badRequest, #"{"error":"\#(problem)"}"# + "\n", type: "application/json", head: head, context: context)
-                }
-                logger.notice("fault injected", metadata: ["reason": "\(fault.reason)", "count": "\(fault.count)", "topic": "\(fault.topic ?? "*")"])
-                return send(.ok, faultsJSON(faults), type: "application/json", head: head, context: context)
-            default:
-                return send(.methodNotAllowed, "GET, POST or DELETE\n", type: "text/plain", head: head, context: context)
-            }
-        }
-        if path == "/faults/clock", let faults {
-            struct Shift: Codable { var offset_ms: Int64 }
-            switch head.method {
-            case .GET:
-                return send(.ok, #"{"offset_ms":\#(faults.clockOffsetMilliseconds)}"# + "\n", type: "application/json", head: head, context: context)
-            case .POST:
-                guard let shift = try? JSONReader.decode(Shift.self, from: body) else {
-                    return send(.badRequest, #"{"error":"the body must be {\"offset_ms\": N}"}"# + "\n", type: "application/json", head: head, context: context)
-                }
-                if let problem = faults.shiftClock(byMilliseconds: shift.offset_ms) {
-                    return send(.badRequest, #"{"error":"\#(problem)"}"# + "\n", type: "application/json", head: head, context: context)
-                }
-                logger.warning("the gateway's clock was shifted", metadata: ["offset_ms": "\(shift.offset_ms)"])
-                return send(.ok, #"{"offset_ms":\#(shift.offset_ms)}"# + "\n", type: "application/json", head: head, context: context)
-            default:
-                return send(.methodNotAllowed, "GET or POST\n", type: "text/plain", head: head, context: context)
-            }
-        }
-        if path == "/faults" || path == "/faults/clock" {
-            return send(.notFound, "not found: fault injection is off (start the gateway with --enable-faults to test providers)\n",
-                        type: "text/plain", head: head, context: context)
-        }
-        guard head.method == .GET || head.method == .HEAD else {
-            return send(.methodNotAllowed, "only GET\n", type: "text/plain", head: head, context: context)
-        }
-        if path == "/v1/events" { return watch(uri: head.uri, head: head, context: context) }
-        if path == "/" {
-            return send(.seeOther, "the dashboard is at /dashboard\n", type: "text/plain", head: head, context: context, extraHeaders: [("location", "/dashboard")])
-        }
-        if path == "/dashboard" || path.hasPrefix("/dashboard/") { return page(String(path.dropFirst("/dashboard".count)), uri: head.uri, head: head, context: context) }
-        if path.hasPrefix("/assets/") {
-            guard let asset = DashboardAssets.asset(named: String(path.dropFirst("/assets/".count))) else {
-                return send(.notFound, "no such asset\n", type: "text/plain", head: head, context: context)
-            }
-            return send(.ok, asset.body, type: asset.contentType, head: head, context: context, extraHeaders: DashboardAssets.securityHeaders)
-        }
-        if path.hasPrefix("/v1/") { return inspect(String(path.dropFirst(4)), uri: head.uri, head: head, context: context) }
-        switch path {
-        case "/health":
-            healthCheck(head: head, context: context)
-        case "/metrics":
-            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-            let store = self.store, metrics = self.metrics
-            context.eventLoop.makeFutureWithTask {
-                metrics.heldNotifications.set(Double(try await store.storedNotificationCount()))
-            }.whenComplete { result in
-                let (handler, context) = loopBound.value
-                if case .failure(let error) = result {
-                    handler.logger.warning("could not count held notifications", metadata: ["error": "\(error)"])
-                }
-                handler.send(
-                    .ok, String(decoding: metrics.exposition(), as: UTF8.self),
-                    type: "text/plain; version=0.0.4; charset=utf-8", head: head, context: context)
-            }
-        default:
-            send(.notFound, faults == nil ? "not found: try /dashboard, /health, /metrics or /v1/devices\n" : "not found: try /dashboard, /health, /metrics, /v1/devices or /faults\n", type: "text/plain", head: head, context: context)
-        }
-    }
+    // MARK: health and metrics
 
     /// Readiness: 200 `{"status":"ok"}` when this gateway can take pushes, else 503
     /// `{"status":"unavailable","problems":[…]}` (the store does not answer within the bound, at
     /// most 2 s here; a commit is stuck; the node's cluster lease has lapsed).
-    private func healthCheck(head: HTTPRequestHead, context: ChannelHandlerContext) {
+    private func healthCheck() async -> Response {
         struct Answer: Encodable { var status: String; var problems: [String]? }
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        let store = self.store, health = self.health
-        let bound = TimeAmount.nanoseconds(min(storeTimeout.nanoseconds, 2_000_000_000))
-        context.eventLoop.makeFutureWithTask { () -> [String] in
-            var probe: (any Error)?
-            do { try await withDeadline(bound) { try await store.checkReachable() } } catch { probe = error }
-            return health.problems(probe: probe)
-        }.whenComplete { result in
-            let (handler, context) = loopBound.value
-            let problems = (try? result.get()) ?? ["the health check failed"]
-            let answer = Answer(status: problems.isEmpty ? "ok" : "unavailable", problems: problems.isEmpty ? nil : problems)
-            let body = (try? JSONEncoder().encode(answer)).map { String(decoding: $0, as: UTF8.self) } ?? #"{"status":"unavailable"}"#
-            handler.send(problems.isEmpty ? .ok : .serviceUnavailable, body + "\n", type: "application/json", head: head, context: context)
+        let store = self.store
+        var probe: (any Error)?
+        do {
+            try await withDeadline(.nanoseconds(min(storeTimeout.nanoseconds, 2_000_000_000))) { try await store.checkReachable() }
+        } catch {
+            probe = error
         }
+        let problems = health.problems(probe: probe)
+        let answer = Answer(status: problems.isEmpty ? "ok" : "unavailable", problems: problems.isEmpty ? nil : problems)
+        let body = (try? JSONEncoder().encode(answer)).map { String(decoding: $0, as: UTF8.self) } ?? #"{"status":"unavailable"}"#
+        return WebResponse.json(problems.isEmpty ? .ok : .serviceUnavailable, body + "\n")
     }
 
+    private func metricsExposition() async -> Response {
+        do {
+            metrics.heldNotifications.set(Double(try await store.storedNotificationCount()))
+        } catch {
+            logger.warning("could not count held notifications", metadata: ["error": "\(error)"])
+        }
+        return WebResponse.plain(.ok, String(decoding: metrics.exposition(), as: UTF8.self), type: "text/plain; version=0.0.4; charset=utf-8")
+    }
+
+    // MARK: inspection views and pages
+
     /// A read-only inspection view: JSON, or `{"error": …}` with 400/404/500.
-    private func inspect(_ view: String, uri: String, head: HTTPRequestHead, context: ChannelHandlerContext) {
+    private func inspect(_ request: Request) async -> Response {
+        let target = request.head.path ?? ""
+        let view = String(QueryString.path(of: target).dropFirst("/v1/".count))
         let query: GatewayInspection.Query
         do {
-            query = try GatewayInspection.parse(path: view, parameters: try Self.parameters(of: uri), environment: environment)
+            query = try GatewayInspection.parse(path: view, parameters: try Self.parameters(target), environment: environment)
         } catch {
-            return send(HTTPResponseStatus(statusCode: error.status), Self.errorJSON(error.message), type: "application/json", head: head, context: context)
+            return WebResponse.json(.init(code: error.status), Self.errorJSON(error.message))
         }
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        let inspection = self.inspection
-        context.eventLoop.makeFutureWithTask { try await inspection.answer(query) }.whenComplete { result in
-            let (handler, context) = loopBound.value
-            switch result {
-            case .success(let body):
-                handler.send(.ok, String(decoding: body, as: UTF8.self) + "\n", type: "application/json", head: head, context: context)
-            case .failure(let refusal as GatewayInspection.Refusal):
-                handler.send(HTTPResponseStatus(statusCode: refusal.status), Self.errorJSON(refusal.message), type: "application/json", head: head, context: context)
-            case .failure(let error):
-                handler.logger.error("inspection failed", metadata: ["view": "\(view)", "error": "\(error)"])
-                handler.send(.internalServerError, Self.errorJSON("the store could not answer: \(error)"), type: "application/json", head: head, context: context)
-            }
+        do {
+            return WebResponse.json(.ok, String(decoding: try await inspection.answer(query), as: UTF8.self) + "\n")
+        } catch let refusal as GatewayInspection.Refusal {
+            return WebResponse.json(.init(code: refusal.status), Self.errorJSON(refusal.message))
+        } catch {
+            logger.error("inspection failed", metadata: ["view": "\(view)", "error": "\(error)"])
+            return WebResponse.json(.internalServerError, Self.errorJSON("the store could not answer: \(error)"))
         }
     }
 
     /// A dashboard page (HTML), or 404 for a page that does not exist.
-    private func page(_ path: String, uri: String, head: HTTPRequestHead, context: ChannelHandlerContext) {
+    private func page(_ request: Request) async -> Response {
+        let target = request.head.path ?? ""
+        let path = String(QueryString.path(of: target).dropFirst("/dashboard".count))
         let parameters: [String: String]
         do {
-            parameters = try Self.parameters(of: uri)
+            parameters = try Self.parameters(target)
         } catch {
-            return send(.badRequest, dashboard.renderer.renderMessage(title: "Cannot show this", message: error.message, section: ""),
-                        type: "text/html; charset=utf-8", head: head, context: context, extraHeaders: DashboardAssets.securityHeaders)
+            return WebResponse.page(.badRequest, dashboard.renderer.renderMessage(title: "Cannot show this", message: error.message, section: ""))
         }
-        let host = head.headers.first(name: "host").map(DashboardHost.name)
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        let dashboard = self.dashboard
-        context.eventLoop.makeFutureWithTask { await dashboard.page(path, parameters: parameters, host: host) }.whenSuccess { page in
-            let (handler, context) = loopBound.value
-            guard let page else {
-                return handler.send(.notFound, dashboard.renderer.renderMessage(title: "No such page", message: "There is no page at /dashboard\(path).", section: ""),
-                                    type: "text/html; charset=utf-8", head: head, context: context, extraHeaders: DashboardAssets.securityHeaders)
-            }
-            handler.send(HTTPResponseStatus(statusCode: page.status), page.html, type: "text/html; charset=utf-8", head: head, context: context,
-                         extraHeaders: DashboardAssets.securityHeaders)
+        let host = request.head.authority.map(DashboardHost.name)
+        guard let page = await dashboard.page(path, parameters: parameters, host: host) else {
+            return WebResponse.page(.notFound, dashboard.renderer.renderMessage(
+                title: "No such page", message: "There is no page at /dashboard\(path).", section: ""))
         }
+        return WebResponse.page(.init(code: page.status), page.html)
     }
 
+    // MARK: the live feed
+
     /// `GET /v1/events[?topic=…]`: server-sent events, one `data:` line of JSON per event, until
-    /// the watcher closes the connection.
-    private func watch(uri: String, head: HTTPRequestHead, context: ChannelHandlerContext) {
+    /// the watcher closes the connection or the gateway stops.
+    private func watch(_ request: Request) -> Response {
         let topic: String?
         do throws(GatewayInspection.Refusal) {
-            let parameters = try Self.parameters(of: uri)
+            let parameters = try Self.parameters(request.head.path ?? "")
             if let unknown = parameters.keys.first(where: { $0 != "topic" }) {
                 throw GatewayInspection.Refusal(400, "unknown parameter \(unknown); /v1/events takes topic")
             }
             topic = parameters["topic"]
         } catch {
-            return send(.badRequest, Self.errorJSON(error.message), type: "application/json", head: head, context: context)
+            return WebResponse.json(.badRequest, Self.errorJSON(error.message))
         }
-        var headers = HTTPHeaders()
-        headers.add(name: "content-type", value: "text/event-stream")
-        headers.add(name: "cache-control", value: "no-cache")
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: ": watching\n\n")))), promise: nil)
-        let channel = context.channel
-        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        let subscriber = DeliveryFeed.Subscriber(topic: topic, eventLoop: context.eventLoop) { events, dropped in
-            guard channel.isActive else { return }
-            let context = loopBound.value
+        let feed = self.feed
+        let subscriber = DeliveryFeed.Subscriber(topic: topic)
+        feed.subscribe(subscriber)
+        return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"], body: ResponseBody { writer in
+            defer { feed.unsubscribe(subscriber) }
+            try await writer.write(ByteBuffer(string: ": watching\n\n"))
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
-            var lost = dropped
-            var buffer = channel.allocator.buffer(capacity: events.count * 160)
-            for event in events {
-                // A watcher that does not read loses events instead of growing the gateway's buffers.
-                guard channel.isWritable, let json = try? encoder.encode(event) else {
-                    lost += 1
-                    continue
+            for await _ in subscriber.wakes {
+                let (events, dropped) = subscriber.take()
+                var buffer = ByteBuffer()
+                buffer.reserveCapacity(events.count * 160 + 64)
+                func append(_ event: DeliveryFeed.Event) {
+                    guard let json = try? encoder.encode(event) else { return }
+                    buffer.writeString("data: ")
+                    buffer.writeBytes(json)
+                    buffer.writeString("\n\n")
                 }
-                buffer.writeString("data: ")
-                buffer.writeBytes(json)
-                buffer.writeString("\n\n")
+                events.forEach(append)
+                // A watcher that does not keep up loses events instead of growing the gateway's buffers.
+                if dropped > 0 { append(DeliveryFeed.Event(event: .dropped, at: events.last?.at ?? 0, count: dropped)) }
+                if buffer.readableBytes > 0 { try await writer.write(buffer) }
             }
-            if lost > 0, let json = try? encoder.encode(DeliveryFeed.Event(event: .dropped, at: events.last?.at ?? 0, count: lost)) {
-                buffer.writeString("data: ")
-                buffer.writeBytes(json)
-                buffer.writeString("\n\n")
-            }
-            if buffer.readableBytes > 0 { context.writeAndFlush(NIOAny(HTTPServerResponsePart.body(.byteBuffer(buffer))), promise: nil) }
-        }
-        watching = subscriber
-        feed.subscribe(subscriber)
+            try await writer.finish(nil)
+        })
     }
+
+    // MARK: helpers
 
     static func errorJSON(_ message: String) -> String {
         String(decoding: (try? JSONEncoder().encode(["error": message])) ?? Data(), as: UTF8.self) + "\n"
     }
 
-    /// The query parameters of a request URI, percent-decoded; a parameter given twice is refused.
-    static func parameters(of uri: String) throws(GatewayInspection.Refusal) -> [String: String] {
-        guard let query = uri.split(separator: "?", maxSplits: 1).dropFirst().first else { return [:] }
-        var parameters: [String: String] = [:]
-        for pair in query.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let plus = { (text: Substring) in text.replacingOccurrences(of: "+", with: " ") }
-            guard let name = plus(parts[0]).removingPercentEncoding,
-                  let value = (parts.count > 1 ? plus(parts[1]) : "").removingPercentEncoding else {
-                throw GatewayInspection.Refusal(400, "the query string is not valid percent-encoding")
-            }
-            guard parameters[name] == nil else { throw GatewayInspection.Refusal(400, "\(name) is given twice") }
-            parameters[name] = value
+    /// The query parameters of a request target (``QueryString``), refusals as the views' 400.
+    static func parameters(_ target: String) throws(GatewayInspection.Refusal) -> [String: String] {
+        do {
+            return try QueryString.parameters(of: target)
+        } catch {
+            throw GatewayInspection.Refusal(400, error.description)
         }
-        return parameters
     }
+}
 
-    private func send(
-        _ status: HTTPResponseStatus, _ text: String, type: String, head: HTTPRequestHead, context: ChannelHandlerContext,
-        extraHeaders: [(String, String)] = []
-    ) {
-        var buffer = context.channel.allocator.buffer(capacity: text.utf8.count)
-        buffer.writeString(text)
-        var headers = HTTPHeaders(extraHeaders)
-        headers.add(name: "content-type", value: type)
-        headers.add(name: "content-length", value: String(buffer.readableBytes))
-        let keepAlive = head.isKeepAlive
-        if !keepAlive { headers.add(name: "connection", value: "close") }
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
-        if head.method != .HEAD { context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil) }
-        let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
-        if !keepAlive {
-            let channel = context.channel
-            done.whenComplete { _ in channel.close(promise: nil) }
+/// What the admin port answers where no route does: 405 for a method other than GET on a known
+/// path (`/faults` and `/faults/clock` say which methods they take), 404 naming what exists, and
+/// for `/faults` without `--enable-faults` a 404 that says how to turn it on.
+struct AdminRefusals<Context: RequestContext>: RouterMiddleware {
+    let faultsEnabled: Bool
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as HTTPError where error.status == .notFound {
+            let path = QueryString.path(of: request.head.path ?? "")
+            if path == "/faults" || path == "/faults/clock" {
+                guard faultsEnabled else {
+                    return WebResponse.plain(.notFound, "not found: fault injection is off (start the gateway with --enable-faults to test providers)\n")
+                }
+                return WebResponse.plain(.methodNotAllowed, path == "/faults" ? "GET, POST or DELETE\n" : "GET or POST\n")
+            }
+            guard request.method == .get || request.method == .head else { return WebResponse.plain(.methodNotAllowed, "only GET\n") }
+            return WebResponse.plain(.notFound, faultsEnabled
+                ? "not found: try /dashboard, /health, /metrics, /v1/devices or /faults\n"
+                : "not found: try /dashboard, /health, /metrics or /v1/devices\n")
         }
     }
 }

@@ -1,5 +1,7 @@
 import HeraldCore
 import HeraldDashboard
+import HeraldHTTP
+import Hummingbird
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -21,6 +23,7 @@ final class DeviceListener: Sendable {
 
     static func bind(host: String, port: Int, tls: NIOSSLContext, devicePort: DevicePort, group: EventLoopGroup) async throws -> DeviceListener {
         let connections = Locked([ObjectIdentifier: Channel]())
+        let pageResponder = DevicePortPage.router().buildResponder()
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -45,7 +48,7 @@ final class DeviceListener: Sendable {
                     upgradePipelineHandler: { channel, _ in
                         channel.eventLoop.makeCompletedFuture {
                             let sync = channel.pipeline.syncOperations
-                            let http = try sync.context(handlerType: DevicePortHTTPHandler.self)
+                            let http = try sync.context(handlerType: ResponderHandler.self)
                             sync.removeHandler(context: http, promise: nil)
                             try sync.addHandler(NIOWebSocketFrameAggregator(
                                 minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 64,
@@ -64,7 +67,7 @@ final class DeviceListener: Sendable {
                     try sync.addHandler(NIOSSLServerHandler(context: tls))
                     try sync.configureHTTPServerPipeline(
                         withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }), withErrorHandling: true)
-                    try sync.addHandler(DevicePortHTTPHandler())
+                    try sync.addHandler(ResponderHandler(responder: pageResponder, logger: devicePort.logger))
                     let id = ObjectIdentifier(channel)
                     connections.withLock { $0[id] = channel }
                     channel.closeFuture.whenComplete { _ in connections.withLock { $0[id] = nil } }
@@ -91,46 +94,28 @@ final class DeviceListener: Sendable {
     }
 }
 
-/// Answers plain HTTP requests on the device port (anything but the WebSocket upgrade): the
-/// browser device's page at `/` and its assets (``BrowserDevice``), 404 for anything else.
-/// Each connection answers one request and is closed.
-private final class DevicePortHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
-
+/// What the device port answers to plain HTTP requests (anything but the WebSocket upgrade): the
+/// browser device's page at `/` and its assets (``BrowserDevice``), 404 for anything else. Served
+/// by ``ResponderHandler`` at the end of the device port's pipeline.
+enum DevicePortPage {
     /// Rendered once: the page reads nothing from the server.
-    private static let devicePage = BrowserDevice.page()
-    private var head: HTTPRequestHead?
+    private static let page = BrowserDevice.page()
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head(let head): self.head = head
-        case .body: break
-        case .end:
-            let path = head.map { $0.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? $0.uri } ?? ""
-            let method = head?.method
-            if method == .GET || method == .HEAD, path == "/" {
-                return respond(.ok, Self.devicePage, type: "text/html; charset=utf-8", context: context)
-            }
-            if method == .GET || method == .HEAD, path.hasPrefix("/assets/"),
-               let asset = DashboardAssets.asset(named: String(path.dropFirst("/assets/".count))) {
-                return respond(.ok, asset.body, type: asset.contentType, context: context)
-            }
-            respond(.notFound, "This is Herald's device port: open a WebSocket at \(DeviceProtocol.path) (see docs/device-protocol.md), or / for a device in this browser.\n",
-                    type: "text/plain; charset=utf-8", context: context)
-        }
+    static func router() -> Router<BasicRequestContext> {
+        let router = Router()
+        router.add(middleware: NotFound())
+        router.get("/") { _, _ in WebResponse.page(.ok, page) }
+        WebResponse.registerAssets(on: router)
+        return router
     }
 
-    private func respond(_ status: HTTPResponseStatus, _ body: String, type: String, context: ChannelHandlerContext) {
-        var headers = HTTPHeaders(DashboardAssets.securityHeaders)
-        headers.add(name: "content-type", value: type)
-        headers.add(name: "content-length", value: String(body.utf8.count))
-        headers.add(name: "connection", value: "close")
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
-        if head?.method != .HEAD {
-            context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: body)))), promise: nil)
+    struct NotFound<Context: RequestContext>: RouterMiddleware {
+        func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+            do {
+                return try await next(request, context)
+            } catch let error as HTTPError where error.status == .notFound {
+                return WebResponse.text(.notFound, "This is Herald's device port: open a WebSocket at \(DeviceProtocol.path) (see docs/device-protocol.md), or / for a device in this browser.")
+            }
         }
-        let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
     }
 }

@@ -1,14 +1,13 @@
 import HeraldCore
-import NIOCore
 import Synchronization
 
 /// A live feed of what happens to notifications — refused, accepted, sent to a device, acked —
 /// for someone debugging a provider: the admin port's `GET /v1/events` (server-sent events) and
 /// `herald gateway watch`.
 ///
-/// Costs one atomic load per event while nobody watches. A watcher gets its events in batches on
-/// its connection's event loop; one that reads too slowly loses events (counted, and told so)
-/// rather than making the gateway buffer without bound.
+/// Costs one atomic load per event while nobody watches. A watcher takes its events in batches;
+/// one that reads too slowly loses events (counted, and told so) rather than making the gateway
+/// buffer without bound.
 final class DeliveryFeed: Sendable {
     /// One thing that happened. Fields that do not apply are absent from the JSON.
     struct Event: Encodable, Sendable {
@@ -41,42 +40,45 @@ final class DeliveryFeed: Sendable {
         var count: Int?
     }
 
-    /// A watcher: what it wants, and what waits to be written to it.
+    /// A watcher: what it wants, and what waits to be written to it. Its writer (the admin
+    /// port's `/v1/events` response) waits on ``wakes`` and then ``take()``s what piled up.
     final class Subscriber: Sendable {
         let topic: String?
-        let eventLoop: EventLoop
-        private let write: @Sendable ([Event], Int) -> Void
-        private let pending = Locked((events: [Event](), dropped: 0, scheduled: false))
-        /// Events held for a watcher between two writes, at most.
+        /// One element whenever events wait (several offers between two takes wake it once);
+        /// finished when the feed closes.
+        let wakes: AsyncStream<Void>
+        private let wake: AsyncStream<Void>.Continuation
+        private let pending = Locked((events: [Event](), dropped: 0))
+        /// Events held for a watcher between two takes, at most.
         static let maximumPending = 10_000
 
-        init(topic: String?, eventLoop: EventLoop, write: @escaping @Sendable ([Event], Int) -> Void) {
+        init(topic: String?) {
             self.topic = topic
-            self.eventLoop = eventLoop
-            self.write = write
+            (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         }
 
         func offer(_ event: Event) {
             if let topic, event.topic != topic { return }
-            let schedule = pending.withLock { p -> Bool in
+            let held = pending.withLock { p -> Bool in
                 if p.events.count >= Self.maximumPending {
                     p.dropped += 1
                     return false
                 }
                 p.events.append(event)
-                defer { p.scheduled = true }
-                return !p.scheduled
+                return true
             }
-            if schedule { eventLoop.execute { self.drain() } }
+            if held { wake.yield() }
         }
 
-        private func drain() {
-            let (events, dropped) = pending.withLock { p in
-                defer { p = ([], 0, false) }
+        /// What waits, and how many events were lost since the last take.
+        func take() -> (events: [Event], dropped: Int) {
+            pending.withLock { p in
+                defer { p = ([], 0) }
                 return (p.events, p.dropped)
             }
-            write(events, dropped)
         }
+
+        func finish() { wake.finish() }
     }
 
     private let watchers = Atomic<Int>(0)
@@ -99,5 +101,11 @@ final class DeliveryFeed: Sendable {
     func unsubscribe(_ subscriber: Subscriber) {
         let removed = subscribers.withLock { $0.removeValue(forKey: ObjectIdentifier(subscriber)) != nil }
         if removed { watchers.subtract(1, ordering: .relaxed) }
+        subscriber.finish()
+    }
+
+    /// Ends every watcher's stream (the admin port is closing).
+    func closeAll() {
+        for subscriber in subscribers.withLock({ Array($0.values) }) { unsubscribe(subscriber) }
     }
 }
