@@ -29,14 +29,12 @@ final class APNsPortStream {
     /// The stream closed (reset by the peer, or the connection went) before it was answered.
     var isClosed = false
 
-    // Filled as validation proceeds.
-    private var target: APNsRequestTarget?
-    private var claims: ProviderTokenClaims?
+    /// What the request asks for (``APNsPortRoute``), once its head is complete.
+    private var route: APNsPortRoute?
+    /// A push's headers, once validated.
     private var pushHeaders: PushHeaders?
-    private var query: APNsPortQuery?
-    /// A broadcast's app (`POST /4/broadcasts/apps/<bundle-id>`), or a channel management request.
-    private var broadcastBundleID: String?
-    private var channelRequest: ChannelRequest?
+    /// A push's apns-id: the provider's, or the one the gateway gives it when accepted.
+    private var apnsID: APNsID?
     /// Broadcast and channel answers carry `apns-request-id` instead of `apns-id`.
     private var requestID: APNsID?
 
@@ -72,35 +70,29 @@ final class APNsPortStream {
         guard !isComplete else { return }
         isComplete = true
         if connection.isDraining { return respond(context: context, APNsRejection(.shutdown)) }
-        if port.role == .channels {
+        // Step 1: what the request asks for, from its head alone.
+        let routed = APNsPortRoute.route(head, body: body, role: port.role)
+        if APNsPortRoute.answersWithRequestID(routed, role: port.role) {
             requestID = head.requestID.flatMap(APNsID.init(header:)) ?? APNsID.random(using: &connection.ids)
-            switch ChannelRequest.parse(head, body: body.map { Array($0.readableBytesView) } ?? []) {
-            case .failure(let rejection): return respond(context: context, rejection)
-            case .success(let request):
-                channelRequest = request
-                return authorize(context: context)
-            }
         }
-        if head.method == "GET" {
-            // Herald's read endpoints (receipts, feedback): authenticated like pushes.
-            switch APNsPortQuery.parse(path: head.path ?? "") {
-            case .failure(let rejection): return respond(context: context, rejection)
-            case .success(let query):
-                self.query = query
-                return authorize(context: context)
-            }
+        switch routed {
+        case .failure(let rejection):
+            respond(context: context, rejection)
+        case .success(let route):
+            self.route = route
+            if case .push(let target) = route { apnsID = target.apnsID }
+            authorize(context: context)
         }
-        switch APNsRequestValidation.validateTarget(head) {
-        case .failure(let rejection) where rejection.reason == .badPath:
-            // Not a device's path: a broadcast's, or none.
-            guard let bundleID = BroadcastRequest.bundleID(fromPath: head.path) else { return respond(context: context, rejection) }
-            broadcastBundleID = bundleID
-            requestID = head.requestID.flatMap(APNsID.init(header:)) ?? APNsID.random(using: &connection.ids)
-            authorize(context: context)
-        case .failure(let rejection): respond(context: context, rejection)
-        case .success(let target):
-            self.target = target
-            authorize(context: context)
+    }
+
+    /// Steps 3 on, once the credential is known: what the route needs next.
+    private func proceed(team: String, certificate: PushCertificate?, context: ChannelHandlerContext) {
+        switch route {
+        case .query(let query)?: answer(query, team: team, context: context)
+        case .broadcast?, .channel?: checkBroadcastOwner(team: team, certificate: certificate, context: context)
+        case .push?:
+            if let certificate { validateHeaders(for: certificate, context: context) } else { validateHeaders(team: team, context: context) }
+        case nil: break
         }
     }
 
@@ -120,10 +112,7 @@ final class APNsPortStream {
             wait(context: context, for: { try await directory.loadKey(keyID) }) { $0.authorize(context: context) }
         case .authorized(let claims, let isFirst):
             if isFirst { connection.raiseStreamLimit() }
-            self.claims = claims
-            if let query { return answer(query, team: claims.teamID, context: context) }
-            if broadcastBundleID != nil || channelRequest != nil { return checkBroadcastOwner(team: claims.teamID, certificate: nil, context: context) }
-            validateHeaders(context: context)
+            proceed(team: claims.teamID, certificate: nil, context: context)
         }
     }
 
@@ -152,9 +141,11 @@ final class APNsPortStream {
                 return respond(context: context, APNsRejection(.badCertificate, detail: "certificate \(certificate.credentialID) does not match its registration"))
             }
         }
-        claims = ProviderTokenClaims(keyID: certificate.credentialID, teamID: certificate.teamID, issuedAt: 0)
-        if let query { return answer(query, team: certificate.teamID, context: context) }
-        if broadcastBundleID != nil || channelRequest != nil { return checkBroadcastOwner(team: certificate.teamID, certificate: certificate, context: context) }
+        proceed(team: certificate.teamID, certificate: certificate, context: context)
+    }
+
+    /// A push on a certificate connection: its headers, and the certificate must list its topic.
+    private func validateHeaders(for certificate: PushCertificate, context: ChannelHandlerContext) {
         if head.topic == nil, let topic = certificate.defaultTopic { head.topic = topic }
         switch APNsRequestValidation.validateHeaders(head) {
         case .failure(let rejection): respond(context: context, rejection)
@@ -169,23 +160,22 @@ final class APNsPortStream {
     }
 
     // Steps 3 and 4: the notification headers, then the topic's owner.
-    private func validateHeaders(context: ChannelHandlerContext) {
+    private func validateHeaders(team: String, context: ChannelHandlerContext) {
         switch APNsRequestValidation.validateHeaders(head) {
         case .failure(let rejection): respond(context: context, rejection)
         case .success(let headers):
             pushHeaders = headers
-            checkTopicOwner(context: context)
+            checkTopicOwner(team: team, context: context)
         }
     }
 
-    private func checkTopicOwner(context: ChannelHandlerContext) {
-        guard let claims, let pushHeaders else { return }
+    private func checkTopicOwner(team: String, context: ChannelHandlerContext) {
+        guard let pushHeaders else { return }
         let directory = port.directory
-        switch directory.teamOwns(claims.teamID, topic: pushHeaders.bundleID) {
+        switch directory.teamOwns(team, topic: pushHeaders.bundleID) {
         case true?: validatePayload(context: context)
         case false?: respond(context: context, APNsRejection(.topicDisallowed))
         case nil:
-            let team = claims.teamID
             wait(context: context, for: { try await directory.loadTopics(ofTeam: team) }) { handler in
                 switch directory.teamOwns(team, topic: pushHeaders.bundleID) {
                 case true?: handler.validatePayload(context: context)
@@ -197,7 +187,7 @@ final class APNsPortStream {
 
     // Steps 5 to 7: the body, the per-token rate, then the store.
     private func validatePayload(context: ChannelHandlerContext) {
-        guard let target, let pushHeaders else { return }
+        guard case .push(let target)? = route, let pushHeaders else { return }
         let bytes = body.map { Array($0.readableBytesView) } ?? []
         if let rejection = APNsRequestValidation.validatePayload(bytes, bodySize: bodySize, pushType: pushHeaders.pushType) {
             return respond(context: context, rejection)
@@ -207,8 +197,8 @@ final class APNsPortStream {
             return respond(context: context, APNsRejection(.tooManyRequests))
         }
         if let fault = port.faults.take(topic: pushHeaders.bundleID) { return respond(context: context, fault) }
-        let apnsID = target.apnsID ?? APNsID.timeOrdered(atMilliseconds: now, using: &connection.ids)
-        self.target?.apnsID = apnsID
+        let apnsID = self.apnsID ?? APNsID.timeOrdered(atMilliseconds: now, using: &connection.ids)
+        self.apnsID = apnsID
         let notification = StoredNotification(
             apnsID: apnsID, token: target.token, bundleID: pushHeaders.bundleID, pushType: pushHeaders.pushType,
             priority: pushHeaders.priority, expiration: pushHeaders.expiration, collapseID: pushHeaders.collapseID,
@@ -230,7 +220,7 @@ final class APNsPortStream {
     /// The app of a broadcast or channel request must be the credential's: a team's topic, or
     /// the certificate's app.
     private func checkBroadcastOwner(team: String, certificate: PushCertificate?, context: ChannelHandlerContext) {
-        guard let bundleID = broadcastBundleID ?? channelRequest?.bundleID else { return }
+        guard let bundleID = route?.appOfChannelRequest else { return }
         if let certificate {
             guard certificate.covers(topic: bundleID + PushType.liveactivity.topicSuffix, pushType: .liveactivity) else {
                 return respond(context: context, APNsRejection(.topicDisallowed, detail: "the certificate is for \(certificate.bundleID), not \(bundleID)"))
@@ -257,7 +247,7 @@ final class APNsPortStream {
         let now = port.clock.nowMilliseconds()
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         let logger = port.logger
-        if let channelRequest {
+        if case .channel(let channelRequest)? = route {
             context.eventLoop.makeFutureWithTask {
                 try await channelRequest.run(store: store, environment: environment, nowMilliseconds: now)
             }.whenComplete { result in
@@ -272,7 +262,7 @@ final class APNsPortStream {
             }
             return
         }
-        guard let bundleID = broadcastBundleID, let requestID else { return }
+        guard case .broadcast(let bundleID)? = route, let requestID else { return }
         guard let broadcaster = port.broadcaster else {
             return respond(context: context, APNsRejection(.featureNotEnabled, detail: "this gateway has no channel port (herald gateway --channel-port), so no channels and no broadcasts"))
         }
@@ -349,13 +339,19 @@ final class APNsPortStream {
 
     // MARK: answers
 
+    /// A push's device token, for the live feed.
+    private var pushToken: DeviceToken? {
+        if case .push(let target)? = route { return target.token }
+        return nil
+    }
+
     private func responseHeaders(status: String) -> HPACKHeaders {
         var headers = HPACKHeaders()
         headers.add(name: ":status", value: status)
         if let requestID {
             headers.add(name: "apns-request-id", value: requestID.description, indexing: .nonIndexable)
         } else {
-            headers.add(name: "apns-id", value: (target?.apnsID ?? APNsID.random(using: &connection.ids)).description, indexing: .nonIndexable)
+            headers.add(name: "apns-id", value: (apnsID ?? APNsID.random(using: &connection.ids)).description, indexing: .nonIndexable)
         }
         if port.sendsUniqueID {
             headers.add(name: "apns-unique-id", value: APNsID.random(using: &connection.ids).description, indexing: .nonIndexable)
@@ -410,8 +406,8 @@ final class APNsPortStream {
         ])
         port.feed.publish {
             DeliveryFeed.Event(
-                event: .refused, at: port.clock.nowMilliseconds(), apnsId: target?.apnsID?.description, topic: pushHeaders?.bundleID ?? head.topic,
-                token: target?.token.hex, status: rejection.status, reason: rejection.reason.rawValue, why: rejection.detail)
+                event: .refused, at: port.clock.nowMilliseconds(), apnsId: apnsID?.description, topic: pushHeaders?.bundleID ?? head.topic,
+                token: pushToken?.hex, status: rejection.status, reason: rejection.reason.rawValue, why: rejection.detail)
         }
         var headers = responseHeaders(status: String(rejection.status))
         headers.add(name: "content-type", value: "application/json")
