@@ -255,14 +255,45 @@ let package = Package(
         .testTarget(
             name: "HeraldGatewayTests",
             dependencies: [
-                "HeraldCore", "HeraldStore", "HeraldStoreSQLite", "HeraldGateway", "HeraldClient", "HeraldDevice",
-                "HeraldProvider", "HeraldProviderServer", "HeraldProviderAPI", "HeraldTesting", "HeraldFuzzing",
+                "HeraldCore", "HeraldStore", "HeraldStoreSQLite", "HeraldGateway", "HeraldClient", "HeraldDevice", "HeraldDashboard",
+                "HeraldTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
+        ),
+        // APNsClient against a scripted HTTP/2 server and against a gateway.
+        .testTarget(
+            name: "HeraldClientTests",
+            dependencies: [
+                "HeraldCore", "HeraldClient", "HeraldDevice", "HeraldTesting",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+            ]
+        ),
+        // The provider service and its REST API (HeraldProvider, HeraldProviderServer).
+        .testTarget(
+            name: "HeraldProviderTests",
+            dependencies: [
+                "HeraldCore", "HeraldStore", "HeraldClient", "HeraldDevice", "HeraldProvider", "HeraldProviderServer", "HeraldTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // Every role together in one process: a gateway, devices running the notification
+        // center, and providers, over real sockets.
+        .testTarget(
+            name: "HeraldEndToEndTests",
+            dependencies: ["HeraldCore", "HeraldClient", "HeraldDevice", "HeraldTesting"]
+        ),
+        // The fuzz corpora and crashers replayed through the fuzz targets.
+        .testTarget(
+            name: "HeraldFuzzingTests",
+            dependencies: ["HeraldFuzzing"]
         ),
         .testTarget(
             name: "HeraldCLITests",

@@ -67,10 +67,11 @@ public actor ProviderService {
     /// Registers (or registers again) a device: at every launch, and when its language or zone changes.
     @discardableResult
     public func register(token: String, topic: String, language: String, timeZone: String, userID: String?, tags: [String]) async throws(ProviderError) -> Registration {
-        let token = token.lowercased()
-        guard token.count >= 2, token.count % 2 == 0, token.allSatisfy(\.isHexDigit) else {
+        // The one token parser: ASCII hex of either case, an even count, at most Apple's length.
+        guard let parsed = DeviceToken(hex: token) else {
             throw ProviderError(400, "\"token\" must be the device token in hex, not \"\(token)\"")
         }
+        let token = parsed.hex
         guard DeviceProtocol.isValidTopic(topic) else { throw ProviderError(400, "\"topic\" must be the app's bundle id, not \"\(topic)\"") }
         guard Self.isLanguageTag(language) else {
             throw ProviderError(400, "\"language\" must be a BCP 47 tag such as en, fr-CA or zh-Hant-TW, not \"\(language)\"")

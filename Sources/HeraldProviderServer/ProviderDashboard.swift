@@ -246,7 +246,7 @@ struct ProviderDashboard: Sendable {
             throw ProviderError(403, "this form is stale or not from this dashboard: open the send page again")
         }
         // The count page's key: submitting the same form twice sends once.
-        let key = form.idempotency.flatMap { $0.count == 32 && $0.allSatisfy(\.isHexDigit) ? "dashboard-\($0)" : nil }
+        let key = form.idempotency.flatMap { $0.count == 32 && $0.allSatisfy { $0.isASCII && $0.isHexDigit } ? "dashboard-\($0)" : nil }
         let sendRequest = try ProviderRequestBodies.send(Self.sendBody(form, idempotencyKey: key))
         let (report, _) = try await service.send(sendRequest)
         return Self.redirect("/dashboard/reports/\(report.id)")

@@ -63,7 +63,7 @@ struct FaultToleranceTests {
     @Test("the clock fault: only with --enable-faults; an offset that is huge, fractional, of the wrong type or missing is refused and changes nothing")
     func clockFault() async throws {
         let off = try await TestGateway.start()
-        #expect(try await ProviderServiceTests.http("POST", "http://127.0.0.1:\(off.ports.adminPort!)/faults/clock", #"{"offset_ms":1000}"#).status == 404)
+        #expect(try await TestHTTP.request("POST", "http://127.0.0.1:\(off.ports.adminPort!)/faults/clock", #"{"offset_ms":1000}"#).status == 404)
         try await off.stop()
 
         let gateway = try await TestGateway.start { $0.faultInjection = true }
@@ -71,13 +71,13 @@ struct FaultToleranceTests {
         let before = gateway.gateway.clock.nowMilliseconds()
         for body in [#"{"offset_ms":999999999999999999}"#, #"{"offset_ms":-999999999999999999}"#, #"{"offset_ms":1.5}"#,
                      #"{"offset_ms":"60000"}"#, #"{}"#, #"[]"#, "not json", #"{"offset_ms":99999999999999999999999}"#] {
-            #expect(try await ProviderServiceTests.http("POST", url, body).status == 400, "\(body)")
+            #expect(try await TestHTTP.request("POST", url, body).status == 400, "\(body)")
         }
         #expect(gateway.gateway.clock.nowMilliseconds() - before < 60_000, "nothing refused moved the clock")
-        #expect(try await ProviderServiceTests.http("POST", url, #"{"offset_ms":60000}"#).status == 200)
+        #expect(try await TestHTTP.request("POST", url, #"{"offset_ms":60000}"#).status == 200)
         #expect(gateway.gateway.clock.nowMilliseconds() - before >= 60_000)
-        #expect(try await ProviderServiceTests.http("GET", url).json?.objectValue?["offset_ms"] == .int(60_000))
-        #expect(try await ProviderServiceTests.http("DELETE", url).status == 405)
+        #expect(try await TestHTTP.request("GET", url).json?.objectValue?["offset_ms"] == .int(60_000))
+        #expect(try await TestHTTP.request("DELETE", url).status == 405)
         try await gateway.stop()
     }
 

@@ -16,7 +16,7 @@ struct InspectionTests {
         let gateway = try await TestGateway.start(admin: true)
         let signer = try await gateway.makeKey()
         let admin = "http://127.0.0.1:\(gateway.ports.adminPort!)"
-        func get(_ path: String) async throws -> (status: Int, json: JSONValue?) { try await ProviderServiceTests.http("GET", admin + path) }
+        func get(_ path: String) async throws -> (status: Int, json: JSONValue?) { try await TestHTTP.request("GET", admin + path) }
 
         let device = try gateway.startDevice()
         let deviceToken = try await device.token()
@@ -29,7 +29,7 @@ struct InspectionTests {
         let heldID = try #require(held.apnsID)
 
         // Devices: the one connected, marked so; ?connected=true lists only those.
-        try await DeviceRuntimeEndToEndTests.eventually("the device listed as connected") {
+        try await eventually("the device listed as connected") {
             guard case .array(let items)? = (try? await get("/v1/devices?connected=true"))?.json?["items"] else { return false }
             return items.count == 1 && items.first?["connected"] == .bool(true) && items.first?["activeTokens"] == .int(1)
         }
@@ -79,18 +79,18 @@ struct InspectionTests {
         #expect(try await get("/v1/nothing").status == 404)
         let feedTypo = try await get("/v1/events?topc=com.example.app")
         #expect(feedTypo.status == 400 && feedTypo.json?["error"]?.stringValue == "unknown parameter topc; /v1/events takes topic")
-        #expect(try await ProviderServiceTests.http("POST", admin + "/v1/tokens", "{}").status == 405)
+        #expect(try await TestHTTP.request("POST", admin + "/v1/tokens", "{}").status == 405)
 
         // The live feed (curl as the watcher): a push to the connected device is accepted,
         // sent and acked; the watcher's topic filter leaves other apps out.
         let watcher = try SSEWatcher(url: admin + "/v1/events?topic=com.example.app")
-        try await DeviceRuntimeEndToEndTests.eventually("the watcher subscribed") {
+        try await eventually("the watcher subscribed") {
             (try? await get("/metrics")) != nil && watcher.lines.contains(": watching")
         }
         let live = try await connection.send(.push(token: deviceToken, authorization: authorization, topic: "com.example.app", pushType: "alert",
                                                    payload: #"{"aps":{"alert":"now"}}"#))
         let liveID = try #require(live.apnsID.flatMap(APNsID.init(header:)))
-        try await DeviceRuntimeEndToEndTests.eventually("accepted, sent and acked in the feed") {
+        try await eventually("accepted, sent and acked in the feed") {
             let events = watcher.events.filter { $0["apnsId"]?.stringValue.flatMap(APNsID.init(header:)) == liveID }
             return events.compactMap { $0["event"]?.stringValue } == ["accepted", "sent", "acked"]
         }

@@ -106,7 +106,7 @@ struct ProviderScheduleTests {
         clock.advance(to: Self.at("2027-03-12T13:00:00Z"))
         let keyed = SendRequest(target: .user("ana"), message: .alert(title: nil, subtitle: nil, body: "once"), idempotencyKey: "k-1")
         let pending = Task { try await first.send(keyed) }
-        try await DeviceRuntimeEndToEndTests.eventually("the run and the send under way") { stalled.calls.withLock { $0 } == 2 }
+        try await eventually("the run and the send under way") { stalled.calls.withLock { $0 } == 2 }
 
         // The service "stops" here; another starts on the same database 10 minutes later, inside
         // the missed-send window.
@@ -209,7 +209,7 @@ struct ProviderScheduleTests {
             try await ProviderServiceTests.Phone.start(gateway, provider: base, language: "en-US", zone: "America/New_York", user: "nia"),
             try await ProviderServiceTests.Phone.start(gateway, provider: base, language: "fr-FR", zone: "Europe/London", user: "lea"),
         ]
-        try await DeviceRuntimeEndToEndTests.eventually("three registrations") { phones.allSatisfy { $0.app.registered.withLock { $0 } == 1 } }
+        try await eventually("three registrations") { phones.allSatisfy { $0.app.registered.withLock { $0 } == 1 } }
         let template = #"{"translations":{"en":{"body":"Good morning, %@"},"ja":{"body":"おはよう、%@"},"fr":{"body":"Bonjour, %@"}}}"#
         #expect(try await ProviderServiceTests.http("PUT", base + "/v1/templates/morning", template).status == 200)
 
@@ -234,7 +234,7 @@ struct ProviderScheduleTests {
         #expect(status.counts == ["accepted": 10])
         #expect(status.schedule.state == .active)  // until 2027-03-15 has not ended everywhere yet (UTC−12)
 
-        try await DeviceRuntimeEndToEndTests.eventually("ten deliveries") { phones.map(\.shown.bodies.count) == [3, 4, 3] }
+        try await eventually("ten deliveries") { phones.map(\.shown.bodies.count) == [3, 4, 3] }
         #expect(Set(phones[0].shown.bodies) == ["おはよう、Herald"])
         #expect(Set(phones[1].shown.bodies) == ["Good morning, Herald"])
         #expect(Set(phones[2].shown.bodies) == ["Bonjour, Herald"])  // fr-FR → fr

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldClient
 import HeraldCore
 import HeraldDevice
 import HeraldTesting
@@ -37,15 +38,6 @@ struct DeviceRuntimeEndToEndTests {
         var observer: @Sendable (RuntimeEvent) -> Void { { [items] e in if case .delivered(_, let n) = e { items.withLock { $0.append(n) } } } }
     }
 
-    static func eventually(_ what: String, _ condition: () async -> Bool) async throws {
-        for _ in 0..<1500 {
-            if await condition() { return }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        Issue.record("timed out waiting for \(what)")
-        throw CancellationError()
-    }
-
     struct Phone {
         let runtime: DeviceRuntime
         let delivered: Delivered
@@ -56,7 +48,7 @@ struct DeviceRuntimeEndToEndTests {
             let delivered = Delivered()
             let runtime = try DeviceRuntime(
                 clock: SystemAlarmClock(), timeZone: TimeZone(identifier: "Europe/Paris")!, preferredLanguages: languages,
-                user: FixedAnswer(), storageDirectory: storage, observer: delivered.observer)
+                user: AllowingUser(), storageDirectory: storage, observer: delivered.observer)
             let center = try await runtime.install("com.example.app", bundle: .init(localization: AlertLocalization(tables: [
                 "fr": ["NEW_MESSAGE": "Nouveau message de %@"], "de": ["NEW_MESSAGE": "Neue Nachricht von %@"],
             ])))
@@ -77,25 +69,28 @@ struct DeviceRuntimeEndToEndTests {
         }
     }
 
-    struct FixedAnswer: UserSettingsSource {
-        func answerPrompt(appID: String, requested: AuthorizationOptions) async -> AuthorizationOptions { requested }
-    }
-
     @Test("42–43. a push is presented localized; a restore to a new device brings a new token, sent to the provider; fr→de is re-sent")
     func restoreAndLanguage() async throws {
         let gateway = try await TestGateway.start()
-        let provider = try await DeviceTests.Provider.make(gateway)
+        let signer = try await gateway.makeKey(team: "TEAM000001", topics: ["com.example.app"])
+        let connection = try await gateway.connect()
+        let authorization = try gateway.bearer(signer)
+        func push(_ token: DeviceToken, payload: String) async throws {
+            let response = try await connection.send(.push(
+                token: token, authorization: authorization, topic: "com.example.app", pushType: "alert", payload: payload, extraHeaders: []))
+            #expect(response.status == 200)
+        }
         let recorder = ProviderRecorder()
         let oldPhone = try TemporaryDirectory.make(prefix: "phone-old")
         let phone = try await Phone.start(gateway, storage: oldPhone, recorder: recorder, languages: ["fr"])
-        try await Self.eventually("the first token") { recorder.posts.withLock { $0.count } == 1 }
+        try await eventually("the first token") { recorder.posts.withLock { $0.count } == 1 }
         let first = recorder.posts.withLock { $0[0] }
         #expect(first.language == "fr")
 
         // A push through the gateway is presented by the runtime, localized on the device.
-        try await provider.push(
+        try await push(
             DeviceToken(hex: first.token)!, payload: #"{"aps":{"alert":{"loc-key":"NEW_MESSAGE","loc-args":["Ana"]},"badge":1}}"#)
-        try await Self.eventually("the push") { phone.delivered.items.withLock { $0.count } == 1 }
+        try await eventually("the push") { phone.delivered.items.withLock { $0.count } == 1 }
         let shown = phone.delivered.items.withLock { $0[0] }
         #expect(shown.content.body == "Nouveau message de Ana" && shown.presentation.badge == 1)
         #expect(try await phone.center.badge() == 1)
@@ -105,20 +100,20 @@ struct DeviceRuntimeEndToEndTests {
         let newPhone = try TemporaryDirectory.make(prefix: "phone-new")
         try FileManager.default.copyItem(atPath: oldPhone + "/apps", toPath: newPhone + "/apps")
         let restored = try await Phone.start(gateway, storage: newPhone, recorder: recorder, languages: ["fr"])
-        try await Self.eventually("the new token") { recorder.posts.withLock { $0.count } == 3 }
+        try await eventually("the new token") { recorder.posts.withLock { $0.count } == 3 }
         let posts = recorder.posts.withLock { $0 }
         #expect(posts[1].token == first.token)  // registered before: the stored token at once
         #expect(posts[2].token != first.token && posts[2].language == "fr")  // the new device's token, sent on
         await restored.runtime.setPreferredLanguages(["de"])
-        try await Self.eventually("the language") { recorder.posts.withLock { $0.count } == 4 }
+        try await eventually("the language") { recorder.posts.withLock { $0.count } == 4 }
         #expect(recorder.posts.withLock { $0[3] } == (posts[2].token, "de"))
 
-        try await provider.push(DeviceToken(hex: posts[2].token)!, payload: #"{"aps":{"alert":{"loc-key":"NEW_MESSAGE","loc-args":["Ben"]}}}"#)
-        try await Self.eventually("the push on the new device") { restored.delivered.items.withLock { $0.count } == 1 }
+        try await push(DeviceToken(hex: posts[2].token)!, payload: #"{"aps":{"alert":{"loc-key":"NEW_MESSAGE","loc-args":["Ben"]}}}"#)
+        try await eventually("the push on the new device") { restored.delivered.items.withLock { $0.count } == 1 }
         #expect(restored.delivered.items.withLock { $0[0].content.body } == "Neue Nachricht von Ben")
 
         await restored.stop()
-        await provider.stop()
+        await connection.close()
         try await gateway.stop()
     }
 }

@@ -48,16 +48,7 @@ struct ProviderServiceTests {
     static let apiToken = "test-api-token-0123456789abcdef"
 
     static func http(_ method: String, _ url: String, _ body: String? = nil, headers: [String: String] = [:]) async throws -> (status: Int, json: JSONValue?) {
-        var request = URLRequest(url: URL(string: url)!)
-        request.httpMethod = method
-        if let body {
-            request.httpBody = Data(body.utf8)
-            request.setValue("application/json", forHTTPHeaderField: "content-type")
-        }
-        request.setValue("Bearer \(apiToken)", forHTTPHeaderField: "authorization")
-        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        let (data, response) = try await URLSession.shared.data(for: request)
-        return ((response as! HTTPURLResponse).statusCode, data.isEmpty ? nil : try? JSONReader.parse(data))
+        try await TestHTTP.request(method, url, body, headers: headers, bearer: apiToken)
     }
 
     /// An app that registers with its provider at launch and whenever its token or language changes.
@@ -93,7 +84,7 @@ struct ProviderServiceTests {
         static func start(_ gateway: TestGateway, provider: String, language: String, zone: String, user: String) async throws -> Phone {
             let shown = Shown()
             let runtime = try DeviceRuntime(clock: SystemAlarmClock(), timeZone: TimeZone(identifier: zone)!, preferredLanguages: [language],
-                                            user: DeviceRuntimeEndToEndTests.FixedAnswer(), observer: shown.observer)
+                                            user: AllowingUser(), observer: shown.observer)
             let center = try await runtime.install("com.example.app")
             let app = RegisteringApp(provider: provider, runtime: runtime, user: user)
             try await center.setDelegate(app)
@@ -118,7 +109,7 @@ struct ProviderServiceTests {
 
         let paris = try await Phone.start(gateway, provider: base, language: "fr-CA", zone: "America/Montreal", user: "ana")
         let madrid = try await Phone.start(gateway, provider: base, language: "es", zone: "Europe/Madrid", user: "ana")
-        try await DeviceRuntimeEndToEndTests.eventually("both registrations") {
+        try await eventually("both registrations") {
             paris.app.registered.withLock { $0 } == 1 && madrid.app.registered.withLock { $0 } == 1
         }
         let template = #"{"translations":{"en":{"title":"Hello","body":"%1$@ sent you %2$@"},"fr":{"title":"Bonjour","body":"%1$@ vous a envoyé %2$@"}}}"#
@@ -129,7 +120,7 @@ struct ProviderServiceTests {
         #expect(first.status == 200)
         guard case .object(let report)? = first.json else { Issue.record("no report"); return }
         #expect(report["counts"] == .object(["accepted": .int(2)]))
-        try await DeviceRuntimeEndToEndTests.eventually("both devices") { !paris.shown.bodies.isEmpty && !madrid.shown.bodies.isEmpty }
+        try await eventually("both devices") { !paris.shown.bodies.isEmpty && !madrid.shown.bodies.isEmpty }
         #expect(paris.shown.bodies == ["Ben vous a envoyé a gift"])  // fr-CA → fr
         #expect(madrid.shown.bodies == ["Ben sent you a gift"])  // es → the default, en
 
@@ -216,7 +207,7 @@ struct ProviderServiceTests {
         let server = try await ProviderHTTPServer.start(service: service, port: 0, apiToken: Self.apiToken)
         let base = "http://127.0.0.1:\(server.port)"
         let phone = try await Phone.start(gateway, provider: base, language: "en", zone: "Europe/Dublin", user: "ray")
-        try await DeviceRuntimeEndToEndTests.eventually("registration") { phone.app.registered.withLock { $0 } == 1 }
+        try await eventually("registration") { phone.app.registered.withLock { $0 } == 1 }
 
         let admin = "http://127.0.0.1:\(gateway.ports.adminPort!)"
         let injected = try await Self.http("POST", admin + "/faults", #"{"reason":"ServiceUnavailable","count":2,"topic":"com.example.app"}"#)
@@ -228,7 +219,7 @@ struct ProviderServiceTests {
         guard case .array(let deliveries)? = sent.json?["deliveries"], let delivery = deliveries.first else { Issue.record("no delivery"); return }
         #expect(delivery["attempts"] == .int(3))
         #expect(waits.withLock { $0.count } == 2)  // two backoffs, one per 503
-        try await DeviceRuntimeEndToEndTests.eventually("the push") { phone.shown.bodies == ["third time lucky"] }
+        try await eventually("the push") { phone.shown.bodies == ["third time lucky"] }
         // The gateway took it once: one receipt for the apns-id all three attempts carried, and nothing more arrives.
         let apnsID = try #require(delivery["apnsId"]?.stringValue)
         let receipt = try #require(try await client.receipt(apnsID: apnsID))
@@ -438,7 +429,7 @@ struct ProviderServiceTests {
         _ = await arrivals.next()  // the push is at the gate: the request is under way
         let closing = Task { await server.close() }
         // The listener closes first: a new connection is refused while the send is still held.
-        try await DeviceRuntimeEndToEndTests.eventually("the listener closed") {
+        try await eventually("the listener closed") {
             (try? await Self.http("GET", base + "/health")) == nil
         }
         stack.gateway.clock.advance(seconds: 5)  // the send takes 5 s: it is listed by when it started
