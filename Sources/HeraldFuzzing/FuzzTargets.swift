@@ -22,7 +22,17 @@ public enum FuzzTargets {
         "live-activity": liveActivity,
         "broadcast-request": broadcastRequest,
         "announcement-journal": announcementJournal,
+        "query-string": queryString,
     ]
+
+    /// A request target's path and query, as the admin port, the provider service and the
+    /// device port read them (``QueryString``).
+    @Sendable public static func queryString(_ data: [UInt8]) {
+        let target = String(decoding: data, as: UTF8.self)
+        _ = QueryString.path(of: target)
+        _ = try? QueryString.parameters(of: target)
+        if let query = QueryString.query(of: target) { _ = try? QueryString.pairs(query) }
+    }
 
     /// The device runtime's journal of announced notifications, as a crash may leave it.
     @Sendable public static func announcementJournal(_ data: [UInt8]) {

@@ -26,17 +26,12 @@ public final class RunningHTTPServer: Sendable {
         serverName: String, logger: Logger
     ) async throws -> RunningHTTPServer {
         let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
-        var quiet = logger
-        if quiet.logLevel < .warning { quiet.logLevel = .warning }
-        let application = Application(
-            router: router,
-            server: .http1(configuration: .init(idleTimeout: idleTimeout)),
-            configuration: .init(address: .hostname(host, port: port), serverName: serverName, reuseAddress: true),
-            onServerRunning: { channel in
-                portSink.yield(channel.localAddress?.port ?? port)
+        let application = application(
+            router: router, host: host, port: port, idleTimeout: idleTimeout, serverName: serverName, logger: logger,
+            onServerRunning: { bound in
+                portSink.yield(bound)
                 portSink.finish()
-            },
-            logger: quiet)
+            })
         var groupLogger = logger
         groupLogger.logLevel = .critical
         let group = ServiceGroup(configuration: .init(services: [application], logger: groupLogger))
@@ -51,6 +46,22 @@ public final class RunningHTTPServer: Sendable {
             throw NotListening(description: "the HTTP server stopped before listening on \(host):\(port)")
         }
         return RunningHTTPServer(port: bound, group: group, running: running)
+    }
+
+    /// The HTTP/1.1 application every Herald surface runs: `idleTimeout` for silent connections,
+    /// the address reused, request logs only from warnings up; `onServerRunning` gets the bound port.
+    public static func application(
+        router: Router<BasicRequestContext>, host: String, port: Int, idleTimeout: TimeAmount, serverName: String, logger: Logger,
+        onServerRunning: @escaping @Sendable (Int) async -> Void
+    ) -> some ApplicationProtocol {
+        var quiet = logger
+        if quiet.logLevel < .warning { quiet.logLevel = .warning }
+        return Application(
+            router: router,
+            server: .http1(configuration: .init(idleTimeout: idleTimeout)),
+            configuration: .init(address: .hostname(host, port: port), serverName: serverName, reuseAddress: true),
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
+            logger: quiet)
     }
 
     /// Stops accepting connections, then waits for the requests being answered.

@@ -31,14 +31,14 @@ struct ProviderDashboard: Sendable {
     }
 
     func register(on router: Router<BasicRequestContext>) {
-        router.get("/") { _, _ in Self.redirect("/dashboard") }
+        router.get("/") { _, _ in WebResponse.redirect("/dashboard") }
         WebResponse.registerAssets(on: router)
         let pages = router.group("dashboard")
         pages.get("login") { _, _ in login(nil) }
         pages.post("login") { request, _ in try await signIn(request) }
         pages.post("logout") { request, _ in
             if let id = request.cookies[Self.cookie]?.value { sessions.end(id) }
-            var response = Self.redirect("/dashboard/login")
+            var response = WebResponse.redirect("/dashboard/login")
             response.setCookie(Cookie(name: Self.cookie, value: "", maxAge: 0, path: "/dashboard", httpOnly: true, sameSite: .strict))
             return response
         }
@@ -61,16 +61,16 @@ struct ProviderDashboard: Sendable {
     private func page(
         _ request: Request, _ section: String, changes: Bool = false, render: (DashboardSessions.Session) async throws -> Response
     ) async throws -> Response {
-        guard let session = signedIn(request) else { return Self.redirect("/dashboard/login") }
+        guard let session = signedIn(request) else { return WebResponse.redirect("/dashboard/login") }
         if changes {
             if let origin = request.headers[.origin], let host = request.head.authority, origin != "http://\(host)", origin != "https://\(host)" {
-                return Self.response(.forbidden, renderer.renderMessage(title: "Refused", message: "a form from another site (\(origin)) cannot change this provider", section: section))
+                return WebResponse.page(.forbidden, renderer.renderMessage(title: "Refused", message: "a form from another site (\(origin)) cannot change this provider", section: section))
             }
         }
         do {
             return try await render(session)
         } catch let error as ProviderError {
-            return Self.response(.init(code: error.status), renderer.renderMessage(title: "Cannot do this", message: error.message, section: section))
+            return WebResponse.page(.init(code: error.status), renderer.renderMessage(title: "Cannot do this", message: error.message, section: section))
         }
     }
 
@@ -86,7 +86,7 @@ struct ProviderDashboard: Sendable {
     private func login(_ message: String?, status: HTTPResponse.Status = .ok) -> Response {
         var context: [String: Any] = [:]
         if let message { context["message"] = message }
-        return Self.response(status, renderer.render("login", title: "Sign in", section: "", context: context))
+        return WebResponse.page(status, renderer.render("login", title: "Sign in", section: "", context: context))
     }
 
     private struct LoginForm: Decodable { var token: String? }
@@ -97,7 +97,7 @@ struct ProviderDashboard: Sendable {
             return login("That is not this provider's API token (it is in DIR/api-token).", status: .unauthorized)
         }
         let session = sessions.start()
-        var response = Self.redirect("/dashboard")
+        var response = WebResponse.redirect("/dashboard")
         response.setCookie(Cookie(name: Self.cookie, value: session.id, maxAge: DashboardSessions.lifetimeSeconds, path: "/dashboard", httpOnly: true, sameSite: .strict))
         return response
     }
@@ -106,7 +106,7 @@ struct ProviderDashboard: Sendable {
         var context = context
         context["signedIn"] = true
         if !scripts.isEmpty { context["scripts"] = scripts }
-        return Self.response(.ok, renderer.render(name, title: title, section: section, context: context))
+        return WebResponse.page(.ok, renderer.render(name, title: title, section: section, context: context))
     }
 
     // MARK: registrations
@@ -249,7 +249,7 @@ struct ProviderDashboard: Sendable {
         let key = form.idempotency.flatMap { $0.count == 32 && $0.allSatisfy { $0.isASCII && $0.isHexDigit } ? "dashboard-\($0)" : nil }
         let sendRequest = try ProviderRequestBodies.send(Self.sendBody(form, idempotencyKey: key))
         let (report, _) = try await service.send(sendRequest)
-        return Self.redirect("/dashboard/reports/\(report.id)")
+        return WebResponse.redirect("/dashboard/reports/\(report.id)")
     }
 
     // MARK: schedules
@@ -373,13 +373,6 @@ struct ProviderDashboard: Sendable {
         (text ?? "").split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.prefix(64).map { $0 }
     }
 
-    static func response(_ status: HTTPResponse.Status, _ body: String, type: String = "text/html; charset=utf-8") -> Response {
-        WebResponse.page(status, body, type: type)
-    }
-
-    static func text(_ status: HTTPResponse.Status, _ text: String) -> Response { WebResponse.text(status, text) }
-
-    static func redirect(_ location: String) -> Response { WebResponse.redirect(location) }
 }
 
 /// The dashboard's signed-in sessions, in memory (a restart signs everybody out).

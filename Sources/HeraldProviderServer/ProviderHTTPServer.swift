@@ -54,14 +54,9 @@ public enum ProviderHTTP {
         service: ProviderService, host: String = "127.0.0.1", port: Int, apiToken: String, idleTimeout: TimeAmount = .seconds(60),
         logger: Logger = Logger(label: "herald.provider.http"), onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws -> some ApplicationProtocol {
-        var quiet = logger
-        if quiet.logLevel < .warning { quiet.logLevel = .warning }
-        return Application(
-            router: try router(service: service, apiToken: apiToken),
-            server: .http1(configuration: .init(idleTimeout: idleTimeout)),
-            configuration: .init(address: .hostname(host, port: port), serverName: "herald-provider", reuseAddress: true),
-            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
-            logger: quiet)
+        RunningHTTPServer.application(
+            router: try router(service: service, apiToken: apiToken), host: host, port: port, idleTimeout: idleTimeout,
+            serverName: "herald-provider", logger: logger, onServerRunning: onServerRunning)
     }
 }
 

@@ -310,6 +310,9 @@ struct ProviderServiceTests {
         #expect(Set(try await items("/v1/registrations?zone=Europe%2FParis").tokens) == [tokens[0], tokens[2]])
         #expect(Set(try await items("/v1/registrations?tag=beta&language=fr-CA").tokens) == [tokens[1]])
         #expect(try await items("/v1/registrations?user=u-es").tokens == [tokens[3]])
+        // A malformed query is refused naming the problem, never read half-decoded (curl sends it as written).
+        let refused = try await TestHTTP.curl(["-H", "Authorization: Bearer \(Self.apiToken)", base + "/v1/registrations?zone=Europe%2Paris"])
+        #expect(refused.status == 400 && refused.body.contains("not valid percent-encoding"), "\(refused)")
         // Paging two at a time reaches every registration once, in token order.
         var seen: [String] = []
         var next: String? = nil

@@ -14,7 +14,7 @@ public enum BroadcastRequest {
     /// The bundle id of a broadcast request's path, or `nil` when the path is not a broadcast's.
     public static func bundleID(fromPath path: String?) -> String? {
         guard let path, path.hasPrefix(pathPrefix) else { return nil }
-        let bundle = path.dropFirst(pathPrefix.count).split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        let bundle = String(QueryString.path(of: path).dropFirst(pathPrefix.count))
         return DeviceProtocol.isValidTopic(bundle) ? bundle : nil
     }
 
@@ -86,7 +86,7 @@ public enum ChannelRequest: Sendable, Hashable {
     public static func parse(_ head: APNsRequestHead, body: [UInt8]) -> Result<ChannelRequest, APNsRejection> {
         if head.hasDuplicateHeaders { return .failure(APNsRejection(.duplicateHeaders)) }
         guard let rawPath = head.path, rawPath.hasPrefix(pathPrefix) else { return .failure(APNsRejection(.badPath)) }
-        let path = rawPath.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? rawPath
+        let path = QueryString.path(of: rawPath)
         let parts = path.dropFirst(pathPrefix.count).split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 2, DeviceProtocol.isValidTopic(String(parts[0])) else { return .failure(APNsRejection(.badPath)) }
         let bundleID = String(parts[0])

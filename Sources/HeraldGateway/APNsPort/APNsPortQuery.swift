@@ -17,7 +17,7 @@ enum APNsPortQuery: Sendable, Hashable {
     static let feedbackPrefix = "/3/feedback/"
 
     static func parse(path rawPath: String) -> Result<APNsPortQuery, APNsRejection> {
-        let path = rawPath.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? rawPath
+        let path = QueryString.path(of: rawPath)
         if path.hasPrefix(receiptPrefix) {
             guard let id = APNsID(header: String(path.dropFirst(receiptPrefix.count))) else {
                 return .failure(APNsRejection(.badMessageId))

@@ -42,8 +42,7 @@ final class DeviceListener: Sendable {
                 let upgrader = NIOWebSocketServerUpgrader(
                     maxFrameSize: DeviceProtocol.maximumFrameSize, automaticErrorHandling: false,
                     shouldUpgrade: { channel, head in
-                        let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
-                        return channel.eventLoop.makeSucceededFuture(path == DeviceProtocol.path ? HTTPHeaders() : nil)
+                        channel.eventLoop.makeSucceededFuture(QueryString.path(of: head.uri) == DeviceProtocol.path ? HTTPHeaders() : nil)
                     },
                     upgradePipelineHandler: { channel, _ in
                         channel.eventLoop.makeCompletedFuture {

@@ -1,7 +1,7 @@
 import Foundation
 
-/// The one reader of query strings on Herald's HTTP/1 surfaces (the admin port, the provider
-/// service, the device port's page): `name=value` pairs split on `&`, `+` read as a space, then
+/// The one reader of query strings and request targets: the HTTP/1 surfaces (the admin port, the
+/// provider service, the device port's page and its upgrade) and the provider port's paths: `name=value` pairs split on `&`, `+` read as a space, then
 /// percent-decoded. Malformed percent-encoding is refused, never passed through half-decoded.
 public enum QueryString {
     /// Why a query string cannot be read, in words for the person who sent it.
