@@ -5,41 +5,22 @@ import HeraldStore
 import NIOCore
 import NIOWebSocket
 
-/// One device's connection, after the WebSocket upgrade: the challenge and hello, topic
-/// registration, delivery with acks, pings, and errors (see `docs/device-protocol.md`).
+/// One device's connection, after the WebSocket upgrade: carries out what its ``DeviceSession``
+/// decides (frames written, store work run off the loop, timers, the registry, the recorder, the
+/// live feed and metrics) and feeds the results back in.
 ///
 /// Runs on the connection's event loop. Store work runs off the loop and continues on it.
 final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
 
-    private enum State {
-        case awaitingHello(nonce: String)
-        case authenticating
-        /// Authenticated; what was stored is being loaded. Deliveries that arrive meanwhile wait.
-        case loading(waiting: [Delivery])
-        case live
-        case closed
-    }
-
     private let port: DevicePort
-    private var state: State
+    private var session: DeviceSession
     private var context: ChannelHandlerContext?
-    private var deviceID: String?
-    /// The protocol version the device's hello named.
-    private var protocolVersion = 1
-    /// Sent and not yet acked, by apns-id (the same apns-id may go to several apps of the device).
-    private var inFlight: [APNsID: [(seq: Int64, sentAt: Int64, topic: String)]] = [:]
-    private var inFlightSeqs: Set<Int64> = []
-    /// Background pushes over budget: the newest per topic, and the timer that releases it.
-    private var heldBackground: [String: Delivery] = [:]
+    /// The timers that release held background pushes, by topic.
     private var releaseTimers: [String: Scheduled<Void>] = [:]
     private var needsFlush = false
     private var lowPriorityFlush: Scheduled<Void>?
-    /// Deliveries were left held because ``GatewayLimits/deviceInFlight`` was reached: load them
-    /// from the store again once the device has acked what it has.
-    private var reloadWhenAcked = false
-    private var reloading = false
     /// This connection, in the device's cluster presence (a newer connection replaces it).
     private let connectionID = Int64.random(in: 1...Int64.max)
 
@@ -48,16 +29,14 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         var nonce = [UInt8](repeating: 0, count: 32)
         var generator = SystemRandomNumberGenerator()
         for i in nonce.indices { nonce[i] = generator.next() }
-        state = .awaitingHello(nonce: Data(nonce).base64EncodedString())
+        session = DeviceSession(nonce: Data(nonce).base64EncodedString(), maximumInFlight: port.limits.deviceInFlight)
     }
 
     // MARK: lifecycle
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        if case .awaitingHello(let nonce) = state {
-            send(.challenge(version: DeviceProtocol.version, nonce: nonce), flush: true)
-        }
+        if let challenge = session.challenge { send(challenge, flush: true) }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -72,25 +51,20 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
 
     /// Forgets the session: unacked sends are recorded (they stay held and go again next time).
     private func finish() {
-        if case .closed = state { return }
-        state = .closed
+        guard let unacked = session.close() else { return }
         lowPriorityFlush?.cancel()
         for timer in releaseTimers.values { timer.cancel() }
         releaseTimers = [:]
-        guard let deviceID, let context else { return }
+        guard let deviceID = session.deviceID, let context else { return }
         port.registry.remove(deviceID: deviceID, sessionID: ObjectIdentifier(context.channel))
         port.cluster?.release(deviceID: deviceID, connection: connectionID)
         port.metrics.connectedDevices.decrement()
-        let unacked = inFlight.values.flatMap { $0 }.map { DeliveryEvent.sent(seq: $0.seq, atMilliseconds: $0.sentAt) }
-        port.recorder.record(unacked)
-        inFlight = [:]
-        inFlightSeqs = []
+        port.recorder.record(unacked.map { DeliveryEvent.sent(seq: $0.seq, atMilliseconds: $0.sentAtMilliseconds) })
     }
 
     /// Sends an error frame, then closes the WebSocket (close code 1008, or 1009 for size).
     func close(with code: DeviceErrorCode, _ message: String) {
-        guard let context else { return }
-        if case .closed = state { return }
+        guard let context, !session.isClosed else { return }
         send(.error(code: code, message: message), flush: false)
         var reason = context.channel.allocator.buffer(capacity: 2)
         let closeCode: WebSocketErrorCode = code == .frameTooLarge ? .messageTooLarge : code == .shutdown ? .goingAway : .policyViolation
@@ -116,8 +90,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        let closed: Bool = if case .closed = state { true } else { false }
-        if !context.channel.isWritable && !closed {
+        if !context.channel.isWritable && !session.isClosed {
             // The device does not read: its notifications stay held for its next connection.
             port.metrics.recordPeerClosed(port: "device", reason: "slow_reader")
             close(with: .slowConsumer, "the device did not read \(port.limits.deviceOutboundBytes) bytes queued for it")
@@ -149,7 +122,10 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         case .text:
             var data = frame.unmaskedData
             let bytes = data.readBytes(length: data.readableBytes) ?? []
-            handle(text: bytes)
+            switch DeviceClientFrame.decode(bytes) {
+            case .failure(let error): send(.error(code: .malformedFrame, message: error.message), flush: true)
+            case .success(let decoded): perform(session.receive(decoded, nowMilliseconds: port.clock.nowMilliseconds()))
+            }
         case .ping:
             var pong = frame.unmaskedData
             let reply = WebSocketFrame(fin: true, opcode: .pong, data: pong.readSlice(length: pong.readableBytes) ?? pong)
@@ -170,48 +146,25 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         }
     }
 
-    private func handle(text bytes: [UInt8]) {
-        let frame: DeviceClientFrame
-        switch DeviceClientFrame.decode(bytes) {
-        case .failure(let error): return send(.error(code: .malformedFrame, message: error.message), flush: true)
-        case .success(let decoded): frame = decoded
-        }
-        switch (state, frame) {
-        case (.closed, _): return
-        case (.awaitingHello(let nonce), .hello(let version, let publicKey, let signature, let secret)):
-            authenticate(nonce: nonce, version: version, publicKey: publicKey, signature: signature, enrollmentSecret: secret)
-        case (.awaitingHello, _), (.authenticating, _):
-            send(.error(code: .notAuthenticated, message: "answer the challenge with a hello frame first"), flush: true)
-        case (_, .hello):
-            send(.error(code: .alreadyAuthenticated, message: "this connection is already authenticated"), flush: true)
-        case (_, let frame) where frame.minimumVersion > protocolVersion:
-            send(.error(code: .unsupportedFrameForVersion, message: "this frame is part of device protocol version \(frame.minimumVersion); say hello with that version"), flush: true)
-        case (_, .register(let topic)): register(TokenScope(bundleID: topic))
-        case (_, .unregister(let topic)): unregister(TokenScope(bundleID: topic))
-        case (_, .registerActivity(let topic, let activity)): register(TokenScope(bundleID: topic, activity: activity))
-        case (_, .unregisterActivity(let topic, let activity)): unregister(TokenScope(bundleID: topic, activity: activity))
-        case (_, .subscribe(let topic, let channel)): subscribe(topic: topic, channel: channel)
-        case (_, .unsubscribe(let topic, let channel)): unregister(TokenScope(bundleID: topic, kind: .channel(channel)))
-        case (_, .ack(let ids)): acknowledge(ids)
+    /// Carries out what the session decided about a frame.
+    private func perform(_ action: DeviceSession.FrameAction) {
+        switch action {
+        case .none: break
+        case .reply(let frame): send(frame, flush: true)
+        case .close(let code, let message): close(with: code, message)
+        case .authenticate(let deviceID, let publicKey, let secret): authenticate(deviceID: deviceID, publicKey: publicKey, enrollmentSecret: secret)
+        case .register(let scope): register(scope)
+        case .unregister(let scope): unregister(scope)
+        case .subscribe(let topic, let channel): subscribe(topic: topic, channel: channel)
+        case .acknowledged(let acked, let reload):
+            recordAcks(acked)
+            if reload { reloadHeld() }
         }
     }
 
     // MARK: authentication
 
-    private func authenticate(nonce: String, version: Int, publicKey: [UInt8], signature: [UInt8], enrollmentSecret: String?) {
-        guard DeviceProtocol.supportedVersions.contains(version) else {
-            return close(with: .unsupportedVersion, "this gateway speaks versions \(DeviceProtocol.supportedVersions.lowerBound) to \(DeviceProtocol.supportedVersions.upperBound), not \(version)")
-        }
-        protocolVersion = version
-        guard let key = try? P256.Signing.PublicKey(rawRepresentation: publicKey) else {
-            return close(with: .authenticationFailed, "public-key is not a raw P-256 public key (64 bytes, x ‖ y)")
-        }
-        guard let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
-              key.isValidSignature(ecdsa, for: DeviceProtocol.challengeMessage(nonce: nonce)) else {
-            return close(with: .authenticationFailed, "the signature does not verify against the challenge and public key")
-        }
-        state = .authenticating
-        let deviceID = DeviceProtocol.deviceID(publicKey: publicKey)
+    private func authenticate(deviceID: String, publicKey: [UInt8], enrollmentSecret: String?) {
         let store = port.store
         let now = port.clock.nowMilliseconds()
         // With enrollment closed, a key the store does not know needs the gateway's secret.
@@ -233,13 +186,12 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     }
 
     private func authenticated(deviceID: String, enrolled: Bool) {
-        guard case .authenticating = state, let context else { return }
+        guard let context else { return }
         if port.cluster?.isFenced == true {
             // Its presence could not be claimed, nor kept: the device must use another node.
             return close(with: .shutdown, "this gateway node has lost its cluster lease (it cannot reach the database); connect to another node")
         }
-        self.deviceID = deviceID
-        state = .loading(waiting: [])
+        guard session.welcomed(deviceID: deviceID) else { return }
         // The challenge is answered: the connection's deadline is met.
         context.triggerUserOutboundEvent(ConnectionDeadline.DeadlineMet(), promise: nil)
         port.metrics.connectedDevices.increment()
@@ -259,14 +211,13 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
             try await cluster?.claim(deviceID: deviceID, connection: connection)
             return try await store.pendingDeliveries(forDevice: deviceID, nowMilliseconds: now)
         }) { handler, result in
-            guard case .loading(let waiting) = handler.state else { return }
             switch result {
             case .failure(let error):
                 handler.port.logger.error("could not load stored notifications", metadata: ["error": "\(error)"])
                 handler.close(with: .internalError, "the gateway could not load this device's notifications; reconnect later")
             case .success(let stored):
-                handler.state = .live
-                for delivery in stored + waiting.sorted(by: { $0.seq < $1.seq }) { handler.offer(delivery) }
+                guard let deliveries = handler.session.loaded(stored) else { return }
+                for delivery in deliveries { handler.offer(delivery) }
                 handler.flushIfNeeded()
             }
         }
@@ -277,10 +228,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     /// Issues (or finds) the device's token of a scope: an app, a Live Activity push-to-start or
     /// update token, or a channel subscription. Answers `registered` or `subscribed`.
     private func register(_ scope: TokenScope) {
-        guard DeviceProtocol.isValidTopic(scope.bundleID) else {
-            return send(.error(code: .invalidTopic, message: "\"\(scope.bundleID)\" is not a bundle id (printable ASCII, no spaces, no push-type suffix)"), flush: true)
-        }
-        guard let deviceID else { return }
+        guard let deviceID = session.deviceID else { return }
         let candidate = TokenRegistration(
             token: .random(), bundleID: scope.stored, environment: port.environment, deviceID: deviceID,
             createdAtMilliseconds: port.clock.nowMilliseconds())
@@ -308,12 +256,10 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     }
 
     /// Subscribes the device to a channel the app has (created on the channel management port).
-    private func subscribe(topic: String, channel: String) {
-        guard DeviceProtocol.isValidTopic(topic), let id = BroadcastChannelID(channel) else {
-            return send(.error(code: .invalidTopic, message: "\"\(topic)\" is not a bundle id"), flush: true)
-        }
+    private func subscribe(topic: String, channel id: BroadcastChannelID) {
         let store = port.store
         let environment = port.environment
+        let channel = id.value
         run({ try await store.channel(bundleID: topic, id: id, environment: environment) != nil }) { handler, result in
             switch result {
             case .success(true): handler.register(TokenScope(bundleID: topic, kind: .channel(channel)))
@@ -327,7 +273,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     }
 
     private func unregister(_ scope: TokenScope) {
-        guard let deviceID else { return }
+        guard let deviceID = session.deviceID else { return }
         let store = port.store
         let environment = port.environment
         let now = port.clock.nowMilliseconds()
@@ -341,7 +287,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         }) { handler, result in
             switch result {
             case .success(let at?):
-                if let held = handler.heldBackground.removeValue(forKey: stored) {
+                if let held = handler.session.unregistered(stored: stored) {
                     handler.port.recorder.record(.dropped(seq: held.seq, atMilliseconds: at))
                 }
                 switch scope.kind {
@@ -364,27 +310,16 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     /// Sends a notification (or holds it while loading, or while over the background budget).
     /// The caller flushes with ``flushIfNeeded()``.
     func offer(_ delivery: Delivery) {
-        switch state {
-        case .loading(var waiting):
-            waiting.append(delivery)
-            state = .loading(waiting: waiting)
-            return
-        case .live: break
-        default: return
-        }
-        guard !inFlightSeqs.contains(delivery.seq) else { return }
-        guard inFlightSeqs.count < port.limits.deviceInFlight else {
-            // Enough is unacked: this one stays held in the store and is loaded again later.
-            reloadWhenAcked = true
-            return
-        }
         let now = port.clock.nowMilliseconds()
-        let n = delivery.notification
-        if n.pushType == .background, let throttle = port.backgroundThrottle,
-           let nextAt = throttle.take(deviceID: delivery.deviceID, topic: n.bundleID, nowMilliseconds: now) {
-            return holdBackground(delivery, until: nextAt, now: now)
+        switch session.offer(delivery, nowMilliseconds: now, throttle: port.backgroundThrottle) {
+        case .notNow: break
+        case .send: write(delivery, now: now)
+        case .replaced(let seq): port.recorder.record(.replaced(seq: seq, atMilliseconds: now))
+        case .held(let topic, let until, let replaced):
+            if let replaced { port.recorder.record(.replaced(seq: replaced, atMilliseconds: now)) }
+            port.logger.debug("background push held", metadata: ["apns_id": "\(delivery.notification.apnsID)", "until": "\(until)"])
+            startReleaseTimer(topic: topic, wait: until - now)
         }
-        write(delivery, now: now)
     }
 
     private func write(_ delivery: Delivery, now: Int64) {
@@ -398,8 +333,6 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         var buffer = context.channel.allocator.buffer(capacity: bytes.count)
         buffer.writeBytes(bytes)
         context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer)), promise: nil)
-        inFlight[n.apnsID, default: []].append((delivery.seq, now, n.bundleID))
-        inFlightSeqs.insert(delivery.seq)
         port.metrics.deviceDeliveries.increment()
         port.feed.publish {
             DeliveryFeed.Event(event: .sent, at: now, apnsId: n.apnsID.description, topic: n.bundleID, token: n.token.hex, device: delivery.deviceID)
@@ -422,50 +355,39 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         context.flush()
     }
 
-    private func holdBackground(_ delivery: Delivery, until nextAt: Int64, now: Int64) {
-        let topic = delivery.notification.bundleID
-        if let older = heldBackground[topic], older.seq != delivery.seq {
-            if older.seq > delivery.seq { return port.recorder.record(.replaced(seq: delivery.seq, atMilliseconds: now)) }
-            port.recorder.record(.replaced(seq: older.seq, atMilliseconds: now))
-        }
-        heldBackground[topic] = delivery
-        port.logger.debug("background push held", metadata: ["apns_id": "\(delivery.notification.apnsID)", "until": "\(nextAt)"])
+    private func startReleaseTimer(topic: String, wait: Int64) {
         guard releaseTimers[topic] == nil, let context else { return }
         // The budget is computed on the injected clock, which real time does not drive: look
         // again at least every second while something is held.
-        let wait = TimeAmount.milliseconds(min(1000, max(100, nextAt - now)))
+        let wait = TimeAmount.milliseconds(min(1000, max(100, wait)))
         releaseTimers[topic] = context.eventLoop.assumeIsolated().scheduleTask(in: wait) { [self] in
             releaseTimers[topic] = nil
-            guard let held = heldBackground.removeValue(forKey: topic) else { return }
+            guard let held = session.release(topic: topic) else { return }
             offer(held)
             flushIfNeeded()
             self.context?.flush()
         }
     }
 
-    private func acknowledge(_ ids: [APNsID]) {
+    private func recordAcks(_ acked: [DeviceSession.Acked]) {
         let now = port.clock.nowMilliseconds()
+        let deviceID = session.deviceID
         var events: [DeliveryEvent] = []
-        for id in ids {
-            guard let sends = inFlight.removeValue(forKey: id) else { continue }
-            for sent in sends {
-                port.feed.publish { DeliveryFeed.Event(event: .acked, at: now, apnsId: id.description, topic: sent.topic, device: deviceID) }
-                inFlightSeqs.remove(sent.seq)
-                events.append(.acked(seq: sent.seq, sentAtMilliseconds: sent.sentAt, ackedAtMilliseconds: now))
-                port.metrics.deviceAckSeconds.record(milliseconds: now - sent.sentAt)
-            }
+        events.reserveCapacity(acked.count)
+        for ack in acked {
+            let sent = ack.sent
+            port.feed.publish { DeliveryFeed.Event(event: .acked, at: now, apnsId: ack.apnsID.description, topic: sent.topic, device: deviceID) }
+            events.append(.acked(seq: sent.seq, sentAtMilliseconds: sent.sentAtMilliseconds, ackedAtMilliseconds: now))
+            port.metrics.deviceAckSeconds.record(milliseconds: now - sent.sentAtMilliseconds)
         }
         port.metrics.deviceAcks.increment(by: Int64(events.count))
         port.recorder.record(events)
-        if reloadWhenAcked, inFlightSeqs.count <= port.limits.deviceInFlight / 2 { reloadHeld() }
     }
 
     /// Loads what the store still holds for the device (after deliveries were left held at the
     /// in-flight bound); what is already in flight is skipped by sequence number.
     private func reloadHeld() {
-        guard !reloading, case .live = state, let deviceID else { return }
-        reloadWhenAcked = false
-        reloading = true
+        guard let deviceID = session.deviceID else { return }
         let store = port.store
         let now = port.clock.nowMilliseconds()
         // Acks recorded so far must be in the store before it is asked what is still held.
@@ -474,9 +396,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
             await recorder.waitUntilRecorded()
             return try await store.pendingDeliveries(forDevice: deviceID, nowMilliseconds: now)
         }) { handler, result in
-            handler.reloading = false
-            guard case .success(let stored) = result else { return }
-            for delivery in stored { handler.offer(delivery) }
+            for delivery in handler.session.reloaded(try? result.get()) { handler.offer(delivery) }
             handler.flushIfNeeded()
         }
     }
@@ -501,7 +421,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         let bound = NIOLoopBound((self, next), eventLoop: context.eventLoop)
         context.eventLoop.makeFutureWithTask(work).whenComplete { result in
             let (handler, next) = bound.value
-            if case .closed = handler.state { return }
+            if handler.session.isClosed { return }
             next(handler, result)
         }
     }
