@@ -216,7 +216,7 @@ public final class APNsClient: Sendable {
             // Time-ordered (UUID v7): APNs takes any UUID, and a store that indexes ids (Herald's
             // receipts) appends these at the end of its index instead of at a random page.
             var generator = SystemRandomNumberGenerator()
-            notification.apnsID = APNsID.timeOrdered(atMilliseconds: clock.nowMilliseconds(), using: &generator).description
+            notification.apnsID = NotificationID.timeOrdered(atMilliseconds: clock.nowMilliseconds(), using: &generator).description
         }
         var attempt = 0
         var result = APNsResult.unanswered(notification.apnsID, "not sent")

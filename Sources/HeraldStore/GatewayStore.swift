@@ -90,7 +90,7 @@ public protocol GatewayStore: ChannelStore {
         bundleID: String, environment: APNsEnvironment, inactiveBefore: Int64, inactivityMilliseconds: Int64
     ) async throws -> [FeedbackEntry]
     /// The history of every notification accepted with this apns-id.
-    func receipts(apnsID: APNsID) async throws -> [Receipt]
+    func receipts(apnsID: NotificationID) async throws -> [Receipt]
 
     // MARK: inspection (Inspection.swift)
 

@@ -123,7 +123,7 @@ public actor InMemoryStore: GatewayStore {
             .sorted { $0.seq < $1.seq }
         var kept: [Int64] = []
         for record in waiting {
-            if record.notification.apnsID == notification.apnsID
+            if record.notification.id == notification.id
                 || (notification.collapseID != nil && record.notification.collapseID == notification.collapseID) {
                 end(record.seq, .replaced, at: now)
             } else {
@@ -265,8 +265,8 @@ public actor InMemoryStore: GatewayStore {
         return entries
     }
 
-    public func receipts(apnsID: APNsID) -> [Receipt] {
-        records.values.filter { $0.notification.apnsID == apnsID }.sorted { $0.seq < $1.seq }.map { record in
+    public func receipts(apnsID: NotificationID) -> [Receipt] {
+        records.values.filter { $0.notification.id == apnsID }.sorted { $0.seq < $1.seq }.map { record in
             Receipt(
                 apnsID: apnsID, token: record.notification.token, bundleID: record.notification.bundleID,
                 events: Receipt.events(

@@ -29,24 +29,30 @@ public struct TokenRegistration: Sendable, Hashable {
     }
 }
 
-/// A notification the gateway accepted, as it is stored for an offline device.
+/// A notification the gateway accepted, as the core keeps it: what the intake commits, the store
+/// holds for an offline device, routing hands to a session and receipts describe. It names no
+/// protocol: a provider-facing port (the APNs port today) is an adapter that turns a request into
+/// one, and the payload's bytes are carried untouched.
 public struct StoredNotification: Sendable, Hashable {
-    public var apnsID: APNsID
+    public var id: NotificationID
+    /// The device token it was sent to (an app's, a Live Activity's or a channel subscription's).
     public var token: DeviceToken
+    /// The app it is for.
     public var bundleID: String
     public var pushType: PushType
     public var priority: Priority
     public var expiration: Expiration
+    /// Replaces an undelivered notification of the same app with the same key.
     public var collapseID: CollapseID?
     /// The payload exactly as the provider sent it.
     public var payload: [UInt8]
     public var receivedAtMilliseconds: Int64
 
     public init(
-        apnsID: APNsID, token: DeviceToken, bundleID: String, pushType: PushType, priority: Priority,
+        id: NotificationID, token: DeviceToken, bundleID: String, pushType: PushType, priority: Priority,
         expiration: Expiration, collapseID: CollapseID?, payload: [UInt8], receivedAtMilliseconds: Int64
     ) {
-        self.apnsID = apnsID
+        self.id = id
         self.token = token
         self.bundleID = bundleID
         self.pushType = pushType
@@ -207,12 +213,12 @@ public struct Receipt: Sendable, Hashable {
         }
     }
 
-    public var apnsID: APNsID
+    public var apnsID: NotificationID
     public var token: DeviceToken
     public var bundleID: String
     public var events: [Event]
 
-    public init(apnsID: APNsID, token: DeviceToken, bundleID: String, events: [Event]) {
+    public init(apnsID: NotificationID, token: DeviceToken, bundleID: String, events: [Event]) {
         self.apnsID = apnsID
         self.token = token
         self.bundleID = bundleID

@@ -24,12 +24,12 @@ extension PostgresStore {
     }
 
     static func record(_ row: NotificationRow) throws -> Record {
-        guard let apnsID = APNsID(header: row.1), let priority = Priority(rawValue: Int(row.5)),
+        guard let id = NotificationID(header: row.1), let priority = Priority(rawValue: Int(row.5)),
               let state = NotificationState(rawValue: Int(row.11)) else {
             throw StoreError(.corrupt, "notification \(row.0) has an invalid id, priority or state")
         }
         let notification = StoredNotification(
-            apnsID: apnsID, token: try token(row.2), bundleID: row.3, pushType: PushType(rawValue: row.4), priority: priority,
+            id: id, token: try token(row.2), bundleID: row.3, pushType: PushType(rawValue: row.4), priority: priority,
             expiration: Expiration(storedSeconds: row.6), collapseID: row.7.flatMap(CollapseID.init), payload: bytes(row.8),
             receivedAtMilliseconds: row.9)
         return Record(seq: row.0, notification: notification, discardAt: row.10, state: state, sentAt: row.12, ackedAt: row.13, endedAt: row.14)
@@ -104,11 +104,11 @@ extension PostgresStore {
                         case .stored(_, let id, let collapse, let wasSent): (apnsID, collapseID, sent) = (id, collapse, wasSent)
                         case .batch(let i):
                             guard states[i] == .held else { continue }
-                            (apnsID, collapseID, sent) = (batch[i].apnsID.description, batch[i].collapseID?.value, false)
+                            (apnsID, collapseID, sent) = (batch[i].id.description, batch[i].collapseID?.value, false)
                         }
                         if sent {
                             kept.append(entry)
-                        } else if apnsID == n.apnsID.description || (n.collapseID != nil && collapseID == n.collapseID?.value) {
+                        } else if apnsID == n.id.description || (n.collapseID != nil && collapseID == n.collapseID?.value) {
                             Self.replace(entry, &replacedRows, &states)
                         } else {
                             unsent.append(entry)
@@ -129,7 +129,7 @@ extension PostgresStore {
                 for index in rows {
                     let n = batch[index]
                     let state = states[index] ?? .held
-                    apnsIDs.append(n.apnsID.description)
+                    apnsIDs.append(n.id.description)
                     tokenBytes.append(Self.buffer(n.token.bytes))
                     bundles.append(n.bundleID)
                     types.append(n.pushType.rawValue)

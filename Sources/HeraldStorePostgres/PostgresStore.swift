@@ -507,7 +507,7 @@ public final class PostgresStore: GatewayStore, Sendable {
         }
     }
 
-    public func receipts(apnsID: APNsID) async throws -> [Receipt] {
+    public func receipts(apnsID: NotificationID) async throws -> [Receipt] {
         let rows = try await client.query(
             "SELECT \(unescaped: Self.notificationColumns) FROM notifications n WHERE n.apns_id = \(apnsID.description) ORDER BY n.seq",
             logger: logger)

@@ -353,7 +353,7 @@ public final class SQLiteStore: GatewayStore {
             SELECT token, apns_id, collapse_id, sent_at_ms IS NOT NULL FROM notifications WHERE seq = ? AND state = 0
             """)
         let token = Data(n.token.bytes)
-        let apnsID = n.apnsID.description
+        let apnsID = n.id.description
         var gone: [Int64] = []
         var waiting: [Int64] = []
         var replaced: [Int64] = []
@@ -392,7 +392,7 @@ public final class SQLiteStore: GatewayStore {
                  discard_at_ms, state, ended_at_ms)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """).execute(arguments: [
-                n.apnsID.description, Data(n.token.bytes), n.bundleID, n.pushType.rawValue, n.priority.rawValue,
+                n.id.description, Data(n.token.bytes), n.bundleID, n.pushType.rawValue, n.priority.rawValue,
                 n.expiration.storedSeconds, n.collapseID?.value, Data(n.payload), n.receivedAtMilliseconds,
                 n.discardAtMilliseconds(policy: policy), state.rawValue, state == .held ? nil : now,
             ])
@@ -405,11 +405,11 @@ public final class SQLiteStore: GatewayStore {
         let priority: Int = row["priority"]
         let collapse: String? = row["collapse_id"]
         let payload: Data = row["payload"]
-        guard let apnsID = APNsID(header: id), let prio = Priority(rawValue: priority) else {
+        guard let notificationID = NotificationID(header: id), let prio = Priority(rawValue: priority) else {
             throw StoreError(.corrupt, "notification \(id) has an invalid id or priority")
         }
         return StoredNotification(
-            apnsID: apnsID, token: token, bundleID: row["bundle_id"], pushType: PushType(rawValue: type),
+            id: notificationID, token: token, bundleID: row["bundle_id"], pushType: PushType(rawValue: type),
             priority: prio, expiration: Expiration(storedSeconds: row["expiration"]),
             collapseID: collapse.flatMap(CollapseID.init), payload: Array(payload),
             receivedAtMilliseconds: row["received_at_ms"])
@@ -635,7 +635,7 @@ public final class SQLiteStore: GatewayStore {
         }
     }
 
-    public func receipts(apnsID: APNsID) async throws -> [Receipt] {
+    public func receipts(apnsID: NotificationID) async throws -> [Receipt] {
         try await pool.read { db in
             let rows = try Row.fetchAll(
                 db, sql: "SELECT * FROM notifications WHERE apns_id = ? ORDER BY seq", arguments: [apnsID.description])

@@ -58,7 +58,7 @@ struct BenchBaseline: AsyncParsableCommand {
 private final class OKResponder: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame.FramePayload
     typealias OutboundOut = HTTP2Frame.FramePayload
-    private var ids = APNsID.FastGenerator()
+    private var ids = NotificationID.FastGenerator()
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let ended: Bool
@@ -70,7 +70,7 @@ private final class OKResponder: ChannelInboundHandler {
         guard ended else { return }
         var headers = HPACKHeaders()
         headers.add(name: ":status", value: "200")
-        headers.add(name: "apns-id", value: APNsID.random(using: &ids).description, indexing: .nonIndexable)
+        headers.add(name: "apns-id", value: NotificationID.random(using: &ids).description, indexing: .nonIndexable)
         context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: headers, endStream: true))), promise: nil)
     }
 }

@@ -246,7 +246,7 @@ struct ReceiptsCommand: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            guard let id = APNsID(header: apnsID) else {
+            guard let id = NotificationID(header: apnsID) else {
                 throw ValidationError("--apns-id must be a UUID such as 123e4567-e89b-12d3-a456-426614174000; got '\(apnsID)'")
             }
             let store = try await data.openExistingStore()

@@ -36,7 +36,7 @@ struct CLITests {
                     "--token", token.stdout, "--alert", "Hello"]
         let ok = try Herald.run(send)
         #expect(ok.status == 0, "\(ok.stdout) \(ok.stderr)")
-        #expect(APNsID(header: ok.stdout) != nil)
+        #expect(NotificationID(header: ok.stdout) != nil)
 
         // The README's curl recipe, with the provider token herald keys jwt prints.
         let jwt = try Herald.run(["keys", "jwt", "--key", keyPath, "--key-id", key.stdout, "--team", "TEAM123456"])
@@ -85,7 +85,7 @@ struct CLITests {
         #expect(batch.status == 1, "\(batch.stderr)")
         let lines = batch.stdout.split(separator: "\n").map(String.init)
         #expect(lines.count == 5)
-        for t in fresh { #expect(lines.contains { $0.hasPrefix(t + " ") && APNsID(header: String($0.dropFirst(t.count + 1))) != nil }) }
+        for t in fresh { #expect(lines.contains { $0.hasPrefix(t + " ") && NotificationID(header: String($0.dropFirst(t.count + 1))) != nil }) }
         #expect(lines.contains { $0.hasPrefix(token.stdout + " 410 Unregistered timestamp=") })
         #expect(lines.contains("00ff 400 BadDeviceToken"))
         #expect(batch.stderr.contains("sent 3, failed 2 (400 BadDeviceToken: 1, 410 Unregistered: 1)"))
@@ -263,7 +263,7 @@ struct CLITests {
         let reopened = try SQLiteStore(path: dir + "/herald.sqlite")
         for (token, id) in accepted {
             let held = try await reopened.storedNotifications(for: token, policy: .default, nowMilliseconds: 0)
-            #expect(held.map(\.apnsID) == [APNsID(header: id)!])
+            #expect(held.map(\.id) == [NotificationID(header: id)!])
         }
     }
 

@@ -58,33 +58,33 @@ struct CoreModelTests {
         #expect(!Expiration.at(secondsSince1970: 10).isLive(atMilliseconds: 10_000))
         #expect(CollapseID(String(repeating: "é", count: 32)) != nil)   // 64 bytes
         #expect(CollapseID(String(repeating: "é", count: 32) + "x") == nil)
-        #expect(APNsID(header: "EABEAE54-14A8-11E5-B60B-1697F925EC7B") == APNsID(header: "eabeae54-14a8-11e5-b60b-1697f925ec7b"))
-        #expect(APNsID(header: "eabeae5414a811e5b60b1697f925ec7b") == nil)
-        #expect(APNsID(header: "EABEAE54-14A8-11E5-B60B-1697F925EC7B")?.description == "eabeae54-14a8-11e5-b60b-1697f925ec7b")
+        #expect(NotificationID(header: "EABEAE54-14A8-11E5-B60B-1697F925EC7B") == NotificationID(header: "eabeae54-14a8-11e5-b60b-1697f925ec7b"))
+        #expect(NotificationID(header: "eabeae5414a811e5b60b1697f925ec7b") == nil)
+        #expect(NotificationID(header: "EABEAE54-14A8-11E5-B60B-1697F925EC7B")?.description == "eabeae54-14a8-11e5-b60b-1697f925ec7b")
     }
 
     @Test("generated apns-ids: random ones are version 4, time-ordered ones version 7 and sort by time")
-    func generatedAPNsIDs() {
-        var generator = APNsID.FastGenerator()
-        let random = APNsID.random(using: &generator).description
+    func generatedNotificationIDs() {
+        var generator = NotificationID.FastGenerator()
+        let random = NotificationID.random(using: &generator).description
         #expect(Array(random)[14] == "4")
         #expect("89ab".contains(Array(random)[19]))
         let ms: Int64 = 1_795_000_000_123  // 2026-11-19
-        let first = APNsID.timeOrdered(atMilliseconds: ms, using: &generator)
+        let first = NotificationID.timeOrdered(atMilliseconds: ms, using: &generator)
         #expect(first.description.replacingOccurrences(of: "-", with: "").hasPrefix(String(format: "%012llx", ms)))
         #expect(Array(first.description)[14] == "7")
         #expect("89ab".contains(Array(first.description)[19]))
-        #expect(APNsID(header: first.description) == first)
+        #expect(NotificationID(header: first.description) == first)
         // Later milliseconds sort later as text, whatever the random bits.
         var previous = first.description
         for step in 1...1000 {
-            let next = APNsID.timeOrdered(atMilliseconds: ms + Int64(step), using: &generator).description
+            let next = NotificationID.timeOrdered(atMilliseconds: ms + Int64(step), using: &generator).description
             #expect(next > previous)
             previous = next
         }
         // Out-of-range clocks are clamped, never a trap.
-        #expect(APNsID.timeOrdered(atMilliseconds: -5, using: &generator).description.hasPrefix("00000000-0000-7"))
-        #expect(APNsID.timeOrdered(atMilliseconds: .max, using: &generator).description.hasPrefix("ffffffff-ffff-7"))
+        #expect(NotificationID.timeOrdered(atMilliseconds: -5, using: &generator).description.hasPrefix("00000000-0000-7"))
+        #expect(NotificationID.timeOrdered(atMilliseconds: .max, using: &generator).description.hasPrefix("ffffffff-ffff-7"))
     }
 
     @Test("reasons: a closed set with statuses, and an unknown fallback")

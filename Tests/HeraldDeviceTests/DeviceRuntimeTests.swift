@@ -3,6 +3,7 @@ import HeraldCore
 import Testing
 
 @testable import HeraldDevice
+import HeraldTesting
 
 /// The runtime as a whole: its alarm on a simulated clock, apps with delegates, persistence,
 /// remote notifications and registration. Scenario numbers refer to the reference's list.
@@ -390,7 +391,7 @@ struct DeviceRuntimeTests {
 
     static func push(_ json: String, id: UInt8 = 1) -> DeviceNotification {
         DeviceNotification(
-            apnsID: APNsID(UUID(uuid: (id, 0, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, id))), topic: "com.example.app", pushType: .alert, priority: .immediate,
+            apnsID: NotificationID(UUID(uuid: (id, 0, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, id))), topic: "com.example.app", pushType: .alert, priority: .immediate,
             collapseID: nil, expiration: nil, payload: payload(json))
     }
 
@@ -577,8 +578,6 @@ struct DeviceRuntimeTests {
     }
 
     static func tempDir() throws -> String {
-        let dir = NSTemporaryDirectory() + "herald-runtime-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        return dir
+        try TemporaryDirectory.make(prefix: "herald-runtime")
     }
 }

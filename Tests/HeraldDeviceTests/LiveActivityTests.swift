@@ -36,7 +36,7 @@ struct LiveActivityTests {
     static func push(_ aps: String, token: DeviceToken, priority: Priority = .immediate) -> DeviceNotification {
         let n = pushNumber.withLock { $0 &+= 1; return $0 }
         return DeviceNotification(
-            apnsID: APNsID(UUID(uuid: (n, 0, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, n))), topic: app, pushType: .liveactivity,
+            apnsID: NotificationID(UUID(uuid: (n, 0, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, n))), topic: app, pushType: .liveactivity,
             priority: priority, collapseID: nil, expiration: nil,
             payload: try! JSONDecoder().decode(JSONValue.self, from: Data(#"{"aps":\#(aps)}"#.utf8)), token: token)
     }

@@ -132,7 +132,7 @@ struct DeviceSessionHandlerTests {
         let now = SystemWallClock().nowMilliseconds()
         func notification() -> StoredNotification {
             StoredNotification(
-                apnsID: .random(), token: token, bundleID: "com.example.app", pushType: .alert, priority: .immediate,
+                id: .random(), token: token, bundleID: "com.example.app", pushType: .alert, priority: .immediate,
                 expiration: .unspecified, collapseID: nil, payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8), receivedAtMilliseconds: now)
         }
         var deliveries: [Delivery] = []
@@ -149,23 +149,23 @@ struct DeviceSessionHandlerTests {
                 Issue.record("no notification frame")
                 return
             }
-            #expect(n.apnsID == expected.notification.apnsID && n.topic == "com.example.app" && n.payload == .object(["aps": .object(["alert": .string("hi")])]))
+            #expect(n.apnsID == expected.notification.id && n.topic == "com.example.app" && n.payload == .object(["aps": .object(["alert": .string("hi")])]))
         }
         let (first, second) = (deliveries[0], deliveries[1])
 
-        try await channel.writeInbound(Self.text(.ack(ids: [first.notification.apnsID])))
+        try await channel.writeInbound(Self.text(.ack(ids: [first.notification.id])))
         await channel.testingEventLoop.run()
         await harness.port.recorder.waitUntilRecorded()
         let pending = await harness.store.pendingDeliveries(forDevice: deviceID, nowMilliseconds: now).map(\.seq)
         #expect(pending == [second.seq])
-        #expect(await harness.store.receipts(apnsID: first.notification.apnsID).first?.events.map(\.status).contains(.acked) == true)
+        #expect(await harness.store.receipts(apnsID: first.notification.id).first?.events.map(\.status).contains(.acked) == true)
 
         // The device goes away with the second one unacked: recorded as delivered, still held for next time.
         try await channel.close()
         await harness.port.recorder.waitUntilRecorded()
         let pendingAfterClose = await harness.store.pendingDeliveries(forDevice: deviceID, nowMilliseconds: now).map(\.seq)
         #expect(pendingAfterClose == [second.seq])
-        let statuses = await harness.store.receipts(apnsID: second.notification.apnsID).first?.events.map(\.status) ?? []
+        let statuses = await harness.store.receipts(apnsID: second.notification.id).first?.events.map(\.status) ?? []
         #expect(statuses.contains(.delivered) && !statuses.contains(.acked), "\(statuses)")
         #expect(harness.registry.connectedDeviceIDs().isEmpty)
         port.recorder.close()

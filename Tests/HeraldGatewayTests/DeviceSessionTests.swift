@@ -18,10 +18,10 @@ struct DeviceSessionTests {
     }
 
     static func delivery(
-        _ seq: Int64, pushType: PushType = .alert, topic: String = topic, apnsID: APNsID = .random(), deviceID: String = "device"
+        _ seq: Int64, pushType: PushType = .alert, topic: String = topic, apnsID: NotificationID = .random(), deviceID: String = "device"
     ) -> Delivery {
         Delivery(seq: seq, deviceID: deviceID, notification: StoredNotification(
-            apnsID: apnsID, token: .random(), bundleID: topic, pushType: pushType, priority: .immediate,
+            id: apnsID, token: .random(), bundleID: topic, pushType: pushType, priority: .immediate,
             expiration: .unspecified, collapseID: nil, payload: Array(#"{"aps":{}}"#.utf8), receivedAtMilliseconds: 0))
     }
 
@@ -107,16 +107,16 @@ struct DeviceSessionTests {
         expectEqual(session.offer(Self.delivery(5), nowMilliseconds: 100, throttle: nil), .notNow)  // over the bound
         expectEqual(session.inFlightCount, 4)
 
-        let one = session.acknowledge([sent[0].notification.apnsID, .random()], nowMilliseconds: 150)
-        #expect(one.acked == [.init(apnsID: sent[0].notification.apnsID, sent: .init(seq: 1, sentAtMilliseconds: 100, topic: Self.topic))])
+        let one = session.acknowledge([sent[0].notification.id, .random()], nowMilliseconds: 150)
+        #expect(one.acked == [.init(apnsID: sent[0].notification.id, sent: .init(seq: 1, sentAtMilliseconds: 100, topic: Self.topic))])
         #expect(!one.reload)  // 3 in flight: more than half
-        let two = session.receive(.ack(ids: [sent[1].notification.apnsID]), nowMilliseconds: 160)
+        let two = session.receive(.ack(ids: [sent[1].notification.id]), nowMilliseconds: 160)
         guard case .acknowledged(let acked, reload: true) = two else {
             Issue.record("half the bound free did not ask for a reload: \(two)")
             return
         }
         #expect(acked.map(\.sent.seq) == [2])
-        expectTrue(!session.acknowledge([sent[2].notification.apnsID], nowMilliseconds: 170).reload)  // one reload at a time
+        expectTrue(!session.acknowledge([sent[2].notification.id], nowMilliseconds: 170).reload)  // one reload at a time
         expectEqual(session.reloaded([Self.delivery(4), Self.delivery(5)]).map(\.seq), [4, 5])
         expectEqual(session.offer(Self.delivery(4), nowMilliseconds: 180, throttle: nil), .notNow)
         expectEqual(session.offer(Self.delivery(5), nowMilliseconds: 180, throttle: nil), .send)
@@ -126,7 +126,7 @@ struct DeviceSessionTests {
     @Test("one apns-id sent to two apps of the device is acked for both")
     func sameIDTwice() throws {
         var session = try Self.live()
-        let id = APNsID.random()
+        let id = NotificationID.random()
         expectEqual(session.offer(Self.delivery(1, topic: "com.example.a", apnsID: id), nowMilliseconds: 5, throttle: nil), .send)
         expectEqual(session.offer(Self.delivery(2, topic: "com.example.b", apnsID: id), nowMilliseconds: 6, throttle: nil), .send)
         let acked = session.acknowledge([id], nowMilliseconds: 9).acked

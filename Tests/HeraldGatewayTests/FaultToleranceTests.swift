@@ -52,8 +52,8 @@ struct FaultToleranceTests {
         #expect(try await DashboardTests.get(admin).status == 200)
         // The stuck push was stored once its commit returned (a retry with its apns-id would
         // replace it); the one refused at once was never stored.
-        let stuckID = try #require(stuck.apnsID.flatMap(APNsID.init(header:)))
-        let refusedID = try #require(refused.apnsID.flatMap(APNsID.init(header:)))
+        let stuckID = try #require(stuck.apnsID.flatMap(NotificationID.init(header:)))
+        let refusedID = try #require(refused.apnsID.flatMap(NotificationID.init(header:)))
         #expect(await store.receipts(apnsID: stuckID).count == 1)
         #expect(await store.receipts(apnsID: refusedID).isEmpty)
         await connection.close()

@@ -49,11 +49,11 @@ struct InspectionTests {
         let heldList = try await get("/v1/held?token=\(offline.hex)")
         let heldItem = try #require(heldList.json?["items"]?.arrayValue?.first)
         #expect(heldItem["payload"] == .string(#"{"aps":{"alert":"for later"}}"#))
-        #expect(heldItem["apnsId"]?.stringValue.flatMap(APNsID.init(header:)) == APNsID(header: heldID))
+        #expect(heldItem["apnsId"]?.stringValue.flatMap(NotificationID.init(header:)) == NotificationID(header: heldID))
         // Its receipt.
         let receipt = try await get("/v1/receipts/\(heldID)")
         #expect(receipt.json?["deliveries"]?.arrayValue?.first?["status"] == .string("stored"))
-        #expect(try await get("/v1/receipts/\(APNsID.random())").status == 404)
+        #expect(try await get("/v1/receipts/\(NotificationID.random())").status == 404)
         // Feedback: shown without clearing.
         _ = try await gateway.store.unregisterToken(offline, atMilliseconds: gateway.clock.nowMilliseconds())
         for _ in 0..<2 {
@@ -89,9 +89,9 @@ struct InspectionTests {
         }
         let live = try await connection.send(.push(token: deviceToken, authorization: authorization, topic: "com.example.app", pushType: "alert",
                                                    payload: #"{"aps":{"alert":"now"}}"#))
-        let liveID = try #require(live.apnsID.flatMap(APNsID.init(header:)))
+        let liveID = try #require(live.apnsID.flatMap(NotificationID.init(header:)))
         try await eventually("accepted, sent and acked in the feed") {
-            let events = watcher.events.filter { $0["apnsId"]?.stringValue.flatMap(APNsID.init(header:)) == liveID }
+            let events = watcher.events.filter { $0["apnsId"]?.stringValue.flatMap(NotificationID.init(header:)) == liveID }
             return events.compactMap { $0["event"]?.stringValue } == ["accepted", "sent", "acked"]
         }
         let accepted = try #require(watcher.events.first { $0["event"] == .string("accepted") })

@@ -53,7 +53,7 @@ struct ProviderPortTests {
         #expect(response.status == reason.status, sourceLocation: sourceLocation)
         #expect(response.rejection?.reason == reason, sourceLocation: sourceLocation)
         #expect(response.header("content-type") == "application/json", sourceLocation: sourceLocation)
-        #expect(response.apnsID.flatMap(APNsID.init(header:)) != nil, "every answer carries an apns-id", sourceLocation: sourceLocation)
+        #expect(response.apnsID.flatMap(NotificationID.init(header:)) != nil, "every answer carries an apns-id", sourceLocation: sourceLocation)
     }
 
     @Test("1. valid push: 200, empty body, generated apns-id, stream ended on HEADERS")
@@ -63,9 +63,9 @@ struct ProviderPortTests {
         #expect(response.status == 200)
         #expect(response.body.isEmpty)
         #expect(response.endedWithHeaders)
-        let id = try #require(response.apnsID.flatMap(APNsID.init(header:)))
+        let id = try #require(response.apnsID.flatMap(NotificationID.init(header:)))
         let stored = try await f.gateway.store.storedNotifications(for: f.token, policy: .default, nowMilliseconds: f.gateway.clock.nowMilliseconds())
-        #expect(stored.map(\.apnsID) == [id])
+        #expect(stored.map(\.id) == [id])
         #expect(stored.first?.payload == Array(#"{"aps":{"alert":"hi"}}"#.utf8))
         try await f.stop()
     }
@@ -76,7 +76,7 @@ struct ProviderPortTests {
         let id = "EABEAE54-14A8-11E5-B60B-1697F925EC7B"
         let response = try await f.push(headers: [("apns-id", id)])
         #expect(response.status == 200)
-        #expect(response.apnsID.map { APNsID(header: $0) } == APNsID(header: id))
+        #expect(response.apnsID.map { NotificationID(header: $0) } == NotificationID(header: id))
         try await f.stop()
     }
 
@@ -355,7 +355,7 @@ struct ProviderPortTests {
     func uniqueID() async throws {
         let f = try await Fixture.make()
         let response = try await f.push()
-        #expect(response.header("apns-unique-id").flatMap(APNsID.init(header:)) != nil)
+        #expect(response.header("apns-unique-id").flatMap(NotificationID.init(header:)) != nil)
         try await f.stop()
     }
 
@@ -381,7 +381,7 @@ struct ProviderPortTests {
         let now = f.gateway.clock.nowMilliseconds()
         var stored = try await f.gateway.store.storedNotifications(for: f.token, policy: .default, nowMilliseconds: now)
         #expect(stored.count == 1)
-        #expect(stored.first?.apnsID.description == last?.apnsID?.lowercased())
+        #expect(stored.first?.id.description == last?.apnsID?.lowercased())
         #expect(stored.first?.payload == Array(#"{"aps":{"alert":"n3"}}"#.utf8))
         // One that expires in a minute replaces it, and is gone once the minute has passed.
         _ = try await f.push(headers: [("apns-expiration", String(f.gateway.clock.nowSeconds() + 60))])

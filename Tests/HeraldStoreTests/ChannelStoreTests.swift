@@ -37,7 +37,7 @@ struct ChannelStoreTests {
                               environment: .development, createdAtMilliseconds: now),
         ])
         func push(_ token: DeviceToken, _ type: PushType, bundle: String = "com.a") -> StoredNotification {
-            StoredNotification(apnsID: .random(), token: token, bundleID: bundle, pushType: type, priority: .immediate, expiration: .unspecified,
+            StoredNotification(id: .random(), token: token, bundleID: bundle, pushType: type, priority: .immediate, expiration: .unspecified,
                                collapseID: nil, payload: Array("{}".utf8), receivedAtMilliseconds: now)
         }
         let outcomes = try await store.accept(

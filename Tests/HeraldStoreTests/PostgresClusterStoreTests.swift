@@ -109,7 +109,7 @@ struct PostgresClusterStoreTests {
         let stored = try await store.accept(
             (0..<3).map { i in
                 StoredNotification(
-                    apnsID: .random(), token: token, bundleID: "com.a", pushType: .alert, priority: .immediate,
+                    id: .random(), token: token, bundleID: "com.a", pushType: .alert, priority: .immediate,
                     expiration: .unspecified, collapseID: nil, payload: Array("\(i)".utf8), receivedAtMilliseconds: now)
             },
             policy: StorePolicy(maximumPerApp: 5), environment: .development, nowMilliseconds: now)
@@ -153,7 +153,7 @@ struct PostgresClusterStoreTests {
         defer { Task { await store.close() } }
         func push(_ text: String) -> StoredNotification {
             StoredNotification(
-                apnsID: .random(), token: token, bundleID: "com.a", pushType: .alert, priority: .immediate,
+                id: .random(), token: token, bundleID: "com.a", pushType: .alert, priority: .immediate,
                 expiration: .unspecified, collapseID: nil, payload: Array(text.utf8), receivedAtMilliseconds: now)
         }
         _ = try await store.accept([push("1"), push("2")], policy: .default, environment: .development, nowMilliseconds: now)

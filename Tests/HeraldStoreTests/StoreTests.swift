@@ -33,7 +33,7 @@ struct StoreTests {
 
     func notification(_ token: DeviceToken, _ text: String, collapse: String? = nil, expiration: Expiration = .unspecified, bundle: String = "com.a") -> StoredNotification {
         StoredNotification(
-            apnsID: .random(), token: token, bundleID: bundle, pushType: .alert, priority: .immediate,
+            id: .random(), token: token, bundleID: bundle, pushType: .alert, priority: .immediate,
             expiration: expiration, collapseID: collapse.flatMap(CollapseID.init), payload: Array(text.utf8),
             receivedAtMilliseconds: now)
     }
@@ -143,7 +143,7 @@ struct StoreTests {
             return
         }
         #expect(try await cli.unregisterToken(token, atMilliseconds: now + 1))
-        #expect(try await gateway.receipts(apnsID: first.apnsID).first?.events.map(\.status) == [.accepted, .stored, .dropped])
+        #expect(try await gateway.receipts(apnsID: first.id).first?.events.map(\.status) == [.accepted, .stored, .dropped])
         #expect(try await gateway.storedNotifications(for: token, policy: .default, nowMilliseconds: now + 2).isEmpty)
         let late = try await gateway.accept([notification(token, "late")], policy: .default, environment: .development, nowMilliseconds: now + 2)
         guard case .rejected(let rejection) = late.first else {
@@ -206,13 +206,13 @@ struct StoreTests {
         }
         #expect(device == "dev1")
         var pending = try await store.pendingDeliveries(forDevice: "dev1", nowMilliseconds: now + 1)
-        #expect(pending.map(\.notification.apnsID) == [n2.apnsID, n3.apnsID, n4.apnsID], "n1 replaced (two per app); zero never waits")
-        #expect(try await store.receipts(apnsID: n1.apnsID).first?.events.map(\.status) == [.accepted, .stored, .replaced])
+        #expect(pending.map(\.notification.id) == [n2.id, n3.id, n4.id], "n1 replaced (two per app); zero never waits")
+        #expect(try await store.receipts(apnsID: n1.id).first?.events.map(\.status) == [.accepted, .stored, .replaced])
 
         try await store.record([.acked(seq: seq2, sentAtMilliseconds: now + 2, ackedAtMilliseconds: now + 3)])
         pending = try await store.pendingDeliveries(forDevice: "dev1", nowMilliseconds: now + 4)
-        #expect(pending.map(\.notification.apnsID) == [n3.apnsID, n4.apnsID])
-        let receipt = try #require(try await store.receipts(apnsID: n2.apnsID).first)
+        #expect(pending.map(\.notification.id) == [n3.id, n4.id])
+        let receipt = try #require(try await store.receipts(apnsID: n2.id).first)
         #expect(receipt.events == [
             .init(status: .accepted, atMilliseconds: now), .init(status: .stored, atMilliseconds: now),
             .init(status: .delivered, atMilliseconds: now + 2), .init(status: .acked, atMilliseconds: now + 3),
@@ -227,14 +227,14 @@ struct StoreTests {
 
         // The sweep: apns-expiration 0 left undelivered is dropped; past storage time is expired.
         #expect(try await store.sweep(nowMilliseconds: now + 8, retainFinishedUntil: 0) == 0)
-        #expect(try await store.receipts(apnsID: zero.apnsID).first?.events.map(\.status) == [.accepted, .dropped])
+        #expect(try await store.receipts(apnsID: zero.id).first?.events.map(\.status) == [.accepted, .dropped])
         let expired = try await store.sweep(nowMilliseconds: now + deep.maximumStorageMilliseconds + 10, retainFinishedUntil: 0)
         #expect(expired == 3)
-        #expect(try await store.receipts(apnsID: n3.apnsID).first?.events.map(\.status) == [.accepted, .stored, .delivered, .expired])
+        #expect(try await store.receipts(apnsID: n3.id).first?.events.map(\.status) == [.accepted, .stored, .delivered, .expired])
         #expect(try await store.storedNotificationCount() == 0)
         // Finished records are deleted after the retention time.
         _ = try await store.sweep(nowMilliseconds: now + deep.maximumStorageMilliseconds + 20, retainFinishedUntil: now + deep.maximumStorageMilliseconds + 11)
-        #expect(try await store.receipts(apnsID: n2.apnsID).isEmpty)
+        #expect(try await store.receipts(apnsID: n2.id).isEmpty)
         _ = seq1
     }
 

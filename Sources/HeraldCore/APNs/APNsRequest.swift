@@ -56,7 +56,7 @@ public struct APNsRequestHead: Sendable {
 /// What the request line names: the notification's id and its device token.
 public struct APNsRequestTarget: Sendable, Hashable {
     /// The request's `apns-id`, or `nil` when the provider sent none (the gateway generates one).
-    public var apnsID: APNsID?
+    public var apnsID: NotificationID?
     public var token: DeviceToken
 }
 
@@ -86,9 +86,9 @@ public enum APNsRequestValidation {
 
     public static func validateTarget(_ head: APNsRequestHead) -> Result<APNsRequestTarget, APNsRejection> {
         if head.hasDuplicateHeaders { return .failure(APNsRejection(.duplicateHeaders)) }
-        var apnsID: APNsID?
+        var apnsID: NotificationID?
         if let header = head.apnsID {
-            guard let parsed = APNsID(header: header) else { return .failure(APNsRejection(.badMessageId)) }
+            guard let parsed = NotificationID(header: header) else { return .failure(APNsRejection(.badMessageId)) }
             apnsID = parsed
         }
         guard head.method == "POST" else { return .failure(APNsRejection(.methodNotAllowed)) }

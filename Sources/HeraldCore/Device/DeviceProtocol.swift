@@ -109,7 +109,7 @@ public enum DeviceClientFrame: Sendable, Hashable {
     /// The app was removed: its token becomes unregistered.
     case unregister(topic: String)
     /// Acknowledges notifications by apns-id.
-    case ack(ids: [APNsID])
+    case ack(ids: [NotificationID])
     /// Version 2: asks for a Live Activity token of an app: its push-to-start token
     /// (``LiveActivityToken/pushToStart``) or the update token of one activity.
     case registerActivity(topic: String, activity: LiveActivityToken)
@@ -190,10 +190,10 @@ public enum DeviceClientFrame: Sendable, Hashable {
             guard texts.count <= DeviceProtocol.maximumAcksPerFrame else {
                 return .failure(DeviceFrameError("an ack frame carries at most \(DeviceProtocol.maximumAcksPerFrame) ids"))
             }
-            var ids: [APNsID] = []
+            var ids: [NotificationID] = []
             ids.reserveCapacity(texts.count)
             for text in texts {
-                guard let id = APNsID(header: text) else { return .failure(DeviceFrameError("\"\(text)\" is not an apns-id (a UUID)")) }
+                guard let id = NotificationID(header: text) else { return .failure(DeviceFrameError("\"\(text)\" is not an apns-id (a UUID)")) }
                 ids.append(id)
             }
             return .success(.ack(ids: ids))
@@ -205,7 +205,7 @@ public enum DeviceClientFrame: Sendable, Hashable {
 
 /// A notification as the device receives it.
 public struct DeviceNotification: Sendable, Hashable {
-    public var apnsID: APNsID
+    public var apnsID: NotificationID
     /// The app's bundle id.
     public var topic: String
     public var pushType: PushType
@@ -220,7 +220,7 @@ public struct DeviceNotification: Sendable, Hashable {
     public var token: DeviceToken?
 
     public init(
-        apnsID: APNsID, topic: String, pushType: PushType, priority: Priority, collapseID: String?,
+        apnsID: NotificationID, topic: String, pushType: PushType, priority: Priority, collapseID: String?,
         expiration: Int64?, payload: JSONValue, token: DeviceToken? = nil
     ) {
         self.token = token
@@ -285,7 +285,7 @@ public enum DeviceServerFrame: Sendable, Hashable {
     /// Writes a notification frame, splicing in the payload bytes exactly as the provider sent
     /// them (they were validated as a JSON object on the provider port). The gateway's hot path.
     public static func encodeNotification(
-        apnsID: APNsID, topic: String, pushType: PushType, priority: Priority, collapseID: String?,
+        apnsID: NotificationID, topic: String, pushType: PushType, priority: Priority, collapseID: String?,
         expiration: Int64?, payload: [UInt8], token: DeviceToken? = nil, into bytes: inout [UInt8]
     ) {
         bytes.reserveCapacity(bytes.count + payload.count + 200)
@@ -319,7 +319,7 @@ public enum DeviceServerFrame: Sendable, Hashable {
         }
         switch f.type {
         case "notification":
-            guard let id = f.apnsID.flatMap(APNsID.init(header:)), let topic = f.topic, let type = f.pushType,
+            guard let id = f.apnsID.flatMap(NotificationID.init(header:)), let topic = f.topic, let type = f.pushType,
                   let priority = f.priority.flatMap(Priority.init(rawValue:))
             else { return .failure(DeviceFrameError("a notification needs apns-id, topic, push-type and priority")) }
             guard case .object? = f.payload, let payload = f.payload else {

@@ -22,7 +22,7 @@ public enum BroadcastRequest {
     /// request id, priority, expiration, payload.
     public struct Validated: Sendable {
         public var channel: BroadcastChannelID
-        public var requestID: APNsID?
+        public var requestID: NotificationID?
         public var priority: Priority
         public var expiration: Expiration
         public var payload: [UInt8]
@@ -39,9 +39,9 @@ public enum BroadcastRequest {
         if let topic = head.topic, topic != bundleID, topic != bundleID + PushType.liveactivity.topicSuffix {
             return .failure(APNsRejection(.topicMismatch, detail: "apns-topic \(topic) is not the path's app \(bundleID)"))
         }
-        var requestID: APNsID?
+        var requestID: NotificationID?
         if let text = head.requestID {
-            guard let id = APNsID(header: text) else { return .failure(APNsRejection(.badMessageId, detail: "apns-request-id is not a UUID")) }
+            guard let id = NotificationID(header: text) else { return .failure(APNsRejection(.badMessageId, detail: "apns-request-id is not a UUID")) }
             requestID = id
         }
         var priority = Priority.immediate

@@ -99,7 +99,7 @@ public final class DeviceConnection: Sendable {
     public let identity: DeviceIdentity
     public let configuration: Configuration
     /// The socket of the current session (acks go there) and the acks waiting to be sent.
-    private let current = Locked<(socket: DeviceSocket?, acks: [APNsID])>((nil, []))
+    private let current = Locked<(socket: DeviceSocket?, acks: [NotificationID])>((nil, []))
     /// Live Activity tokens and channel subscriptions asked for while running: sent at once when
     /// connected, and again at every connection (like the apps' topics).
     private let wanted = Locked<[Want]>([])
@@ -209,12 +209,12 @@ public final class DeviceConnection: Sendable {
     struct SessionState {
         var knownTokens: [String: DeviceToken]
         var deviceID: String?
-        var seen = Set<APNsID>()
-        var seenOrder: [APNsID] = []
+        var seen = Set<NotificationID>()
+        var seenOrder: [NotificationID] = []
         var seenStart = 0
 
         /// Remembers an id; `false` when it was seen already.
-        mutating func remember(_ id: APNsID) -> Bool {
+        mutating func remember(_ id: NotificationID) -> Bool {
             guard seen.insert(id).inserted else { return false }
             seenOrder.append(id)
             if seenOrder.count - seenStart > DeviceConnection.rememberedIDs {
@@ -302,7 +302,7 @@ public final class DeviceConnection: Sendable {
     /// Acks a notification the consumer has handled (``Acknowledgement/byConsumer``). Acks given
     /// together are sent in one frame; an ack given while disconnected is dropped, and the gateway
     /// sends the notification again on the next connection (the consumer drops the repeat).
-    public func acknowledge(_ id: APNsID) {
+    public func acknowledge(_ id: NotificationID) {
         let (socket, first) = current.withLock { state -> (DeviceSocket?, Bool) in
             guard state.socket != nil else { return (nil, false) }
             state.acks.append(id)
@@ -311,7 +311,7 @@ public final class DeviceConnection: Sendable {
         guard let socket, first else { return }
         // The first ack of a burst sends everything gathered by the time the event loop runs it.
         socket.channel.eventLoop.execute { [current] in
-            let ids = current.withLock { state -> [APNsID] in
+            let ids = current.withLock { state -> [NotificationID] in
                 defer { state.acks.removeAll(keepingCapacity: true) }
                 return state.socket === socket ? state.acks : []
             }

@@ -137,7 +137,7 @@ public final class DeviceSocket: Sendable {
     }
 
     /// Acks notifications the caller has handled: one ack frame per 1,024 ids.
-    public func acknowledge(_ ids: [APNsID]) {
+    public func acknowledge(_ ids: [NotificationID]) {
         guard !ids.isEmpty else { return }
         let channel = self.channel
         channel.eventLoop.execute {
@@ -226,7 +226,7 @@ private final class DeviceSocketHandler: ChannelInboundHandler {
     private let continuation: AsyncStream<DeviceSocket.Event>.Continuation
     private let acknowledgeOnReceipt: Bool
     /// Notifications read since the last ack: acked together once the read burst ends.
-    private var unacked: [APNsID] = []
+    private var unacked: [NotificationID] = []
 
     init(continuation: AsyncStream<DeviceSocket.Event>.Continuation, acknowledgeOnReceipt: Bool) {
         self.continuation = continuation

@@ -10,7 +10,7 @@ extension DeviceRuntime {
     /// for a connection with ``DeviceConnection/Acknowledgement/byConsumer``); `nil` when the
     /// connection acks on receipt.
     public func follow(
-        _ events: AsyncStream<DeviceEvent>, acknowledge: (@Sendable (APNsID) -> Void)? = nil,
+        _ events: AsyncStream<DeviceEvent>, acknowledge: (@Sendable (NotificationID) -> Void)? = nil,
         onEvent: (@Sendable (DeviceEvent) -> Void)? = nil
     ) async {
         for await event in events {

@@ -23,7 +23,7 @@ final class APNsPortConnection: @unchecked Sendable {
         case unusable(String)
     }
     /// Generates the `apns-id`s and `apns-unique-id`s of this connection's answers.
-    var ids = APNsID.FastGenerator()
+    var ids = NotificationID.FastGenerator()
     private(set) var isDraining = false
     private var activeStreams = 0
     private var drained: EventLoopPromise<Void>?

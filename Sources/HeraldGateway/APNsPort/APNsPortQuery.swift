@@ -10,7 +10,7 @@ import HeraldStore
 ///
 /// Both are authenticated with the same provider tokens as pushes.
 enum APNsPortQuery: Sendable, Hashable {
-    case receipt(APNsID)
+    case receipt(NotificationID)
     case feedback(topic: String)
 
     static let receiptPrefix = "/3/notifications/"
@@ -19,7 +19,7 @@ enum APNsPortQuery: Sendable, Hashable {
     static func parse(path rawPath: String) -> Result<APNsPortQuery, APNsRejection> {
         let path = QueryString.path(of: rawPath)
         if path.hasPrefix(receiptPrefix) {
-            guard let id = APNsID(header: String(path.dropFirst(receiptPrefix.count))) else {
+            guard let id = NotificationID(header: String(path.dropFirst(receiptPrefix.count))) else {
                 return .failure(APNsRejection(.badMessageId))
             }
             return .success(.receipt(id))
@@ -62,7 +62,7 @@ enum APNsPortQuery: Sendable, Hashable {
 
 extension NotificationReceipt {
     /// The receipt of every delivery of one apns-id, with how many are in each state.
-    init(apnsID: APNsID, receipts: [Receipt]) {
+    init(apnsID: NotificationID, receipts: [Receipt]) {
         self.init(apnsID: apnsID.description, deliveries: receipts.map { receipt in
             Delivery(token: receipt.token.description, topic: receipt.bundleID,
                      status: (receipt.events.last?.status ?? .accepted).rawValue,

@@ -34,9 +34,9 @@ final class APNsPortStream {
     /// A push's headers, once validated.
     private var pushHeaders: PushHeaders?
     /// A push's apns-id: the provider's, or the one the gateway gives it when accepted.
-    private var apnsID: APNsID?
+    private var apnsID: NotificationID?
     /// Broadcast and channel answers carry `apns-request-id` instead of `apns-id`.
-    private var requestID: APNsID?
+    private var requestID: NotificationID?
 
     init(id: HTTP2StreamID, port: APNsPort, connection: APNsPortConnection) {
         self.id = id
@@ -73,7 +73,7 @@ final class APNsPortStream {
         // Step 1: what the request asks for, from its head alone.
         let routed = APNsPortRoute.route(head, body: body, role: port.role)
         if APNsPortRoute.answersWithRequestID(routed, role: port.role) {
-            requestID = head.requestID.flatMap(APNsID.init(header:)) ?? APNsID.random(using: &connection.ids)
+            requestID = head.requestID.flatMap(NotificationID.init(header:)) ?? NotificationID.random(using: &connection.ids)
         }
         switch routed {
         case .failure(let rejection):
@@ -197,10 +197,10 @@ final class APNsPortStream {
             return respond(context: context, APNsRejection(.tooManyRequests))
         }
         if let fault = port.faults.take(topic: pushHeaders.bundleID) { return respond(context: context, fault) }
-        let apnsID = self.apnsID ?? APNsID.timeOrdered(atMilliseconds: now, using: &connection.ids)
+        let apnsID = self.apnsID ?? NotificationID.timeOrdered(atMilliseconds: now, using: &connection.ids)
         self.apnsID = apnsID
         let notification = StoredNotification(
-            apnsID: apnsID, token: target.token, bundleID: pushHeaders.bundleID, pushType: pushHeaders.pushType,
+            id: apnsID, token: target.token, bundleID: pushHeaders.bundleID, pushType: pushHeaders.pushType,
             priority: pushHeaders.priority, expiration: pushHeaders.expiration, collapseID: pushHeaders.collapseID,
             payload: bytes, receivedAtMilliseconds: now)
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
@@ -351,10 +351,10 @@ final class APNsPortStream {
         if let requestID {
             headers.add(name: "apns-request-id", value: requestID.description, indexing: .nonIndexable)
         } else {
-            headers.add(name: "apns-id", value: (apnsID ?? APNsID.random(using: &connection.ids)).description, indexing: .nonIndexable)
+            headers.add(name: "apns-id", value: (apnsID ?? NotificationID.random(using: &connection.ids)).description, indexing: .nonIndexable)
         }
         if port.sendsUniqueID {
-            headers.add(name: "apns-unique-id", value: APNsID.random(using: &connection.ids).description, indexing: .nonIndexable)
+            headers.add(name: "apns-unique-id", value: NotificationID.random(using: &connection.ids).description, indexing: .nonIndexable)
         }
         return headers
     }

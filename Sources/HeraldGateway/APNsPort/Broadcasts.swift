@@ -60,7 +60,7 @@ struct Broadcaster: Sendable {
     }
 
     func send(
-        _ broadcast: BroadcastRequest.Validated, channel: ChannelRecord, apnsID: APNsID, nowMilliseconds: Int64, on eventLoop: EventLoop
+        _ broadcast: BroadcastRequest.Validated, channel: ChannelRecord, apnsID: NotificationID, nowMilliseconds: Int64, on eventLoop: EventLoop
     ) async throws -> Outcome {
         let scope = TokenScope.channelSubscriptions(bundleID: channel.bundleID, channel: channel.channelID.value)
         let expiration = channel.storagePolicy == 0 ? Expiration.immediately : broadcast.expiration
@@ -70,7 +70,7 @@ struct Broadcaster: Sendable {
             let page = try await store.tokens(TokenFilter(bundleID: scope, activeOnly: true), after: after, limit: Self.pageSize)
             let submitted = page.filter { $0.environment == channel.environment }.map { subscription in
                 intake.submit(StoredNotification(
-                    apnsID: apnsID, token: subscription.token, bundleID: channel.bundleID, pushType: .liveactivity,
+                    id: apnsID, token: subscription.token, bundleID: channel.bundleID, pushType: .liveactivity,
                     priority: broadcast.priority, expiration: expiration, collapseID: nil, payload: broadcast.payload,
                     receivedAtMilliseconds: nowMilliseconds), on: eventLoop)
             }

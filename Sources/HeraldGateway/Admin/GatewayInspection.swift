@@ -15,7 +15,7 @@ public struct GatewayInspection: Sendable {
         case tokens(TokenFilter, after: DeviceToken?, limit: Int)
         case teams
         case held(HeldFilter, after: Int64?, limit: Int)
-        case receipt(APNsID)
+        case receipt(NotificationID)
         case feedback(topic: String, environment: APNsEnvironment)
     }
 
@@ -92,7 +92,7 @@ public struct GatewayInspection: Sendable {
         case let other where other.hasPrefix("receipts/"):
             known = []
             let text = String(other.dropFirst("receipts/".count))
-            guard let id = APNsID(header: text) else { throw Refusal(400, "\(text) is not an apns-id (a UUID such as 123e4567-e89b-12d3-a456-426614174000)") }
+            guard let id = NotificationID(header: text) else { throw Refusal(400, "\(text) is not an apns-id (a UUID such as 123e4567-e89b-12d3-a456-426614174000)") }
             query = .receipt(id)
         default:
             throw Refusal(404, "no such view; try /v1/devices, /v1/tokens, /v1/teams, /v1/held, /v1/receipts/<apns-id>, /v1/feedback?topic=…")
@@ -255,7 +255,7 @@ public struct GatewayInspection: Sendable {
         init(_ h: HeldNotification) {
             let n = h.notification
             seq = h.seq
-            apnsID = n.apnsID.description
+            apnsID = n.id.description
             token = n.token.hex
             topic = n.bundleID
             pushType = n.pushType.rawValue

@@ -48,7 +48,7 @@ struct DeviceSession {
 
     /// One send the device acknowledged.
     struct Acked: Hashable {
-        var apnsID: APNsID
+        var apnsID: NotificationID
         var sent: Sent
     }
 
@@ -72,7 +72,7 @@ struct DeviceSession {
     /// The protocol version the device's hello named.
     private(set) var protocolVersion = 1
     /// Sent and not yet acked, by apns-id (the same apns-id may go to several apps of the device).
-    private var inFlight: [APNsID: [Sent]] = [:]
+    private var inFlight: [NotificationID: [Sent]] = [:]
     private var inFlightSeqs: Set<Int64> = []
     /// Background pushes over budget: the newest per topic.
     private var heldBackground: [String: Delivery] = [:]
@@ -192,7 +192,7 @@ struct DeviceSession {
            let nextAt = throttle.take(deviceID: delivery.deviceID, topic: n.bundleID, nowMilliseconds: now) {
             return hold(delivery, until: nextAt)
         }
-        inFlight[n.apnsID, default: []].append(Sent(seq: delivery.seq, sentAtMilliseconds: now, topic: n.bundleID))
+        inFlight[n.id, default: []].append(Sent(seq: delivery.seq, sentAtMilliseconds: now, topic: n.bundleID))
         inFlightSeqs.insert(delivery.seq)
         return .send
     }
@@ -221,7 +221,7 @@ struct DeviceSession {
     /// Takes acked sends out of flight. `reload` says the handler should load from the store
     /// again (deliveries were left there at the in-flight bound and half of it is free now); the
     /// session then counts as reloading until ``reloaded(_:)``.
-    mutating func acknowledge(_ ids: [APNsID], nowMilliseconds now: Int64) -> (acked: [Acked], reload: Bool) {
+    mutating func acknowledge(_ ids: [NotificationID], nowMilliseconds now: Int64) -> (acked: [Acked], reload: Bool) {
         var acked: [Acked] = []
         for id in ids {
             guard let sends = inFlight.removeValue(forKey: id) else { continue }

@@ -317,7 +317,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         case .replaced(let seq): port.recorder.record(.replaced(seq: seq, atMilliseconds: now))
         case .held(let topic, let until, let replaced):
             if let replaced { port.recorder.record(.replaced(seq: replaced, atMilliseconds: now)) }
-            port.logger.debug("background push held", metadata: ["apns_id": "\(delivery.notification.apnsID)", "until": "\(until)"])
+            port.logger.debug("background push held", metadata: ["apns_id": "\(delivery.notification.id)", "until": "\(until)"])
             startReleaseTimer(topic: topic, wait: until - now)
         }
     }
@@ -327,7 +327,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         let n = delivery.notification
         var bytes: [UInt8] = []
         DeviceServerFrame.encodeNotification(
-            apnsID: n.apnsID, topic: n.bundleID, pushType: n.pushType, priority: n.priority, collapseID: n.collapseID?.value,
+            apnsID: n.id, topic: n.bundleID, pushType: n.pushType, priority: n.priority, collapseID: n.collapseID?.value,
             expiration: n.expiration.storedSeconds, payload: n.payload,
             token: n.pushType == .liveactivity ? n.token : nil, into: &bytes)
         var buffer = context.channel.allocator.buffer(capacity: bytes.count)
@@ -335,7 +335,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer)), promise: nil)
         port.metrics.deviceDeliveries.increment()
         port.feed.publish {
-            DeliveryFeed.Event(event: .sent, at: now, apnsId: n.apnsID.description, topic: n.bundleID, token: n.token.hex, device: delivery.deviceID)
+            DeliveryFeed.Event(event: .sent, at: now, apnsId: n.id.description, topic: n.bundleID, token: n.token.hex, device: delivery.deviceID)
         }
         if n.priority == .immediate {
             needsFlush = true

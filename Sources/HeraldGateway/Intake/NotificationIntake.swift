@@ -208,7 +208,7 @@ public final class NotificationIntake: Sendable {
         for (pending, outcome) in zip(batch, outcomes) where !outcome.isRejected {
             feed.publish {
                 let n = pending.notification
-                var event = DeliveryFeed.Event(event: .accepted, at: now, apnsId: n.apnsID.description, topic: n.bundleID, token: n.token.hex)
+                var event = DeliveryFeed.Event(event: .accepted, at: now, apnsId: n.id.description, topic: n.bundleID, token: n.token.hex)
                 switch outcome {
                 case .stored(_, let deviceID?):
                     event.outcome = "delivering"

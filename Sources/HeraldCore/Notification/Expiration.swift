@@ -1,4 +1,5 @@
-/// The `apns-expiration` header.
+/// How long an undelivered notification may wait for its device. The APNs port reads it from
+/// the `apns-expiration` header (UNIX seconds); another protocol maps its own time to live onto it.
 public enum Expiration: Hashable, Sendable {
     /// No header: the store-and-forward policy's own limit applies.
     case unspecified
@@ -42,7 +43,9 @@ public enum Expiration: Hashable, Sendable {
     }
 }
 
-/// The `apns-collapse-id` header: at most 64 bytes of UTF-8.
+/// A replacement key: a newer notification of the same app with the same key replaces one still
+/// waiting for its device. At most 64 bytes of UTF-8 (the APNs port reads it from the
+/// `apns-collapse-id` header).
 public struct CollapseID: Hashable, Sendable, CustomStringConvertible {
     public static let maximumByteCount = 64
     public let value: String

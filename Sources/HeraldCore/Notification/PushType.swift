@@ -1,4 +1,6 @@
-/// The `apns-push-type` header: what kind of notification a request carries.
+/// What kind of notification this is (alert, background, Live Activity…): it decides how the
+/// device presents it and whether the background budget applies. The APNs port reads it from
+/// the `apns-push-type` header, whose values these are.
 ///
 /// A closed set as a struct, so it can grow without breaking callers; a value a peer sends that
 /// Herald does not know decodes with ``isKnown`` false.

@@ -1,8 +1,10 @@
 import Foundation
 
-/// The `apns-id` of a notification: a UUID. Compared case-insensitively (Apple writes lowercase,
+/// A notification's id: a UUID, unique per accepted request. The APNs port reads and answers it
+/// as the `apns-id` header; receipts, the store, the device protocol and acks use it whatever
+/// protocol the notification came in by. Compared case-insensitively (Apple writes lowercase,
 /// generated ids are seen uppercase); written lowercase.
-public struct APNsID: Hashable, Sendable, CustomStringConvertible {
+public struct NotificationID: Hashable, Sendable, CustomStringConvertible {
     public let uuid: UUID
 
     public init(_ uuid: UUID) { self.uuid = uuid }
@@ -16,16 +18,16 @@ public struct APNsID: Hashable, Sendable, CustomStringConvertible {
 
     /// A fresh random (version 4) id. Built from the system's secure generator directly:
     /// Foundation's `UUID()` costs a file open per call on Linux, which shows on the hot path.
-    public static func random() -> APNsID {
+    public static func random() -> NotificationID {
         var generator = SystemRandomNumberGenerator()
         return random(using: &generator)
     }
 
     /// A fresh random (version 4) id from `generator`.
-    public static func random<G: RandomNumberGenerator>(using generator: inout G) -> APNsID {
+    public static func random<G: RandomNumberGenerator>(using generator: inout G) -> NotificationID {
         let high = (generator.next() & ~0xf000) | 0x4000  // version 4
         let low = (generator.next() & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000  // RFC 4122 variant
-        return APNsID(high: high, low: low)
+        return NotificationID(high: high, low: low)
     }
 
     /// A fresh time-ordered (version 7, RFC 9562) id: the first 48 bits are `milliseconds` since
@@ -33,11 +35,11 @@ public struct APNsID: Hashable, Sendable, CustomStringConvertible {
     /// `apns-id`: ids made later sort later, so the store's apns-id index grows at its end instead
     /// of dirtying a random page per push (measured in docs/benchmarks.md). APNs promises only a
     /// UUID; a provider sees no difference.
-    public static func timeOrdered<G: RandomNumberGenerator>(atMilliseconds milliseconds: Int64, using generator: inout G) -> APNsID {
+    public static func timeOrdered<G: RandomNumberGenerator>(atMilliseconds milliseconds: Int64, using generator: inout G) -> NotificationID {
         let time = UInt64(clamping: max(0, milliseconds)) & 0xffff_ffff_ffff
         let high = time << 16 | (generator.next() & 0x0fff) | 0x7000  // version 7
         let low = (generator.next() & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000  // RFC 9562 variant
-        return APNsID(high: high, low: low)
+        return NotificationID(high: high, low: low)
     }
 
     /// The id whose 16 bytes are `high` then `low`, big-endian.

@@ -1,4 +1,5 @@
-/// The `apns-priority` header.
+/// How urgently a notification goes out: 10 now, 5 with regard to the device's power, 1 never
+/// waking it. The APNs port reads it from the `apns-priority` header, whose values these are.
 public struct Priority: RawRepresentable, Hashable, Sendable, Comparable, CustomStringConvertible {
     public let rawValue: Int
 
