@@ -169,33 +169,53 @@ public final class Gateway: Service, Sendable {
             throw error
         }
 
-        // The intake runs until every provider listener has drained; then it commits what is left
-        // and hands it to devices still connected. Devices are disconnected last.
-        async let intakeFinished: Void = intake.run()
-        async let recorderFinished: Void = recorder.run()
-        let sweeper = Task { await sweep() }
-        let clusterLoops = Task { [cluster] in await cluster?.run() }
-        await waitForGracefulShutdown()
-        logger.info("gateway draining")
-        await deviceListener?.close()
-        await feedbackListener?.close()
-        await withTaskGroup(of: Void.self) { group in
-            for listener in listeners {
-                group.addTask { await listener.drain(timeout: self.configuration.drainTimeout) }
-            }
+        // The parts in start order; graceful shutdown stops them in reverse, each after the one
+        // before it has returned (GatewayPart.swift): devices and feedback stop being accepted,
+        // the provider ports drain, the intake commits what is left and hands it to devices
+        // still connected, devices are disconnected, the recorder writes the last acks, the
+        // node leaves its cluster, the sweeper stops, the admin port closes last.
+        let drainTimeout = configuration.drainTimeout
+        let (providerListeners, devices, feedback, adminServer) = (listeners, deviceListener, feedbackListener, admin)
+        var parts: [GatewayPart] = [
+            GatewayPart("admin port", stop: { await adminServer?.close() }),
+            GatewayPart("sweeper", work: { await self.sweep() }, cancelsWork: true),
+        ]
+        if let cluster {
+            parts.append(GatewayPart("cluster membership", stop: { await cluster.leave() }))
         }
-        intake.close()
-        await intakeFinished
-        registry.closeAll()
-        await deviceListener?.waitForConnectionsToClose(timeout: .seconds(2))
-        clusterLoops.cancel()
-        await clusterLoops.value
-        recorder.close()
-        await recorderFinished
-        await cluster?.leave()
-        sweeper.cancel()
-        await sweeper.value
-        await admin?.close()
+        parts.append(GatewayPart("delivery recorder", work: { await recorder.run() }, stop: { recorder.close() }))
+        if let cluster {
+            parts.append(GatewayPart("cluster loops", work: { await cluster.run() }, cancelsWork: true))
+        }
+        parts += [
+            GatewayPart("device sessions", stop: {
+                registry.closeAll()
+                await devices?.waitForConnectionsToClose(timeout: .seconds(2))
+            }),
+            GatewayPart("intake", work: { await intake.run() }, stop: { intake.close() }),
+            GatewayPart("provider ports", stop: {
+                await withTaskGroup(of: Void.self) { group in
+                    for listener in providerListeners {
+                        group.addTask { await listener.drain(timeout: drainTimeout) }
+                    }
+                }
+            }),
+            GatewayPart("device and feedback listeners", stop: {
+                self.logger.info("gateway draining")
+                await devices?.close()
+                await feedback?.close()
+            }),
+        ]
+        let lifecycle = ServiceGroup(configuration: .init(services: parts, logger: logger))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await lifecycle.run() }
+            // The gateway's own graceful shutdown (from the group it runs in) starts its parts'.
+            tasks.addTask {
+                try? await gracefulShutdown()
+                await lifecycle.triggerGracefulShutdown()
+            }
+            try await tasks.waitForAll()
+        }
         logger.info("gateway stopped")
     }
 
@@ -213,9 +233,6 @@ public final class Gateway: Service, Sendable {
         }
     }
 
-    private func waitForGracefulShutdown() async {
-        try? await gracefulShutdown()
-    }
 }
 
 /// A cluster node was configured over a store that cannot be shared.
