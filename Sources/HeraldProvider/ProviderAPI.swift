@@ -21,7 +21,7 @@ public struct ProviderAPI: APIProtocol {
         let q = input.query
         let filter = RegistrationFilter(topic: q.topic, user: q.user, tag: q.tag, language: q.language, zone: q.zone)
         let limit = try Self.limit(q.limit)
-        let page = try await service.database.registrations(filter, after: q.after?.lowercased(), limit: limit)
+        let page = try await service.registrations(filter, after: q.after, limit: limit)
         return .ok(.init(body: .json(.init(items: page.map(Self.registration), next: page.count == limit ? page.last?.token : nil))))
     }
 
@@ -35,11 +35,7 @@ public struct ProviderAPI: APIProtocol {
     }
 
     public func getRegistration(_ input: Operations.GetRegistration.Input) async throws -> Operations.GetRegistration.Output {
-        let token = input.path.token
-        guard let r = try await service.database.registration(token: token.lowercased()) else {
-            throw ProviderError(404, "no registration for token \(token)")
-        }
-        return .ok(.init(body: .json(Self.registration(r))))
+        .ok(.init(body: .json(Self.registration(try await service.registration(token: input.path.token)))))
     }
 
     public func deleteRegistration(_ input: Operations.DeleteRegistration.Input) async throws -> Operations.DeleteRegistration.Output {
@@ -51,7 +47,7 @@ public struct ProviderAPI: APIProtocol {
 
     public func listTemplates(_ input: Operations.ListTemplates.Input) async throws -> Operations.ListTemplates.Output {
         let limit = try Self.limit(input.query.limit)
-        let page = try await service.database.templates(after: input.query.after, limit: limit)
+        let page = try await service.templates(after: input.query.after, limit: limit)
         return .ok(.init(body: .json(.init(items: page.map(Self.template), next: page.count == limit ? page.last?.id : nil))))
     }
 
@@ -63,11 +59,11 @@ public struct ProviderAPI: APIProtocol {
         guard case .json(let body) = input.body else { throw Self.notJSON }
         let texts = body.translations.additionalProperties
         guard !texts.isEmpty, texts.count <= 500 else {
-            throw ProviderError(400, "a template needs \"translations\": {\"en\": {\"body\": …}, …} (1 to 500 languages)")
+            throw ProviderError(.invalid, "a template needs \"translations\": {\"en\": {\"body\": …}, …} (1 to 500 languages)")
         }
         var translations: [String: MessageTemplate.Text] = [:]
         for (language, text) in texts {
-            guard language.utf8.count <= 64 else { throw ProviderError(400, "a language tag in \"translations\" is longer than 64 bytes") }
+            guard language.utf8.count <= 64 else { throw ProviderError(.invalid, "a language tag in \"translations\" is longer than 64 bytes") }
             translations[language] = try Self.text(text, "translations.\(language).")
         }
         let id = input.path.id
@@ -85,10 +81,7 @@ public struct ProviderAPI: APIProtocol {
     public func listSends(_ input: Operations.ListSends.Input) async throws -> Operations.ListSends.Output {
         let q = input.query
         let limit = try Self.limit(q.limit)
-        if let after = q.after, try await !service.database.sendExists(id: after) {
-            throw ProviderError(400, "after must be the id of a send (the previous page's next)")
-        }
-        let page = try await service.database.sends(after: q.after, scheduleID: q.scheduleId, limit: limit)
+        let page = try await service.sends(after: q.after, scheduleID: q.scheduleId, limit: limit)
         let items = page.map { s in
             Components.Schemas.SendSummary(
                 id: s.id, createdAt: s.createdAt, state: .init(rawValue: s.state.rawValue) ?? .done,
@@ -146,7 +139,7 @@ public struct ProviderAPI: APIProtocol {
     public func planSchedule(_ input: Operations.PlanSchedule.Input) async throws -> Operations.PlanSchedule.Output {
         let hours = input.query.hours ?? 24
         guard hours.isFinite, hours > 0, hours <= 24 * 366 else {
-            throw ProviderError(400, "hours must be a number of hours ahead, more than 0 and at most a year")
+            throw ProviderError(.invalid, "hours must be a number of hours ahead, more than 0 and at most a year")
         }
         let runs = try await service.planAhead(input.path.id, span: Int64(hours * 3_600_000))
         return .ok(.init(body: .json(.init(runs: runs.map { run in
@@ -168,13 +161,13 @@ public struct ProviderAPI: APIProtocol {
 // MARK: reading requests
 
 extension ProviderAPI {
-    static let notJSON = ProviderError(415, "the body must be JSON (Content-Type: application/json)")
+    static let notJSON = ProviderError(.notJSON, "the body must be JSON (Content-Type: application/json)")
 
     /// A list's page size: `limit`, 1 to ``ProviderDatabase/maximumPage`` (default 100).
     static func limit(_ value: Int?) throws -> Int {
         guard let value else { return 100 }
         guard (1...ProviderDatabase.maximumPage).contains(value) else {
-            throw ProviderError(400, "limit must be a number from 1 to \(ProviderDatabase.maximumPage)")
+            throw ProviderError(.invalid, "limit must be a number from 1 to \(ProviderDatabase.maximumPage)")
         }
         return value
     }
@@ -182,21 +175,21 @@ extension ProviderAPI {
     /// A string field no longer than `maximumBytes` of UTF-8.
     static func bounded(_ value: String?, _ name: String, maximumBytes: Int) throws -> String? {
         guard let value else { return nil }
-        guard value.utf8.count <= maximumBytes else { throw ProviderError(400, "\"\(name)\" is longer than \(maximumBytes) bytes") }
+        guard value.utf8.count <= maximumBytes else { throw ProviderError(.invalid, "\"\(name)\" is longer than \(maximumBytes) bytes") }
         return value
     }
 
     /// A required, non-empty string field.
     static func required(_ value: String, _ name: String, maximumBytes: Int) throws -> String {
-        guard !value.isEmpty else { throw ProviderError(400, "\"\(name)\" is required (a string)") }
+        guard !value.isEmpty else { throw ProviderError(.invalid, "\"\(name)\" is required (a string)") }
         return try bounded(value, name, maximumBytes: maximumBytes) ?? value
     }
 
     static func strings(_ values: [String]?, _ name: String, maximumCount: Int, maximumBytes: Int) throws -> [String] {
         guard let values else { return [] }
-        guard values.count <= maximumCount else { throw ProviderError(400, "\"\(name)\" has more than \(maximumCount) items") }
+        guard values.count <= maximumCount else { throw ProviderError(.invalid, "\"\(name)\" has more than \(maximumCount) items") }
         for value in values where value.utf8.count > maximumBytes {
-            throw ProviderError(400, "an item of \"\(name)\" is longer than \(maximumBytes) bytes")
+            throw ProviderError(.invalid, "an item of \"\(name)\" is longer than \(maximumBytes) bytes")
         }
         return values
     }
@@ -209,7 +202,7 @@ extension ProviderAPI {
     /// Format arguments: strings, or numbers written as text (at most 100).
     static func arguments(_ values: [Components.Schemas.FormatArgument]?, _ name: String) throws -> [String] {
         guard let values else { return [] }
-        guard values.count <= 100 else { throw ProviderError(400, "\"\(name)\" has more than 100 items") }
+        guard values.count <= 100 else { throw ProviderError(.invalid, "\"\(name)\" has more than 100 items") }
         return try values.map { value in
             switch value {
             case .case1(let text): return try bounded(text, name, maximumBytes: 4096) ?? text
@@ -232,7 +225,7 @@ extension ProviderAPI {
                 tags: try strings(segment.tags, "to.segment.tags", maximumCount: 64, maximumBytes: 64),
                 languages: try strings(segment.languages, "to.segment.languages", maximumCount: 64, maximumBytes: 64))
         } else {
-            throw ProviderError(400, "\"to\" needs \"token\", \"user\" or \"segment\"")
+            throw ProviderError(.invalid, "\"to\" needs \"token\", \"user\" or \"segment\"")
         }
         let message: SendMessage
         if let t = body.template {
@@ -250,16 +243,16 @@ extension ProviderAPI {
         var data: [String: JSONValue] = [:]
         if let custom = body.data {
             guard custom.additionalProperties.value[NotificationPayload.apsKey] == nil else {
-                throw ProviderError(400, "\"data\" may not hold \"aps\" (use the send's fields)")
+                throw ProviderError(.invalid, "\"data\" may not hold \"aps\" (use the send's fields)")
             }
             data = try JSONReader.parseObject(Array(JSONEncoder().encode(custom)))
         }
         if let badge = body.badge, !(0...Int(Int32.max)).contains(badge) {
-            throw ProviderError(400, "\"badge\" must be from 0 to \(Int32.max)")
+            throw ProviderError(.invalid, "\"badge\" must be from 0 to \(Int32.max)")
         }
-        if let priority = body.priority, !(1...10).contains(priority) { throw ProviderError(400, "\"priority\" must be from 1 to 10") }
+        if let priority = body.priority, !(1...10).contains(priority) { throw ProviderError(.invalid, "\"priority\" must be from 1 to 10") }
         if let expiration = body.expiration, !(0...Int64(UInt32.max)).contains(expiration) {
-            throw ProviderError(400, "\"expiration\" must be from 0 to \(UInt32.max) (seconds since 1970)")
+            throw ProviderError(.invalid, "\"expiration\" must be from 0 to \(UInt32.max) (seconds since 1970)")
         }
         let contentAvailable = body.contentAvailable ?? false
         let sound = try bounded(body.sound, "sound", maximumBytes: 256)
@@ -270,13 +263,13 @@ extension ProviderAPI {
                 return try JSONReader.parseObject(Array(JSONEncoder().encode(container)))
             }
             if let channel = live.inputPushChannel, BroadcastChannelID(channel) == nil {
-                throw ProviderError(400, "\"liveActivity.inputPushChannel\" must be a channel id (base64 of 16 bytes)")
+                throw ProviderError(.invalid, "\"liveActivity.inputPushChannel\" must be a channel id (base64 of 16 bytes)")
             }
             liveActivity = LiveActivitySend(
                 event: live.event.rawValue, timestamp: live.timestamp, contentState: try object(live.contentState?.additionalProperties, "contentState"),
                 staleDate: live.staleDate, dismissalDate: live.dismissalDate,
                 relevanceScore: try live.relevanceScore.map { score in
-                    guard score.isFinite else { throw ProviderError(400, "\"liveActivity.relevanceScore\" must be a finite number") }
+                    guard score.isFinite else { throw ProviderError(.invalid, "\"liveActivity.relevanceScore\" must be a finite number") }
                     return score
                 },
                 attributesType: try bounded(live.attributesType, "liveActivity.attributesType", maximumBytes: 256),
@@ -284,7 +277,7 @@ extension ProviderAPI {
                 inputPushToken: live.inputPushToken ?? false, inputPushChannel: live.inputPushChannel)
         }
         if case .none = message, body.badge == nil, sound == nil, !contentAvailable, liveActivity == nil {
-            throw ProviderError(400, "say something: \"template\", \"alert\", \"locKey\", \"badge\", \"sound\", \"contentAvailable\": true or \"liveActivity\"")
+            throw ProviderError(.invalid, "say something: \"template\", \"alert\", \"locKey\", \"badge\", \"sound\", \"contentAvailable\": true or \"liveActivity\"")
         }
         return SendRequest(
             target: target, message: message, badge: body.badge, sound: sound, contentAvailable: contentAvailable,
@@ -300,21 +293,21 @@ extension ProviderAPI {
     /// own), `"repeat"`, `"weekdays"`, `"day"`, `"from"` and `"until"` (local dates, inclusive).
     static func timing(_ t: Components.Schemas.Timing) throws -> ScheduleTiming {
         if let at = t.at {
-            guard t.time == nil else { throw ProviderError(400, "give \"at\" (an instant) or \"time\" (a wall-clock time), not both") }
-            guard at.timeIntervalSince1970.magnitude < 1e13 else { throw ProviderError(400, "\"at\" is out of range") }
+            guard t.time == nil else { throw ProviderError(.invalid, "give \"at\" (an instant) or \"time\" (a wall-clock time), not both") }
+            guard at.timeIntervalSince1970.magnitude < 1e13 else { throw ProviderError(.invalid, "\"at\" is out of range") }
             return .instant(Int64((at.timeIntervalSince1970 * 1000).rounded()))
         }
         guard let time = t.time else {
-            throw ProviderError(400, "a schedule needs \"at\" (an instant) or \"time\" (HH:MM, in each registration's zone or in \"timeZone\")")
+            throw ProviderError(.invalid, "a schedule needs \"at\" (an instant) or \"time\" (HH:MM, in each registration's zone or in \"timeZone\")")
         }
         let hm = time.split(separator: ":", omittingEmptySubsequences: false)
         guard hm.count == 2, hm[0].count == 2, hm[1].count == 2, let hour = Int(hm[0]), let minute = Int(hm[1]),
               (0...23).contains(hour), (0...59).contains(minute) else {
-            throw ProviderError(400, "\"time\" must be HH:MM from 00:00 to 23:59, such as 09:00, not \"\(time.prefix(64))\"")
+            throw ProviderError(.invalid, "\"time\" must be HH:MM from 00:00 to 23:59, such as 09:00, not \"\(time.prefix(64))\"")
         }
         func date(_ text: String?, _ key: String) throws -> LocalDate? {
             guard let text else { return nil }
-            guard let date = LocalDate(text) else { throw ProviderError(400, "\"\(key)\" must be a date YYYY-MM-DD") }
+            guard let date = LocalDate(text) else { throw ProviderError(.invalid, "\"\(key)\" must be a date YYYY-MM-DD") }
             return date
         }
         let repeats: WallClockRule.Repeat
@@ -323,10 +316,10 @@ extension ProviderAPI {
         case .daily: repeats = .daily
         case .weekly:
             let days = Set((t.weekdays ?? []).compactMap { weekdayNames.firstIndex(of: $0.rawValue).map { $0 + 1 } }).sorted()
-            guard !days.isEmpty else { throw ProviderError(400, "a weekly schedule needs \"weekdays\", such as [\"mon\", \"wed\", \"fri\"]") }
+            guard !days.isEmpty else { throw ProviderError(.invalid, "a weekly schedule needs \"weekdays\", such as [\"mon\", \"wed\", \"fri\"]") }
             repeats = .weekly(weekdays: days)
         case .monthly:
-            guard let day = t.day, (1...31).contains(day) else { throw ProviderError(400, "a monthly schedule needs \"day\" (1…31)") }
+            guard let day = t.day, (1...31).contains(day) else { throw ProviderError(.invalid, "a monthly schedule needs \"day\" (1…31)") }
             repeats = .monthly(day: day)
         }
         return .wallClock(WallClockRule(
@@ -432,7 +425,7 @@ public enum ProviderRequestBodies {
             try ProviderAPI.dates.decode(try decoder.singleValueContainer().decode(String.self))
         }
         do { return try decoder.decode(type, from: Data(body)) } catch let error as DecodingError {
-            throw ProviderError(400, ProviderAPIErrors.describe(error))
+            throw ProviderError(.invalid, ProviderAPIErrors.describe(error))
         }
     }
 

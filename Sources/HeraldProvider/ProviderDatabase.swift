@@ -227,8 +227,8 @@ public final class ProviderDatabase: Sendable {
         }
     }
 
-    public func registrationCount() throws -> Int {
-        try writer.read { db in try RegistrationRecord.fetchCount(db) }
+    public func registrationCount() async throws -> Int {
+        try await writer.read { db in try RegistrationRecord.fetchCount(db) }
     }
 
     // MARK: templates

@@ -213,8 +213,34 @@ public struct RegistrationFilter: Sendable, Hashable {
 
 /// A request the service refuses, with the HTTP status to answer and what to fix.
 public struct ProviderError: Error, Sendable, Hashable, CustomStringConvertible {
-    public var status: Int
+    /// What kind of failure, in the service's own terms. The HTTP server maps each to a status
+    /// (`HeraldProviderServer`), the one place that knows about HTTP.
+    public enum Kind: Sendable, Hashable, CaseIterable {
+        /// The request is not valid: a field, a parameter, a target, a body.
+        case invalid
+        /// No credentials, or not the right ones.
+        case unauthenticated
+        /// Understood and refused (a form from elsewhere).
+        case forbidden
+        /// What it names does not exist.
+        case notFound
+        /// It conflicts with the current state: a schedule uses the template, a send is under way
+        /// or was interrupted.
+        case conflict
+        /// The body is not JSON.
+        case notJSON
+        /// An idempotency key reused for a different request.
+        case keyReused
+        /// The configured sender cannot do this (feedback or receipts from a non-Herald gateway).
+        case notSupported
+        /// The gateway's answer could not be used.
+        case gatewayFailed
+        /// The service's own failure (its storage).
+        case internalFailure
+    }
+
+    public var kind: Kind
     public var message: String
-    public init(_ status: Int, _ message: String) { (self.status, self.message) = (status, message) }
+    public init(_ kind: Kind, _ message: String) { (self.kind, self.message) = (kind, message) }
     public var description: String { message }
 }

@@ -14,8 +14,8 @@ public protocol PushSending: Sendable {
 }
 
 extension PushSending {
-    public func feedback(topic: String) async throws -> [FeedbackListItem] { throw ProviderError(501, "this sender cannot read feedback lists") }
-    public func receipt(apnsID: String) async throws -> NotificationReceipt? { throw ProviderError(501, "this sender cannot read receipts") }
+    public func feedback(topic: String) async throws -> [FeedbackListItem] { throw ProviderError(.notSupported, "this sender cannot read feedback lists") }
+    public func receipt(apnsID: String) async throws -> NotificationReceipt? { throw ProviderError(.notSupported, "this sender cannot read receipts") }
 }
 
 extension APNsClient: PushSending {}
@@ -35,9 +35,48 @@ public actor ProviderService {
     public nonisolated let metrics: ProviderMetrics
 
     /// The Prometheus text exposition of ``metrics``, with the registration count read now.
-    public nonisolated func metricsExposition() throws -> [UInt8] {
-        metrics.registrations.set(Double(try database.registrationCount()))
+    public nonisolated func metricsExposition() async throws(ProviderError) -> [UInt8] {
+        metrics.registrations.set(Double(try await Self.reading { try await database.registrationCount() }))
         return metrics.exposition()
+    }
+
+    // MARK: reads (the REST API's lists and the dashboard): off the actor, failures as ProviderError
+
+    /// One page of registrations in token order, after the token `after`.
+    public nonisolated func registrations(_ filter: RegistrationFilter, after: String?, limit: Int) async throws(ProviderError) -> [Registration] {
+        try await Self.reading { try await database.registrations(filter, after: after?.lowercased(), limit: limit) }
+    }
+
+    /// A token's registration.
+    public nonisolated func registration(token: String) async throws(ProviderError) -> Registration {
+        guard let found = try await Self.reading({ try await database.registration(token: token.lowercased()) }) else {
+            throw ProviderError(.notFound, "no registration for token \(token)")
+        }
+        return found
+    }
+
+    /// How many registrations there are by language, time zone and topic.
+    public nonisolated func registrationCounts() async throws(ProviderError) -> ProviderDatabase.RegistrationCounts {
+        try await Self.reading { try await database.registrationCounts() }
+    }
+
+    /// One page of templates in id order, after the id `after`.
+    public nonisolated func templates(after: String?, limit: Int) async throws(ProviderError) -> [MessageTemplate] {
+        try await Self.reading { try await database.templates(after: after, limit: limit) }
+    }
+
+    /// One page of sends, newest first, after the send `after` (which must exist); only a
+    /// schedule's when given.
+    public nonisolated func sends(after: String?, scheduleID: String?, limit: Int) async throws(ProviderError) -> [SendSummary] {
+        if let after, try await !Self.reading({ try await database.sendExists(id: after) }) {
+            throw ProviderError(.invalid, "after must be the id of a send (the previous page's next)")
+        }
+        return try await Self.reading { try await database.sends(after: after, scheduleID: scheduleID, limit: limit) }
+    }
+
+    /// Runs a read, reporting a storage failure as the service's own.
+    private static func reading<T>(_ read: () async throws -> T) async throws(ProviderError) -> T {
+        do { return try await read() } catch { throw ProviderError(.internalFailure, "could not read the provider database: \(error)") }
     }
     /// Sends under way by idempotency key, with their request's fingerprint.
     private var inFlight: [String: (fingerprint: String, task: Task<SendReport, Error>)] = [:]
@@ -69,19 +108,19 @@ public actor ProviderService {
     public func register(token: String, topic: String, language: String, timeZone: String, userID: String?, tags: [String]) async throws(ProviderError) -> Registration {
         // The one token parser: ASCII hex of either case, an even count, at most Apple's length.
         guard let parsed = DeviceToken(hex: token) else {
-            throw ProviderError(400, "\"token\" must be the device token in hex, not \"\(token)\"")
+            throw ProviderError(.invalid, "\"token\" must be the device token in hex, not \"\(token)\"")
         }
         let token = parsed.hex
-        guard DeviceProtocol.isValidTopic(topic) else { throw ProviderError(400, "\"topic\" must be the app's bundle id, not \"\(topic)\"") }
+        guard DeviceProtocol.isValidTopic(topic) else { throw ProviderError(.invalid, "\"topic\" must be the app's bundle id, not \"\(topic)\"") }
         guard Self.isLanguageTag(language) else {
-            throw ProviderError(400, "\"language\" must be a BCP 47 tag such as en, fr-CA or zh-Hant-TW, not \"\(language)\"")
+            throw ProviderError(.invalid, "\"language\" must be a BCP 47 tag such as en, fr-CA or zh-Hant-TW, not \"\(language)\"")
         }
         guard TimeZone(identifier: timeZone) != nil else {
-            throw ProviderError(400, "\"timeZone\" must be an IANA time zone such as Europe/Paris, not \"\(timeZone)\"")
+            throw ProviderError(.invalid, "\"timeZone\" must be an IANA time zone such as Europe/Paris, not \"\(timeZone)\"")
         }
         let registration = Registration(token: token, topic: topic, language: language, timeZone: timeZone, userID: userID, tags: tags,
                                         registeredAt: clock.nowMilliseconds())
-        do { try await database.upsert(registration) } catch { throw ProviderError(500, "could not store the registration: \(error)") }
+        do { try await database.upsert(registration) } catch { throw ProviderError(.internalFailure, "could not store the registration: \(error)") }
         zoneSeen(timeZone)
         return registration
     }
@@ -94,8 +133,8 @@ public actor ProviderService {
 
     public func unregister(token: String) async throws(ProviderError) {
         do {
-            guard try await database.deleteRegistration(token.lowercased()) else { throw ProviderError(404, "no registration for token \(token)") }
-        } catch let error as ProviderError { throw error } catch { throw ProviderError(500, "\(error)") }
+            guard try await database.deleteRegistration(token.lowercased()) else { throw ProviderError(.notFound, "no registration for token \(token)") }
+        } catch let error as ProviderError { throw error } catch { throw ProviderError(.internalFailure, "\(error)") }
     }
 
     /// The most arguments a send gives a template (`args`), so the most a template may take.
@@ -103,22 +142,22 @@ public actor ProviderService {
 
     public func putTemplate(_ template: MessageTemplate) throws(ProviderError) {
         guard !template.id.isEmpty, !template.translations.isEmpty else {
-            throw ProviderError(400, "a template needs an id and at least one translation")
+            throw ProviderError(.invalid, "a template needs an id and at least one translation")
         }
         for language in template.translations.keys where !Self.isLanguageTag(language) {
-            throw ProviderError(400, "translation key \"\(language)\" is not a BCP 47 language tag")
+            throw ProviderError(.invalid, "translation key \"\(language)\" is not a BCP 47 language tag")
         }
         guard template.argumentCount <= Self.maximumArguments else {
-            throw ProviderError(400, "template \"\(template.id)\" takes \(template.argumentCount) arguments; a send gives at most \(Self.maximumArguments)")
+            throw ProviderError(.invalid, "template \"\(template.id)\" takes \(template.argumentCount) arguments; a send gives at most \(Self.maximumArguments)")
         }
-        do { try database.put(template) } catch { throw ProviderError(500, "\(error)") }
+        do { try database.put(template) } catch { throw ProviderError(.internalFailure, "\(error)") }
     }
 
     public func template(_ id: String) throws(ProviderError) -> MessageTemplate {
         do {
-            guard let template = try database.template(id) else { throw ProviderError(404, "no template \"\(id)\"") }
+            guard let template = try database.template(id) else { throw ProviderError(.notFound, "no template \"\(id)\"") }
             return template
-        } catch let error as ProviderError { throw error } catch { throw ProviderError(500, "\(error)") }
+        } catch let error as ProviderError { throw error } catch { throw ProviderError(.internalFailure, "\(error)") }
     }
 
     /// Deletes a template no active schedule uses (409 names the schedule otherwise).
@@ -126,19 +165,19 @@ public actor ProviderService {
         do {
             for schedule in try database.schedules(state: .active) {
                 if case .template(id, _) = schedule.send.message {
-                    throw ProviderError(409, "template \"\(id)\" is used by active schedule \"\(schedule.id)\"; cancel it first (DELETE /v1/schedules/\(schedule.id))")
+                    throw ProviderError(.conflict, "template \"\(id)\" is used by active schedule \"\(schedule.id)\"; cancel it first (DELETE /v1/schedules/\(schedule.id))")
                 }
             }
-            guard try database.deleteTemplate(id) else { throw ProviderError(404, "no template \"\(id)\"") }
-        } catch let error as ProviderError { throw error } catch { throw ProviderError(500, "\(error)") }
+            guard try database.deleteTemplate(id) else { throw ProviderError(.notFound, "no template \"\(id)\"") }
+        } catch let error as ProviderError { throw error } catch { throw ProviderError(.internalFailure, "\(error)") }
     }
 
     /// The template a send names, checked: it exists and the send gives exactly the arguments it takes.
     func checkedTemplate(_ message: SendMessage) throws -> MessageTemplate? {
         guard case .template(let id, let arguments) = message else { return nil }
-        guard let template = try database.template(id) else { throw ProviderError(404, "no template \"\(id)\": PUT /v1/templates/\(id) first") }
+        guard let template = try database.template(id) else { throw ProviderError(.notFound, "no template \"\(id)\": PUT /v1/templates/\(id) first") }
         guard arguments.count == template.argumentCount else {
-            throw ProviderError(400, "template \"\(id)\" takes \(template.argumentCount) argument\(template.argumentCount == 1 ? "" : "s") (\"args\"), this send gives \(arguments.count)")
+            throw ProviderError(.invalid, "template \"\(id)\" takes \(template.argumentCount) argument\(template.argumentCount == 1 ? "" : "s") (\"args\"), this send gives \(arguments.count)")
         }
         return template
     }
@@ -162,7 +201,7 @@ public actor ProviderService {
             inFlight[key] = (fingerprint, task)
             defer { inFlight[key] = nil }
             return (try await task.value, false)
-        } catch let error as ProviderError { throw error } catch { throw ProviderError(500, "\(error)") }
+        } catch let error as ProviderError { throw error } catch { throw ProviderError(.internalFailure, "\(error)") }
     }
 
     /// The report of the finished send that holds `key`, `nil` when none does.
@@ -172,7 +211,7 @@ public actor ProviderService {
         switch record.state {
         case .done: return record.report
         case .started, .interrupted:
-            throw ProviderError(409, """
+            throw ProviderError(.conflict, """
                 send \(record.report.id) with Idempotency-Key "\(key)" was interrupted (the service stopped while sending it) and some of \
                 its pushes may have gone out; it is not sent again. See GET /v1/sends/\(record.report.id), and send with a new key if needed
                 """)
@@ -180,7 +219,7 @@ public actor ProviderService {
     }
 
     private static func keyReused(_ key: String) -> ProviderError {
-        ProviderError(422, "Idempotency-Key \"\(key)\" was used for a different request; use a new key for a new send")
+        ProviderError(.keyReused, "Idempotency-Key \"\(key)\" was used for a different request; use a new key for a new send")
     }
 
     /// SHA-256 of the request's JSON without its idempotency key: what a retry must repeat.
@@ -195,19 +234,19 @@ public actor ProviderService {
 
     private func perform(_ request: SendRequest, fingerprint: String?) async throws -> SendReport {
         let targets = try await resolve(request.target)
-        guard !targets.isEmpty else { throw ProviderError(404, "no registration matches \(Self.describe(request.target)); nothing was sent") }
+        guard !targets.isEmpty else { throw ProviderError(.notFound, "no registration matches \(Self.describe(request.target)); nothing was sent") }
         let template = try checkedTemplate(request.message)
         let id = UUID().uuidString.lowercased()
         let createdAt = clock.nowMilliseconds()
         guard try await database.beginSend(id: id, idempotencyKey: request.idempotencyKey, fingerprint: fingerprint, createdAt: createdAt) else {
             // Another process took the key between the check and now.
             if let key = request.idempotencyKey, let fingerprint, let replay = try replay(key, fingerprint) { return replay }
-            throw ProviderError(409, "a send with this Idempotency-Key is under way; retry in a moment")
+            throw ProviderError(.conflict, "a send with this Idempotency-Key is under way; retry in a moment")
         }
         metrics.recordSend(origin: "api")
         let report = try await deliver(request, to: targets, template: template, id: id, createdAt: createdAt)
         do { try await database.finishSend(report) } catch {
-            throw ProviderError(500, "send \(id) went out but its report could not be saved (\(error)); it stays marked started and is not repeated")
+            throw ProviderError(.internalFailure, "send \(id) went out but its report could not be saved (\(error)); it stays marked started and is not repeated")
         }
         return report
     }
@@ -261,7 +300,7 @@ public actor ProviderService {
     public func recipientCount(_ target: SendTarget) async throws(ProviderError) -> Int {
         do {
             return try await resolve(target).count
-        } catch let error as ProviderError { throw error } catch { throw ProviderError(500, "\(error)") }
+        } catch let error as ProviderError { throw error } catch { throw ProviderError(.internalFailure, "\(error)") }
     }
 
     /// Now, on the service's clock (milliseconds since 1970).
@@ -269,7 +308,7 @@ public actor ProviderService {
 
     func resolve(_ target: SendTarget, zone: String? = nil) async throws -> [Registration] {
         guard let found = try await database.registrations(for: target, zone: zone) else {
-            throw ProviderError(404, "no registration for \(Self.describe(target))")
+            throw ProviderError(.notFound, "no registration for \(Self.describe(target))")
         }
         return found
     }
@@ -286,7 +325,7 @@ public actor ProviderService {
         switch request.message {
         case .template(let id, let arguments):
             guard let (used, text) = template?.text(for: registration.language, fallback: defaultLanguage) else {
-                throw ProviderError(500, "template \(id) has no translations")
+                throw ProviderError(.internalFailure, "template \(id) has no translations")
             }
             language = used
             aps.alert = APS.Alert.text(
@@ -310,7 +349,7 @@ public actor ProviderService {
         if request.liveActivity != nil {
             // Checked as the device checks it: what ActivityKit would drop is refused here, with why.
             do { _ = try LiveActivityUpdate(payload: notification) } catch {
-                throw ProviderError(400, "this Live Activity push would be ignored by the device: \(error)")
+                throw ProviderError(.invalid, "this Live Activity push would be ignored by the device: \(error)")
             }
             let suffix = PushType.liveactivity.topicSuffix
             let topic = registration.topic.hasSuffix(suffix) ? registration.topic : registration.topic + suffix
@@ -343,7 +382,7 @@ public actor ProviderService {
     public func pollFeedback() async throws(ProviderError) -> FeedbackPoll {
         var poll = FeedbackPoll()
         let topics: [String]
-        do { topics = try database.topics() } catch { throw ProviderError(500, "\(error)") }
+        do { topics = try database.topics() } catch { throw ProviderError(.internalFailure, "\(error)") }
         for topic in topics {
             do {
                 let items = try await sender.feedback(topic: topic)
@@ -390,13 +429,13 @@ public actor ProviderService {
                 (token, try await sender.receipt(apnsID: apnsID)?.deliveries.first { $0.token.lowercased() == token }?.status ?? "unknown")
             }
             return Dictionary(statuses, uniquingKeysWith: { _, last in last })
-        } catch let error as ProviderError { throw error } catch { throw ProviderError(502, "the gateway's receipts could not be read: \(error)") }
+        } catch let error as ProviderError { throw error } catch { throw ProviderError(.gatewayFailed, "the gateway's receipts could not be read: \(error)") }
     }
 
     public func report(id: String) throws(ProviderError) -> SendReport {
         do {
-            guard let report = try database.send(id: id) else { throw ProviderError(404, "no send \(id)") }
+            guard let report = try database.send(id: id) else { throw ProviderError(.notFound, "no send \(id)") }
             return report
-        } catch let error as ProviderError { throw error } catch { throw ProviderError(500, "\(error)") }
+        } catch let error as ProviderError { throw error } catch { throw ProviderError(.internalFailure, "\(error)") }
     }
 }

@@ -61,15 +61,15 @@ public struct ProviderSpec: Sendable {
         for (name, text) in pairs {
             guard let schema = known[name] else {
                 throw ProviderError(
-                    400, "unknown parameter \(name.prefix(64))" + (known.isEmpty ? "" : "; this list takes \(known.keys.sorted().joined(separator: ", "))"))
+                    .invalid, "unknown parameter \(name.prefix(64))" + (known.isEmpty ? "" : "; this list takes \(known.keys.sorted().joined(separator: ", "))"))
             }
             let value: JSONValue
             switch schema["type"]?.stringValue {
             case "integer":
-                guard let integer = Int64(text) else { throw ProviderError(400, "\(name) must be an integer, not \"\(text.prefix(64))\"") }
+                guard let integer = Int64(text) else { throw ProviderError(.invalid, "\(name) must be an integer, not \"\(text.prefix(64))\"") }
                 value = .int(integer)
             case "number":
-                guard let number = Double(text), number.isFinite else { throw ProviderError(400, "\(name) must be a number, not \"\(text.prefix(64))\"") }
+                guard let number = Double(text), number.isFinite else { throw ProviderError(.invalid, "\(name) must be a number, not \"\(text.prefix(64))\"") }
                 value = .double(number)
             default:
                 value = .string(text)
@@ -83,9 +83,9 @@ public struct ProviderSpec: Sendable {
         guard let schema = operations[operationID]?.body else { return }
         let value: JSONValue
         do { value = try JSONReader.parse(bytes) } catch {
-            throw ProviderError(400, "the body must be a JSON object (RFC 8259): \(error)")
+            throw ProviderError(.invalid, "the body must be a JSON object (RFC 8259): \(error)")
         }
-        guard case .object = value else { throw ProviderError(400, "the body must be a JSON object (RFC 8259)") }
+        guard case .object = value else { throw ProviderError(.invalid, "the body must be a JSON object (RFC 8259)") }
         try check(value, against: schema, at: "", quoted: true)
     }
 
@@ -133,7 +133,7 @@ public struct ProviderSpec: Sendable {
     private func check(_ value: JSONValue, against schema: JSONValue, at path: String, quoted: Bool) throws(ProviderError) {
         let schema = resolved(schema)
         let field = quoted ? "\"\(path)\"" : path
-        func fail(_ what: String) -> ProviderError { ProviderError(400, path.isEmpty ? "the body \(what)" : "\(field) \(what)") }
+        func fail(_ what: String) -> ProviderError { ProviderError(.invalid, path.isEmpty ? "the body \(what)" : "\(field) \(what)") }
         for part in schema["allOf"]?.arrayValue ?? [] { try check(value, against: part, at: path, quoted: quoted) }
         if let allowed = types(of: schema), !allowed.contains(where: { Self.matches(value, type: $0) }) {
             let names = allowed.map(Self.typeName)
@@ -155,7 +155,7 @@ public struct ProviderSpec: Sendable {
         switch value {
         case .object(let object):
             for case .string(let key) in schema["required"]?.arrayValue ?? [] where object[key] == nil {
-                throw ProviderError(400, quoted ? "\"\(child(key))\" is required" : "\(child(key)) is required")
+                throw ProviderError(.invalid, quoted ? "\"\(child(key))\" is required" : "\(child(key)) is required")
             }
             var properties: [String: JSONValue] = [:]
             if case .object(let declared)? = schema["properties"] { properties = declared }

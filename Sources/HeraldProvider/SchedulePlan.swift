@@ -96,7 +96,7 @@ extension ProviderService {
                 }
                 finishIfDone(schedule.id)
             }
-        } catch { throw ProviderError(500, "could not load the schedules: \(error)") }
+        } catch { throw ProviderError(.internalFailure, "could not load the schedules: \(error)") }
         armAlarm()
         return (late, missed)
     }
@@ -109,23 +109,23 @@ extension ProviderService {
         send.idempotencyKey = nil
         switch timing {
         case .instant(let at):
-            guard at > now - missedSendWindow else { throw ProviderError(400, "\"at\" is in the past; send now with POST /v1/sends") }
+            guard at > now - missedSendWindow else { throw ProviderError(.invalid, "\"at\" is in the past; send now with POST /v1/sends") }
         case .wallClock(let rule):
-            if let problem = rule.problem { throw ProviderError(400, problem) }
+            if let problem = rule.problem { throw ProviderError(.invalid, problem) }
             if let zone = rule.timeZone, rule.next(after: now - 1, createdAt: now, in: TimeZone(identifier: zone)!) == nil {
-                throw ProviderError(400, "the schedule never happens: every date it allows has passed")
+                throw ProviderError(.invalid, "the schedule never happens: every date it allows has passed")
             }
         }
         do {
             _ = try checkedTemplate(send.message)
             if let id, let existing = try database.schedule(id) {
                 guard existing.timing == timing, existing.send == send else {
-                    throw ProviderError(409, "schedule \"\(id)\" exists with another request; cancel it or use another id")
+                    throw ProviderError(.conflict, "schedule \"\(id)\" exists with another request; cancel it or use another id")
                 }
                 return (existing, true)
             }
             let schedule = Schedule(id: id ?? UUID().uuidString.lowercased(), timing: timing, send: send, createdAt: now)
-            guard !schedule.id.isEmpty, !schedule.id.contains("/") else { throw ProviderError(400, "a schedule id may not be empty or contain \"/\"") }
+            guard !schedule.id.isEmpty, !schedule.id.contains("/") else { throw ProviderError(.invalid, "a schedule id may not be empty or contain \"/\"") }
             try database.put(schedule)
             if plan.started {
                 plan.schedules[schedule.id] = schedule
@@ -133,13 +133,13 @@ extension ProviderService {
                 armAlarm()
             }
             return (schedule, false)
-        } catch let error as ProviderError { throw error } catch { throw ProviderError(500, "\(error)") }
+        } catch let error as ProviderError { throw error } catch { throw ProviderError(.internalFailure, "\(error)") }
     }
 
     /// Cancels a schedule: it sends no more (a run already sending finishes).
     public func cancelSchedule(_ id: String) throws(ProviderError) -> Schedule {
         do {
-            guard var schedule = try database.schedule(id) else { throw ProviderError(404, "no schedule \(id)") }
+            guard var schedule = try database.schedule(id) else { throw ProviderError(.notFound, "no schedule \(id)") }
             guard schedule.state == .active else { return schedule }
             schedule.state = .cancelled
             try database.put(schedule)
@@ -147,20 +147,20 @@ extension ProviderService {
             for slot in plan.planned.keys where slot.scheduleID == id { plan.planned[slot] = nil }
             armAlarm()
             return schedule
-        } catch let error as ProviderError { throw error } catch { throw ProviderError(500, "\(error)") }
+        } catch let error as ProviderError { throw error } catch { throw ProviderError(.internalFailure, "\(error)") }
     }
 
     public func schedules(state: Schedule.State? = nil) throws(ProviderError) -> [Schedule] {
-        do { return try database.schedules(state: state) } catch { throw ProviderError(500, "\(error)") }
+        do { return try database.schedules(state: state) } catch { throw ProviderError(.internalFailure, "\(error)") }
     }
 
     public func scheduleStatus(_ id: String) throws(ProviderError) -> ScheduleStatus {
         do {
-            guard let schedule = try database.schedule(id) else { throw ProviderError(404, "no schedule \(id)") }
+            guard let schedule = try database.schedule(id) else { throw ProviderError(.notFound, "no schedule \(id)") }
             var next: [String: Int64] = [:]
             for (slot, due) in plan.planned where slot.scheduleID == id { next[slot.zone] = due }
             return ScheduleStatus(schedule: schedule, next: next, runs: try database.runs(scheduleID: id))
-        } catch let error as ProviderError { throw error } catch { throw ProviderError(500, "\(error)") }
+        } catch let error as ProviderError { throw error } catch { throw ProviderError(.internalFailure, "\(error)") }
     }
 
     /// Stops planning: the alarm is cancelled and no further occurrence starts (runs already
@@ -184,7 +184,7 @@ extension ProviderService {
     public func planAhead(_ id: String, span: Int64) async throws(ProviderError) -> [PlannedRun] {
         let until = clock.nowMilliseconds() + span
         do {
-            guard let schedule = try database.schedule(id) else { throw ProviderError(404, "no schedule \(id)") }
+            guard let schedule = try database.schedule(id) else { throw ProviderError(.notFound, "no schedule \(id)") }
             guard schedule.state == .active else { return [] }
             let now = clock.nowMilliseconds()
             let zones = schedule.zoneKey == .eachRegistration ? try database.zones() : self.zones(of: schedule)
@@ -202,7 +202,7 @@ extension ProviderService {
                 }
             }
             return planned.sorted { ($0.dueAt, $0.zone) < ($1.dueAt, $1.zone) }
-        } catch let error as ProviderError { throw error } catch { throw ProviderError(500, "\(error)") }
+        } catch let error as ProviderError { throw error } catch { throw ProviderError(.internalFailure, "\(error)") }
     }
 
     /// Waits until the runs the alarm started have finished.
@@ -317,7 +317,7 @@ extension ProviderService {
             run.outcome = .sent
             metrics.recordSend(origin: "schedule")
             let targets: [Registration]
-            do { targets = try await resolve(schedule.send.target, zone: filterZone(schedule, occurrence.slot.zone)) } catch let e as ProviderError where e.status == 404 {
+            do { targets = try await resolve(schedule.send.target, zone: filterZone(schedule, occurrence.slot.zone)) } catch let e as ProviderError where e.kind == .notFound {
                 targets = []  // the token's registration is gone
             }
             var report = try await deliver(schedule.send, to: targets, template: try checkedTemplate(schedule.send.message))

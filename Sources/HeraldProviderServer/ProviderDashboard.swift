@@ -70,7 +70,7 @@ struct ProviderDashboard: Sendable {
         do {
             return try await render(session)
         } catch let error as ProviderError {
-            return WebResponse.page(.init(code: error.status), renderer.renderMessage(title: "Cannot do this", message: error.message, section: section))
+            return WebResponse.page(.init(code: error.kind.httpStatus), renderer.renderMessage(title: "Cannot do this", message: error.message, section: section))
         }
     }
 
@@ -112,8 +112,7 @@ struct ProviderDashboard: Sendable {
     // MARK: registrations
 
     private func registrations() async throws -> Response {
-        let counts: ProviderDatabase.RegistrationCounts
-        do { counts = try await service.database.registrationCounts() } catch { throw ProviderError(500, "\(error)") }
+        let counts = try await service.registrationCounts()
         func table(_ id: String, _ title: String, _ rows: [(String, Int)]) -> [String: Any] {
             ["id": id, "title": title, "rows": rows.map { ["value": $0.0, "count": $0.1, "total": max(counts.total, 1)] }]
         }
@@ -132,12 +131,8 @@ struct ProviderDashboard: Sendable {
     private func templates(_ request: Request) async throws -> Response {
         let form = (try? URLEncodedFormDecoder().decode(PreviewForm.self, from: request.uri.query ?? "")) ?? PreviewForm()
         let arguments = Self.lines(form.args)
-        let all: [MessageTemplate]
-        let counts: ProviderDatabase.RegistrationCounts
-        do {
-            all = try await service.database.templates(after: nil, limit: 500)
-            counts = try await service.database.registrationCounts()
-        } catch { throw ProviderError(500, "\(error)") }
+        let all = try await service.templates(after: nil, limit: 500)
+        let counts = try await service.registrationCounts()
         let registered = Dictionary(counts.byLanguage, uniquingKeysWith: +)
         let fallback = await service.defaultLanguage
         let items = all.map { template -> [String: Any] in
@@ -226,8 +221,7 @@ struct ProviderDashboard: Sendable {
     }
 
     private func formContext(_ form: SendForm, session: DashboardSessions.Session) async throws -> [String: Any] {
-        let ids: [String]
-        do { ids = try await service.database.templates(after: nil, limit: 500).map(\.id) } catch { throw ProviderError(500, "\(error)") }
+        let ids = try await service.templates(after: nil, limit: 500).map(\.id)
         let fields: [String: String] = [
             "topic": form.topic ?? "", "tags": form.tags ?? "", "languages": form.languages ?? "", "recipient": form.recipient ?? "",
             "args": form.args ?? "", "title": form.title ?? "", "body": form.body ?? "", "badge": form.badge ?? "", "sound": form.sound ?? "",
@@ -243,7 +237,7 @@ struct ProviderDashboard: Sendable {
         let text = String(buffer: try await request.body.collect(upTo: ProviderHTTP.maximumBody))
         let form = (try? URLEncodedFormDecoder().decode(SendForm.self, from: text)) ?? SendForm()
         guard session.id.isEmpty || SecretComparison.equal(form.csrf ?? "", session.csrf) else {
-            throw ProviderError(403, "this form is stale or not from this dashboard: open the send page again")
+            throw ProviderError(.forbidden, "this form is stale or not from this dashboard: open the send page again")
         }
         // The count page's key: submitting the same form twice sends once.
         let key = form.idempotency.flatMap { $0.count == 32 && $0.allSatisfy { $0.isASCII && $0.isHexDigit } ? "dashboard-\($0)" : nil }
@@ -332,8 +326,7 @@ struct ProviderDashboard: Sendable {
     // MARK: reports
 
     private func reports() async throws -> Response {
-        let sends: [SendSummary]
-        do { sends = try await service.database.sends(after: nil, scheduleID: nil, limit: 100) } catch { throw ProviderError(500, "\(error)") }
+        let sends = try await service.sends(after: nil, scheduleID: nil, limit: 100)
         let items = sends.map { send -> [String: Any] in
             var item: [String: Any] = [
                 "id": send.id, "createdAt": send.createdAt, "createdAtText": DashboardValue.timeText(milliseconds: send.createdAt),

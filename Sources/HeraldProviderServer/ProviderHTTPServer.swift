@@ -19,7 +19,7 @@ public enum ProviderHTTP {
     public static let maximumBody = 1 << 20
 
     static let unauthorized = ProviderError(
-        401, "every /v1 request and /metrics need the header Authorization: Bearer <token> (the token is in the provider's api-token file)")
+        .unauthenticated, "every /v1 request and /metrics need the header Authorization: Bearer <token> (the token is in the provider's api-token file)")
 
     /// The router: every `/v1/…` request and `/metrics` need `Authorization: Bearer <apiToken>`;
     /// `/health` and the spec are public.
@@ -38,7 +38,7 @@ public enum ProviderHTTP {
             Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.yaml)))
         }
         router.get("metrics") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(bytes: try service.metricsExposition())))
+            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(bytes: try await service.metricsExposition())))
         }
         ProviderDashboard(service: service, apiToken: apiToken).register(on: router)
         try ProviderAPI(service: service).registerHandlers(
@@ -103,9 +103,9 @@ struct ErrorShapeMiddleware<Context: RequestContext>: RouterMiddleware {
     static func describe(_ error: any Error, request: Request) -> (Int, String) {
         switch error {
         case let error as ProviderError:
-            return (error.status, error.message)
+            return (error.kind.httpStatus, error.message)
         case let error as ServerError:
-            if let underlying = error.underlyingError as? ProviderError { return (underlying.status, underlying.message) }
+            if let underlying = error.underlyingError as? ProviderError { return (underlying.kind.httpStatus, underlying.message) }
             if let decoding = error.underlyingError as? DecodingError {
                 return (400, ProviderAPIErrors.describe(decoding))
             }
@@ -175,7 +175,7 @@ struct SpecCheck: ServerMiddleware {
     ) async throws -> (HTTPResponse, HTTPBody?) {
         if let query = request.path.flatMap(QueryString.query(of:)) {
             let pairs: [(name: String, value: String)]
-            do { pairs = try QueryString.pairs(query) } catch { throw ProviderError(400, error.description) }
+            do { pairs = try QueryString.pairs(query) } catch { throw ProviderError(.invalid, error.description) }
             try spec.checkQuery(operationID, pairs)
         }
         guard let body, spec.operations[operationID]?.body != nil else { return try await next(request, body, metadata) }
@@ -183,5 +183,23 @@ struct SpecCheck: ServerMiddleware {
         let bytes = try await [UInt8](collecting: body, upTo: ProviderHTTP.maximumBody)
         try spec.checkBody(operationID, bytes)
         return try await next(request, HTTPBody(bytes), metadata)
+    }
+}
+
+extension ProviderError.Kind {
+    /// The HTTP status the provider API answers this failure with (docs/provider-api.md).
+    var httpStatus: Int {
+        switch self {
+        case .invalid: 400
+        case .unauthenticated: 401
+        case .forbidden: 403
+        case .notFound: 404
+        case .conflict: 409
+        case .notJSON: 415
+        case .keyReused: 422
+        case .internalFailure: 500
+        case .notSupported: 501
+        case .gatewayFailed: 502
+        }
     }
 }

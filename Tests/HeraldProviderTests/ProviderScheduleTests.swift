@@ -123,11 +123,11 @@ struct ProviderScheduleTests {
         #expect(String(decoding: second.metrics.exposition(), as: UTF8.self).contains(#"herald_provider_schedule_runs_total{outcome="interrupted"} 1"#))
 
         let retried = await #expect(throws: ProviderError.self) { try await second.send(keyed) }
-        #expect(retried?.status == 409 && retried?.message.contains("interrupted") == true)
+        #expect(retried?.kind == .conflict && retried?.message.contains("interrupted") == true)
         var other = keyed
         other.message = .alert(title: nil, subtitle: nil, body: "something else")
         let reused = await #expect(throws: ProviderError.self) { try await second.send(other) }
-        #expect(reused?.status == 422 && reused?.message.contains("k-1") == true)
+        #expect(reused?.kind == .keyReused && reused?.message.contains("k-1") == true)
         let listed = try await second.database.sends(after: nil, scheduleID: nil, limit: 10)
         #expect(listed.map(\.state) == [.interrupted])
         #expect(sender.tokens.isEmpty)
