@@ -150,10 +150,19 @@ public final class TestGateway: Sendable {
     }
 }
 
-/// Temporary directories for tests and fixtures.
+/// Temporary directories for tests and fixtures: all of one test process's under one root,
+/// removed when the process exits (a crashed run leaves only its own root behind).
 public enum TemporaryDirectory {
+    /// `$TMPDIR/herald-tests-<pid>`, made on first use.
+    public static let root: String = {
+        let path = (NSTemporaryDirectory() as NSString).appendingPathComponent("herald-tests-\(getpid())")
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        atexit { try? FileManager.default.removeItem(atPath: TemporaryDirectory.root) }
+        return path
+    }()
+
     public static func make(prefix: String) throws -> String {
-        let path = (NSTemporaryDirectory() as NSString).appendingPathComponent("\(prefix)-\(UUID().uuidString)")
+        let path = (root as NSString).appendingPathComponent("\(prefix)-\(UUID().uuidString)")
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         return path
     }

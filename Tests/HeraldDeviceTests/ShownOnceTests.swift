@@ -3,6 +3,7 @@ import HeraldCore
 import Testing
 
 @testable import HeraldDevice
+import HeraldTesting
 
 /// "Shown" is the notification in the app's saved state with one `delivered` event. A device
 /// killed at any instant around it neither shows one twice through a redelivery nor loses one:
@@ -20,9 +21,7 @@ struct ShownOnceTests {
     }
 
     func directory() throws -> String {
-        let path = NSTemporaryDirectory() + "herald-shown-once-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
+        try TemporaryDirectory.make(prefix: "herald-shown-once")
     }
 
     /// A runtime that showed one push and acked it after saving; returns the ack count.

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldDevice
+import HeraldTesting
 import Testing
 
 /// Sounds (reference §9, scenario 49) and alert localization (§10, scenario 50).
@@ -50,9 +51,7 @@ struct SoundsAndLocalizationTests {
     }
 
     func tempDir() throws -> String {
-        let path = NSTemporaryDirectory() + "herald-sounds-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
+        try TemporaryDirectory.make(prefix: "herald-sounds")
     }
 
     @Test("accepted: Linear PCM, IMA4, µ-law, a-law in AIFF, AIFC, WAV and CAF under 30 s — read from the headers")
@@ -159,7 +158,7 @@ struct SoundsAndLocalizationTests {
         #expect(throws: StringsFile.ParseError.self) { _ = try StringsFile.parse(Data(#""K" = "unterminated"#.utf8)) }
         #expect(throws: StringsFile.ParseError.self) { _ = try StringsFile.parse(Data(#""K" "V";"#.utf8)) }
 
-        let bundle = NSTemporaryDirectory() + "herald-l10n-\(UUID().uuidString)"
+        let bundle = try TemporaryDirectory.make(prefix: "herald-l10n")
         for (language, greeting) in [("fr", "Bonjour %@"), ("en", "Hello %@")] {
             try FileManager.default.createDirectory(atPath: bundle + "/\(language).lproj", withIntermediateDirectories: true)
             try "\"GREET\" = \"\(greeting)\";".write(toFile: bundle + "/\(language).lproj/Localizable.strings", atomically: true, encoding: .utf8)
