@@ -128,8 +128,11 @@ struct ProviderServiceTests {
         let again = try await Self.http("POST", base + "/v1/sends", send, headers: ["Idempotency-Key": "gift-1"])
         guard case .object(let replay)? = again.json else { Issue.record("no replay"); return }
         #expect(replay["replayed"] == .bool(true) && replay["id"] == report["id"])
-        try await Task.sleep(for: .milliseconds(200))
-        #expect(paris.shown.bodies.count == 1 && madrid.shown.bodies.count == 1)
+        // A barrier instead of a wait: a push sent after the replay reaches each device after
+        // anything the replay could have sent (one connection each, in commit order).
+        #expect(try await Self.http("POST", base + "/v1/sends", #"{"to":{"user":"ana"},"alert":{"body":"barrier"}}"#).status == 200)
+        try await eventually("the barrier") { paris.shown.bodies.last == "barrier" && madrid.shown.bodies.last == "barrier" }
+        #expect(paris.shown.bodies == ["Ben vous a envoyé a gift", "barrier"] && madrid.shown.bodies == ["Ben sent you a gift", "barrier"])
 
         // The Madrid app is removed: the next send gets 410 and the provider prunes the token.
         await madrid.stop()
@@ -224,16 +227,21 @@ struct ProviderServiceTests {
         let apnsID = try #require(delivery["apnsId"]?.stringValue)
         let receipt = try #require(try await client.receipt(apnsID: apnsID))
         #expect(receipt.deliveries.count == 1)
-        try await Task.sleep(for: .milliseconds(200))
-        #expect(phone.shown.bodies == ["third time lucky"])
         #expect(try await Self.http("GET", admin + "/faults").json?["faults"] == .array([]))
+        // A barrier instead of a wait: nothing of the retried send arrives after a later push.
+        #expect(try await Self.http("POST", base + "/v1/sends", #"{"to":{"user":"ray"},"alert":{"body":"barrier 1"}}"#).status == 200)
+        try await eventually("the first barrier") { phone.shown.bodies.last == "barrier 1" }
+        #expect(phone.shown.bodies == ["third time lucky", "barrier 1"])
 
         // More 503s than attempts: the report says so, and nothing arrives.
         _ = try await Self.http("POST", admin + "/faults", #"{"reason":"ServiceUnavailable","count":5}"#)
         let failed = try await Self.http("POST", base + "/v1/sends", #"{"to":{"user":"ray"},"alert":{"body":"never"}}"#)
         #expect(failed.json?["counts"] == .object(["503 ServiceUnavailable": .int(1)]))
-        try await Task.sleep(for: .milliseconds(200))
-        #expect(phone.shown.bodies == ["third time lucky"])
+        // The two faults the three attempts left are cleared; then a barrier.
+        #expect(try await Self.http("DELETE", admin + "/faults").status == 200)
+        #expect(try await Self.http("POST", base + "/v1/sends", #"{"to":{"user":"ray"},"alert":{"body":"barrier 2"}}"#).status == 200)
+        try await eventually("the second barrier") { phone.shown.bodies.last == "barrier 2" }
+        #expect(phone.shown.bodies == ["third time lucky", "barrier 1", "barrier 2"])
 
         await phone.stop()
         await server.close()
