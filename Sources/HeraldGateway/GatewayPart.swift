@@ -10,11 +10,11 @@ import ServiceLifecycle
 struct GatewayPart: Service, CustomStringConvertible {
     let description: String
     /// Runs until ``stop`` makes it return, or until it is cancelled when ``cancelsWork``.
-    var work: (@Sendable () async -> Void)?
+    let work: (@Sendable () async -> Void)?
     /// Cancels ``work`` at shutdown (a loop that ends on cancellation) before ``stop`` runs.
-    var cancelsWork = false
+    let cancelsWork: Bool
     /// The shutdown step: closes what the part holds (and so ends ``work``).
-    var stop: @Sendable () async -> Void = {}
+    let stop: @Sendable () async -> Void
 
     init(
         _ description: String, work: (@Sendable () async -> Void)? = nil, cancelsWork: Bool = false,

@@ -124,7 +124,10 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
             let bytes = data.readBytes(length: data.readableBytes) ?? []
             switch DeviceClientFrame.decode(bytes) {
             case .failure(let error): send(.error(code: .malformedFrame, message: error.message), flush: true)
-            case .success(let decoded): perform(session.receive(decoded, nowMilliseconds: port.clock.nowMilliseconds()))
+            case .success(let decoded):
+                // One instant per frame: the session decides at it and its acks are recorded at it.
+                let now = port.clock.nowMilliseconds()
+                perform(session.receive(decoded, nowMilliseconds: now), now: now)
             }
         case .ping:
             var pong = frame.unmaskedData
@@ -147,7 +150,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     }
 
     /// Carries out what the session decided about a frame.
-    private func perform(_ action: DeviceSession.FrameAction) {
+    private func perform(_ action: DeviceSession.FrameAction, now: Int64) {
         switch action {
         case .none: break
         case .reply(let frame): send(frame, flush: true)
@@ -157,7 +160,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         case .unregister(let scope): unregister(scope)
         case .subscribe(let topic, let channel): subscribe(topic: topic, channel: channel)
         case .acknowledged(let acked, let reload):
-            recordAcks(acked)
+            recordAcks(acked, now: now)
             if reload { reloadHeld() }
         }
     }
@@ -369,8 +372,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         }
     }
 
-    private func recordAcks(_ acked: [DeviceSession.Acked]) {
-        let now = port.clock.nowMilliseconds()
+    private func recordAcks(_ acked: [DeviceSession.Acked], now: Int64) {
         let deviceID = session.deviceID
         var events: [DeliveryEvent] = []
         events.reserveCapacity(acked.count)
