@@ -125,6 +125,37 @@ struct CoreModelTests {
         #expect(try !NotificationPayload.decode(Array(#"{"aps":{"content-available":1,"badge":1}}"#.utf8)).isSilent)
     }
 
+    @Test("payloads as a device reads them: wrong types are left out, valid payloads read as the strict reader reads them")
+    func lenientPayloads() throws {
+        let valid = #"""
+        {"aps":{"alert":{"title":"T","loc-key":"LK","loc-args":["c"]},"badge":3,"sound":{"critical":1,"name":"a.caf","volume":0.5},
+        "thread-id":"th","category":"cat","content-available":1,"mutable-content":1,"target-content-id":"tc",
+        "interruption-level":"passive","relevance-score":0.25,"filter-criteria":"work"},"n":42}
+        """#
+        let strict = try NotificationPayload.decode(Array(valid.utf8))
+        let lenient = NotificationPayload(lenient: try JSONReader.parse(Array(valid.utf8), limits: .payload))
+        #expect(lenient == strict)
+        #expect(lenient.aps.sound?.isCritical == true && lenient.aps.sound?.name == "a.caf")
+        #expect(lenient.aps.effectiveInterruptionLevel == .passive && lenient.aps.hasAlertText)
+
+        let hostile: JSONValue = .object([
+            "aps": .object([
+                "alert": .object(["title": .int(5), "loc-args": .array([.int(7), .double(1.5), .bool(true)])]),
+                "badge": .string("3"), "sound": .int(1), "content-available": .int(1), "thread-id": .array([]),
+                "interruption-level": .string("urgent"), "relevance-score": .double(7),
+            ]),
+            "custom": .bool(true),
+        ])
+        let read = NotificationPayload(lenient: hostile)
+        guard case .fields(let alert)? = read.aps.alert else { Issue.record("alert is not a dictionary"); return }
+        #expect(alert.title == nil && alert.locArgs == ["7", "1.5", ""] && !read.aps.hasAlertText)
+        #expect(read.aps.badge == nil && read.aps.sound == nil && read.aps.threadID == nil && !read.isSilent)
+        #expect(read.aps.effectiveInterruptionLevel == .active && read.aps.effectiveRelevance == 1)
+        #expect(read.custom == ["custom": .bool(true)])
+        #expect(NotificationPayload(lenient: .array([])) == NotificationPayload())
+        #expect(NotificationPayload(lenient: .object(["aps": .string("x"), "k": .null])) == NotificationPayload(custom: ["k": .null]))
+    }
+
     @Test("validation order: duplicate headers, apns-id, method, path, token")
     func validationOrder() {
         var head = APNsRequestHead()

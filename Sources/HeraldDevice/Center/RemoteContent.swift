@@ -26,9 +26,9 @@ public enum SilentPushes {
     }
 
     /// A silent push: `aps` holds `content-available: 1` and no alert, sound or badge.
-    /// The one model decides (``APS/isSilent``); a payload it cannot read is not silent.
+    /// The one model decides (``APS/isSilent``), reading the payload as a device does.
     public static func isSilent(_ payload: JSONValue) -> Bool {
-        (try? NotificationPayload(json: payload))?.isSilent ?? false
+        NotificationPayload(lenient: payload).isSilent
     }
 
     public static func wake(_ lifecycle: Lifecycle) -> Wake {
@@ -127,18 +127,8 @@ public enum ServiceExtension {
 
     /// Runs only for remote alerts with `mutable-content: 1`: never for silent, sound-only or badge-only pushes.
     public static func runs(for payload: JSONValue) -> Bool {
-        guard case .object(let root) = payload, case .object(let aps)? = root[NotificationPayload.apsKey],
-              aps["mutable-content"]?.integer(Int.self) == 1 else { return false }
-        return hasAlertText(aps)
-    }
-
-    static func hasAlertText(_ aps: [String: JSONValue]) -> Bool {
-        switch aps["alert"] {
-        case .string(let text)?: return !text.isEmpty
-        case .object(let alert)?:
-            return ["title", "subtitle", "body", "loc-key", "title-loc-key", "subtitle-loc-key"].contains { alert[$0] != nil }
-        default: return false
-        }
+        let aps = NotificationPayload(lenient: payload).aps
+        return aps.mutableContent == 1 && aps.hasAlertText
     }
 
     /// What is shown: the extension's content if it called its handler in time and kept an
@@ -147,7 +137,7 @@ public enum ServiceExtension {
         original: JSONValue, startedAt: Int64, handlerCalled: (content: JSONValue, at: Int64)?
     ) -> (shown: JSONValue, timeWillExpire: Bool) {
         guard let handlerCalled, handlerCalled.at - startedAt <= timeLimitMilliseconds else { return (original, true) }
-        guard case .object(let root) = handlerCalled.content, case .object(let aps)? = root[NotificationPayload.apsKey], hasAlertText(aps) else {
+        guard NotificationPayload(lenient: handlerCalled.content).aps.hasAlertText else {
             return (original, false)  // removing the alert text voids the changes
         }
         return (handlerCalled.content, false)
@@ -166,11 +156,10 @@ public enum NotificationGrouping {
         public var level: InterruptionLevel
         public init(id: String, payload: JSONValue) {
             self.id = id
-            var aps: [String: JSONValue] = [:]
-            if case .object(let root) = payload, case .object(let a)? = root[NotificationPayload.apsKey] { aps = a }
-            threadID = aps["thread-id"]?.stringValue
-            relevance = min(1, max(0, aps["relevance-score"]?.finiteDouble ?? 0))
-            level = aps["interruption-level"]?.stringValue.flatMap(InterruptionLevel.init(known:)) ?? .active
+            let aps = NotificationPayload(lenient: payload).aps
+            threadID = aps.threadID
+            relevance = aps.effectiveRelevance
+            level = aps.effectiveInterruptionLevel
         }
     }
 

@@ -108,7 +108,7 @@ extension DeviceRuntime {
         }
         let update: LiveActivityUpdate
         do {
-            let payload = try NotificationPayload.decode(JSONEncoder().encode(push.payload))
+            let payload = try NotificationPayload(json: push.payload)
             update = try LiveActivityUpdate(payload: payload)
         } catch let invalid as LiveActivityUpdate.Invalid {
             return emit(.liveActivity(app: slot.id, .ignored(apnsID: id, reason: invalid.description)))

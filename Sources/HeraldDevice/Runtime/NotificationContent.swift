@@ -57,42 +57,30 @@ public struct NotificationContent: Sendable, Hashable {
 
     /// A push's payload, its alert localized from the app's tables for `languages`.
     public static func remote(_ payload: JSONValue, localization: AlertLocalization, languages: [String]) -> NotificationContent {
-        guard case .object(var root) = payload, case .object(let aps)? = root[NotificationPayload.apsKey] else { return NotificationContent() }
-        root[NotificationPayload.apsKey] = nil
+        let read = NotificationPayload(lenient: payload)
+        let aps = read.aps
         var content = NotificationContent()
-        content.userInfo = .object(root)
-        switch aps["alert"] {
-        case .string(let body)?: content.body = body
-        case .object(let alert)?:
-            func text(_ plain: String, _ key: String, _ args: String) -> String? {
-                if let locKey = alert[key]?.stringValue {
-                    let arguments: [String] = {
-                        guard case .array(let items)? = alert[args] else { return [] }
-                        return items.map(LocalizedFormat.argument)
-                    }()
-                    return localization.text(key: locKey, arguments: arguments, preferredLanguages: languages)
-                }
-                return alert[plain]?.stringValue
+        content.userInfo = .object(read.custom)
+        switch aps.alert {
+        case .body(let body)?: content.body = body
+        case .fields(let alert)?:
+            func text(_ plain: String?, _ key: String?, _ arguments: [String]?) -> String? {
+                guard let key else { return plain }
+                return localization.text(key: key, arguments: arguments ?? [], preferredLanguages: languages)
             }
-            content.title = text("title", "title-loc-key", "title-loc-args")
-            content.subtitle = text("subtitle", "subtitle-loc-key", "subtitle-loc-args")
-            content.body = text("body", "loc-key", "loc-args")
-        default: break
+            content.title = text(alert.title, alert.titleLocKey, alert.titleLocArgs)
+            content.subtitle = text(alert.subtitle, alert.subtitleLocKey, alert.subtitleLocArgs)
+            content.body = text(alert.body, alert.locKey, alert.locArgs)
+        case nil: break
         }
         // A badge that is not an integer in range is ignored, as a field of the wrong type is.
-        content.badge = aps["badge"]?.integer(in: Self.badgeRange)
-        switch aps["sound"] {
-        case .string(let name)?: content.sound = name
-        case .object(let sound)?:
-            content.sound = sound["name"]?.stringValue ?? "default"
-            content.criticalSound = sound["critical"]?.integer(Int.self) == 1
-        default: break
-        }
-        content.category = aps["category"]?.stringValue
-        content.thread = aps["thread-id"]?.stringValue
-        let grouping = NotificationGrouping.Item(id: "", payload: payload)
-        content.interruptionLevel = grouping.level
-        content.relevance = grouping.relevance
+        content.badge = aps.badge.flatMap { Self.badgeRange.contains($0) ? $0 : nil }
+        content.sound = aps.sound?.name
+        content.criticalSound = aps.sound?.isCritical ?? false
+        content.category = aps.category
+        content.thread = aps.threadID
+        content.interruptionLevel = aps.effectiveInterruptionLevel
+        content.relevance = aps.effectiveRelevance
         return content
     }
 
