@@ -166,8 +166,8 @@ extension ProviderAPI {
     /// A list's page size: `limit`, 1 to ``ProviderDatabase/maximumPage`` (default 100).
     static func limit(_ value: Int?) throws -> Int {
         guard let value else { return 100 }
-        guard (1...ProviderDatabase.maximumPage).contains(value) else {
-            throw ProviderError(.invalid, "limit must be a number from 1 to \(ProviderDatabase.maximumPage)")
+        guard (1...ProviderStoreLimits.maximumPage).contains(value) else {
+            throw ProviderError(.invalid, "limit must be a number from 1 to \(ProviderStoreLimits.maximumPage)")
         }
         return value
     }

@@ -42,6 +42,14 @@ public final class ProviderMetrics: Sendable {
             .increment()
     }
 
+    /// Counts a request with an Idempotency-Key that joined the send already under way with that
+    /// key (a client retrying before its first request was answered).
+    func recordJoinedSend() {
+        registry.makeCounter(
+            descriptor: Self.name("sends_joined", "total", "Requests answered by the send already under way with their Idempotency-Key")
+        ).increment()
+    }
+
     /// Counts a scheduled run by outcome, and how late it started.
     func recordRun(outcome: String, lateMilliseconds: Int64?) {
         registry.makeCounter(

@@ -24,7 +24,8 @@ extension APNsClient: PushSending {}
 /// token, a user or a segment through an APNs client, prunes tokens the gateway reports
 /// unregistered, and remembers every send (its report, by id and by idempotency key).
 public actor ProviderService {
-    public let database: ProviderDatabase
+    /// Where registrations, templates, sends and schedules are kept.
+    public let store: any ProviderStore
     public let defaultLanguage: String
     /// How late a schedule's occurrence may still be sent when the service starts after it was due
     /// (milliseconds); older ones are recorded as missed.
@@ -36,7 +37,7 @@ public actor ProviderService {
 
     /// The Prometheus text exposition of ``metrics``, with the registration count read now.
     public nonisolated func metricsExposition() async throws(ProviderError) -> [UInt8] {
-        metrics.registrations.set(Double(try await Self.reading { try await database.registrationCount() }))
+        metrics.registrations.set(Double(try await Self.reading { try await store.registrationCount() }))
         return metrics.exposition()
     }
 
@@ -44,34 +45,34 @@ public actor ProviderService {
 
     /// One page of registrations in token order, after the token `after`.
     public nonisolated func registrations(_ filter: RegistrationFilter, after: String?, limit: Int) async throws(ProviderError) -> [Registration] {
-        try await Self.reading { try await database.registrations(filter, after: after?.lowercased(), limit: limit) }
+        try await Self.reading { try await store.registrations(filter, after: after?.lowercased(), limit: limit) }
     }
 
     /// A token's registration.
     public nonisolated func registration(token: String) async throws(ProviderError) -> Registration {
-        guard let found = try await Self.reading({ try await database.registration(token: token.lowercased()) }) else {
+        guard let found = try await Self.reading({ try await store.registration(token: token.lowercased()) }) else {
             throw ProviderError(.notFound, "no registration for token \(token)")
         }
         return found
     }
 
     /// How many registrations there are by language, time zone and topic.
-    public nonisolated func registrationCounts() async throws(ProviderError) -> ProviderDatabase.RegistrationCounts {
-        try await Self.reading { try await database.registrationCounts() }
+    public nonisolated func registrationCounts() async throws(ProviderError) -> RegistrationCounts {
+        try await Self.reading { try await store.registrationCounts() }
     }
 
     /// One page of templates in id order, after the id `after`.
     public nonisolated func templates(after: String?, limit: Int) async throws(ProviderError) -> [MessageTemplate] {
-        try await Self.reading { try await database.templates(after: after, limit: limit) }
+        try await Self.reading { try await store.templates(after: after, limit: limit) }
     }
 
     /// One page of sends, newest first, after the send `after` (which must exist); only a
     /// schedule's when given.
     public nonisolated func sends(after: String?, scheduleID: String?, limit: Int) async throws(ProviderError) -> [SendSummary] {
-        if let after, try await !Self.reading({ try await database.sendExists(id: after) }) {
+        if let after, try await !Self.reading({ try await store.sendExists(id: after) }) {
             throw ProviderError(.invalid, "after must be the id of a send (the previous page's next)")
         }
-        return try await Self.reading { try await database.sends(after: after, scheduleID: scheduleID, limit: limit) }
+        return try await Self.reading { try await store.sends(after: after, scheduleID: scheduleID, limit: limit) }
     }
 
     /// Runs a read, reporting a storage failure as the service's own.
@@ -79,9 +80,11 @@ public actor ProviderService {
         do { return try await read() } catch { throw ProviderError(.internalFailure, "could not read the provider database: \(error)") }
     }
     /// Sends under way by idempotency key, with their request's fingerprint.
-    private var inFlight: [String: (fingerprint: String, task: Task<SendReport, Error>)] = [:]
+    private var inFlight: [String: (fingerprint: String, task: Task<(report: SendReport, replayed: Bool), Error>)] = [:]
     /// The schedules' plan (see SchedulePlan.swift).
     var plan = SchedulePlan()
+    /// Held while the schedules and their plan change together (see ``lockSchedules()``).
+    var scheduleLock = ScheduleLock()
     let work = WorkTracker()
     /// Pushes of one send started at once (each waits in the client for a stream when more are
     /// started than it lets through).
@@ -91,10 +94,10 @@ public actor ProviderService {
     /// - Parameters:
     ///   - clock: the time of registrations and reports, and the alarms schedules wake on.
     ///   - missedSendWindow: see ``missedSendWindow``.
-    public init(database: ProviderDatabase, sender: PushSending, clock: AlarmClock = SystemAlarmClock(), defaultLanguage: String = "en",
+    public init(store: any ProviderStore, sender: PushSending, clock: AlarmClock = SystemAlarmClock(), defaultLanguage: String = "en",
                 missedSendWindow: Int64 = 3_600_000, metrics: ProviderMetrics = ProviderMetrics()) {
         self.metrics = metrics
-        self.database = database
+        self.store = store
         self.sender = sender
         self.clock = clock
         self.defaultLanguage = defaultLanguage
@@ -120,7 +123,7 @@ public actor ProviderService {
         }
         let registration = Registration(token: token, topic: topic, language: language, timeZone: timeZone, userID: userID, tags: tags,
                                         registeredAt: clock.nowMilliseconds())
-        do { try await database.upsert(registration) } catch { throw ProviderError(.internalFailure, "could not store the registration: \(error)") }
+        do { try await store.upsert(registration) } catch { throw ProviderError(.internalFailure, "could not store the registration: \(error)") }
         zoneSeen(timeZone)
         return registration
     }
@@ -133,14 +136,14 @@ public actor ProviderService {
 
     public func unregister(token: String) async throws(ProviderError) {
         do {
-            guard try await database.deleteRegistration(token.lowercased()) else { throw ProviderError(.notFound, "no registration for token \(token)") }
+            guard try await store.deleteRegistration(token.lowercased()) else { throw ProviderError(.notFound, "no registration for token \(token)") }
         } catch let error as ProviderError { throw error } catch { throw ProviderError(.internalFailure, "\(error)") }
     }
 
     /// The most arguments a send gives a template (`args`), so the most a template may take.
     public static let maximumArguments = 100
 
-    public func putTemplate(_ template: MessageTemplate) throws(ProviderError) {
+    public func putTemplate(_ template: MessageTemplate) async throws(ProviderError) {
         guard !template.id.isEmpty, !template.translations.isEmpty else {
             throw ProviderError(.invalid, "a template needs an id and at least one translation")
         }
@@ -150,32 +153,35 @@ public actor ProviderService {
         guard template.argumentCount <= Self.maximumArguments else {
             throw ProviderError(.invalid, "template \"\(template.id)\" takes \(template.argumentCount) arguments; a send gives at most \(Self.maximumArguments)")
         }
-        do { try database.put(template) } catch { throw ProviderError(.internalFailure, "\(error)") }
+        do { try await store.put(template) } catch { throw ProviderError(.internalFailure, "\(error)") }
     }
 
-    public func template(_ id: String) throws(ProviderError) -> MessageTemplate {
+    public func template(_ id: String) async throws(ProviderError) -> MessageTemplate {
         do {
-            guard let template = try database.template(id) else { throw ProviderError(.notFound, "no template \"\(id)\"") }
+            guard let template = try await store.template(id) else { throw ProviderError(.notFound, "no template \"\(id)\"") }
             return template
         } catch let error as ProviderError { throw error } catch { throw ProviderError(.internalFailure, "\(error)") }
     }
 
     /// Deletes a template no active schedule uses (409 names the schedule otherwise).
-    public func deleteTemplate(_ id: String) throws(ProviderError) {
+    public func deleteTemplate(_ id: String) async throws(ProviderError) {
+        // Under the schedule lock: no schedule can start using the template while it is checked.
+        await lockSchedules()
+        defer { unlockSchedules() }
         do {
-            for schedule in try database.schedules(state: .active) {
+            for schedule in try await store.schedules(state: .active) {
                 if case .template(id, _) = schedule.send.message {
                     throw ProviderError(.conflict, "template \"\(id)\" is used by active schedule \"\(schedule.id)\"; cancel it first (DELETE /v1/schedules/\(schedule.id))")
                 }
             }
-            guard try database.deleteTemplate(id) else { throw ProviderError(.notFound, "no template \"\(id)\"") }
+            guard try await store.deleteTemplate(id) else { throw ProviderError(.notFound, "no template \"\(id)\"") }
         } catch let error as ProviderError { throw error } catch { throw ProviderError(.internalFailure, "\(error)") }
     }
 
     /// The template a send names, checked: it exists and the send gives exactly the arguments it takes.
-    func checkedTemplate(_ message: SendMessage) throws -> MessageTemplate? {
+    func checkedTemplate(_ message: SendMessage) async throws -> MessageTemplate? {
         guard case .template(let id, let arguments) = message else { return nil }
-        guard let template = try database.template(id) else { throw ProviderError(.notFound, "no template \"\(id)\": PUT /v1/templates/\(id) first") }
+        guard let template = try await store.template(id) else { throw ProviderError(.notFound, "no template \"\(id)\": PUT /v1/templates/\(id) first") }
         guard arguments.count == template.argumentCount else {
             throw ProviderError(.invalid, "template \"\(id)\" takes \(template.argumentCount) argument\(template.argumentCount == 1 ? "" : "s") (\"args\"), this send gives \(arguments.count)")
         }
@@ -194,19 +200,23 @@ public actor ProviderService {
             let fingerprint = Self.fingerprint(request)
             if let running = inFlight[key] {
                 guard running.fingerprint == fingerprint else { throw Self.keyReused(key) }
-                return (try await running.task.value, true)
+                metrics.recordJoinedSend()
+                return (try await running.task.value.report, true)
             }
-            if let replay = try replay(key, fingerprint) { return (replay, true) }
-            let task = Task { try await self.perform(request, fingerprint: fingerprint) }
+            // Registered before the first suspension: a second request with the key waits for this one.
+            let task = Task { () async throws -> (report: SendReport, replayed: Bool) in
+                if let replay = try await self.replay(key, fingerprint) { return (replay, true) }
+                return (try await self.perform(request, fingerprint: fingerprint), false)
+            }
             inFlight[key] = (fingerprint, task)
             defer { inFlight[key] = nil }
-            return (try await task.value, false)
+            return try await task.value
         } catch let error as ProviderError { throw error } catch { throw ProviderError(.internalFailure, "\(error)") }
     }
 
     /// The report of the finished send that holds `key`, `nil` when none does.
-    private func replay(_ key: String, _ fingerprint: String) throws -> SendReport? {
-        guard let record = try database.sendRecord(idempotencyKey: key) else { return nil }
+    private func replay(_ key: String, _ fingerprint: String) async throws -> SendReport? {
+        guard let record = try await store.sendRecord(idempotencyKey: key) else { return nil }
         guard record.fingerprint == nil || record.fingerprint == fingerprint else { throw Self.keyReused(key) }
         switch record.state {
         case .done: return record.report
@@ -235,17 +245,17 @@ public actor ProviderService {
     private func perform(_ request: SendRequest, fingerprint: String?) async throws -> SendReport {
         let targets = try await resolve(request.target)
         guard !targets.isEmpty else { throw ProviderError(.notFound, "no registration matches \(Self.describe(request.target)); nothing was sent") }
-        let template = try checkedTemplate(request.message)
+        let template = try await checkedTemplate(request.message)
         let id = UUID().uuidString.lowercased()
         let createdAt = clock.nowMilliseconds()
-        guard try await database.beginSend(id: id, idempotencyKey: request.idempotencyKey, fingerprint: fingerprint, createdAt: createdAt) else {
+        guard try await store.beginSend(id: id, idempotencyKey: request.idempotencyKey, fingerprint: fingerprint, createdAt: createdAt) else {
             // Another process took the key between the check and now.
-            if let key = request.idempotencyKey, let fingerprint, let replay = try replay(key, fingerprint) { return replay }
+            if let key = request.idempotencyKey, let fingerprint, let replay = try await replay(key, fingerprint) { return replay }
             throw ProviderError(.conflict, "a send with this Idempotency-Key is under way; retry in a moment")
         }
         metrics.recordSend(origin: "api")
         let report = try await deliver(request, to: targets, template: template, id: id, createdAt: createdAt)
-        do { try await database.finishSend(report) } catch {
+        do { try await store.finishSend(report) } catch {
             throw ProviderError(.internalFailure, "send \(id) went out but its report could not be saved (\(error)); it stays marked started and is not repeated")
         }
         return report
@@ -284,7 +294,7 @@ public actor ProviderService {
             if result.status == 410 {
                 let at = result.timestamp ?? clock.nowMilliseconds()
                 do {
-                    if try await database.prune(plan.registration.token, unregisteredAt: at) { report.pruned.append(plan.registration.token) }
+                    if try await store.prune(plan.registration.token, unregisteredAt: at) { report.pruned.append(plan.registration.token) }
                 } catch {
                     delivery.error = "unregistered, but the registration could not be pruned: \(error)"
                 }
@@ -307,7 +317,7 @@ public actor ProviderService {
     public nonisolated func nowMilliseconds() -> Int64 { clock.nowMilliseconds() }
 
     func resolve(_ target: SendTarget, zone: String? = nil) async throws -> [Registration] {
-        guard let found = try await database.registrations(for: target, zone: zone) else {
+        guard let found = try await store.registrations(for: target, zone: zone) else {
             throw ProviderError(.notFound, "no registration for \(Self.describe(target))")
         }
         return found
@@ -382,12 +392,12 @@ public actor ProviderService {
     public func pollFeedback() async throws(ProviderError) -> FeedbackPoll {
         var poll = FeedbackPoll()
         let topics: [String]
-        do { topics = try database.topics() } catch { throw ProviderError(.internalFailure, "\(error)") }
+        do { topics = try await store.topics() } catch { throw ProviderError(.internalFailure, "\(error)") }
         for topic in topics {
             do {
                 let items = try await sender.feedback(topic: topic)
                 poll.read += items.count
-                for item in items where try await database.prune(item.token.lowercased(), unregisteredAt: item.timestamp) {
+                for item in items where try await store.prune(item.token.lowercased(), unregisteredAt: item.timestamp) {
                     poll.pruned.append(item.token.lowercased())
                 }
             } catch {
@@ -419,7 +429,7 @@ public actor ProviderService {
     public func receipts(sendIDs: [String]) async throws(ProviderError) -> [String: String] {
         var apnsIDs: [(token: String, apnsID: String)] = []
         for id in sendIDs {
-            for delivery in try report(id: id).deliveries where delivery.status == 200 {
+            for delivery in try await report(id: id).deliveries where delivery.status == 200 {
                 if let apnsID = delivery.apnsID { apnsIDs.append((delivery.token, apnsID)) }
             }
         }
@@ -432,9 +442,9 @@ public actor ProviderService {
         } catch let error as ProviderError { throw error } catch { throw ProviderError(.gatewayFailed, "the gateway's receipts could not be read: \(error)") }
     }
 
-    public func report(id: String) throws(ProviderError) -> SendReport {
+    public func report(id: String) async throws(ProviderError) -> SendReport {
         do {
-            guard let report = try database.send(id: id) else { throw ProviderError(.notFound, "no send \(id)") }
+            guard let report = try await store.send(id: id) else { throw ProviderError(.notFound, "no send \(id)") }
             return report
         } catch let error as ProviderError { throw error } catch { throw ProviderError(.internalFailure, "\(error)") }
     }

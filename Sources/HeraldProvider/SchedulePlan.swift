@@ -53,6 +53,14 @@ struct SchedulePlan: Sendable {
     func hasSlots(_ scheduleID: String) -> Bool { planned.keys.contains { $0.scheduleID == scheduleID } }
 }
 
+/// The schedule changes' turn: the service's storage is asynchronous, so an actor method that
+/// reads a schedule, writes it and changes the plan could interleave with another doing the same.
+/// Those methods take turns, first come first served (held only on the actor).
+struct ScheduleLock: Sendable {
+    var held = false
+    var waiting: [CheckedContinuation<Void, Never>] = []
+}
+
 /// What a schedule's status shows: the schedule, where it stands and what it did.
 public struct ScheduleStatus: Sendable, Hashable {
     public var schedule: Schedule
@@ -75,24 +83,33 @@ extension ProviderService {
     /// earlier ones are recorded as missed), otherwise recorded as missed. Then arms the alarm.
     /// Returns how many late occurrences it started sending and how many it recorded as missed.
     @discardableResult
-    public func startSchedules() throws(ProviderError) -> (late: Int, missed: Int) {
+    public func startSchedules() async throws(ProviderError) -> (late: Int, missed: Int) {
+        await lockSchedules()
+        defer { unlockSchedules() }
         guard !plan.started else { return (0, 0) }
-        plan.started = true
         var late = 0, missed = 0
         do {
             let now = clock.nowMilliseconds()
             // What a stopped service left half done is never sent again (its due instant stays the
             // zone's last run, so planning resumes after it).
-            let interrupted = try database.markInterrupted(at: now)
+            let interrupted = try await store.markInterrupted(at: now)
             for _ in 0..<interrupted.runs { metrics.recordRun(outcome: "interrupted", lateMilliseconds: nil) }
-            plan.zones = Set(try database.zones())
-            for schedule in try database.schedules(state: .active) {
+            // Read first, then planned: a registration in a new zone that arrives while these
+            // reads suspend has its zone noted by zoneSeen, which the plan keeps.
+            let zones = try await store.zones()
+            var loaded: [(schedule: Schedule, last: [String: Int64])] = []
+            for schedule in try await store.schedules(state: .active) {
+                loaded.append((schedule, try await store.lastRuns(scheduleID: schedule.id)))
+            }
+            plan.started = true
+            plan.zones.formUnion(zones)
+            for (schedule, last) in loaded {
                 plan.schedules[schedule.id] = schedule
-                let last = try database.lastRuns(scheduleID: schedule.id)
-                for zone in zones(of: schedule) {
-                    let tally = try planZone(schedule, zone: zone, after: last[zone] ?? schedule.createdAt - 1, now: now, catchUp: true)
+                for zone in self.zones(of: schedule) {
+                    let tally = planZone(schedule, zone: zone, after: last[zone] ?? schedule.createdAt - 1, now: now, catchUp: true)
                     late += tally.late
-                    missed += tally.missed
+                    missed += tally.missed.count
+                    try await recordMissed(tally.missed, of: schedule, zone: zone, now: now)
                 }
                 finishIfDone(schedule.id)
             }
@@ -101,9 +118,24 @@ extension ProviderService {
         return (late, missed)
     }
 
+    /// Waits for the schedule changes' turn (see ``ScheduleLock``); ``unlockSchedules()`` passes it on.
+    func lockSchedules() async {
+        guard scheduleLock.held else {
+            scheduleLock.held = true
+            return
+        }
+        await withCheckedContinuation { scheduleLock.waiting.append($0) }
+    }
+
+    func unlockSchedules() {
+        if scheduleLock.waiting.isEmpty { scheduleLock.held = false } else { scheduleLock.waiting.removeFirst().resume() }
+    }
+
     /// Creates a schedule. An `id` already used returns the existing schedule when it is the same
     /// request (a retried create), and is refused (409) otherwise.
-    public func schedule(_ timing: ScheduleTiming, send: SendRequest, id: String? = nil) throws(ProviderError) -> (schedule: Schedule, replayed: Bool) {
+    public func schedule(_ timing: ScheduleTiming, send: SendRequest, id: String? = nil) async throws(ProviderError) -> (schedule: Schedule, replayed: Bool) {
+        await lockSchedules()
+        defer { unlockSchedules() }
         let now = clock.nowMilliseconds()
         var send = send
         send.idempotencyKey = nil
@@ -117,8 +149,8 @@ extension ProviderService {
             }
         }
         do {
-            _ = try checkedTemplate(send.message)
-            if let id, let existing = try database.schedule(id) {
+            _ = try await checkedTemplate(send.message)
+            if let id, let existing = try await store.schedule(id) {
                 guard existing.timing == timing, existing.send == send else {
                     throw ProviderError(.conflict, "schedule \"\(id)\" exists with another request; cancel it or use another id")
                 }
@@ -126,10 +158,10 @@ extension ProviderService {
             }
             let schedule = Schedule(id: id ?? UUID().uuidString.lowercased(), timing: timing, send: send, createdAt: now)
             guard !schedule.id.isEmpty, !schedule.id.contains("/") else { throw ProviderError(.invalid, "a schedule id may not be empty or contain \"/\"") }
-            try database.put(schedule)
+            try await store.put(schedule)
             if plan.started {
                 plan.schedules[schedule.id] = schedule
-                for zone in zones(of: schedule) { _ = try planZone(schedule, zone: zone, after: schedule.createdAt - 1, now: now, catchUp: false) }
+                for zone in zones(of: schedule) { _ = planZone(schedule, zone: zone, after: schedule.createdAt - 1, now: now, catchUp: false) }
                 armAlarm()
             }
             return (schedule, false)
@@ -137,29 +169,42 @@ extension ProviderService {
     }
 
     /// Cancels a schedule: it sends no more (a run already sending finishes).
-    public func cancelSchedule(_ id: String) throws(ProviderError) -> Schedule {
+    public func cancelSchedule(_ id: String) async throws(ProviderError) -> Schedule {
+        await lockSchedules()
+        defer { unlockSchedules() }
         do {
-            guard var schedule = try database.schedule(id) else { throw ProviderError(.notFound, "no schedule \(id)") }
+            guard var schedule = try await store.schedule(id) else { throw ProviderError(.notFound, "no schedule \(id)") }
             guard schedule.state == .active else { return schedule }
-            schedule.state = .cancelled
-            try database.put(schedule)
-            plan.schedules[id] = nil
-            for slot in plan.planned.keys where slot.scheduleID == id { plan.planned[slot] = nil }
+            // Out of the plan before the write: no occurrence may start while it is being cancelled.
+            let planned = plan.schedules.removeValue(forKey: id)
+            let slots = plan.planned.filter { $0.key.scheduleID == id }
+            for slot in slots.keys { plan.planned[slot] = nil }
             armAlarm()
+            schedule.state = .cancelled
+            do { try await store.put(schedule) } catch {
+                // Not cancelled after all: the same occurrences go back into the plan.
+                if let planned {
+                    plan.schedules[id] = planned
+                    for (slot, due) in slots { _ = planZone(planned, zone: slot.zone, after: due - 1, now: due - 1, catchUp: false) }
+                    armAlarm()
+                }
+                throw error
+            }
             return schedule
         } catch let error as ProviderError { throw error } catch { throw ProviderError(.internalFailure, "\(error)") }
     }
 
-    public func schedules(state: Schedule.State? = nil) throws(ProviderError) -> [Schedule] {
-        do { return try database.schedules(state: state) } catch { throw ProviderError(.internalFailure, "\(error)") }
+    public func schedules(state: Schedule.State? = nil) async throws(ProviderError) -> [Schedule] {
+        do { return try await store.schedules(state: state) } catch { throw ProviderError(.internalFailure, "\(error)") }
     }
 
-    public func scheduleStatus(_ id: String) throws(ProviderError) -> ScheduleStatus {
+    public func scheduleStatus(_ id: String) async throws(ProviderError) -> ScheduleStatus {
         do {
-            guard let schedule = try database.schedule(id) else { throw ProviderError(.notFound, "no schedule \(id)") }
+            guard let schedule = try await store.schedule(id) else { throw ProviderError(.notFound, "no schedule \(id)") }
+            let runs = try await store.runs(scheduleID: id)
             var next: [String: Int64] = [:]
             for (slot, due) in plan.planned where slot.scheduleID == id { next[slot.zone] = due }
-            return ScheduleStatus(schedule: schedule, next: next, runs: try database.runs(scheduleID: id))
+            return ScheduleStatus(schedule: schedule, next: next, runs: runs)
         } catch let error as ProviderError { throw error } catch { throw ProviderError(.internalFailure, "\(error)") }
     }
 
@@ -184,10 +229,10 @@ extension ProviderService {
     public func planAhead(_ id: String, span: Int64) async throws(ProviderError) -> [PlannedRun] {
         let until = clock.nowMilliseconds() + span
         do {
-            guard let schedule = try database.schedule(id) else { throw ProviderError(.notFound, "no schedule \(id)") }
+            guard let schedule = try await store.schedule(id) else { throw ProviderError(.notFound, "no schedule \(id)") }
             guard schedule.state == .active else { return [] }
             let now = clock.nowMilliseconds()
-            let zones = schedule.zoneKey == .eachRegistration ? try database.zones() : self.zones(of: schedule)
+            let zones = schedule.zoneKey == .eachRegistration ? try await store.zones() : self.zones(of: schedule)
             var planned: [PlannedRun] = []
             for zone in zones {
                 let timeZone = TimeZone(identifier: zone) ?? TimeZone(identifier: "UTC")!
@@ -226,18 +271,19 @@ extension ProviderService {
 
     /// A registration in a zone the plan has not seen: each-registration schedules get a slot there.
     func zoneSeen(_ zone: String) {
-        guard plan.started, plan.zones.insert(zone).inserted else { return }
+        // Noted even before the plan has started: start-up may have read the zones already.
+        guard plan.zones.insert(zone).inserted, plan.started else { return }
         let now = clock.nowMilliseconds()
         for schedule in plan.schedules.values where schedule.zoneKey == .eachRegistration {
-            _ = try? planZone(schedule, zone: zone, after: now, now: now, catchUp: false)
+            _ = planZone(schedule, zone: zone, after: now, now: now, catchUp: false)
         }
         armAlarm()
     }
 
-    /// Plans a schedule's next occurrence in one zone after `after`. Occurrences already due at
-    /// `now` are missed ones: with `catchUp`, the latest is sent now if inside the window and the
-    /// rest are recorded as missed.
-    private func planZone(_ schedule: Schedule, zone: String, after: Int64, now: Int64, catchUp: Bool) throws -> (late: Int, missed: Int) {
+    /// Plans a schedule's next occurrence in one zone after `after`, without a suspension.
+    /// Occurrences already due at `now` are missed ones: with `catchUp`, the latest is sent now if
+    /// inside the window; the rest are returned for ``recordMissed(_:of:zone:now:)``.
+    private func planZone(_ schedule: Schedule, zone: String, after: Int64, now: Int64, catchUp: Bool) -> (late: Int, missed: [(date: LocalDate?, at: Int64)]) {
         let timeZone = TimeZone(identifier: zone) ?? TimeZone(identifier: "UTC")!
         var after = after
         var overdue: [(date: LocalDate?, at: Int64)] = []
@@ -249,7 +295,7 @@ extension ProviderService {
             overdue.append(next)
             after = next.at
         }
-        guard let latest = overdue.last else { return (0, 0) }
+        guard let latest = overdue.last else { return (0, []) }
         var missed = Array(overdue.dropLast())
         var late = 0
         if now - latest.at <= missedSendWindow {
@@ -260,15 +306,21 @@ extension ProviderService {
         } else {
             missed.append(latest)
         }
-        // The recipients a missed occurrence would have reached, read once for all of them.
-        let targets = missed.isEmpty ? 0 : ((try? database.registrations(for: schedule.send.target, zone: filterZone(schedule, zone))?.count) ?? 0)
-        for occurrence in missed where targets > 0 {
-            try database.save(ScheduleRun(
+        return (late, missed)
+    }
+
+    /// Records missed occurrences as runs, with the recipients they would have reached (read once
+    /// for all of them); none when they would have reached nobody.
+    private func recordMissed(_ missed: [(date: LocalDate?, at: Int64)], of schedule: Schedule, zone: String, now: Int64) async throws {
+        guard !missed.isEmpty else { return }
+        let targets = (try? await store.registrations(for: schedule.send.target, zone: filterZone(schedule, zone))?.count) ?? 0
+        guard targets > 0 else { return }
+        for occurrence in missed {
+            try await store.save(ScheduleRun(
                 scheduleID: schedule.id, zone: zone, localDate: occurrence.date, dueAt: occurrence.at, startedAt: now, finishedAt: now,
                 outcome: .missed, sendID: nil, counts: ["missed": targets]))
             metrics.recordRun(outcome: "missed", lateMilliseconds: nil)
         }
-        return (late, missed.count)
     }
 
     private func filterZone(_ schedule: Schedule, _ zone: String) -> String? { schedule.zoneKey == .eachRegistration ? zone : nil }
@@ -289,7 +341,7 @@ extension ProviderService {
         for occurrence in due {
             plan.running[occurrence.slot.scheduleID, default: 0] += 1
             if let schedule = plan.schedules[occurrence.slot.scheduleID] {
-                _ = try? planZone(schedule, zone: occurrence.slot.zone, after: occurrence.due, now: occurrence.due, catchUp: false)
+                _ = planZone(schedule, zone: occurrence.slot.zone, after: occurrence.due, now: occurrence.due, catchUp: false)
             }
         }
         armAlarm()
@@ -313,16 +365,16 @@ extension ProviderService {
             finishedAt: started, outcome: .started, sendID: nil, counts: [:])
         do {
             // Recorded before the first push: a restart finds it started and does not send it again.
-            try await database.save(run)
+            try await store.save(run)
             run.outcome = .sent
             metrics.recordSend(origin: "schedule")
             let targets: [Registration]
             do { targets = try await resolve(schedule.send.target, zone: filterZone(schedule, occurrence.slot.zone)) } catch let e as ProviderError where e.kind == .notFound {
                 targets = []  // the token's registration is gone
             }
-            var report = try await deliver(schedule.send, to: targets, template: try checkedTemplate(schedule.send.message))
+            var report = try await deliver(schedule.send, to: targets, template: try await checkedTemplate(schedule.send.message))
             report.scheduleID = id
-            try await database.save(report, idempotencyKey: nil)
+            try await store.save(report, idempotencyKey: nil)
             run.sendID = report.id
             run.counts = report.counts
         } catch {
@@ -332,7 +384,7 @@ extension ProviderService {
             if run.outcome == .started { run.outcome = .missed }
         }
         run.finishedAt = clock.nowMilliseconds()
-        try? await database.save(run)
+        try? await store.save(run)
         metrics.recordRun(outcome: run.outcome.rawValue, lateMilliseconds: run.outcome == .sent ? run.startedAt - run.dueAt : nil)
     }
 
@@ -348,6 +400,15 @@ extension ProviderService {
         plan.running[id] = nil
         plan.schedules[id] = nil
         schedule.state = .finished
-        try? database.put(schedule)
+        // Written after the plan has changed, in the schedule changes' turn and only if the
+        // schedule is still active (a cancel that came first stays); settle() waits for it.
+        work.spawn { [schedule] in await self.storeFinished(schedule) }
+    }
+
+    private func storeFinished(_ schedule: Schedule) async {
+        await lockSchedules()
+        defer { unlockSchedules() }
+        guard let stored = try? await store.schedule(schedule.id), stored.state == .active else { return }
+        try? await store.put(schedule)
     }
 }

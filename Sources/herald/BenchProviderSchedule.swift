@@ -93,8 +93,8 @@ struct BenchProviderSchedule: AsyncParsableCommand {
         let clock = SimulatedAlarmClock(startMilliseconds: start)
         let gateway = PacedGateway(rate: rate, clock: clock)
         let rssStart = BenchDelivery.residentKiB(getpid())
-        let database = try ProviderDatabase(directory: directory)
-        let service = ProviderService(database: database, sender: gateway, clock: clock, missedSendWindow: 0)
+        let database = try SQLiteProviderStore(directory: directory)
+        let service = ProviderService(store: database, sender: gateway, clock: clock, missedSendWindow: 0)
 
         var began = ContinuousClock.now
         var batch: [Registration] = []

@@ -82,8 +82,8 @@ struct ProviderCommand: AsyncParsableCommand {
             configuration: .init(host: url.host!, port: url.port ?? (isTLS ? 443 : 80), tls: isTLS ? credentials.clientTLS : nil,
                                  maximumInFlight: concurrency),
             signer: signer)
-        let database = try ProviderDatabase(directory: dataDirectory)
-        let service = ProviderService(database: database, sender: client, defaultLanguage: defaultLanguage,
+        let store = try SQLiteProviderStore(directory: dataDirectory)
+        let service = ProviderService(store: store, sender: client, defaultLanguage: defaultLanguage,
                                       missedSendWindow: Int64(missedWindow) * 1000)
         let caughtUp = try await service.startSchedules()
         if caughtUp.late + caughtUp.missed > 0 {

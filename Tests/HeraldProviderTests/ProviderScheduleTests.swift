@@ -2,7 +2,7 @@ import Foundation
 import HeraldClient
 import HeraldCore
 import HeraldDevice
-import HeraldProvider
+@testable import HeraldProvider
 import HeraldProviderServer
 import HeraldTesting
 import Testing
@@ -92,12 +92,58 @@ struct ProviderScheduleTests {
         func release() { for c in waiting.withLock({ w in defer { w = [] }; return w }) { c.resume(throwing: CancellationError()) } }
     }
 
+    static func outcome<T: Sendable>(_ body: @Sendable () async throws(ProviderError) -> T) async -> Result<T, ProviderError> {
+        do { return .success(try await body()) } catch { return .failure(error) }
+    }
+
+    @Test("storage suspends the service and nothing interleaves: a second send with a key waits for the first (one send, both answered); a template deletion waits for a schedule being created with it (409, not both)")
+    func storageSuspensionsDoNotInterleave() async throws {
+        let clock = SimulatedAlarmClock(startMilliseconds: Self.at("2027-01-01T00:00:00Z"))
+        let store = PausingStore()
+        let sender = RecordingSender(clock: clock)
+        let service = ProviderService(store: store, sender: sender, clock: clock)
+        try await service.startSchedules()
+        let token = String(repeating: "ab", count: 32)
+        try await service.register(token: token, topic: "com.example.app", language: "en", timeZone: "UTC", userID: "u", tags: [])
+
+        // The first send's idempotency check is held in the store; the second arrives meanwhile.
+        var keyed = SendRequest(target: .user("u"), message: .alert(title: nil, subtitle: nil, body: "once"))
+        keyed.idempotencyKey = "k"
+        store.hold("sendRecord")
+        let first = Task { try await service.send(keyed) }
+        try await eventually("the first send's check is held") { store.calls("sendRecord") == 1 }
+        let second = Task { try await service.send(keyed) }
+        try await eventually("the second send joins the first") {
+            String(decoding: service.metrics.exposition(), as: UTF8.self).contains("herald_provider_sends_joined_total 1")
+        }
+        #expect(store.calls("sendRecord") == 1)
+        store.release("sendRecord")
+        let (a, b) = (try await first.value, try await second.value)
+        #expect(a.report.id == b.report.id && !a.replayed && b.replayed)
+        #expect(sender.tokens == [token])
+
+        // A schedule is being created with template t (its read of t is held); t is deleted meanwhile.
+        try await service.putTemplate(MessageTemplate(id: "t", translations: ["en": .init(body: "hi")]))
+        let send = SendRequest(target: .user("u"), message: .template(id: "t", arguments: []))
+        let due = clock.nowMilliseconds() + 3_600_000
+        store.hold("template")
+        let created = Task { await Self.outcome { () async throws(ProviderError) in try await service.schedule(.instant(due), send: send, id: "s") } }
+        try await eventually("the schedule's template read is held") { store.calls("template") == 1 }
+        let deleted = Task { await Self.outcome { () async throws(ProviderError) in try await service.deleteTemplate("t") } }
+        try await eventually("the deletion waits for its turn") { await service.scheduleLock.waiting.count == 1 || store.calls("deleteTemplate") == 1 }
+        store.release("template")
+        switch (await created.value, await deleted.value) {
+        case (.success, .failure(let refusal)): #expect(refusal.kind == .conflict, "\(refusal)")
+        case (let c, let d): Issue.record("schedule \(c), delete \(d): the deletion did not wait for the schedule")
+        }
+    }
+
     @Test("a restart never sends a scheduled occurrence or an idempotent send twice: what a stopped service left started is marked interrupted, a retry under its key is refused (409), the same key with another request 422")
     func restartDuringSends() async throws {
         let directory = try TemporaryDirectory.make(prefix: "herald-provider")
         let clock = SimulatedAlarmClock(startMilliseconds: Self.at("2027-03-12T12:00:00Z"))
         let stalled = StalledSender()
-        let first = ProviderService(database: try ProviderDatabase(directory: directory), sender: stalled, clock: clock, missedSendWindow: 3_600_000)
+        let first = ProviderService(store: try SQLiteProviderStore(directory: directory), sender: stalled, clock: clock, missedSendWindow: 3_600_000)
         try await first.register(token: "aa01", topic: "com.example.app", language: "en", timeZone: "UTC", userID: "ana", tags: [])
         try await first.startSchedules()
         let (schedule, _) = try await first.schedule(
@@ -112,7 +158,7 @@ struct ProviderScheduleTests {
         // the missed-send window.
         clock.advance(to: Self.at("2027-03-12T13:10:00Z"))
         let sender = RecordingSender(clock: clock)
-        let second = ProviderService(database: try ProviderDatabase(directory: directory), sender: sender, clock: clock, missedSendWindow: 3_600_000)
+        let second = ProviderService(store: try SQLiteProviderStore(directory: directory), sender: sender, clock: clock, missedSendWindow: 3_600_000)
         let caughtUp = try await second.startSchedules()
         await second.settle()
         #expect(caughtUp.late == 0 && caughtUp.missed == 0)
@@ -128,7 +174,7 @@ struct ProviderScheduleTests {
         other.message = .alert(title: nil, subtitle: nil, body: "something else")
         let reused = await #expect(throws: ProviderError.self) { try await second.send(other) }
         #expect(reused?.kind == .keyReused && reused?.message.contains("k-1") == true)
-        let listed = try await second.database.sends(after: nil, scheduleID: nil, limit: 10)
+        let listed = try await second.store.sends(after: nil, scheduleID: nil, limit: 10)
         #expect(listed.map(\.state) == [.interrupted])
         #expect(sender.tokens.isEmpty)
 
@@ -146,7 +192,7 @@ struct ProviderScheduleTests {
         let directory = try TemporaryDirectory.make(prefix: "herald-provider")
         let clock = SimulatedAlarmClock(startMilliseconds: Self.at("2027-03-12T12:00:00Z"))
         let sender = RecordingSender(clock: clock)
-        let first = ProviderService(database: try ProviderDatabase(directory: directory), sender: sender, clock: clock, missedSendWindow: 3_600_000)
+        let first = ProviderService(store: try SQLiteProviderStore(directory: directory), sender: sender, clock: clock, missedSendWindow: 3_600_000)
         try await first.register(token: "aa01", topic: "com.example.app", language: "ja", timeZone: "Asia/Tokyo", userID: nil, tags: [])
         try await first.register(token: "bb02", topic: "com.example.app", language: "en-US", timeZone: "America/New_York", userID: nil, tags: [])
         try await first.startSchedules()
@@ -162,7 +208,7 @@ struct ProviderScheduleTests {
         await first.stopSchedules()
         clock.advance(to: Self.at("2027-03-14T13:30:00Z"))
         #expect(sender.tokens.count == 2)
-        let second = ProviderService(database: try ProviderDatabase(directory: directory), sender: sender, clock: clock, missedSendWindow: 3_600_000)
+        let second = ProviderService(store: try SQLiteProviderStore(directory: directory), sender: sender, clock: clock, missedSendWindow: 3_600_000)
         let caughtUp = try await second.startSchedules()
         await second.settle()
         // New York 13th (14:00Z, 23.5 h ago) and Tokyo 14th (00:00Z, 13.5 h ago) are missed; New York 14th (13:00Z, DST began) is 30 min late: sent.
@@ -200,7 +246,7 @@ struct ProviderScheduleTests {
         let client = APNsClient(
             configuration: .init(host: "localhost", port: gateway.ports.providerPort, tls: ClientTLS(trustRootsPath: gateway.certificates.caCertificatePath)),
             signer: signer, clock: clock)
-        let service = ProviderService(database: try ProviderDatabase(directory: nil), sender: client, clock: clock, defaultLanguage: "en")
+        let service = ProviderService(store: try SQLiteProviderStore(directory: nil), sender: client, clock: clock, defaultLanguage: "en")
         try await service.startSchedules()
         let server = try await ProviderHTTPServer.start(service: service, port: 0, apiToken: ProviderServiceTests.apiToken)
         let base = "http://127.0.0.1:\(server.port)"

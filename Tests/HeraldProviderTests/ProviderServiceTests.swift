@@ -22,8 +22,8 @@ struct ProviderServiceTests {
         return Int64(formatter.date(from: text)!.timeIntervalSince1970 * 1000)
     }
 
-    /// The in-process gateway with a key for com.example.app, a provider service (in-memory
-    /// database, English default) sending through an APNs client, and its REST API on port 0.
+    /// The in-process gateway with a key for com.example.app, a provider service (the in-memory
+    /// store, English default; the other tests here run on SQLite) sending through an APNs client, and its REST API on port 0.
     struct Stack {
         let gateway: TestGateway
         let signer: ProviderTokenSigner
@@ -38,7 +38,7 @@ struct ProviderServiceTests {
             let client = APNsClient(
                 configuration: .init(host: "localhost", port: gateway.ports.providerPort, tls: ClientTLS(trustRootsPath: gateway.certificates.caCertificatePath)),
                 signer: signer, clock: gateway.clock)
-            let service = ProviderService(database: try ProviderDatabase(directory: nil), sender: client, clock: gateway.clock, defaultLanguage: "en")
+            let service = ProviderService(store: InMemoryProviderStore(), sender: client, clock: gateway.clock, defaultLanguage: "en")
             return Stack(gateway: gateway, signer: signer, client: client, service: service,
                          server: try await ProviderHTTPServer.start(service: service, port: 0, apiToken: ProviderServiceTests.apiToken))
         }
@@ -138,7 +138,7 @@ struct ProviderServiceTests {
         await madrid.stop()
         guard case .array(let deliveries)? = report["deliveries"] else { Issue.record("no deliveries"); return }
         let tokens = deliveries.compactMap { d -> String? in if case .object(let o) = d { o["token"]?.stringValue } else { nil } }
-        let madridRegistration = try await service.database.registrations(user: "ana").first { $0.language == "es" }
+        let madridRegistration = try await service.store.registrations(user: "ana").first { $0.language == "es" }
         let removedToken = try #require(madridRegistration?.token)
         #expect(tokens.contains(removedToken))
         gateway.clock.advance(seconds: 5)
@@ -161,7 +161,7 @@ struct ProviderServiceTests {
 
         // The gateway's feedback list: the Paris app is removed too; polling prunes its token
         // (Madrid's, listed as well, was pruned already on its 410).
-        let parisToken = try #require(try await service.database.registrations(user: "ana").first?.token)
+        let parisToken = try #require(try await service.store.registrations(user: "ana").first?.token)
         gateway.clock.advance(seconds: 5)
         _ = try await DeviceConnection.unregister(
             topic: "com.example.app", identity: paris.identity, host: "localhost", port: gateway.ports.devicePort!,
@@ -169,7 +169,7 @@ struct ProviderServiceTests {
         let poll = try await Self.http("POST", base + "/v1/feedback/poll")
         #expect(poll.json?["read"] == .int(2))
         #expect(poll.json?["pruned"] == .array([.string(parisToken)]))
-        #expect(try await service.database.registrations(user: "ana").isEmpty)
+        #expect(try await service.store.registrations(user: "ana").isEmpty)
         // Read and cleared: the next poll finds nothing.
         #expect(try await Self.http("POST", base + "/v1/feedback/poll").json?["read"] == .int(0))
 
@@ -206,7 +206,7 @@ struct ProviderServiceTests {
         let client = APNsClient(
             configuration: .init(host: "localhost", port: gateway.ports.providerPort, tls: ClientTLS(trustRootsPath: gateway.certificates.caCertificatePath)),
             signer: signer, clock: gateway.clock, sleep: { duration in waits.withLock { $0.append(duration) } })
-        let service = ProviderService(database: try ProviderDatabase(directory: nil), sender: client, clock: gateway.clock)
+        let service = ProviderService(store: try SQLiteProviderStore(directory: nil), sender: client, clock: gateway.clock)
         let server = try await ProviderHTTPServer.start(service: service, port: 0, apiToken: Self.apiToken)
         let base = "http://127.0.0.1:\(server.port)"
         let phone = try await Phone.start(gateway, provider: base, language: "en", zone: "Europe/Dublin", user: "ray")
@@ -282,7 +282,7 @@ struct ProviderServiceTests {
 
     @Test("a token registered again after its unregistration stays; the language fallback chain")
     func pruningAndFallback() async throws {
-        let database = try ProviderDatabase(directory: nil)
+        let database = try SQLiteProviderStore(directory: nil)
         try await database.upsert(Registration(token: "aa", topic: "t", language: "en", timeZone: "UTC", registeredAt: 2_000))
         #expect(try await database.prune("aa", unregisteredAt: 1_000) == false)  // registered again after it was unregistered
         #expect(try await database.prune("aa", unregisteredAt: 3_000) == true)
@@ -391,7 +391,7 @@ struct ProviderServiceTests {
         // No gateway behind the client: the report says why each push got no answer.
         let closed = APNsClient(
             configuration: .init(host: "127.0.0.1", port: 1, tls: nil, retry: APNsRetryPolicy(maximumAttempts: 1)), signer: signer, clock: gateway.clock)
-        let offline = ProviderService(database: try ProviderDatabase(directory: nil), sender: closed, clock: gateway.clock)
+        let offline = ProviderService(store: try SQLiteProviderStore(directory: nil), sender: closed, clock: gateway.clock)
         try await offline.register(token: tokens[0], topic: "com.example.app", language: "fr", timeZone: "Europe/Paris", userID: nil, tags: [])
         let (report, _) = try await offline.send(SendRequest(target: .token(tokens[0]), message: .alert(title: nil, subtitle: nil, body: "hi")))
         #expect(report.counts == ["no-answer": 1])
@@ -429,7 +429,7 @@ struct ProviderServiceTests {
     func gracefulShutdownFinishesSends() async throws {
         let stack = try await Stack.start()
         let gated = GatedSender(client: stack.client)
-        let service = ProviderService(database: try ProviderDatabase(directory: nil), sender: gated, clock: stack.gateway.clock)
+        let service = ProviderService(store: try SQLiteProviderStore(directory: nil), sender: gated, clock: stack.gateway.clock)
         let server = try await ProviderHTTPServer.start(service: service, port: 0, apiToken: Self.apiToken)
         let base = "http://127.0.0.1:\(server.port)"
         let device = try await stack.gateway.makeToken(topic: "com.example.app")
@@ -451,7 +451,7 @@ struct ProviderServiceTests {
         let id = try #require(answer.json?["id"]?.stringValue)
         let report = try await service.report(id: id)
         #expect(report.counts == ["accepted": 1])
-        let listed = try await service.database.sends(after: nil, scheduleID: nil, limit: 1)
+        let listed = try await service.store.sends(after: nil, scheduleID: nil, limit: 1)
         #expect(listed.first?.id == id && listed.first?.createdAt == report.createdAt, "\(listed) vs \(report.createdAt)")
         await stack.server.close()
         await stack.client.close()
@@ -508,7 +508,7 @@ struct ProviderServiceTests {
             configuration: .init(host: "localhost", port: stack.gateway.ports.providerPort,
                                  tls: ClientTLS(trustRootsPath: stack.gateway.certificates.caCertificatePath)),
             signer: ProviderTokenSigner(keyID: "UNKNOWN001", teamID: "TEAM000001", privateKey: .init()), clock: stack.gateway.clock)
-        let refused = ProviderService(database: try ProviderDatabase(directory: nil), sender: stranger, clock: stack.gateway.clock)
+        let refused = ProviderService(store: try SQLiteProviderStore(directory: nil), sender: stranger, clock: stack.gateway.clock)
         try await refused.register(token: "00aa", topic: "com.example.app", language: "en", timeZone: "UTC", userID: nil, tags: [])
         let (report, _) = try await refused.send(SendRequest(target: .token("00aa"), message: .alert(title: nil, subtitle: nil, body: "hi")))
         #expect(report.deliveries.first?.reason == "InvalidProviderToken")

@@ -2,8 +2,9 @@ import Foundation
 import GRDB
 import HeraldCore
 
-/// The provider service's store: one SQLite database (GRDB) in its data directory, or in memory.
-public final class ProviderDatabase: Sendable {
+/// The provider service's store on SQLite (GRDB): `provider.sqlite` in its data directory, or an
+/// in-memory SQLite database. Every operation runs through GRDB's async access.
+public final class SQLiteProviderStore: ProviderStore {
     private let writer: any DatabaseWriter
 
     /// Opens (creating if needed) `DIR/provider.sqlite`; `nil` keeps everything in memory.
@@ -83,19 +84,8 @@ public final class ProviderDatabase: Sendable {
         return migrator
     }
 
-    /// The most items one page of a list holds.
-    public static let maximumPage = 1_000
-
     // MARK: registrations
-    //
-    // What the service does for a request (register, unregister, resolve a send's targets, start
-    // and finish a send, prune) goes through GRDB's async access: the service actor suspends while
-    // SQLite works instead of holding its thread. What only its scheduler does at start-up and on
-    // the schedule API stays synchronous, so that its plan and the database change together.
 
-    public func upsert(_ r: Registration) async throws { try await upsert([r]) }
-
-    /// Stores many registrations in one transaction.
     public func upsert(_ registrations: [Registration]) async throws {
         try await writer.write { db in
             // INSERT OR REPLACE: the table has no rowid for GRDB's upsert to return.
@@ -103,12 +93,10 @@ public final class ProviderDatabase: Sendable {
         }
     }
 
-    @discardableResult
     public func deleteRegistration(_ token: String) async throws -> Bool {
         try await writer.write { db in try RegistrationRecord.deleteOne(db, key: token) }
     }
 
-    /// Removes a token the gateway reported unregistered at `at`, unless the app registered it again after that.
     public func prune(_ token: String, unregisteredAt at: Int64) async throws -> Bool {
         try await writer.write { db in
             try RegistrationRecord.filter(RegistrationRecord.Columns.token == token && RegistrationRecord.Columns.registeredAt < at).deleteAll(db) > 0
@@ -123,18 +111,10 @@ public final class ProviderDatabase: Sendable {
         try RegistrationRecord.fetchOne(db.cachedStatement(sql: "SELECT * FROM registrations WHERE token = ?"), arguments: [token])?.model
     }
 
-    /// A token's registration (the REST API's reads).
     public func registration(token: String) async throws -> Registration? {
         try await writer.read { db in try Self.registration(db, token: token) }
     }
 
-    /// A user's registrations, optionally only those in one time zone.
-    public func registrations(user: String, zone: String? = nil) async throws -> [Registration] {
-        try await registrations(for: .user(user), zone: zone) ?? []
-    }
-
-    /// The registrations a send's target names, only those in `zone` when given; `nil` for a
-    /// token that has no registration at all.
     private static func registrations(_ db: Database, for target: SendTarget, zone: String?) throws -> [Registration]? {
         func inZone(_ request: QueryInterfaceRequest<RegistrationRecord>) -> QueryInterfaceRequest<RegistrationRecord> {
             (zone.map { request.filter(RegistrationRecord.Columns.timeZone == $0) } ?? request).order(RegistrationRecord.Columns.token)
@@ -148,25 +128,14 @@ public final class ProviderDatabase: Sendable {
         case .segment(let topic, let tags, let languages):
             let request = topic.map { RegistrationRecord.filter(RegistrationRecord.Columns.topic == $0) } ?? RegistrationRecord.all()
             let wanted = Set(languages.map { $0.lowercased() }), required = Set(tags)
-            return try inZone(request).fetchAll(db).map(\.model).filter { r in
-                let language = r.language.lowercased()
-                let base = language.split(separator: "-").first.map(String.init) ?? language
-                return required.isSubset(of: Set(r.tags)) && (wanted.isEmpty || wanted.contains(language) || wanted.contains(base))
-            }
+            return try inZone(request).fetchAll(db).map(\.model).filter { $0.isInSegment(tags: required, languages: wanted) }
         }
     }
 
-    /// The registrations a send's target names (see ``registrations(for:zone:)-async``).
-    public func registrations(for target: SendTarget, zone: String? = nil) async throws -> [Registration]? {
+    public func registrations(for target: SendTarget, zone: String?) async throws -> [Registration]? {
         try await writer.read { db in try Self.registrations(db, for: target, zone: zone) }
     }
 
-    /// The same, synchronously: what the scheduler counts while it plans.
-    public func registrations(for target: SendTarget, zone: String? = nil) throws -> [Registration]? {
-        try writer.read { db in try Self.registrations(db, for: target, zone: zone) }
-    }
-
-    /// One page of registrations in token order, after the token `after`.
     public func registrations(_ filter: RegistrationFilter, after: String?, limit: Int) async throws -> [Registration] {
         var request = RegistrationRecord.all()
         if let topic = filter.topic { request = request.filter(RegistrationRecord.Columns.topic == topic) }
@@ -180,36 +149,20 @@ public final class ProviderDatabase: Sendable {
                                      arguments: [language, language.count + 1, language + "-"])
         }
         if let after { request = request.filter(RegistrationRecord.Columns.token > after) }
-        let page = request.order(RegistrationRecord.Columns.token).limit(min(max(limit, 1), Self.maximumPage))
+        let page = request.order(RegistrationRecord.Columns.token).limit(ProviderStoreLimits.page(limit))
         return try await writer.read { db in try page.fetchAll(db).map(\.model) }
     }
 
-    /// The topics registrations are for.
-    public func topics() throws -> [String] {
-        try writer.read { db in
+    public func topics() async throws -> [String] {
+        try await writer.read { db in
             try String.fetchAll(db, RegistrationRecord.select(RegistrationRecord.Columns.topic).distinct().order(RegistrationRecord.Columns.topic))
         }
     }
 
-    /// The time zones registrations are in.
-    public func zones() throws -> [String] {
-        try writer.read { db in
+    public func zones() async throws -> [String] {
+        try await writer.read { db in
             try String.fetchAll(db, RegistrationRecord.select(RegistrationRecord.Columns.timeZone).distinct().order(RegistrationRecord.Columns.timeZone))
         }
-    }
-
-    /// How many registrations there are by language, by time zone and by topic (most first).
-    public struct RegistrationCounts: Sendable, Hashable {
-        public var total = 0
-        public var byLanguage: [(String, Int)] = []
-        public var byZone: [(String, Int)] = []
-        public var byTopic: [(String, Int)] = []
-
-        public static func == (a: Self, b: Self) -> Bool {
-            a.total == b.total && a.byLanguage.elementsEqual(b.byLanguage, by: ==) && a.byZone.elementsEqual(b.byZone, by: ==)
-                && a.byTopic.elementsEqual(b.byTopic, by: ==)
-        }
-        public func hash(into hasher: inout Hasher) { hasher.combine(total) }
     }
 
     public func registrationCounts() async throws -> RegistrationCounts {
@@ -233,28 +186,25 @@ public final class ProviderDatabase: Sendable {
 
     // MARK: templates
 
-    public func put(_ template: MessageTemplate) throws {
-        try writer.write { db in try TemplateRecord(id: template.id, body: template).save(db) }
+    public func put(_ template: MessageTemplate) async throws {
+        try await writer.write { db in try TemplateRecord(id: template.id, body: template).save(db) }
     }
 
-    public func template(_ id: String) throws -> MessageTemplate? {
-        try writer.read { db in try TemplateRecord.fetchOne(db, key: id)?.body }
+    public func template(_ id: String) async throws -> MessageTemplate? {
+        try await writer.read { db in try TemplateRecord.fetchOne(db, key: id)?.body }
     }
 
-    /// One page of templates in id order, after the id `after`.
     public func templates(after: String?, limit: Int) async throws -> [MessageTemplate] {
-        let page = TemplateRecord.filter(TemplateRecord.Columns.id > (after ?? "")).order(TemplateRecord.Columns.id).limit(min(max(limit, 1), Self.maximumPage))
+        let page = TemplateRecord.filter(TemplateRecord.Columns.id > (after ?? "")).order(TemplateRecord.Columns.id).limit(ProviderStoreLimits.page(limit))
         return try await writer.read { db in try page.fetchAll(db).map(\.body) }
     }
 
-    @discardableResult
-    public func deleteTemplate(_ id: String) throws -> Bool {
-        try writer.write { db in try TemplateRecord.deleteOne(db, key: id) }
+    public func deleteTemplate(_ id: String) async throws -> Bool {
+        try await writer.write { db in try TemplateRecord.deleteOne(db, key: id) }
     }
 
     // MARK: sends
 
-    /// Stores a finished send's report in one step (a schedule's run).
     public func save(_ report: SendReport, idempotencyKey: String?) async throws {
         let record = SendRecord(
             id: report.id, idempotencyKey: idempotencyKey, createdAt: report.createdAt, report: report, state: .done, requestHash: nil,
@@ -262,8 +212,6 @@ public final class ProviderDatabase: Sendable {
         try await writer.write { db in try record.insert(db) }
     }
 
-    /// Records a send as started before its first push. Returns `false` when another send already
-    /// holds `idempotencyKey` (nothing is written then).
     public func beginSend(id: String, idempotencyKey: String?, fingerprint: String?, createdAt: Int64) async throws -> Bool {
         let record = SendRecord(
             id: id, idempotencyKey: idempotencyKey, createdAt: createdAt, report: SendReport(id: id, createdAt: createdAt, deliveries: [], pruned: []),
@@ -278,7 +226,6 @@ public final class ProviderDatabase: Sendable {
         }
     }
 
-    /// Stores a started send's report and marks it done.
     public func finishSend(_ report: SendReport) async throws {
         // The report column as the record type encodes it, in one cached UPDATE.
         let column = try SendRecord.column(report)
@@ -287,10 +234,8 @@ public final class ProviderDatabase: Sendable {
         }
     }
 
-    /// Marks the sends and schedule runs a stopped service left started as interrupted; returns
-    /// how many of each.
-    public func markInterrupted(at now: Int64) throws -> (sends: Int, runs: Int) {
-        try writer.write { db in
+    public func markInterrupted(at now: Int64) async throws -> (sends: Int, runs: Int) {
+        try await writer.write { db in
             let sends = try SendRecord.filter(SendRecord.Columns.state == SendState.started.rawValue)
                 .updateAll(db, SendRecord.Columns.state.set(to: SendState.interrupted.rawValue))
             let runs = try ScheduleRunRecord.filter(ScheduleRunRecord.Columns.outcome == ScheduleRun.Outcome.started.rawValue).updateAll(
@@ -302,20 +247,17 @@ public final class ProviderDatabase: Sendable {
         }
     }
 
-    /// What a send under an idempotency key was: its state, the fingerprint of its request
-    /// (`nil` for sends stored before fingerprints were kept) and its report.
-    public func sendRecord(idempotencyKey: String) throws -> (state: SendState, fingerprint: String?, report: SendReport)? {
-        try writer.read { db in
+    public func sendRecord(idempotencyKey: String) async throws -> (state: SendState, fingerprint: String?, report: SendReport)? {
+        try await writer.read { db in
             try SendRecord.filter(SendRecord.Columns.idempotencyKey == idempotencyKey).fetchOne(db).map { ($0.state, $0.requestHash, $0.report) }
         }
     }
 
-    /// One page of sends, newest first, after the send `after`; only a schedule's runs when given.
     public func sends(after: String?, scheduleID: String?, limit: Int) async throws -> [SendSummary] {
         var request = SendRecord.all()
         if let scheduleID { request = request.filter(Column("schedule_id") == scheduleID) }
         if let after { request = request.filter(sql: "(created_at, id) < (SELECT created_at, id FROM sends WHERE id = ?)", arguments: [after]) }
-        let page = request.order(Column("created_at").desc, SendRecord.Columns.id.desc).limit(min(max(limit, 1), Self.maximumPage))
+        let page = request.order(Column("created_at").desc, SendRecord.Columns.id.desc).limit(ProviderStoreLimits.page(limit))
         return try await writer.read { db in
             try page.fetchAll(db).map { s in
                 SendSummary(id: s.id, createdAt: s.createdAt, state: s.state, counts: s.report.counts, scheduleID: s.report.scheduleID)
@@ -323,56 +265,43 @@ public final class ProviderDatabase: Sendable {
         }
     }
 
-    /// Whether a send with this id exists (a list's `after` must name one).
     public func sendExists(id: String) async throws -> Bool {
         try await writer.read { db in try SendRecord.exists(db, key: id) }
     }
 
-    public func send(id: String) throws -> SendReport? {
-        try writer.read { db in try SendRecord.fetchOne(db, key: id)?.report }
-    }
-
-    public func send(idempotencyKey: String) throws -> SendReport? {
-        try writer.read { db in try SendRecord.filter(SendRecord.Columns.idempotencyKey == idempotencyKey).fetchOne(db)?.report }
+    public func send(id: String) async throws -> SendReport? {
+        try await writer.read { db in try SendRecord.fetchOne(db, key: id)?.report }
     }
 
     // MARK: schedules
 
-    public func put(_ schedule: Schedule) throws {
-        try writer.write { db in try ScheduleRecord(schedule).save(db) }
+    public func put(_ schedule: Schedule) async throws {
+        try await writer.write { db in try ScheduleRecord(schedule).save(db) }
     }
 
-    public func schedule(_ id: String) throws -> Schedule? {
-        try writer.read { db in try ScheduleRecord.fetchOne(db, key: id)?.body }
+    public func schedule(_ id: String) async throws -> Schedule? {
+        try await writer.read { db in try ScheduleRecord.fetchOne(db, key: id)?.body }
     }
 
-    /// Schedules, oldest first; only those in `state` when given.
-    public func schedules(state: Schedule.State? = nil) throws -> [Schedule] {
-        var request = ScheduleRecord.order(ScheduleRecord.Columns.createdAt, ScheduleRecord.Columns.id)
-        if let state { request = request.filter(ScheduleRecord.Columns.state == state.rawValue) }
-        return try writer.read { db in try request.fetchAll(db).map(\.body) }
+    public func schedules(state: Schedule.State?) async throws -> [Schedule] {
+        let ordered = ScheduleRecord.order(ScheduleRecord.Columns.createdAt, ScheduleRecord.Columns.id)
+        let request = state.map { ordered.filter(ScheduleRecord.Columns.state == $0.rawValue) } ?? ordered
+        return try await writer.read { db in try request.fetchAll(db).map(\.body) }
     }
 
-    public func save(_ run: ScheduleRun) throws {
-        try writer.write { db in try ScheduleRunRecord(run).save(db) }
-    }
-
-    /// The same, while a run sends (the scheduler's start-up records missed runs synchronously).
     public func save(_ run: ScheduleRun) async throws {
         try await writer.write { db in try ScheduleRunRecord(run).save(db) }
     }
 
-    /// A schedule's runs, in due order.
-    public func runs(scheduleID: String) throws -> [ScheduleRun] {
-        try writer.read { db in
+    public func runs(scheduleID: String) async throws -> [ScheduleRun] {
+        try await writer.read { db in
             try ScheduleRunRecord.filter(ScheduleRunRecord.Columns.scheduleID == scheduleID)
                 .order(ScheduleRunRecord.Columns.dueAt, ScheduleRunRecord.Columns.zone).fetchAll(db).map(\.model)
         }
     }
 
-    /// The due instant of each zone's last run of a schedule: where its plan resumes after a restart.
-    public func lastRuns(scheduleID: String) throws -> [String: Int64] {
-        try writer.read { db in
+    public func lastRuns(scheduleID: String) async throws -> [String: Int64] {
+        try await writer.read { db in
             var last: [String: Int64] = [:]
             let request = ScheduleRunRecord.filter(ScheduleRunRecord.Columns.scheduleID == scheduleID)
                 .select(ScheduleRunRecord.Columns.zone, max(ScheduleRunRecord.Columns.dueAt)).group(ScheduleRunRecord.Columns.zone)
