@@ -253,6 +253,18 @@ let package = Package(
             dependencies: ["HeraldCore", "HeraldStore", "HeraldStoreSQLite", "HeraldStorePostgres", "HeraldTesting", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
+            name: "HeraldHTTPTests",
+            dependencies: [
+                "HeraldDashboard", "HeraldHTTP",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
+        ),
+        .testTarget(
+            name: "HeraldDashboardTests",
+            dependencies: ["HeraldCore", "HeraldDashboard"]
+        ),
+        .testTarget(
             name: "HeraldGatewayTests",
             dependencies: [
                 "HeraldCore", "HeraldStore", "HeraldStoreSQLite", "HeraldGateway", "HeraldClient", "HeraldDevice", "HeraldDashboard",

@@ -92,12 +92,4 @@ struct DashboardTests {
         #expect(text.contains(#"h_bucket{le="+Inf"} 4"#))
         #expect(text.contains("h_count 4"))
     }
-
-    @Test("JSON becomes what templates read: nulls absent, times gain a UTC text")
-    func values() {
-        let value = DashboardValue.from(.object(["createdAt": .int(1_795_000_000_000), "x": .null, "n": .int(3)])) as? [String: Any]
-        #expect(value?["x"] == nil)
-        #expect(value?["createdAtText"] as? String == "2026-11-18 11:06:40.000 UTC")
-        #expect(DashboardValue.timeText(milliseconds: -1) == "-1")
-    }
 }
