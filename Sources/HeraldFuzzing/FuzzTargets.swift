@@ -23,7 +23,37 @@ public enum FuzzTargets {
         "broadcast-request": broadcastRequest,
         "announcement-journal": announcementJournal,
         "query-string": queryString,
+        "webpush-request": webPushRequest,
+        "webpush-body": webPushBody,
     ]
+
+    /// A Web Push request's headers (one `name: value` per line) as the push service reads them:
+    /// its delivery options and its VAPID authorization, checked against a fixed origin and key.
+    @Sendable public static func webPushRequest(_ data: [UInt8]) {
+        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        var headers: [(name: String, value: String)] = []
+        for line in lines.prefix(64) {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers.append((line[..<colon].lowercased(), String(line[line.index(after: colon)...])))
+        }
+        _ = try? WebPushOptions(headers: headers, bodyLength: data.count % 5_000)
+        let authorization = headers.first { $0.name == "authorization" }?.value
+        let cryptoKey = headers.first { $0.name == "crypto-key" }?.value
+        if let vapid = try? VAPIDAuthorization(authorization: authorization, cryptoKey: cryptoKey) {
+            _ = try? vapid.verify(audience: "https://localhost:8445", nowSeconds: 1_800_000_000, subscriptionKey: nil)
+        }
+    }
+
+    /// An `aes128gcm` message body, decrypted as a user agent decrypts what it receives.
+    @Sendable public static func webPushBody(_ data: [UInt8]) {
+        _ = try? WebPushEncryption.decrypt(data, with: webPushKeys)
+    }
+
+    /// The RFC 8291 Appendix A receiver (its body is a seed that decrypts).
+    static let webPushKeys = WebPushUserAgentKeys(
+        privateKey: (try? P256.KeyAgreement.PrivateKey(rawRepresentation: Base64URL.decode("q1dXpw3UpT5VOmu_cf_v6ih07Aems3njxI-JWgLcM94") ?? []))
+            ?? P256.KeyAgreement.PrivateKey(),
+        auth: Base64URL.decode("BTBZMqHH6r4Tts7J_aSIgg") ?? [])
 
     /// A request target's path and query, as the admin port, the provider service and the
     /// device port read them (``QueryString``).

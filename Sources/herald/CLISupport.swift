@@ -147,7 +147,9 @@ struct ProviderCredentialOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The push certificate's private key (PEM).", valueName: "PEM"))
     var certKey: String?
 
-    func validate() throws {
+    /// Checked by the commands that use these options (not as a group's `validate`, so that
+    /// `push send --webpush`, which needs none of them, can skip it).
+    func validateCredentials() throws {
         let token = [key, keyID, team].compactMap { $0 }.count
         let certificate = [cert, certKey].compactMap { $0 }.count
         if token > 0 && certificate > 0 { throw ValidationError("authenticate with a key (--key, --key-id, --team) or a certificate (--cert, --cert-key), not both") }

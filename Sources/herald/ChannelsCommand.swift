@@ -28,6 +28,7 @@ struct ChannelsCommand: AsyncParsableCommand {
         var topic: String
 
         func validate() throws {
+            try credentials.validateCredentials()
             guard let components = URLComponents(string: url), components.scheme == "https", components.host != nil else {
                 throw ValidationError("--gateway must look like https://HOST:PORT (the gateway's \"channel_port\"); got '\(url)'")
             }

@@ -8,7 +8,7 @@ struct KeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys", abstract: "Manage provider signing keys.",
         discussion: "Example: herald keys create --data-dir ./herald-data --team TEAM123456 --topic com.example.app --out key.p8",
-        subcommands: [Create.self, KeysCertificateCommand.self, KeysListCommand.self, KeysRevokeCommand.self, KeysJWTCommand.self])
+        subcommands: [Create.self, KeysCertificateCommand.self, KeysListCommand.self, KeysRevokeCommand.self, KeysJWTCommand.self, KeysVAPIDCommand.self])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -146,5 +146,37 @@ struct KeysJWTCommand: ParsableCommand {
 
     func run() throws {
         print(try signingKey.signer().token(issuedAt: SystemWallClock().nowMilliseconds() / 1000))
+    }
+}
+
+/// `herald keys vapid`: an application server key pair for Web Push (RFC 8292).
+struct KeysVAPIDCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "vapid",
+        abstract: "Create a VAPID key pair for Web Push: writes the private key, prints the public key (the applicationServerKey).",
+        discussion: """
+            The private key (PEM PKCS#8, P-256) signs the Authorization of every push the application server sends
+            (vapid t=<JWT>, k=<public key>); the public key, base64url, is what a page passes to
+            pushManager.subscribe({applicationServerKey}) and what `herald push send --webpush` and pywebpush
+            (vapid_private_key=FILE) use. A subscription made with it accepts only pushes signed with it.
+            Example:
+              herald keys vapid --out vapid.pem
+            """)
+
+    @Option(help: ArgumentHelp("Where to write the private key (PEM PKCS#8, mode 0600).", valueName: "FILE.pem"))
+    var out: String
+
+    func validate() throws {
+        if FileManager.default.fileExists(atPath: out) {
+            throw ValidationError("\(out) already exists; choose another --out (a key file is never overwritten)")
+        }
+    }
+
+    func run() throws {
+        let key = P256.Signing.PrivateKey()
+        guard FileManager.default.createFile(atPath: out, contents: Data(key.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600]) else {
+            throw ValidationError("could not write \(out)")
+        }
+        print(VAPIDSigner(privateKey: key, subject: "").publicKeyText)
     }
 }

@@ -60,6 +60,7 @@ struct ProviderCommand: AsyncParsableCommand {
     @OptionGroup var logging: LogFormatOption
 
     func validate() throws {
+        try credentials.validateCredentials()
         guard let url = URLComponents(string: gateway), url.scheme == "https" || url.scheme == "http", url.host != nil else {
             throw ValidationError("--gateway must be https://HOST:PORT (or http:// for a gateway's h2c port), not \"\(gateway)\"")
         }

@@ -57,8 +57,13 @@ struct PushCommand: AsyncParsableCommand {
 
 
 
-        @Option(help: "apns-topic: the bundle id, plus the push type's suffix where it has one.")
-        var topic: String
+        @Option(name: .customLong("topic"), help: "apns-topic: the bundle id, plus the push type's suffix where it has one.")
+        var topicOption: String?
+
+        /// The APNs topic (required for APNs sends; validated).
+        var topic: String { topicOption ?? "" }
+
+        @OptionGroup(title: "Web Push") var webPush: WebPushSendOptions
 
         @Option(name: .customLong("token"), help: "A device token (hex). Repeat for more.")
         var tokens: [String] = []
@@ -163,6 +168,9 @@ struct PushCommand: AsyncParsableCommand {
         var timeout: Double = 30
 
         func validate() throws {
+            if webPush.subscription != nil { return try validateWebPush() }
+            try credentials.validateCredentials()
+            guard topicOption != nil else { throw ValidationError("give the app's topic: --topic com.example.app (or --webpush SUBSCRIPTION.json for a Web Push message)") }
             let activityFlags = contentState != nil || timestamp != nil || staleDate != nil || dismissalDate != nil || relevanceScore != nil
                 || attributesType != nil || attributes != nil || inputPushToken || inputPushChannel != nil
             if activityFlags && event == nil { throw ValidationError("the Live Activity flags (--content-state, --stale-date, …) need --event start|update|end") }
@@ -260,6 +268,7 @@ struct PushCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
+            if webPush.subscription != nil { return try await runWebPush() }
             let components = URLComponents(string: url)!
             let isTLS = components.scheme == "https"
             let signer = try credentials.signer()

@@ -551,13 +551,13 @@ _herald_keys() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    create|certificate|list|revoke|jwt)
+    create|certificate|list|revoke|jwt|vapid)
         # Offer subcommand argument completions
         "_herald_keys_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'create certificate list revoke jwt' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'create certificate list revoke jwt vapid' -- "${cur}"))
         ;;
     esac
 }
@@ -693,6 +693,21 @@ _herald_keys_jwt() {
         return
         ;;
     '--team')
+        return
+        ;;
+    esac
+}
+
+_herald_keys_vapid() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--out)
+    __herald_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--out')
         return
         ;;
     esac
@@ -1066,9 +1081,9 @@ _herald_push() {
 
 _herald_push_send() {
     repeating_flags=()
-    non_repeating_flags=(--content-available --mutable-content --input-push-token --progress --no-progress --version -h --help)
+    non_repeating_flags=(--receipt --content-available --mutable-content --input-push-token --progress --no-progress --version -h --help)
     repeating_options=(--token --data)
-    non_repeating_options=(--gateway --ca --key --key-id --team --cert --cert-key --topic --tokens --alert --title --subtitle --badge --sound --category --thread-id --payload --event --content-state --timestamp --stale-date --dismissal-date --relevance-score --attributes-type --attributes --input-push-channel --channel --priority --expiration --collapse-id --push-type --apns-id --concurrency --connections --attempts --timeout)
+    non_repeating_options=(--gateway --ca --key --key-id --team --cert --cert-key --topic --webpush --vapid-key --vapid-subject --ttl --urgency --webpush-topic --navigate --tokens --alert --title --subtitle --badge --sound --category --thread-id --payload --event --content-state --timestamp --stale-date --dismissal-date --relevance-score --attributes-type --attributes --input-push-channel --channel --priority --expiration --collapse-id --push-type --apns-id --concurrency --connections --attempts --timeout)
     __herald_offer_flags_options 0
 
     # Offer option value completions
@@ -1095,6 +1110,27 @@ _herald_push_send() {
         return
         ;;
     '--topic')
+        return
+        ;;
+    '--webpush')
+        return
+        ;;
+    '--vapid-key')
+        return
+        ;;
+    '--vapid-subject')
+        return
+        ;;
+    '--ttl')
+        return
+        ;;
+    '--urgency')
+        return
+        ;;
+    '--webpush-topic')
+        return
+        ;;
+    '--navigate')
         return
         ;;
     '--token')

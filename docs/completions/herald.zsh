@@ -308,12 +308,13 @@ _herald_keys() {
             'list:List teams with their topics and provider keys (revoked ones marked).'
             'revoke:Revoke a provider key (tokens it signed are refused: 403 InvalidProviderToken) or a push certificate (403 BadCertificate).'
             'jwt:Print a provider token (ES256 JWT) signed with a key, for curl and other clients that do not sign their own.'
+            'vapid:Create a VAPID key pair for Web Push: writes the private key, prints the public key (the applicationServerKey).'
         )
         _describe -V subcommand subcommands && ret=0
         ;;
     arg)
         case "${words[1]}" in
-        create|certificate|list|revoke|jwt)
+        create|certificate|list|revoke|jwt|vapid)
             "_herald_keys_${words[1]}" && ret=0
             ;;
         esac
@@ -397,6 +398,18 @@ _herald_keys_jwt() {
         '--key[The provider'\''s private key (PEM PKCS#8), as herald keys create wrote it.]:FILE.p8:'
         '--key-id[The key'\''s 10-character id (what herald keys create printed).]:key-id:'
         '--team[The 10-character team id the key belongs to.]:team:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_keys_vapid() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--out[Where to write the private key (PEM PKCS#8, mode 0600).]:FILE.pem:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )
@@ -733,6 +746,14 @@ _herald_push_send() {
         '--cert[A push certificate (PEM), as herald keys certificate wrote it\: certificate authentication instead of a key, with --cert-key.]:PEM:'
         '--cert-key[The push certificate'\''s private key (PEM).]:PEM:'
         '--topic[apns-topic\: the bundle id, plus the push type'\''s suffix where it has one.]:topic:'
+        '--webpush[Send a Web Push message instead\: the subscription as PushSubscription.toJSON() gives it ({"endpoint","keys"\:{"p256dh","auth"}}); - reads standard input.]:SUBSCRIPTION.json:'
+        '--vapid-key[Web Push\: the application server'\''s VAPID private key (PEM), as herald keys vapid wrote it.]:FILE.pem:'
+        '--vapid-subject[Web Push\: the VAPID sub claim, a contact for the push service'\''s operator.]:mailto\:…|https\://…:'
+        '--ttl[Web Push\: TTL, the seconds the push service may keep the message for an offline user agent (0\: now or never).]:SECONDS:'
+        '--urgency[Web Push\: Urgency, very-low, low, normal or high.]:urgency:'
+        '--webpush-topic[Web Push\: Topic; a newer message with the same topic replaces an undelivered one (1–32 base64url characters).]:TOPIC:'
+        '--navigate[Web Push\: the page the notification opens (a Declarative Web Push message'\''s navigate).]:URL:'
+        '--receipt[Web Push\: ask for a push receipt (Prefer\: respond-async).]'
         '*--token[A device token (hex). Repeat for more.]:token:'
         '--tokens[A file of device tokens, one per line; - reads standard input.]:FILE:'
         '--alert[The alert body.]:alert:'

@@ -44,15 +44,15 @@ public struct ProviderTokenClaims: Hashable, Sendable {
 
 /// An ES256 provider token (JWT), parsed but not yet verified.
 ///
-/// Parsing is lenient where real clients differ and strict everywhere else:
+/// Parsing is lenient where real clients differ and strict everywhere else (``ES256JWT`` reads
+/// the token itself):
 /// - `iat` may be an integer, a float or a numeric string;
 /// - extra header fields (`typ`) and claims (`kid`, …) are ignored;
 /// - the signature may be the 64-byte R‖S form or DER (what `openssl dgst -sign` writes);
 /// - `alg` must be `ES256`; `kid` and `iss` must be strings.
 public struct ProviderToken: Sendable {
     public let claims: ProviderTokenClaims
-    let signingInput: [UInt8]
-    let signature: P256.Signing.ECDSASignature
+    let jwt: ES256JWT
 
     /// Why a token could not be parsed or verified; every case answers `InvalidProviderToken`.
     public enum Failure: Error, Hashable, Sendable {
@@ -63,68 +63,29 @@ public struct ProviderToken: Sendable {
 
     /// Parses the text after `bearer `.
     public init(parsing text: some StringProtocol) throws(Failure) {
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3 else { throw .malformed("a JWT has three dot-separated parts") }
-        guard let headerBytes = Base64URL.decode(Substring(parts[0])),
-              let claimBytes = Base64URL.decode(Substring(parts[1])),
-              let signatureBytes = Base64URL.decode(Substring(parts[2]))
-        else { throw .malformed("a part is not base64url") }
-        let header: [String: JSONValue], claims: [String: JSONValue]
-        do { header = try JSONReader.parseObject(headerBytes, limits: Self.partLimits) } catch {
-            throw .malformed("the header is not a JSON object (\(error))")
+        do { jwt = try ES256JWT(parsing: text) } catch {
+            switch error {
+            case .malformed(let why): throw .malformed(why)
+            case .unsupportedAlgorithm(let alg): throw .unsupportedAlgorithm(alg)
+            }
         }
-        guard let alg = header["alg"]?.stringValue, let kid = header["kid"]?.stringValue else {
+        guard let kid = jwt.header["kid"]?.stringValue else {
             throw .malformed("the header is not a JSON object with string fields alg and kid")
         }
-        guard alg == "ES256" else { throw .unsupportedAlgorithm(String(alg.prefix(32))) }
         guard !kid.isEmpty else { throw .malformed("empty kid") }
         guard kid.utf8.count <= Self.maximumKeyIDBytes else { throw .malformed("kid longer than \(Self.maximumKeyIDBytes) bytes") }
-        do { claims = try JSONReader.parseObject(claimBytes, limits: Self.partLimits) } catch {
-            throw .malformed("the claims are not a JSON object (\(error))")
-        }
-        guard let iss = claims["iss"]?.stringValue, let iat = claims["iat"].flatMap(Self.seconds) else {
+        guard let iss = jwt.claims["iss"]?.stringValue, let iat = jwt.claims["iat"].flatMap(ES256JWT.seconds) else {
             throw .malformed("the claims are not a JSON object with a string iss and a numeric iat")
         }
         guard !iss.isEmpty else { throw .malformed("empty iss") }
-
-        let signature: P256.Signing.ECDSASignature
-        if signatureBytes.count == 64, let raw = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes) {
-            signature = raw
-        } else if let der = try? P256.Signing.ECDSASignature(derRepresentation: signatureBytes) {
-            signature = der
-        } else {
-            throw .malformed("the signature is neither raw R||S nor DER")
-        }
         self.claims = ProviderTokenClaims(keyID: kid, teamID: iss, issuedAt: iat)
-        self.signingInput = Array("\(parts[0]).\(parts[1])".utf8)
-        self.signature = signature
     }
 
     /// Whether `key` signed this token.
-    public func isSigned(by key: P256.Signing.PublicKey) -> Bool {
-        key.isValidSignature(signature, for: SHA256.hash(data: signingInput))
-    }
+    public func isSigned(by key: P256.Signing.PublicKey) -> Bool { jwt.isSigned(by: key) }
 
-    /// A JWT's header or claims may not exceed 4 KiB or nest.
-    static let partLimits = JSONLimits(maximumBytes: 4_096, maximumDepth: 2)
     /// Apple's key ids are 10 characters; anything past 64 bytes is not one.
     public static let maximumKeyIDBytes = 64
-
-    /// `iat` as an integer, a float or a numeric string (within ±10¹⁵ s); booleans and anything
-    /// else are refused.
-    static func seconds(_ value: JSONValue) -> Int64? {
-        let number: Double
-        switch value {
-        case .int(let i): return (-999_999_999_999_999...999_999_999_999_999).contains(i) ? i : nil
-        case .double(let d): number = d
-        case .string(let s):
-            guard s.utf8.count <= 64, let d = Double(s.trimmingCharacters(in: .whitespaces)) else { return nil }
-            number = d
-        default: return nil
-        }
-        guard number.isFinite, abs(number) < 1e15 else { return nil }
-        return Int64(number.rounded(.down))
-    }
 }
 
 /// Signs provider tokens with a `.p8` key.
@@ -146,10 +107,6 @@ public struct ProviderTokenSigner: Sendable {
 
     /// A signed token `header.claims.signature` with `iat` = `issuedAt` (seconds since 1970).
     public func token(issuedAt: Int64) throws -> String {
-        let header = Base64URL.encode(Array(#"{"alg":"ES256","kid":"\#(keyID)"}"#.utf8))
-        let claims = Base64URL.encode(Array(#"{"iss":"\#(teamID)","iat":\#(issuedAt)}"#.utf8))
-        let input = "\(header).\(claims)"
-        let signature = try privateKey.signature(for: SHA256.hash(data: Array(input.utf8)))
-        return "\(input).\(Base64URL.encode(signature.rawRepresentation))"
+        try ES256JWT.sign(header: #"{"alg":"ES256","kid":"\#(keyID)"}"#, claims: #"{"iss":"\#(teamID)","iat":\#(issuedAt)}"#, with: privateKey)
     }
 }

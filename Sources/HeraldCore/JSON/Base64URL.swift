@@ -1,8 +1,8 @@
 import Foundation
 
 /// base64url without padding, as JWTs use it.
-enum Base64URL {
-    static func encode(_ bytes: some Sequence<UInt8>) -> String {
+public enum Base64URL {
+    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
         Data(bytes).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-")
             .replacingOccurrences(of: "/", with: "_")
@@ -10,7 +10,7 @@ enum Base64URL {
     }
 
     /// Decodes base64url; tolerates padding. `nil` on any other character.
-    static func decode(_ text: Substring) -> [UInt8]? {
+    public static func decode(_ text: Substring) -> [UInt8]? {
         var s = String(text).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while s.hasSuffix("=") { s.removeLast() }
         let remainder = s.utf8.count % 4
