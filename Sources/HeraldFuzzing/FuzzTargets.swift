@@ -25,7 +25,14 @@ public enum FuzzTargets {
         "query-string": queryString,
         "webpush-request": webPushRequest,
         "webpush-body": webPushBody,
+        "browser-push-frames": browserPushFrames,
     ]
+
+    /// A message from a browser on the Web Push port's WebSocket (Mozilla's browser push protocol).
+    @Sendable public static func browserPushFrames(_ data: [UInt8]) {
+        guard let message = try? BrowserPushProtocol.read(data) else { return }
+        if case .hello(let uaid?, _, _) = message { _ = BrowserPushProtocol.isUAID(uaid) }
+    }
 
     /// A Web Push request's headers (one `name: value` per line) as the push service reads them:
     /// its delivery options and its VAPID authorization, checked against a fixed origin and key.

@@ -144,3 +144,64 @@ struct WebPushTests {
         #expect(throws: WebPushOptions.Refusal.self) { try read([("ttl", "1"), ("content-encoding", "aes128gcm")], body: 50) }
     }
 }
+
+/// Mozilla's browser push protocol, as Firefox's PushServiceWebSocket sends it.
+@Suite("Browser push protocol: what Firefox sends, what a push service answers")
+struct BrowserPushProtocolTests {
+    static func read(_ text: String) throws(BrowserPushProtocol.Invalid) -> BrowserPushProtocol.ClientMessage {
+        try BrowserPushProtocol.read(Array(text.utf8))
+    }
+
+    @Test("Firefox's messages: hello with and without a uaid, register with a padded key, unregister, ack, nack, pings, other types")
+    func firefoxMessages() throws {
+        let key = WebPushTests.Vector.receiverPublic + "="  // Firefox pads the key
+        #expect(try Self.read(#"{"messageType":"hello","broadcasts":{},"use_webpush":true}"#) == .hello(uaid: nil, channelIDs: [], useWebPush: true))
+        #expect(try Self.read(#"{"messageType":"hello","uaid":"0123456789abcdef0123456789abcdef","channelIDs":["0EF2AD4A-6C49-41AD-AF6E-95D2425276BF","nope"],"use_webpush":true}"#)
+            == .hello(uaid: "0123456789abcdef0123456789abcdef", channelIDs: ["0ef2ad4a-6c49-41ad-af6e-95d2425276bf"], useWebPush: true))
+        #expect(try Self.read(#"{"messageType":"hello"}"#) == .hello(uaid: nil, channelIDs: [], useWebPush: false))
+        let register = try Self.read(#"{"channelID":"0ef2ad4a-6c49-41ad-af6e-95d2425276bf","messageType":"register","key":"\#(key)"}"#)
+        #expect(register == .register(channelID: "0ef2ad4a-6c49-41ad-af6e-95d2425276bf", key: WebPushTests.Vector.bytes(WebPushTests.Vector.receiverPublic)))
+        #expect(try Self.read(#"{"messageType":"register","channelID":"0ef2ad4a-6c49-41ad-af6e-95d2425276bf"}"#) == .register(channelID: "0ef2ad4a-6c49-41ad-af6e-95d2425276bf", key: nil))
+        #expect(try Self.read(#"{"channelID":"0ef2ad4a-6c49-41ad-af6e-95d2425276bf","messageType":"unregister","code":200}"#) == .unregister(channelID: "0ef2ad4a-6c49-41ad-af6e-95d2425276bf", code: 200))
+        #expect(try Self.read(#"{"messageType":"ack","updates":[{"channelID":"0ef2ad4a-6c49-41ad-af6e-95d2425276bf","version":"v1","code":100}]}"#)
+            == .ack([.init(channelID: "0ef2ad4a-6c49-41ad-af6e-95d2425276bf", version: "v1", code: 100)]))
+        #expect(try Self.read(#"{"messageType":"nack","version":"v1","code":301}"#) == .nack(version: "v1", code: 301))
+        #expect(try Self.read("{}") == .ping)
+        #expect(try Self.read(#"{"messageType":"ping"}"#) == .ping)
+        #expect(try Self.read(#"{"messageType":"broadcast_subscribe","broadcasts":{"remote-settings/monitor_changes":"v1"}}"#) == .other("broadcast_subscribe"))
+    }
+
+    @Test("hostile messages are refused with why, never trap: not JSON, wrong types, bad ids and keys, too many, too large")
+    func hostile() {
+        let refused = [
+            "", "[]", "not json", #"{"messageType":5}"#, #"{"messageType":"hello","uaid":7}"#,
+            #"{"messageType":"register"}"#, #"{"messageType":"register","channelID":"0ef2ad4a6c4941adaf6e95d2425276bf"}"#,
+            #"{"messageType":"register","channelID":"0ef2ad4a-6c49-41ad-af6e-95d2425276bf","key":"AAAA"}"#,
+            #"{"messageType":"unregister","channelID":"x"}"#, #"{"messageType":"ack","updates":{}}"#,
+            #"{"messageType":"ack","updates":[{"channelID":"0ef2ad4a-6c49-41ad-af6e-95d2425276bf"}]}"#, #"{"messageType":"nack"}"#,
+            #"{"messageType":"hello","channelIDs":[\#(Array(repeating: "\"x\"", count: 1_001).joined(separator: ","))]}"#,
+            #"{"messageType":"ping","pad":""# + String(repeating: "x", count: 70_000) + #""}"#,
+        ]
+        for text in refused {
+            #expect(throws: BrowserPushProtocol.Invalid.self, "\(text.prefix(60))") { try Self.read(text) }
+        }
+        #expect(BrowserPushProtocol.isUAID("0123456789abcdef0123456789abcdef") && !BrowserPushProtocol.isUAID("0123456789ABCDEF0123456789ABCDEF"))
+    }
+
+    @Test("replies as Firefox reads them: hello with the uaid, register with the endpoint, notifications with data and the headers to decrypt")
+    func replies() throws {
+        func object(_ bytes: [UInt8]) throws -> [String: JSONValue] { try JSONReader.parseObject(bytes) }
+        #expect(try object(BrowserPushProtocol.helloReply(uaid: "u1", useWebPush: true))
+            == ["messageType": .string("hello"), "uaid": .string("u1"), "status": .int(200), "use_webpush": .bool(true), "broadcasts": .object([:])])
+        #expect(try object(BrowserPushProtocol.registerReply(channelID: "c", status: 200, pushEndpoint: "https://h:1/wpush/x"))
+            == ["messageType": .string("register"), "channelID": .string("c"), "status": .int(200), "pushEndpoint": .string("https://h:1/wpush/x")])
+        let body: [UInt8] = [0xfb, 0xff, 0x01]
+        let note = try object(BrowserPushProtocol.notification(channelID: "c", version: "v", data: body, encoding: .aes128gcm, legacy: nil))
+        #expect(note["data"] == .string("-_8B") && note["headers"] == .object(["encoding": .string("aes128gcm")]))
+        let legacy = try object(BrowserPushProtocol.notification(channelID: "c", version: "v", data: body, encoding: .aesgcm,
+                                                                 legacy: .init(encryption: "salt=s", cryptoKey: "dh=k")))
+        #expect(legacy["headers"] == .object(["encoding": .string("aesgcm"), "encryption": .string("salt=s"), "crypto_key": .string("dh=k")]))
+        #expect(try object(BrowserPushProtocol.notification(channelID: "c", version: "v", data: nil, encoding: nil, legacy: nil))
+            == ["messageType": .string("notification"), "channelID": .string("c"), "version": .string("v")])
+    }
+}
