@@ -171,6 +171,20 @@ struct BrowserPushProtocolTests {
         #expect(try Self.read(#"{"messageType":"broadcast_subscribe","broadcasts":{"remote-settings/monitor_changes":"v1"}}"#) == .other("broadcast_subscribe"))
     }
 
+    /// What Firefox 153 ESR (Debian's firefox-esr, headless) sent a push server on its first
+    /// connection and its first subscribe, recorded with scripts/firefox-push-frames.py.
+    static let recordedFirefoxFrames = [
+        #"{"messageType":"hello","broadcasts":{},"use_webpush":true}"#,
+        #"{"channelID":"7b2433c1-a417-4b9f-82d3-df1c6268957c","messageType":"register","key":"BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4="}"#,
+    ]
+
+    @Test("frames recorded from a real Firefox read as the handshake and a subscription with its key")
+    func recordedFirefox() throws {
+        #expect(try Self.read(Self.recordedFirefoxFrames[0]) == .hello(uaid: nil, channelIDs: [], useWebPush: true))
+        #expect(try Self.read(Self.recordedFirefoxFrames[1])
+            == .register(channelID: "7b2433c1-a417-4b9f-82d3-df1c6268957c", key: WebPushTests.Vector.bytes(WebPushTests.Vector.receiverPublic)))
+    }
+
     @Test("hostile messages are refused with why, never trap: not JSON, wrong types, bad ids and keys, too many, too large")
     func hostile() {
         let refused = [
