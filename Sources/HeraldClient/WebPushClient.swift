@@ -48,6 +48,8 @@ public struct WebPushResult: Sendable, Hashable {
     public var retryAfter: Int?
     /// The service's explanation of a refusal (its body, at most 1 KiB).
     public var reason: String
+    /// How many requests it took (429, 5xx and transport failures are retried).
+    public var attempts = 1
 
     public var isAccepted: Bool { (200...299).contains(status) }
     /// The subscription no longer exists: delete it (Mastodon also deletes on other 4xx but 408 and 429).
@@ -64,25 +66,57 @@ public final class WebPushClient: Sendable {
     }
 
     public let vapid: VAPIDSigner
+    /// The same backoff as ``APNsClient``'s: exponential with jitter; a `Retry-After` is honoured
+    /// up to `maximumDelay`.
+    public let retry: APNsRetryPolicy
     private let http: HTTPClient
     private let clock: WallClock
 
     /// - Parameters:
     ///   - trustRootsPath: a PEM file of roots to trust instead of the system's (a Herald
     ///     gateway's `DIR/tls/ca.pem`).
-    public init(vapid: VAPIDSigner, trustRootsPath: String? = nil, clock: WallClock = SystemWallClock()) throws {
+    public init(
+        vapid: VAPIDSigner, trustRootsPath: String? = nil,
+        retry: APNsRetryPolicy = APNsRetryPolicy(maximumAttempts: 3, initialDelay: .milliseconds(500), maximumDelay: .seconds(30)),
+        clock: WallClock = SystemWallClock()
+    ) throws {
         var tls = TLSConfiguration.makeClientConfiguration()
         if let trustRootsPath { tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(trustRootsPath)) }
         var configuration = HTTPClient.Configuration(tlsConfiguration: tls, redirectConfiguration: .disallow)
         configuration.timeout = .init(connect: .seconds(10), read: .seconds(30))
         self.http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         self.vapid = vapid
+        self.retry = retry
         self.clock = clock
     }
 
     /// Sends one message. `payload` `nil` sends a push without a body (a valid message: the user
     /// agent learns only that something happened).
     public func send(
+        _ payload: [UInt8]?, to subscription: WebPushSubscription, keys: WebPushSubscriptionKeys, options: WebPushOptions
+    ) async throws -> WebPushResult {
+        var attempt = 1
+        while true {
+            let result: WebPushResult
+            do { result = try await sendOnce(payload, to: subscription, keys: keys, options: options) } catch {
+                guard attempt < retry.maximumAttempts, !(error is Failure) else { throw error }
+                try await Task.sleep(for: retry.delay(afterAttempt: attempt))
+                attempt += 1
+                continue
+            }
+            guard attempt < retry.maximumAttempts, result.status == 429 || (500...599).contains(result.status) else {
+                var final = result
+                final.attempts = attempt
+                return final
+            }
+            let delay = result.retryAfter.map { min(Duration.seconds(max(0, $0)), retry.maximumDelay) } ?? retry.delay(afterAttempt: attempt)
+            try await Task.sleep(for: delay)
+            attempt += 1
+        }
+    }
+
+    /// One request (each attempt encrypts afresh: a new salt and sender key).
+    private func sendOnce(
         _ payload: [UInt8]?, to subscription: WebPushSubscription, keys: WebPushSubscriptionKeys, options: WebPushOptions
     ) async throws -> WebPushResult {
         guard let audience = VAPIDSigner.origin(of: subscription.endpoint) else { throw Failure("the endpoint \(subscription.endpoint) is not a URL") }
