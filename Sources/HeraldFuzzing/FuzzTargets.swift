@@ -26,7 +26,14 @@ public enum FuzzTargets {
         "webpush-request": webPushRequest,
         "webpush-body": webPushBody,
         "browser-push-frames": browserPushFrames,
+        "declarative-push": declarativePush,
     ]
+
+    /// A decrypted Web Push message, read as a Declarative Web Push message and shown as a device would.
+    @Sendable public static func declarativePush(_ data: [UInt8]) {
+        guard let message = try? DeclarativeWebPushMessage(plaintext: data) else { return }
+        _ = NotificationContent.declarative(message).json
+    }
 
     /// A message from a browser on the Web Push port's WebSocket (Mozilla's browser push protocol).
     @Sendable public static func browserPushFrames(_ data: [UInt8]) {

@@ -46,25 +46,32 @@ extension PushCommand.Send {
         guard webPush.vapidSubject.hasPrefix("mailto:") || webPush.vapidSubject.hasPrefix("https:") else {
             throw ValidationError("--vapid-subject must be a mailto: or https: contact; got '\(webPush.vapidSubject)'")
         }
-        let apnsOnly = topicOption != nil || badge != nil || sound != nil || category != nil || threadID != nil || contentAvailable
+        let apnsOnly = topicOption != nil || sound != nil || category != nil || threadID != nil || contentAvailable
             || mutableContent || !data.isEmpty || event != nil || channel != nil || !tokens.isEmpty || tokensFile != nil || gatewayURL != nil
             || legacyURL != nil || pushType != nil || priority != nil || expiration != nil || collapseID != nil || apnsID != nil
         if apnsOnly { throw ValidationError("--webpush sends to the subscription's endpoint: APNs flags (--gateway, --topic, --token, --badge, …) do not apply") }
-        if payload != nil && (alert != nil || title != nil || subtitle != nil) { throw ValidationError("give either --payload FILE or --alert/--title, not both") }
+        if payload != nil && (alert != nil || title != nil || badge != nil) { throw ValidationError("give either --payload FILE or --title/--alert/--badge, not both") }
+        if subtitle != nil { throw ValidationError("--subtitle is not part of a Declarative Web Push message") }
+        if (alert != nil || title != nil) && webPush.navigate == nil {
+            throw ValidationError("a Declarative Web Push message (--title, --alert) needs --navigate URL, the page a tap opens")
+        }
+        if let navigate = webPush.navigate {
+            // The reader's rules, by a round trip through it.
+            let probe = try? DeclarativeWebPushMessage(title: "", navigate: navigate).encoded()
+            guard let probe, (try? DeclarativeWebPushMessage(plaintext: probe)) != nil else {
+                throw ValidationError("--navigate must be an absolute http(s) URL; got '\(navigate)'")
+            }
+        }
     }
 
-    /// The message: the file as it is, or a Declarative Web Push message built from --title and
-    /// --alert (shown by the user agent itself), or none (a push without a body).
+    /// The message: the file as it is, or a Declarative Web Push message built from --title,
+    /// --alert and --navigate (shown by the user agent itself), or none (a push without a body).
     func webPushPayload() throws -> [UInt8]? {
         if let payload { return Array(try readText(payload, what: "--payload").utf8) }
-        guard alert != nil || title != nil else { return nil }
-        var notification: [String: JSONValue] = ["title": .string(title ?? alert ?? "")]
-        if let alert, title != nil { notification["body"] = .string(alert) }
-        if let subtitle { notification["subtitle"] = .string(subtitle) }
-        if let navigate = webPush.navigate { notification["navigate"] = .string(navigate) }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return Array(try encoder.encode(JSONValue.object(["web_push": .int(8030), "notification": .object(notification)])))
+        guard alert != nil || title != nil, let navigate = webPush.navigate else { return nil }
+        return try DeclarativeWebPushMessage(
+            title: title ?? alert ?? "", navigate: navigate, body: title == nil ? nil : alert, appBadge: badge.map(Int64.init)
+        ).encoded()
     }
 
     func runWebPush() async throws {

@@ -136,7 +136,7 @@ def verify_vapid(headers, now):
 # A Declarative Web Push message built from --title and --alert, with every option.
 before = int(time.time())
 sent = herald("push", "send", "--webpush", subscription("/wpush/one"), "--vapid-key", vapid_file, "--vapid-subject", "mailto:ops@example.com",
-              "--title", "Herald", "--alert", "Hello from Herald", "--navigate", "https://example.com/inbox", "--ttl", "60", "--urgency", "high",
+              "--title", "Herald", "--alert", "Hello from Herald", "--navigate", "https://example.com/inbox", "--badge", "2", "--ttl", "60", "--urgency", "high",
               "--webpush-topic", "inbox_1")
 check("push send --webpush answers with the message's Location", sent.returncode == 0 and sent.stdout.strip() == f"{origin}/m/1", sent.stdout + sent.stderr)
 path, headers, body = received[-1]
@@ -150,8 +150,8 @@ try:
     message = json.loads(plaintext)
 except Exception as e:  # noqa: BLE001
     message = repr(e)
-check("http_ece decrypts the body to the Declarative Web Push message", message == {
-    "web_push": 8030, "notification": {"title": "Herald", "body": "Hello from Herald", "navigate": "https://example.com/inbox"}}, message)
+check("http_ece decrypts the body to the Declarative Web Push message (with --badge as app_badge)", message == {
+    "web_push": 8030, "notification": {"title": "Herald", "body": "Hello from Herald", "navigate": "https://example.com/inbox", "app_badge": 2}}, message)
 check("the body is at most 4096 bytes", len(body) <= 4096, len(body))
 
 # A payload file, sent as it is; and a push without a body.
@@ -168,21 +168,21 @@ check("no payload: a push without a body (no Content-Encoding), subscription fro
 
 # Refusals: the service's status and reason, exit 1; bad input refused before sending.
 count = len(received)
-gone = herald("push", "send", "--webpush", subscription("/wpush/gone"), "--vapid-key", vapid_file, "--alert", "x")
+gone = herald("push", "send", "--webpush", subscription("/wpush/gone"), "--vapid-key", vapid_file)
 check("410 from the service: printed with its reason, exit 1, not retried",
       gone.returncode == 1 and gone.stdout.strip() == "410 unsubscribed" and len(received) == count + 1, (gone.stdout, gone.stderr, len(received) - count))
 count = len(received)
-busy = herald("push", "send", "--webpush", subscription("/wpush/busy"), "--vapid-key", vapid_file, "--alert", "again")
+busy = herald("push", "send", "--webpush", subscription("/wpush/busy"), "--vapid-key", vapid_file, "--alert", "again", "--navigate", "https://example.com/")
 check("429 with Retry-After is retried, then accepted", busy.returncode == 0 and len(received) == count + 2, (busy.stdout, busy.stderr, len(received) - count))
 count = len(received)
-broken = herald("push", "send", "--webpush", subscription("/wpush/broken"), "--vapid-key", vapid_file, "--alert", "x")
+broken = herald("push", "send", "--webpush", subscription("/wpush/broken"), "--vapid-key", vapid_file)
 check("503 is retried three times in all, then reported", broken.returncode == 1 and broken.stdout.startswith("503 down") and len(received) == count + 3,
       (broken.stdout, len(received) - count))
 count = len(received)
 bad = os.path.join(work, "bad.json")
 with open(bad, "w") as f:
     json.dump({"endpoint": origin + "/x", "keys": {"p256dh": "AAAA", "auth": b64e(auth)}}, f)
-refused = herald("push", "send", "--webpush", bad, "--vapid-key", vapid_file, "--alert", "x")
+refused = herald("push", "send", "--webpush", bad, "--vapid-key", vapid_file)
 check("a subscription whose p256dh is not a P-256 key is refused before sending", refused.returncode != 0 and "p256dh" in refused.stderr, refused.stderr)
 big = os.path.join(work, "big.bin")
 with open(big, "w") as f:
@@ -191,8 +191,12 @@ refused = herald("push", "send", "--webpush", subscription("/wpush/four"), "--va
 check("3,994 bytes of plaintext is refused (3,993 is the most one message carries)", refused.returncode != 0 and "3993" in refused.stderr, refused.stderr)
 mixed = herald("push", "send", "--webpush", subscription("/wpush/five"), "--vapid-key", vapid_file, "--token", "ab" * 32, "--alert", "x")
 check("APNs flags with --webpush are refused", mixed.returncode != 0 and "do not apply" in mixed.stderr, mixed.stderr)
-nokey = herald("push", "send", "--webpush", subscription("/wpush/six"), "--alert", "x")
+nokey = herald("push", "send", "--webpush", subscription("/wpush/six"))
 check("--webpush without --vapid-key is refused", nokey.returncode != 0 and "--vapid-key" in nokey.stderr, nokey.stderr)
+nonav = herald("push", "send", "--webpush", subscription("/wpush/seven"), "--vapid-key", vapid_file, "--alert", "x")
+check("a Declarative message without --navigate is refused", nonav.returncode != 0 and "--navigate" in nonav.stderr, nonav.stderr)
+badnav = herald("push", "send", "--webpush", subscription("/wpush/eight"), "--vapid-key", vapid_file, "--alert", "x", "--navigate", "javascript:alert(1)")
+check("--navigate that is not an absolute http(s) URL is refused", badnav.returncode != 0 and "absolute" in badnav.stderr, badnav.stderr)
 check("nothing was sent for the refused ones", len(received) == count, len(received) - count)
 
 server.shutdown()

@@ -84,6 +84,20 @@ public struct NotificationContent: Sendable, Hashable {
         return content
     }
 
+    /// A Declarative Web Push message, as a user agent shows it without the app's code: its
+    /// title and body, the default sound unless it is silent, its badge (in the badge range, else
+    /// left as it is), its tag as the thread, and what a tap needs (`navigate`, `data`, `lang`) in
+    /// `userInfo`.
+    public static func declarative(_ message: DeclarativeWebPushMessage) -> NotificationContent {
+        var content = NotificationContent(title: message.title, body: message.body, sound: message.silent ? nil : "default", thread: message.tag)
+        if let badge = message.appBadge, let value = Int(exactly: badge), Self.badgeRange.contains(value) { content.badge = value }
+        var info: [String: JSONValue] = ["navigate": .string(message.navigate)]
+        info["data"] = message.data
+        info["lang"] = message.lang.map(JSONValue.string)
+        content.userInfo = .object(info)
+        return content
+    }
+
     /// As JSON, in the local request's content shape (what the agent and `--json` print).
     public var json: JSONValue {
         var object: [String: JSONValue] = ["userInfo": userInfo]
