@@ -57,8 +57,8 @@ extension PushCommand.Send {
         }
         if let navigate = webPush.navigate {
             // The reader's rules, by a round trip through it.
-            let probe = try? DeclarativeWebPushMessage(title: "", navigate: navigate).encoded()
-            guard let probe, (try? DeclarativeWebPushMessage(plaintext: probe)) != nil else {
+            let probe = DeclarativeWebPushMessage(title: "", navigate: navigate).encoded()
+            guard (try? DeclarativeWebPushMessage(plaintext: probe)) != nil else {
                 throw ValidationError("--navigate must be an absolute http(s) URL; got '\(navigate)'")
             }
         }
@@ -69,7 +69,7 @@ extension PushCommand.Send {
     func webPushPayload() throws -> [UInt8]? {
         if let payload { return Array(try readText(payload, what: "--payload").utf8) }
         guard alert != nil || title != nil, let navigate = webPush.navigate else { return nil }
-        return try DeclarativeWebPushMessage(
+        return DeclarativeWebPushMessage(
             title: title ?? alert ?? "", navigate: navigate, body: title == nil ? nil : alert, appBadge: badge.map(Int64.init)
         ).encoded()
     }

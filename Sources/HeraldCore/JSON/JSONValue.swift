@@ -1,3 +1,5 @@
+import Foundation
+
 /// Any JSON value, kept exactly enough to round-trip custom payload keys: integers stay integers,
 /// other numbers stay doubles.
 public enum JSONValue: Hashable, Sendable, Codable {
@@ -177,4 +179,15 @@ public struct JSONFieldError: Error, Sendable, Hashable, CustomStringConvertible
         self.message = message
     }
     public var description: String { "\"\(field)\" \(message)" }
+}
+
+extension JSONValue {
+    /// The value as compact JSON text with sorted keys and unescaped slashes: how Herald writes
+    /// the JSON documents it builds (stable bytes, so equal values write equal text).
+    public var compactBytes: [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Encoding a JSONValue cannot fail: every case is a JSON value (doubles are finite by construction of the readers).
+        return (try? Array(encoder.encode(self))) ?? Array("null".utf8)
+    }
 }

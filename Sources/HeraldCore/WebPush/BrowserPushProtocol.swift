@@ -164,9 +164,5 @@ public enum BrowserPushProtocol {
     /// The answer to a ping.
     public static let pong: [UInt8] = Array("{}".utf8)
 
-    private static func encode(_ object: [String: JSONValue]) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? Array(encoder.encode(JSONValue.object(object)))) ?? Array("{}".utf8)
-    }
+    private static func encode(_ object: [String: JSONValue]) -> [UInt8] { JSONValue.object(object).compactBytes }
 }

@@ -42,7 +42,7 @@ public struct DeclarativeWebPushMessage: Sendable, Hashable {
     }
 
     /// The message as a sender writes it (sorted keys; defaults left out).
-    public func encoded() throws -> [UInt8] {
+    public func encoded() -> [UInt8] {
         var notification: [String: JSONValue] = ["title": .string(title), "navigate": .string(navigate)]
         notification["body"] = body.map(JSONValue.string)
         notification["lang"] = lang.map(JSONValue.string)
@@ -53,9 +53,7 @@ public struct DeclarativeWebPushMessage: Sendable, Hashable {
         notification["data"] = data
         var root: [String: JSONValue] = ["web_push": .int(Self.magic), "notification": .object(notification)]
         if mutable { root["mutable"] = .bool(true) }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return Array(try encoder.encode(JSONValue.object(root)))
+        return JSONValue.object(root).compactBytes
     }
 
     public struct NotDeclarative: Error, Hashable, Sendable, CustomStringConvertible {

@@ -141,9 +141,7 @@ public struct VAPIDSigner: Sendable {
     /// `vapid t=…, k=…` for a push to an endpoint on `audience` (its origin), valid until
     /// `expiresAt` (seconds since 1970; at most 24 hours ahead).
     public func authorization(audience: String, expiresAt: Int64) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let claims = try encoder.encode(JSONValue.object(["aud": .string(audience), "exp": .int(expiresAt), "sub": .string(subject)]))
+        let claims = JSONValue.object(["aud": .string(audience), "exp": .int(expiresAt), "sub": .string(subject)]).compactBytes
         let token = try ES256JWT.sign(header: #"{"typ":"JWT","alg":"ES256"}"#, claims: String(decoding: claims, as: UTF8.self), with: privateKey)
         return "vapid t=\(token), k=\(publicKeyText)"
     }
