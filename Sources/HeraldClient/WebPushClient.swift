@@ -23,8 +23,12 @@ public struct WebPushSubscription: Sendable, Hashable, Codable {
     /// Reads the JSON (at most 4 KiB), checking the endpoint is an http(s) URL and the keys a
     /// P-256 point and a 16-byte secret.
     public static func read(_ bytes: [UInt8]) throws -> (subscription: WebPushSubscription, keys: WebPushSubscriptionKeys) {
-        let object = try JSONReader.parseObject(bytes, limits: JSONLimits(maximumBytes: 4_096, maximumDepth: 4))
-        guard let endpoint = object["endpoint"]?.stringValue, let origin = VAPIDSigner.origin(of: endpoint),
+        try read(object: JSONReader.parseObject(bytes, limits: JSONLimits(maximumBytes: 4_096, maximumDepth: 4)))
+    }
+
+    /// The same, from a parsed object.
+    public static func read(object: [String: JSONValue]) throws -> (subscription: WebPushSubscription, keys: WebPushSubscriptionKeys) {
+        guard let endpoint = object["endpoint"]?.stringValue, endpoint.utf8.count <= 2_048, let origin = VAPIDSigner.origin(of: endpoint),
               origin.hasPrefix("https://") || origin.hasPrefix("http://") else {
             throw WebPushClient.Failure("the subscription's \"endpoint\" must be an https:// URL")
         }

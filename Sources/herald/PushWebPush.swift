@@ -7,7 +7,7 @@ import HeraldCore
 /// `herald push send --webpush SUBSCRIPTION.json`: one Web Push message to any push service.
 struct WebPushSendOptions: ParsableArguments {
     @Option(name: .customLong("webpush"), help: ArgumentHelp(
-        "Send a Web Push message instead: the subscription as PushSubscription.toJSON() gives it ({\"endpoint\",\"keys\":{\"p256dh\",\"auth\"}}); - reads standard input.",
+        "Send a Web Push message instead: the subscription as PushSubscription.toJSON() gives it ({\"endpoint\",\"keys\":{\"p256dh\",\"auth\"}}), or many (a JSON array, or one object a line); - reads standard input.",
         valueName: "SUBSCRIPTION.json"))
     var subscription: String?
 
@@ -74,11 +74,36 @@ extension PushCommand.Send {
         ).encoded()
     }
 
+    /// One subscription object, a JSON array of them, or one object a line.
+    static func readSubscriptions(_ text: String) throws -> [(subscription: WebPushSubscription, keys: WebPushSubscriptionKeys)] {
+        let bytes = Array(text.utf8)
+        let limits = JSONLimits(maximumBytes: 256 << 20, maximumDepth: 5)
+        if let whole = try? JSONReader.parse(bytes, limits: limits) {
+            switch whole {
+            case .object(let object): return [try WebPushSubscription.read(object: object)]
+            case .array(let items):
+                return try items.enumerated().map { index, item in
+                    guard case .object(let object) = item else { throw ValidationError("item \(index + 1) is not a subscription object") }
+                    do { return try WebPushSubscription.read(object: object) } catch { throw ValidationError("item \(index + 1): \(error)") }
+                }
+            default: throw ValidationError("neither a subscription object nor an array of them")
+            }
+        }
+        var all: [(subscription: WebPushSubscription, keys: WebPushSubscriptionKeys)] = []
+        for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty { continue }
+            do { all.append(try WebPushSubscription.read(Array(trimmed.utf8))) } catch { throw ValidationError("line \(index + 1): \(error)") }
+        }
+        guard !all.isEmpty else { throw ValidationError("no subscription in it") }
+        return all
+    }
+
     func runWebPush() async throws {
         let text = webPush.subscription == "-" ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
             : try readText(webPush.subscription ?? "", what: "--webpush")
-        let (subscription, keys): (WebPushSubscription, WebPushSubscriptionKeys)
-        do { (subscription, keys) = try WebPushSubscription.read(Array(text.utf8)) } catch {
+        let targets: [(subscription: WebPushSubscription, keys: WebPushSubscriptionKeys)]
+        do { targets = try Self.readSubscriptions(text) } catch {
             throw ValidationError("--webpush \(webPush.subscription ?? ""): \(error)")
         }
         let pem = try readText(webPush.vapidKey ?? "", what: "--vapid-key")
@@ -93,18 +118,30 @@ extension PushCommand.Send {
         let client = try WebPushClient(vapid: VAPIDSigner(privateKey: key, subject: webPush.vapidSubject), trustRootsPath: credentials.ca)
         let options = WebPushOptions(ttl: webPush.ttl, urgency: WebPushOptions.Urgency(rawValue: webPush.urgency) ?? .normal,
                                      topic: webPush.webpushTopic, wantsReceipt: webPush.receipt)
-        let result: WebPushResult
-        do { result = try await client.send(body, to: subscription, keys: keys, options: options) } catch {
-            try? await client.close()
-            printError("herald push send: no answer from \(subscription.endpoint): \(error)")
-            throw ExitCode(2)
+        // Each message is encrypted to its own subscription; `concurrency` requests at once.
+        enum Outcome: Sendable { case answered(WebPushResult), failed(String) }
+        let results = try await concurrentMap(targets, limit: concurrency) { target -> Outcome in
+            do { return .answered(try await client.send(body, to: target.subscription, keys: target.keys, options: options)) } catch { return .failed("\(error)") }
         }
         try? await client.close()
-        guard result.isAccepted else {
-            let retry = result.retryAfter.map { " retry-after=\($0)" } ?? ""
-            print("\(result.status) \(result.reason.trimmingCharacters(in: .whitespacesAndNewlines))\(retry)")
-            throw ExitCode(1)
+        let single = targets.count == 1
+        var refused = 0, unanswered = 0
+        for (target, result) in zip(targets, results) {
+            let prefix = single ? "" : target.subscription.endpoint + " "
+            switch result {
+            case .answered(let answer) where answer.isAccepted:
+                print(prefix + [answer.location, answer.receipt].compactMap { $0 }.joined(separator: " "))
+            case .answered(let answer):
+                refused += 1
+                let retry = answer.retryAfter.map { " retry-after=\($0)" } ?? ""
+                print(prefix + "\(answer.status) \(answer.reason.trimmingCharacters(in: .whitespacesAndNewlines))\(retry)")
+            case .failed(let error):
+                unanswered += 1
+                if single { printError("herald push send: no answer from \(target.subscription.endpoint): \(error)") } else { print(prefix + "0 \(error)") }
+            }
         }
-        print([result.location, result.receipt].compactMap { $0 }.joined(separator: " "))
+        if !single { printError("herald push send: \(targets.count - refused - unanswered) accepted, \(refused) refused, \(unanswered) unanswered") }
+        if unanswered > 0 { throw ExitCode(2) }
+        if refused > 0 { throw ExitCode(1) }
     }
 }

@@ -179,6 +179,32 @@ broken = herald("push", "send", "--webpush", subscription("/wpush/broken"), "--v
 check("503 is retried three times in all, then reported", broken.returncode == 1 and broken.stdout.startswith("503 down") and len(received) == count + 3,
       (broken.stdout, len(received) - count))
 count = len(received)
+# Many subscriptions at once (a JSON array, or one object a line): one line each, a summary, exit 1 if any was refused.
+many = [json.load(open(subscription(p))) for p in ("/wpush/m1", "/wpush/m2", "/wpush/m3/gone")]
+array_file = os.path.join(work, "many.json")
+with open(array_file, "w") as f:
+    json.dump(many, f)
+count = len(received)
+fan = herald("push", "send", "--webpush", array_file, "--vapid-key", vapid_file, "--payload", payload_file)
+lines = sorted(fan.stdout.strip().splitlines())
+check("a JSON array of 3: each answered on its own line, prefixed by its endpoint; exit 1 for the refused one",
+      fan.returncode == 1 and len(lines) == 3 and lines[2] == f"{origin}/wpush/m3/gone 410 unsubscribed"
+      and all(line.startswith(f"{origin}/wpush/m") for line in lines) and "2 accepted, 1 refused, 0 unanswered" in fan.stderr,
+      (fan.returncode, fan.stdout, fan.stderr))
+bodies = {path: body for path, _, body in received[count:]}
+check("each message is encrypted to its own subscription (different ciphertexts, each decrypts)",
+      len(set(bodies.values())) == 3 and all(http_ece.decrypt(b, private_key=ua_key, auth_secret=auth, version="aes128gcm") == b'{"kind":"sync","n":42}'
+                                                for p, b in bodies.items() if not p.endswith("gone")), list(bodies))
+lines_file = os.path.join(work, "many.jsonl")
+with open(lines_file, "w") as f:
+    f.write("\n".join(json.dumps(s) for s in many[:2]) + "\n\n")
+fan = herald("push", "send", "--webpush", lines_file, "--vapid-key", vapid_file)
+check("one object a line: both accepted, exit 0", fan.returncode == 0 and len(fan.stdout.strip().splitlines()) == 2, (fan.stdout, fan.stderr))
+with open(lines_file, "w") as f:
+    f.write(json.dumps(many[0]) + "\n{\"endpoint\": 5}\n")
+fan = herald("push", "send", "--webpush", lines_file, "--vapid-key", vapid_file)
+check("a bad line is named and nothing is sent", fan.returncode != 0 and "line 2" in fan.stderr, fan.stderr)
+count = len(received)
 bad = os.path.join(work, "bad.json")
 with open(bad, "w") as f:
     json.dump({"endpoint": origin + "/x", "keys": {"p256dh": "AAAA", "auth": b64e(auth)}}, f)

@@ -746,7 +746,7 @@ _herald_push_send() {
         '--cert[A push certificate (PEM), as herald keys certificate wrote it\: certificate authentication instead of a key, with --cert-key.]:PEM:'
         '--cert-key[The push certificate'\''s private key (PEM).]:PEM:'
         '--topic[apns-topic\: the bundle id, plus the push type'\''s suffix where it has one.]:topic:'
-        '--webpush[Send a Web Push message instead\: the subscription as PushSubscription.toJSON() gives it ({"endpoint","keys"\:{"p256dh","auth"}}); - reads standard input.]:SUBSCRIPTION.json:'
+        '--webpush[Send a Web Push message instead\: the subscription as PushSubscription.toJSON() gives it ({"endpoint","keys"\:{"p256dh","auth"}}), or many (a JSON array, or one object a line); - reads standard input.]:SUBSCRIPTION.json:'
         '--vapid-key[Web Push\: the application server'\''s VAPID private key (PEM), as herald keys vapid wrote it.]:FILE.pem:'
         '--vapid-subject[Web Push\: the VAPID sub claim, a contact for the push service'\''s operator.]:mailto\:…|https\://…:'
         '--ttl[Web Push\: TTL, the seconds the push service may keep the message for an offline user agent (0\: now or never).]:SECONDS:'

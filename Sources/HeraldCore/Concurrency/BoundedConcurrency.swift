@@ -1,6 +1,8 @@
 /// `transform` applied to every element, at most `limit` at once, results in the input's order:
-/// a million-element input holds `limit` tasks, not a million.
-func concurrentMap<Element: Sendable, Result: Sendable>(
+/// a million-element input holds `limit` tasks, not a million. Inlinable: the provider service and
+/// the CLI call it from other modules, where an unspecialized generic call would cost per element.
+@inlinable
+public func concurrentMap<Element: Sendable, Result: Sendable>(
     _ elements: [Element], limit: Int, _ transform: @escaping @Sendable (Element) async throws -> Result
 ) async throws -> [Result] {
     try await withThrowingTaskGroup(of: (Int, Result).self) { group in
