@@ -36,8 +36,7 @@ public struct WebPushUserAgentKeys: Sendable {
 
     /// A fresh key pair and auth secret.
     public static func generate() -> WebPushUserAgentKeys {
-        var generator = SystemRandomNumberGenerator()
-        return WebPushUserAgentKeys(privateKey: P256.KeyAgreement.PrivateKey(), auth: (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        WebPushUserAgentKeys(privateKey: P256.KeyAgreement.PrivateKey(), auth: WebPushEncryption.randomBytes(16))
     }
 
     public var subscriptionKeys: WebPushSubscriptionKeys {

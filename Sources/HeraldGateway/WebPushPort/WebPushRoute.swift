@@ -112,9 +112,5 @@ struct WebPushEndpointID: Hashable, Sendable, CustomStringConvertible {
         bytes = token.bytes
     }
 
-    init(random generator: inout some RandomNumberGenerator) {
-        bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
-    }
-
     var description: String { DeviceToken(bytes: bytes)?.hex ?? "" }
 }
