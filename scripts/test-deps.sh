@@ -24,6 +24,9 @@ command -v chromium >/dev/null && command -v chromedriver >/dev/null || need_apt
 command -v dbus-run-session >/dev/null && command -v dbus-monitor >/dev/null || need_apt+=(dbus)
 command -v dunst >/dev/null || need_apt+=(dunst)
 command -v Xvfb >/dev/null || need_apt+=(xvfb)
+# Firefox as a Web Push user agent (Tests/webpush/firefox.py): its profile's CA store needs certutil.
+command -v firefox-esr >/dev/null || need_apt+=(firefox-esr)
+command -v certutil >/dev/null || need_apt+=(libnss3-tools)
 if [ ${#need_apt[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

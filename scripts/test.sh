@@ -33,6 +33,10 @@ python3 Tests/liveactivity/liveactivity.py "$(swift build --show-bin-path)/heral
 # Web Push from the application server's side: herald push send --webpush checked by independent
 # code (http_ece decrypts, cryptography verifies the VAPID token) (docs/web-push.md).
 python3 Tests/webpush/sender.py "$(swift build --show-bin-path)/herald"
+# The Web Push port: pywebpush pushes, a user agent on Mozilla's push protocol decrypts with
+# http_ece, a SIGKILL loses nothing; then a real Firefox subscribes through Herald.
+python3 Tests/webpush/service.py "$(swift build --show-bin-path)/herald"
+python3 Tests/webpush/firefox.py "$(swift build --show-bin-path)/herald"
 # The attack suite: hostile peers against a running gateway and device (docs/security.md).
 python3 Tests/attack/attack.py "$(swift build --show-bin-path)/herald"
 # The provider's REST API against its own spec, from outside (docs/provider-service.md).

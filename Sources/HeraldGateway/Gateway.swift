@@ -89,8 +89,17 @@ public final class Gateway: Service, Sendable {
             connectionsPerAddress: ConnectionsPerAddress(limit: configuration.limits.deviceConnectionsPerAddress),
             enrollmentSecret: configuration.enrollmentSecret, feed: feed, cluster: cluster)
 
+        let webPushPort = WebPushPort(
+            environment: configuration.environment, clock: clock, store: store, intake: intake, registry: registry, recorder: recorder,
+            subscriptions: WebPushSubscriptions(store: store, storeTimeout: configuration.limits.storeTimeout),
+            limiter: configuration.tokenRateLimit.map(TokenRateLimiter.init(configuration:)), publicOrigin: configuration.webPushOrigin,
+            pingInterval: configuration.devicePingInterval, idleTimeout: configuration.deviceIdleTimeout, metrics: metrics, logger: logger,
+            limits: configuration.limits, connectionsPerAddress: ConnectionsPerAddress(limit: configuration.limits.deviceConnectionsPerAddress),
+            feed: feed, cluster: cluster)
+
         var listeners: [APNsPortListener] = []
         var deviceListener: DeviceListener?
+        var webPushListener: WebPushListener?
         var feedbackListener: LegacyFeedbackListener?
         var admin: AdminServer?
         do {
@@ -115,6 +124,14 @@ public final class Gateway: Service, Sendable {
                 }
                 deviceListener = listener
                 ports.devicePort = listener.port
+            }
+            if let port = configuration.webPushPort {
+                let webPushTLS = try configuration.makeTLSContext(applicationProtocols: ["h2", "http/1.1"])
+                let listener = try await listening("webpush", host: configuration.host, port: port) {
+                    try await WebPushListener.bind(host: configuration.host, port: port, tls: webPushTLS, webPushPort: webPushPort, group: group)
+                }
+                webPushListener = listener
+                ports.webPushPort = listener.port
             }
             if let port = configuration.channelPort {
                 var channelsPort = providerPort
@@ -159,11 +176,13 @@ public final class Gateway: Service, Sendable {
                 "environment": "\(configuration.environment)", "provider_port": "\(ports.providerPort)",
                 "h2c_port": "\(ports.h2cPort.map(String.init) ?? "-")", "admin_port": "\(ports.adminPort.map(String.init) ?? "-")",
                 "device_port": "\(ports.devicePort.map(String.init) ?? "-")",
+                "webpush_port": "\(ports.webPushPort.map(String.init) ?? "-")",
             ])
         } catch {
             portsPromise.fail(error)
             for listener in listeners { try? await listener.serverChannel.close() }
             await deviceListener?.close()
+            await webPushListener?.close()
             await feedbackListener?.close()
             await admin?.close()
             throw error
@@ -176,6 +195,7 @@ public final class Gateway: Service, Sendable {
         // node leaves its cluster, the sweeper stops, the admin port closes last.
         let drainTimeout = configuration.drainTimeout
         let (providerListeners, devices, feedback, adminServer) = (listeners, deviceListener, feedbackListener, admin)
+        let webPush = webPushListener
         var parts: [GatewayPart] = [
             GatewayPart("admin port", stop: { await adminServer?.close() }),
             GatewayPart("sweeper", work: { await self.sweep() }, cancelsWork: true),
@@ -191,9 +211,13 @@ public final class Gateway: Service, Sendable {
             GatewayPart("device sessions", stop: {
                 registry.closeAll()
                 await devices?.waitForConnectionsToClose(timeout: .seconds(2))
+                await webPush?.waitForConnectionsToClose(timeout: .seconds(2))
             }),
             GatewayPart("intake", work: { await intake.run() }, stop: { intake.close() }),
             GatewayPart("provider ports", stop: {
+                // The Web Push port takes no new pushes nor browsers; its open requests are
+                // answered by the intake's close (503 Shutdown) or its last commit.
+                await webPush?.close()
                 await withTaskGroup(of: Void.self) { group in
                     for listener in providerListeners {
                         group.addTask { await listener.drain(timeout: drainTimeout) }

@@ -41,6 +41,13 @@ public struct GatewayConfiguration: Sendable {
     public var maximumBatchSize: Int = 1024
     /// The device port (WebSocket over TLS); `nil` for none.
     public var devicePort: Int?
+    /// The Web Push port (RFC 8030 push endpoints over HTTP/1.1 and HTTP/2, and Mozilla's push
+    /// WebSocket for browsers, over TLS); `nil` for none.
+    public var webPushPort: Int?
+    /// The origin Web Push endpoints are issued under and VAPID tokens must name as `aud`
+    /// (`https://push.example.com`, as senders reach the port); `nil`: `https://` and the `Host`
+    /// each peer connected to.
+    public var webPushOrigin: String?
     /// How often the gateway pings a device whose connection is quiet.
     public var devicePingInterval: TimeAmount = .seconds(30)
     /// A device not heard from for this long is disconnected.
@@ -148,6 +155,7 @@ public struct GatewayPorts: Sendable, Hashable, Codable {
     public var devicePort: Int?
     public var feedbackPort: Int?
     public var channelPort: Int?
+    public var webPushPort: Int?
 
     enum CodingKeys: String, CodingKey {
         case providerPort = "provider_port"
@@ -156,6 +164,7 @@ public struct GatewayPorts: Sendable, Hashable, Codable {
         case devicePort = "device_port"
         case feedbackPort = "feedback_port"
         case channelPort = "channel_port"
+        case webPushPort = "webpush_port"
     }
 }
 

@@ -116,7 +116,7 @@ public actor InMemoryStore: GatewayStore {
     }
 
     /// Store-and-forward replacement: among what still waits for the token (not yet sent), the
-    /// same apns-id and the same collapse id are replaced, and only the newest `maximumPerApp` stay.
+    /// same apns-id and the same collapse id are replaced, and only the newest `policy.maximumWaiting(for:)` stay.
     private func makeRoom(for notification: StoredNotification, policy: StorePolicy, now: Int64) {
         let waiting = records.values
             .filter { $0.notification.token == notification.token && $0.state == .held && $0.sentAt == nil }
@@ -130,7 +130,7 @@ public actor InMemoryStore: GatewayStore {
                 kept.append(record.seq)
             }
         }
-        for seq in kept.dropLast(policy.maximumPerApp - 1) { end(seq, .replaced, at: now) }
+        for seq in kept.dropLast(policy.maximumWaiting(for: notification.pushType) - 1) { end(seq, .replaced, at: now) }
     }
 
     @discardableResult

@@ -114,9 +114,9 @@ extension PostgresStore {
                             unsent.append(entry)
                         }
                     }
-                    // Keep the newest `maximumPerApp - 1` of what waits unsent; the new one makes `maximumPerApp`.
-                    for entry in unsent.dropLast(policy.maximumPerApp - 1) { Self.replace(entry, &replacedRows, &states) }
-                    let survivors = unsent.suffix(policy.maximumPerApp - 1)
+                    // Keep the newest `maximumWaiting - 1` of what waits unsent; the new one makes `maximumWaiting`.
+                    for entry in unsent.dropLast(policy.maximumWaiting(for: n.pushType) - 1) { Self.replace(entry, &replacedRows, &states) }
+                    let survivors = unsent.suffix(policy.maximumWaiting(for: n.pushType) - 1)
                     waiting[n.token] = kept + survivors + [.batch(index: index)]
                 }
             }

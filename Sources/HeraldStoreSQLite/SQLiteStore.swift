@@ -342,7 +342,7 @@ public final class SQLiteStore: GatewayStore {
 
     /// Store-and-forward replacement (see `InMemoryStore.makeRoom`): among what still waits for
     /// the token and is not known to have been sent, the same apns-id and the same collapse id are
-    /// replaced, and only the newest `maximumPerApp` stay. What waits is found through the held
+    /// replaced, and only the newest `policy.maximumWaiting(for:)` stay. What waits is found through the held
     /// index and read by primary key; seqs the index had that are no longer held are pruned.
     private static func makeRoom(
         for n: StoredNotification, policy: StorePolicy, now: Int64, held: HeldIndex, in db: Database
@@ -371,8 +371,8 @@ public final class SQLiteStore: GatewayStore {
                 waiting.append(seq)
             }
         }
-        // Keep the newest `maximumPerApp - 1` of what waits; the new one makes `maximumPerApp`.
-        replaced += waiting.dropLast(policy.maximumPerApp - 1)
+        // Keep the newest `maximumWaiting - 1` of what waits; the new one makes `maximumWaiting`.
+        replaced += waiting.dropLast(policy.maximumWaiting(for: n.pushType) - 1)
         // OR FAIL: a statement that cannot abort half-way needs no statement journal (a copy of
         // every page it touches); any failure rolls the whole batch back anyway.
         let end = try db.cachedStatement(sql: "UPDATE OR FAIL notifications SET state = ?, ended_at_ms = ? WHERE seq = ?")

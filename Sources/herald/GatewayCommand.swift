@@ -73,6 +73,12 @@ struct GatewayRunCommand: AsyncParsableCommand {
     @Option(help: "The device port: one WebSocket over TLS per device (docs/device-protocol.md). 0 picks a free port.")
     var devicePort: Int?
 
+    @Option(help: "The Web Push port (docs/web-push.md): RFC 8030 push endpoints over HTTP/1.1 and HTTP/2, and Mozilla's push WebSocket for browsers (point Firefox's dom.push.serverURL at wss://HOST:PORT/), over TLS. 0 picks a free port.")
+    var webpushPort: Int?
+
+    @Option(help: ArgumentHelp("The origin Web Push endpoints are issued under and VAPID tokens must name as aud (https://push.example.com, as senders reach the port). Default: https:// and the Host each peer connected to.", valueName: "URL"))
+    var webpushOrigin: String?
+
     @Option(help: "The broadcast channel management port (HTTP/2 over TLS, authenticated like the provider port, Apple's 2195/2196): creating, reading, listing and deleting channels. Broadcasts need it. 0 picks a free port.")
     var channelPort: Int?
 
@@ -148,7 +154,7 @@ struct GatewayRunCommand: AsyncParsableCommand {
         if (tlsCert == nil) != (tlsKey == nil) {
             throw ValidationError("give both --tls-cert and --tls-key, or neither (a development certificate is then created)")
         }
-        for (name, port) in [("--provider-port", providerPort), ("--h2c-port", h2cPort ?? 0), ("--admin-port", adminPort ?? 0), ("--device-port", devicePort ?? 0), ("--feedback-port", feedbackPort ?? 0), ("--channel-port", channelPort ?? 0)]
+        for (name, port) in [("--provider-port", providerPort), ("--h2c-port", h2cPort ?? 0), ("--admin-port", adminPort ?? 0), ("--device-port", devicePort ?? 0), ("--feedback-port", feedbackPort ?? 0), ("--channel-port", channelPort ?? 0), ("--webpush-port", webpushPort ?? 0)]
         where !(0...65535).contains(port) {
             throw ValidationError("\(name) must be between 0 and 65535, not \(port)")
         }
@@ -223,6 +229,13 @@ struct GatewayRunCommand: AsyncParsableCommand {
         configuration.tokenRateLimit = tokenBurst == 0 ? nil : .init(burst: tokenBurst, perSecond: tokenRate)
         configuration.storePolicy = StorePolicy(maximumPerApp: offlineQueue)
         configuration.devicePort = devicePort
+        configuration.webPushPort = webpushPort
+        if let webpushOrigin {
+            guard let origin = VAPIDSigner.origin(of: webpushOrigin), origin.hasPrefix("https://") else {
+                throw ValidationError("--webpush-origin must be an https:// origin, such as https://push.example.com")
+            }
+            configuration.webPushOrigin = origin
+        }
         configuration.feedbackPort = feedbackPort
         configuration.channelPort = channelPort
         configuration.feedbackClientCAPath = feedbackClientCa ?? caPath
@@ -254,7 +267,7 @@ struct GatewayRunCommand: AsyncParsableCommand {
             let ports = try await gateway.ports
             let announcement = StartupLine(
                 provider_port: ports.providerPort, h2c_port: ports.h2cPort, admin_port: ports.adminPort,
-                device_port: ports.devicePort, feedback_port: ports.feedbackPort, channel_port: ports.channelPort,
+                device_port: ports.devicePort, webpush_port: ports.webPushPort, feedback_port: ports.feedbackPort, channel_port: ports.channelPort,
                 ca: caPath, environment: environment.rawValue, database: opened.location,
                 node: configuration.cluster?.nodeID)
             let encoder = JSONEncoder()
@@ -280,6 +293,7 @@ struct GatewayRunCommand: AsyncParsableCommand {
         var h2c_port: Int?
         var admin_port: Int?
         var device_port: Int?
+        var webpush_port: Int?
         var feedback_port: Int?
         var channel_port: Int?
         var ca: String?
@@ -293,6 +307,7 @@ struct GatewayRunCommand: AsyncParsableCommand {
             try c.encode(h2c_port, forKey: .h2c_port)
             try c.encode(admin_port, forKey: .admin_port)
             try c.encode(device_port, forKey: .device_port)
+            try c.encode(webpush_port, forKey: .webpush_port)
             try c.encode(feedback_port, forKey: .feedback_port)
             try c.encode(channel_port, forKey: .channel_port)
             try c.encode(ca, forKey: .ca)
@@ -300,7 +315,7 @@ struct GatewayRunCommand: AsyncParsableCommand {
             try c.encode(database, forKey: .database)
             try c.encode(node, forKey: .node)
         }
-        enum CodingKeys: String, CodingKey { case provider_port, h2c_port, admin_port, device_port, feedback_port, channel_port, ca, environment, database, node }
+        enum CodingKeys: String, CodingKey { case provider_port, h2c_port, admin_port, device_port, webpush_port, feedback_port, channel_port, ca, environment, database, node }
     }
 }
 

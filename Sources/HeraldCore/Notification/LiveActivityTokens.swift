@@ -33,14 +33,20 @@ public enum LiveActivityToken: Sendable, Hashable, CustomStringConvertible {
 /// (`com.example.app`), the app's Live Activity push-to-start token
 /// (`com.example.app.push-type.liveactivity`), one activity's update token
 /// (`com.example.app.push-type.liveactivity/<activity id>`), or the device's subscription to a
-/// broadcast channel (`com.example.app.push-type.liveactivity#<channel id>`). Device topics can
-/// never take the latter forms (``DeviceProtocol/isValidTopic(_:)`` refuses them), so they never mix.
+/// broadcast channel (`com.example.app.push-type.liveactivity#<channel id>`), or a Web Push
+/// subscription of a user agent (`<app>.push-type.webpush/<channel id>[/<application server key>]`:
+/// the key, when the subscription was made with one, is part of the scope, so a subscription and
+/// the key every push to it must be signed with are stored in one write). Device topics can never
+/// take the latter forms (``DeviceProtocol/isValidTopic(_:)`` refuses them), so they never mix.
 public struct TokenScope: Sendable, Hashable {
     public enum Kind: Sendable, Hashable {
         case app
         case pushToStart
         case activity(String)
         case channel(String)
+        /// A Web Push subscription: the user agent's channel id and, when the subscription was
+        /// made with one, the application server's public key (base64url, unpadded).
+        case webPush(channel: String, applicationServerKey: String?)
     }
 
     /// The app's bundle id.
@@ -67,8 +73,12 @@ public struct TokenScope: Sendable, Hashable {
         case .pushToStart: bundleID + marker
         case .activity(let id): bundleID + marker + "/" + id
         case .channel(let id): bundleID + marker + "#" + id
+        case .webPush(let channel, let key): bundleID + Self.webPushMarker + channel + (key.map { "/" + $0 } ?? "")
         }
     }
+
+    /// What separates the app from the channel in a Web Push subscription's stored form.
+    static let webPushMarker = ".push-type.webpush/"
 
     /// The stored form of every subscription to a channel (the tokens a broadcast goes to).
     public static func channelSubscriptions(bundleID: String, channel: String) -> String {
@@ -77,6 +87,12 @@ public struct TokenScope: Sendable, Hashable {
 
     /// Reads the stored form.
     public init(stored: String) {
+        if let range = stored.range(of: Self.webPushMarker) {
+            let parts = stored[range.upperBound...].split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+            let bundle = String(stored[..<range.lowerBound])
+            self.init(bundleID: bundle, kind: .webPush(channel: String(parts[0]), applicationServerKey: parts.count > 1 ? String(parts[1]) : nil))
+            return
+        }
         let marker = PushType.liveactivity.topicSuffix
         guard let range = stored.range(of: marker) else {
             self.init(bundleID: stored)
@@ -96,10 +112,15 @@ public struct TokenScope: Sendable, Hashable {
     }
 
     /// Whether a push of `pushType` for `bundleID` may go to a token of this scope: Live Activity
-    /// pushes only to Live Activity tokens, every other push type only to app tokens.
+    /// pushes only to Live Activity tokens, Web Push messages only to Web Push subscriptions,
+    /// every other push type only to app tokens.
     public func accepts(bundleID: String, pushType: PushType) -> Bool {
         guard bundleID == self.bundleID else { return false }
-        return (pushType == .liveactivity) == (kind != .app)
+        switch kind {
+        case .app: return pushType != .liveactivity && pushType != .webpush
+        case .webPush: return pushType == .webpush
+        case .pushToStart, .activity, .channel: return pushType == .liveactivity
+        }
     }
 }
 

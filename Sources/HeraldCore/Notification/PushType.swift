@@ -20,6 +20,10 @@ public struct PushType: RawRepresentable, Hashable, Sendable, CustomStringConver
     public static let pushtotalk = PushType(rawValue: "pushtotalk")
     public static let widgets = PushType(rawValue: "widgets")
     public static let controls = PushType(rawValue: "controls")
+    /// A Web Push message (RFC 8030) accepted on the Web Push port: its payload is a
+    /// ``WebPushStoredMessage`` (the ciphertext and its encoding headers). Herald's own kind, not
+    /// in ``allKnown``: never read from `apns-push-type`, never accepted on the APNs port.
+    public static let webpush = PushType(rawValue: "webpush")
 
     /// Every push type of the reference, in its order.
     public static let allKnown: [PushType] = [

@@ -40,6 +40,11 @@ public final class GatewayMetrics: Sendable {
     let clusterLeaseLost: Gauge
     /// Times this node found its presence gone (its lease had lapsed) and claimed its devices again.
     let clusterPresenceReclaimed: Counter
+    /// Browsers connected to the Web Push port now (Mozilla's push protocol, after `hello`).
+    let connectedUserAgents: Gauge
+    let webPushDeliveries: Counter
+    let webPushAcks: Counter
+    private let webPushCounters = Locked([Int: Counter]())
     private let requestCounters = Locked([String: Counter]())
     private let peerCounters = Locked([String: Counter]())
     /// Requests answered 200: kept apart so the hot path takes no lock.
@@ -79,6 +84,12 @@ public final class GatewayMetrics: Sendable {
             descriptor: Self.name("cluster_lease", "lost", "1 while this node's cluster lease has lapsed (devices disconnected, new ones refused)"))
         clusterPresenceReclaimed = registry.makeCounter(
             descriptor: Self.name("cluster_presence_reclaimed", "total", "Devices whose presence this node claimed again after its lease had lapsed or its rows were reaped"))
+        connectedUserAgents = registry.makeGauge(
+            descriptor: Self.name("webpush_user_agents", "connected", "Browsers connected to the Web Push port now"))
+        webPushDeliveries = registry.makeCounter(
+            descriptor: Self.name("webpush_deliveries", "total", "Web Push messages sent on browser connections"))
+        webPushAcks = registry.makeCounter(
+            descriptor: Self.name("webpush_acks", "total", "Web Push messages acknowledged by browsers"))
         okResponses = registry.makeCounter(
             descriptor: Self.name("provider_requests", "total", "Provider requests answered, by status and reason"),
             labels: [("status", "200"), ("reason", "")])
@@ -102,6 +113,19 @@ public final class GatewayMetrics: Sendable {
                 descriptor: Self.name("provider_requests", "total", "Provider requests answered, by status and reason"),
                 labels: [("status", String(status)), ("reason", key)])
             counters[key] = made
+            return made
+        }
+        counter.increment()
+    }
+
+    /// Counts one answered Web Push port request by status (201 and 202: accepted messages).
+    func recordWebPushResponse(status: Int) {
+        let counter = webPushCounters.withLock { counters in
+            if let existing = counters[status] { return existing }
+            let made = registry.makeCounter(
+                descriptor: Self.name("webpush_requests", "total", "Web Push port requests answered, by status"),
+                labels: [("status", String(status))])
+            counters[status] = made
             return made
         }
         counter.increment()

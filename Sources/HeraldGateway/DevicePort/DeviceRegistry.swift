@@ -2,15 +2,25 @@ import HeraldCore
 import HeraldStore
 import NIOCore
 
-/// The devices connected now, each with its one session. A second connection of a device
-/// replaces the first. Deliveries are handed to sessions on their own event loops, one hop per
-/// loop for a whole batch.
+/// A connection that stored notifications are delivered on: a Herald device's session on the
+/// device port, or a browser's on the Web Push port. Called on the connection's event loop.
+protocol DeliverySession: AnyObject {
+    /// Sends a delivery (or holds it); the caller flushes with ``flushIfNeeded()``.
+    func offer(_ delivery: Delivery)
+    func flushIfNeeded()
+    /// Closes the connection, telling the peer why when its protocol can.
+    func close(with code: DeviceErrorCode, _ message: String)
+}
+
+/// The devices and user agents connected now, each with its one session. A second connection
+/// of a device replaces the first. Deliveries are handed to sessions on their own event loops,
+/// one hop per loop for a whole batch.
 final class DeviceRegistry: Sendable {
     struct Session: Sendable {
         let id: ObjectIdentifier
         /// The connection's id in the device's cluster presence.
         let connection: Int64
-        let handler: NIOLoopBound<DeviceSessionHandler>
+        let handler: NIOLoopBound<any DeliverySession>
         var eventLoop: EventLoop { handler.eventLoop }
     }
 

@@ -10,7 +10,7 @@ import NIOWebSocket
 /// live feed and metrics) and feeds the results back in.
 ///
 /// Runs on the connection's event loop. Store work runs off the loop and continues on it.
-final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler {
+final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler, DeliverySession {
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
 
@@ -201,7 +201,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         port.registry.register(
             deviceID: deviceID,
             session: .init(
-                id: ObjectIdentifier(context.channel), connection: connectionID, handler: NIOLoopBound(self, eventLoop: context.eventLoop)))
+                id: ObjectIdentifier(context.channel), connection: connectionID, handler: NIOLoopBound<any DeliverySession>(self, eventLoop: context.eventLoop)))
         send(.welcome(
             deviceID: deviceID, environment: port.environment, enrolled: enrolled,
             pingIntervalSeconds: Int(port.pingInterval.nanoseconds / 1_000_000_000)), flush: true)
@@ -255,6 +255,8 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         case .pushToStart: .registeredActivity(topic: scope.bundleID, activity: .pushToStart, token: token)
         case .activity(let id): .registeredActivity(topic: scope.bundleID, activity: .activity(id), token: token)
         case .channel(let id): .subscribed(topic: scope.bundleID, channel: id, token: token)
+        // Web Push subscriptions are made on the Web Push port, never by a device frame.
+        case .webPush: .registered(topic: scope.bundleID, token: token)
         }
     }
 
@@ -298,6 +300,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
                 case .pushToStart: handler.send(.unregisteredActivity(topic: scope.bundleID, activity: .pushToStart, atMilliseconds: at), flush: true)
                 case .activity(let id): handler.send(.unregisteredActivity(topic: scope.bundleID, activity: .activity(id), atMilliseconds: at), flush: true)
                 case .channel(let id): handler.send(.unsubscribed(topic: scope.bundleID, channel: id), flush: true)
+                case .webPush: handler.send(.unregistered(topic: scope.bundleID, atMilliseconds: at), flush: true)
                 }
             case .success(nil):
                 handler.send(.error(code: .unknownTopic, message: "this device has no token for \(stored)"), flush: true)

@@ -6,10 +6,13 @@ import HeraldCore
 ///
 /// The port's paths, as autopush lays them out:
 /// - `POST /wpush/<endpoint id>`: a push message (the endpoint id is 32 random bytes in hex);
+/// - `GET /m/<message id>`: the message's receipt (Herald's receipts: accepted, stored,
+///   delivered, acked, expired…), the URL a `201`'s `Location` names;
 /// - `DELETE /m/<message id>`: withdraw a message not yet delivered (RFC 8030 §6.2);
 /// - `GET /` with `Upgrade: websocket`: a browser's connection (Mozilla's protocol).
 enum WebPushRoute: Hashable {
     case push(endpoint: WebPushEndpointID, options: WebPushOptions, authorization: String?, cryptoKey: String?)
+    case messageReceipt(id: String)
     case deleteMessage(id: String)
     case browserConnection
 
@@ -37,6 +40,9 @@ enum WebPushRoute: Hashable {
             case 413: "Payload Too Large"
             case 429: "Too Many Requests"
             case 431: "Request Header Fields Too Large"
+            case 500: "Internal Server Error"
+            case 501: "Not Implemented"
+            case 503: "Service Unavailable"
             default: "Error"
             }
             let object: [String: JSONValue] = ["code": .int(Int64(status)), "error": .string(phrase), "message": .string(message)]
@@ -90,12 +96,14 @@ enum WebPushRoute: Hashable {
                 return .failure(Refusal(error.status, error.description))
             }
         case "m":
-            guard head.method == "DELETE" else { return .failure(Refusal(405, "a message is withdrawn with DELETE")) }
+            guard head.method == "DELETE" || head.method == "GET" else {
+                return .failure(Refusal(405, "a message's receipt is read with GET; a message is withdrawn with DELETE"))
+            }
             let id = String(parts[2])
             guard !id.isEmpty, id.utf8.count <= 64, id.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || $0 == 0x2D }) else {
                 return .failure(Refusal(404, "no such message"))
             }
-            return .success(.deleteMessage(id: id))
+            return .success(head.method == "GET" ? .messageReceipt(id: id) : .deleteMessage(id: id))
         default:
             return .failure(Refusal(404, "no such endpoint"))
         }

@@ -1,0 +1,71 @@
+/// A Web Push message as the core keeps it: the payload of a ``StoredNotification`` of kind
+/// ``PushType/webpush``. It holds the body exactly as the application server sent it (ciphertext:
+/// the gateway never sees a plaintext), what the user agent needs to decrypt it (the
+/// `Content-Encoding`, and for `aesgcm` the `Encryption` and `Crypto-Key` headers) and the
+/// subscription's channel, so that a session can write the browser's `notification` message
+/// without another lookup.
+///
+/// Stored as a small JSON object: `{"channel":"…","encoding":"aes128gcm","data":"<base64url>"}`,
+/// with `"encryption"` and `"crypto_key"` for `aesgcm`; a message without a body has neither
+/// `encoding` nor `data`.
+public struct WebPushStoredMessage: Sendable, Hashable {
+    public var channelID: String
+    public var encoding: WebPushOptions.ContentEncoding?
+    public var legacyHeaders: WebPushOptions.LegacyHeaders?
+    public var body: [UInt8]
+
+    public init(channelID: String, encoding: WebPushOptions.ContentEncoding?, legacyHeaders: WebPushOptions.LegacyHeaders?, body: [UInt8]) {
+        (self.channelID, self.encoding, self.legacyHeaders, self.body) = (channelID, encoding, legacyHeaders, body)
+    }
+
+    /// Why stored bytes are not a Web Push message (a corrupt row, or a notification of another kind).
+    public struct Invalid: Error, Hashable, Sendable, CustomStringConvertible {
+        public var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    public func encoded() -> [UInt8] {
+        var object: [String: JSONValue] = ["channel": .string(channelID)]
+        if !body.isEmpty {
+            object["data"] = .string(Base64URL.encode(body))
+            if let encoding { object["encoding"] = .string(encoding.rawValue) }
+            if let legacyHeaders {
+                object["encryption"] = .string(legacyHeaders.encryption)
+                object["crypto_key"] = .string(legacyHeaders.cryptoKey)
+            }
+        }
+        return JSONValue.object(object).compactBytes
+    }
+
+    /// Reads what ``encoded()`` wrote. Bounded like a payload; every field checked.
+    public init(stored bytes: [UInt8]) throws(Invalid) {
+        let object: [String: JSONValue]
+        do { object = try JSONReader.parseObject(bytes, limits: .payload) } catch { throw Invalid("not a JSON object: \(error)") }
+        guard let channel = object["channel"]?.stringValue, BrowserPushProtocol.channelID(channel) == channel else {
+            throw Invalid("no valid channel")
+        }
+        var body: [UInt8] = []
+        if let data = object["data"] {
+            guard let text = data.stringValue, let decoded = Base64URL.decode(text[...]), decoded.count <= WebPushEncryption.maximumBody else {
+                throw Invalid("data is not base64url of at most \(WebPushEncryption.maximumBody) bytes")
+            }
+            body = decoded
+        }
+        var encoding: WebPushOptions.ContentEncoding?
+        if let text = object["encoding"] {
+            guard let value = text.stringValue.flatMap(WebPushOptions.ContentEncoding.init(rawValue:)) else { throw Invalid("unknown encoding") }
+            encoding = value
+        }
+        var legacy: WebPushOptions.LegacyHeaders?
+        if let encryption = object["encryption"]?.stringValue, let cryptoKey = object["crypto_key"]?.stringValue {
+            legacy = .init(encryption: encryption, cryptoKey: cryptoKey)
+        }
+        self.init(channelID: channel, encoding: encoding, legacyHeaders: legacy, body: body)
+    }
+
+    /// The browser protocol's `notification` message for it, `version` being the message's id.
+    public func browserNotification(version: String) -> [UInt8] {
+        BrowserPushProtocol.notification(
+            channelID: channelID, version: version, data: body.isEmpty ? nil : body, encoding: encoding, legacy: legacyHeaders)
+    }
+}

@@ -1,0 +1,395 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import NIOCore
+import NIOWebSocket
+
+/// One browser's connection on the Web Push port, after the WebSocket upgrade: Mozilla's push
+/// protocol (``BrowserPushProtocol``) as Firefox speaks it to `dom.push.serverURL`.
+///
+/// To the core a browser is a device: its `uaid` (issued here, 128 random bits) names it
+/// (``WebPushPort/deviceID(uaid:)``), each subscription is one of its tokens (the endpoint id),
+/// and the messages stored for it are delivered, acked, recorded, hinted across a cluster and
+/// kept across reconnections as a Herald device's are. A browser that says `hello` with a uaid
+/// the gateway issued gets it back, with what was stored while it was away; any other uaid is
+/// replaced by a fresh one (the browser then drops its old subscriptions, as the protocol says).
+///
+/// Bounds: one `hello` within the port's deadline, frames of at most 64 KiB, at most
+/// ``GatewayLimits/topicsPerDevice`` subscriptions per browser (counted by the store), at most
+/// ``GatewayLimits/deviceInFlight`` messages written and not acked (the rest wait in the store),
+/// and a browser that does not read is closed.
+final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHandler, DeliverySession {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    private struct InFlight {
+        var seq: Int64
+        var sentAtMilliseconds: Int64
+        var bundleID: String
+    }
+
+    private enum Phase { case awaitingHello, connecting, ready, closed }
+
+    private let port: WebPushPort
+    /// The origin endpoints are issued under (the port's, or the `Host` the browser connected to).
+    private let origin: String
+    private var phase = Phase.awaitingHello
+    private var context: ChannelHandlerContext?
+    private var deviceID: String?
+    /// Written and not yet acked, by version (the message id).
+    private var inFlight: [String: InFlight] = [:]
+    private var inFlightSeqs: Set<Int64> = []
+    /// Offered while what the store holds was being loaded: merged with it.
+    private var offeredWhileLoading: [Delivery]? = []
+    /// Deliveries were left in the store at the in-flight bound: load again once acks drain.
+    private var needsReload = false
+    private var needsFlush = false
+    private let connectionID = Int64.random(in: 1...Int64.max)
+
+    init(port: WebPushPort, origin: String) {
+        self.port = port
+        self.origin = origin
+    }
+
+    // MARK: lifecycle
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        finish()
+        self.context = nil
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        finish()
+        context.fireChannelInactive()
+    }
+
+    /// Forgets the session: what was written and not acked stays held, and goes again next time.
+    private func finish() {
+        let wasReady = phase == .ready
+        guard phase != .closed else { return }
+        phase = .closed
+        guard wasReady, let deviceID, let context else { return }
+        port.registry.remove(deviceID: deviceID, sessionID: ObjectIdentifier(context.channel))
+        port.cluster?.release(deviceID: deviceID, connection: connectionID)
+        port.metrics.connectedUserAgents.decrement()
+        port.recorder.record(inFlight.values.map { DeliveryEvent.sent(seq: $0.seq, atMilliseconds: $0.sentAtMilliseconds) })
+        inFlight = [:]
+        inFlightSeqs = []
+    }
+
+    func close(with code: DeviceErrorCode, _ message: String) {
+        guard let context, phase != .closed else { return }
+        port.logger.debug("closing a browser connection", metadata: ["device": "\(deviceID ?? "-")", "why": "\(message)"])
+        var reason = context.channel.allocator.buffer(capacity: 2)
+        let closeCode: WebSocketErrorCode = switch code {
+        case .frameTooLarge: .messageTooLarge
+        case .shutdown, .replaced: .goingAway
+        default: .policyViolation
+        }
+        reason.write(webSocketErrorCode: closeCode)
+        finish()
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: reason)))
+            .whenComplete { _ in channel.close(promise: nil) }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let idle = event as? IdleStateHandler.IdleStateEvent {
+            switch idle {
+            case .read:
+                close(with: .idleTimeout, "nothing heard from the browser")
+            case .write, .all:
+                // Browsers answer WebSocket pings themselves; the pong keeps the read side alive.
+                let ping = WebSocketFrame(fin: true, opcode: .ping, data: context.channel.allocator.buffer(capacity: 0))
+                context.writeAndFlush(wrapOutboundOut(ping), promise: nil)
+            }
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if !context.channel.isWritable && phase != .closed {
+            port.metrics.recordPeerClosed(port: "webpush", reason: "slow_reader")
+            close(with: .slowConsumer, "the browser does not read")
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        switch error {
+        case NIOWebSocketError.invalidFrameLength, is NIOWebSocketFrameAggregator.Error:
+            close(with: .frameTooLarge, "frames are limited to \(BrowserPushProtocol.maximumMessageBytes) bytes")
+        case is NIOWebSocketError:
+            close(with: .malformedFrame, "invalid WebSocket framing")
+        default:
+            finish()
+            context.close(promise: nil)
+        }
+    }
+
+    // MARK: frames
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        guard frame.maskKey != nil else { return close(with: .malformedFrame, "frames from a browser must be masked") }
+        switch frame.opcode {
+        case .text:
+            var data = frame.unmaskedData
+            let bytes = data.readBytes(length: data.readableBytes) ?? []
+            do {
+                receive(try BrowserPushProtocol.read(bytes))
+            } catch {
+                port.metrics.recordPeerClosed(port: "webpush", reason: "malformed")
+                close(with: .malformedFrame, error.description)
+            }
+        case .ping:
+            var pong = frame.unmaskedData
+            let reply = WebSocketFrame(fin: true, opcode: .pong, data: pong.readSlice(length: pong.readableBytes) ?? pong)
+            context.writeAndFlush(wrapOutboundOut(reply), promise: nil)
+        case .pong:
+            break
+        case .connectionClose:
+            finish()
+            var data = frame.unmaskedData
+            let code = data.readSlice(length: min(2, data.readableBytes)) ?? context.channel.allocator.buffer(capacity: 0)
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: code)))
+                .whenComplete { _ in channel.close(promise: nil) }
+        default:
+            close(with: .unsupportedFrame, "the push protocol is JSON in text frames")
+        }
+    }
+
+    private func receive(_ message: BrowserPushProtocol.ClientMessage) {
+        switch message {
+        case .hello(let uaid, _, let useWebPush):
+            guard phase == .awaitingHello else { return close(with: .malformedFrame, "hello twice") }
+            guard useWebPush else { return close(with: .malformedFrame, "this push service speaks Web Push only (use_webpush: true)") }
+            hello(uaid: uaid)
+        case .ping:
+            send(BrowserPushProtocol.pong)
+        case .other:
+            // Messages Herald does not use (broadcast_subscribe…) are ignored, never fatal.
+            break
+        case .register(let channel, let key):
+            guard phase == .ready else { return close(with: .malformedFrame, "register before hello") }
+            register(channel: channel, key: key)
+        case .unregister(let channel, _):
+            guard phase == .ready else { return close(with: .malformedFrame, "unregister before hello") }
+            unregister(channel: channel)
+        case .ack(let updates):
+            acknowledge(updates.map(\.version))
+        case .nack(let version, _):
+            // The service worker failed on it: it reached the browser, which will not take it again.
+            acknowledge([version])
+        }
+    }
+
+    // MARK: hello
+
+    private func hello(uaid offered: String?) {
+        phase = .connecting
+        let store = port.store
+        let now = port.clock.nowMilliseconds()
+        run({ () async throws -> (uaid: String, enrolled: Bool) in
+            if let offered, BrowserPushProtocol.isUAID(offered), try await store.device(id: WebPushPort.deviceID(uaid: offered)) != nil {
+                _ = try await store.deviceConnected(id: WebPushPort.deviceID(uaid: offered), publicKey: [], atMilliseconds: now)
+                return (offered, false)
+            }
+            let fresh = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+            _ = try await store.deviceConnected(id: WebPushPort.deviceID(uaid: fresh), publicKey: [], atMilliseconds: now)
+            return (fresh, true)
+        }) { handler, result in
+            switch result {
+            case .failure(let error):
+                handler.port.logger.error("could not record a browser connection", metadata: ["error": "\(error)"])
+                handler.close(with: .internalError, "the gateway could not record this browser")
+            case .success(let (uaid, _)):
+                handler.welcomed(uaid: uaid)
+            }
+        }
+    }
+
+    private func welcomed(uaid: String) {
+        guard let context else { return }
+        if port.cluster?.isFenced == true {
+            return close(with: .shutdown, "this gateway node has lost its cluster lease; connect to another node")
+        }
+        let deviceID = WebPushPort.deviceID(uaid: uaid)
+        self.deviceID = deviceID
+        phase = .ready
+        context.triggerUserOutboundEvent(ConnectionDeadline.DeadlineMet(), promise: nil)
+        port.metrics.connectedUserAgents.increment()
+        port.registry.register(deviceID: deviceID, session: .init(
+            id: ObjectIdentifier(context.channel), connection: connectionID,
+            handler: NIOLoopBound<any DeliverySession>(self, eventLoop: context.eventLoop)))
+        send(BrowserPushProtocol.helloReply(uaid: uaid, useWebPush: true))
+        let store = port.store, cluster = port.cluster, connection = connectionID
+        let now = port.clock.nowMilliseconds()
+        run({
+            // Presence first: whatever is committed after the load below is then hinted here.
+            try await cluster?.claim(deviceID: deviceID, connection: connection)
+            return try await store.pendingDeliveries(forDevice: deviceID, nowMilliseconds: now)
+        }) { handler, result in
+            switch result {
+            case .failure(let error):
+                handler.port.logger.error("could not load a browser's messages", metadata: ["error": "\(error)"])
+                handler.close(with: .internalError, "the gateway could not load this browser's messages")
+            case .success(let stored):
+                let offered = handler.offeredWhileLoading ?? []
+                handler.offeredWhileLoading = nil
+                var seen = Set<Int64>()
+                for delivery in (stored + offered).sorted(by: { $0.seq < $1.seq }) where seen.insert(delivery.seq).inserted {
+                    handler.offer(delivery)
+                }
+                handler.flushIfNeeded()
+            }
+        }
+    }
+
+    // MARK: subscriptions
+
+    private func register(channel: String, key: [UInt8]?) {
+        guard let deviceID else { return }
+        let scope = TokenScope(bundleID: WebPushPort.browserApp, kind: .webPush(channel: channel, applicationServerKey: key.map(Base64URL.encode)))
+        let candidate = TokenRegistration(
+            token: .random(), bundleID: scope.stored, environment: port.environment, deviceID: deviceID,
+            createdAtMilliseconds: port.clock.nowMilliseconds())
+        let store = port.store
+        let maximum = port.limits.topicsPerDevice
+        run({ try await store.issueToken(candidate, maximumActivePerDevice: maximum) }) { handler, result in
+            switch result {
+            case .success(let registration):
+                let endpoint = handler.origin + "/wpush/" + registration.token.hex
+                handler.send(BrowserPushProtocol.registerReply(channelID: channel, status: 200, pushEndpoint: endpoint))
+            case .failure(let error as StoreError) where error.code == .tooManyTokens:
+                handler.port.logger.notice("a browser reached its subscription bound", metadata: ["device": "\(deviceID)", "maximum": "\(maximum)"])
+                handler.send(BrowserPushProtocol.registerReply(channelID: channel, status: 409, pushEndpoint: nil))
+            case .failure(let error):
+                handler.port.logger.error("could not make a Web Push subscription", metadata: ["error": "\(error)"])
+                handler.send(BrowserPushProtocol.registerReply(channelID: channel, status: 500, pushEndpoint: nil))
+            }
+        }
+    }
+
+    private func unregister(channel: String) {
+        guard let deviceID else { return }
+        let store = port.store
+        let maximum = port.limits.topicsPerDevice
+        let now = port.clock.nowMilliseconds()
+        let subscriptions = port.subscriptions
+        run({ () async throws -> Void in
+            let tokens = try await store.tokens(TokenFilter(deviceID: deviceID, activeOnly: true), after: nil, limit: maximum)
+            for registration in tokens {
+                guard case .webPush(let id, _) = TokenScope(stored: registration.bundleID).kind, id == channel else { continue }
+                _ = try await store.unregisterToken(registration.token, atMilliseconds: now)
+                subscriptions.forget(registration.token)
+            }
+        }) { handler, result in
+            if case .failure(let error) = result {
+                handler.port.logger.error("could not remove a Web Push subscription", metadata: ["error": "\(error)"])
+                return handler.send(BrowserPushProtocol.unregisterReply(channelID: channel, status: 500))
+            }
+            handler.send(BrowserPushProtocol.unregisterReply(channelID: channel, status: 200))
+        }
+    }
+
+    // MARK: delivery
+
+    func offer(_ delivery: Delivery) {
+        guard phase == .ready, let context else { return }
+        if offeredWhileLoading != nil {
+            offeredWhileLoading?.append(delivery)
+            return
+        }
+        guard !inFlightSeqs.contains(delivery.seq) else { return }
+        guard inFlight.count < port.limits.deviceInFlight else {
+            needsReload = true
+            return
+        }
+        let n = delivery.notification
+        let now = port.clock.nowMilliseconds()
+        let message: WebPushStoredMessage
+        do { message = try WebPushStoredMessage(stored: n.payload) } catch {
+            // Not a Web Push message (a push of another kind to a browser's token): never sent.
+            port.logger.error("a browser's held message is unreadable: dropped", metadata: ["apns_id": "\(n.id)", "why": "\(error)"])
+            port.recorder.record(.dropped(seq: delivery.seq, atMilliseconds: now))
+            return
+        }
+        let version = n.id.description.lowercased()
+        let bytes = message.browserNotification(version: version)
+        var buffer = context.channel.allocator.buffer(capacity: bytes.count)
+        buffer.writeBytes(bytes)
+        context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer)), promise: nil)
+        needsFlush = true
+        inFlight[version] = InFlight(seq: delivery.seq, sentAtMilliseconds: now, bundleID: n.bundleID)
+        inFlightSeqs.insert(delivery.seq)
+        port.metrics.webPushDeliveries.increment()
+        port.feed.publish {
+            DeliveryFeed.Event(event: .sent, at: now, apnsId: n.id.description, topic: n.bundleID, token: n.token.hex, device: delivery.deviceID)
+        }
+    }
+
+    func flushIfNeeded() {
+        guard needsFlush, let context else { return }
+        needsFlush = false
+        context.flush()
+    }
+
+    private func acknowledge(_ versions: [String]) {
+        let now = port.clock.nowMilliseconds()
+        var events: [DeliveryEvent] = []
+        for version in versions {
+            guard let sent = inFlight.removeValue(forKey: version.lowercased()) else { continue }
+            inFlightSeqs.remove(sent.seq)
+            events.append(.acked(seq: sent.seq, sentAtMilliseconds: sent.sentAtMilliseconds, ackedAtMilliseconds: now))
+            port.feed.publish { DeliveryFeed.Event(event: .acked, at: now, apnsId: version, topic: sent.bundleID, device: self.deviceID) }
+            port.metrics.deviceAckSeconds.record(milliseconds: now - sent.sentAtMilliseconds)
+        }
+        port.metrics.webPushAcks.increment(by: Int64(events.count))
+        port.recorder.record(events)
+        if needsReload && inFlight.isEmpty { reload() }
+    }
+
+    /// Loads what the store still holds (deliveries were left there at the in-flight bound).
+    private func reload() {
+        guard let deviceID else { return }
+        needsReload = false
+        let store = port.store, recorder = port.recorder
+        let now = port.clock.nowMilliseconds()
+        run({ () async throws -> [Delivery] in
+            // Acks recorded so far must be in the store before it is asked what is still held.
+            await recorder.waitUntilRecorded()
+            return try await store.pendingDeliveries(forDevice: deviceID, nowMilliseconds: now)
+        }) { handler, result in
+            for delivery in (try? result.get()) ?? [] { handler.offer(delivery) }
+            handler.flushIfNeeded()
+        }
+    }
+
+    // MARK: plumbing
+
+    private func send(_ bytes: [UInt8]) {
+        guard let context else { return }
+        var buffer = context.channel.allocator.buffer(capacity: bytes.count)
+        buffer.writeBytes(bytes)
+        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer)), promise: nil)
+    }
+
+    /// Runs store work off the event loop, then continues on it (unless the session closed).
+    private func run<T: Sendable>(
+        _ work: @escaping @Sendable () async throws -> T,
+        then next: @escaping (BrowserPushSessionHandler, Result<T, Error>) -> Void
+    ) {
+        guard let context else { return }
+        let bound = NIOLoopBound((self, next), eventLoop: context.eventLoop)
+        context.eventLoop.makeFutureWithTask(work).whenComplete { result in
+            let (handler, next) = bound.value
+            if handler.phase == .closed { return }
+            next(handler, result)
+        }
+    }
+}

@@ -1,0 +1,156 @@
+import HeraldCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+import NIOTLS
+import NIOWebSocket
+
+/// The Web Push port: TLS with ALPN `h2` and `http/1.1`. Application servers push over either
+/// (most use HTTP/1.1); browsers open Mozilla's push WebSocket at `/` with an HTTP/1.1 upgrade.
+///
+/// Raw SwiftNIO, as the APNs port: the acceptance path is measured against the APNs port's
+/// (`scripts/bench.sh`), and the WebSocket shares the connection's pipeline.
+final class WebPushListener: Sendable {
+    let serverChannel: Channel
+    private let connections: Locked<[ObjectIdentifier: Channel]>
+
+    var port: Int { serverChannel.localAddress?.port ?? 0 }
+
+    private init(serverChannel: Channel, connections: Locked<[ObjectIdentifier: Channel]>) {
+        self.serverChannel = serverChannel
+        self.connections = connections
+    }
+
+    static func bind(host: String, port: Int, tls: NIOSSLContext, webPushPort: WebPushPort, group: EventLoopGroup) async throws -> WebPushListener {
+        let connections = Locked([ObjectIdentifier: Channel]())
+        let limits = webPushPort.limits, metrics = webPushPort.metrics
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 1024)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.maxMessagesPerRead, value: 16)
+            // A browser that does not read: past the high mark its session is closed.
+            .childChannelOption(.writeBufferWaterMark, value: .init(low: limits.deviceOutboundBytes / 2, high: limits.deviceOutboundBytes))
+            .childChannelInitializer { channel in
+                guard webPushPort.connectionsPerAddress.admit(channel) else {
+                    metrics.recordPeerClosed(port: "webpush", reason: "per_address_limit")
+                    return channel.eventLoop.makeFailedFuture(TooManyConnectionsFromAddress(limit: limits.deviceConnectionsPerAddress))
+                }
+                return channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(NIOSSLServerHandler(context: tls))
+                    try sync.addHandler(ConnectionDeadline(timeout: limits.handshakeTimeout, milestone: .tlsHandshake) {
+                        metrics.recordPeerClosed(port: "webpush", reason: "handshake_timeout")
+                    })
+                    try sync.addHandler(ApplicationProtocolNegotiationHandler { result, channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            switch result {
+                            case .negotiated("h2"): try configureHTTP2(channel, webPushPort)
+                            default: try configureHTTP1(channel, webPushPort)
+                            }
+                        }
+                    })
+                    let id = ObjectIdentifier(channel)
+                    connections.withLock { $0[id] = channel }
+                    channel.closeFuture.whenComplete { _ in connections.withLock { $0[id] = nil } }
+                }
+            }
+        let serverChannel = try await bootstrap.bind(host: host, port: port).get()
+        return WebPushListener(serverChannel: serverChannel, connections: connections)
+    }
+
+    private static func configureHTTP2(_ channel: Channel, _ port: WebPushPort) throws {
+        let sync = channel.pipeline.syncOperations
+        try sync.addHandler(IdleStateHandler(readTimeout: port.idleTimeout))
+        try sync.addHandler(IdleCloser(metrics: port.metrics))
+        var connection = NIOHTTP2Handler.ConnectionConfiguration()
+        connection.initialSettings = [
+            HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000),
+            HTTP2Setting(parameter: .maxHeaderListSize, value: port.limits.maximumHeaderListSize),
+        ]
+        connection.maximumRecentlyResetStreams = 100
+        var stream = NIOHTTP2Handler.StreamConfiguration()
+        stream.targetWindowSize = 65_535
+        _ = try sync.configureHTTP2Pipeline(mode: .server, connectionConfiguration: connection, streamConfiguration: stream) { streamChannel in
+            streamChannel.eventLoop.makeCompletedFuture {
+                let streamSync = streamChannel.pipeline.syncOperations
+                try streamSync.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
+                try streamSync.addHandler(WebPushRequestHandler(port: port, isHTTP2: true))
+            }
+        }
+    }
+
+    private static func configureHTTP1(_ channel: Channel, _ port: WebPushPort) throws {
+        let sync = channel.pipeline.syncOperations
+        // One idle bound for the connection, a sender's or (after the upgrade) a browser's, whose
+        // session pings it when it has written nothing for a ping interval.
+        try sync.addHandler(IdleStateHandler(readTimeout: port.idleTimeout, writeTimeout: port.pingInterval))
+        try sync.addHandler(IdleCloser(metrics: port.metrics))
+        let upgrader = NIOWebSocketServerUpgrader(
+            maxFrameSize: BrowserPushProtocol.maximumMessageBytes, automaticErrorHandling: false,
+            shouldUpgrade: { channel, head in
+                guard QueryString.path(of: head.uri) == "/" else { return channel.eventLoop.makeSucceededFuture(nil) }
+                var headers = HTTPHeaders()
+                // Echo the protocol's subprotocol when offered (Firefox offers it).
+                let offered = head.headers[canonicalForm: "sec-websocket-protocol"]
+                if offered.contains(where: { $0.lowercased() == BrowserPushProtocol.subprotocol }) {
+                    headers.add(name: "Sec-WebSocket-Protocol", value: BrowserPushProtocol.subprotocol)
+                }
+                return channel.eventLoop.makeSucceededFuture(headers)
+            },
+            upgradePipelineHandler: { channel, head in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    let http = try sync.context(handlerType: WebPushRequestHandler.self)
+                    sync.removeHandler(context: http, promise: nil)
+                    guard let origin = port.origin(host: head.headers.first(name: "host")) else {
+                        throw WebPushUpgradeError.noHost
+                    }
+                    try sync.addHandler(NIOWebSocketFrameAggregator(
+                        minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 64,
+                        maxAccumulatedFrameSize: BrowserPushProtocol.maximumMessageBytes))
+                    try sync.addHandler(BrowserPushSessionHandler(port: port, origin: origin))
+                }
+            })
+        try sync.configureHTTPServerPipeline(
+            withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }), withErrorHandling: true)
+        try sync.addHandler(WebPushRequestHandler(port: port, isHTTP2: false))
+    }
+
+    /// Stops accepting new connections.
+    func close() async {
+        try? await serverChannel.close()
+    }
+
+    /// Waits (up to `timeout`) for every connection to close, then closes what is left.
+    func waitForConnectionsToClose(timeout: TimeAmount) async {
+        let deadline = NIODeadline.now() + timeout
+        while NIODeadline.now() < deadline {
+            if connections.withLock({ $0.isEmpty }) { return }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        for channel in connections.withLock({ Array($0.values) }) { try? await channel.close() }
+    }
+}
+
+enum WebPushUpgradeError: Error { case noHost }
+
+/// Closes a connection nothing was read from for the idle bound; passes every other event on
+/// (a browser's session pings on the write-idle one).
+private final class IdleCloser: ChannelInboundHandler {
+    typealias InboundIn = Any
+    let metrics: GatewayMetrics
+    init(metrics: GatewayMetrics) { self.metrics = metrics }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case IdleStateHandler.IdleStateEvent.read = event {
+            metrics.recordPeerClosed(port: "webpush", reason: "idle_timeout")
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+}
