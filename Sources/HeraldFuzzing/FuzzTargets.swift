@@ -27,7 +27,20 @@ public enum FuzzTargets {
         "webpush-body": webPushBody,
         "browser-push-frames": browserPushFrames,
         "declarative-push": declarativePush,
+        "webpush-stored": webPushStored,
     ]
+
+    /// What the Web Push port reads back from the store: a held message's payload (the
+    /// ciphertext and its headers, written as the browser's `notification` message) and a
+    /// token's scope (a subscription's channel and application server key).
+    @Sendable public static func webPushStored(_ data: [UInt8]) {
+        if let message = try? WebPushStoredMessage(stored: data) {
+            _ = message.browserNotification(version: "00000000-0000-0000-0000-000000000000")
+            precondition((try? WebPushStoredMessage(stored: message.encoded())) == message, "a stored Web Push message does not read back")
+        }
+        let scope = TokenScope(stored: String(decoding: data.prefix(1024), as: UTF8.self))
+        precondition(TokenScope(stored: scope.stored) == scope, "a token scope does not read back")
+    }
 
     /// A decrypted Web Push message, read as a Declarative Web Push message and shown as a device would.
     @Sendable public static func declarativePush(_ data: [UInt8]) {

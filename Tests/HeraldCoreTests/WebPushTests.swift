@@ -259,4 +259,35 @@ struct DeclarativeWebPushTests {
             #expect(throws: DeclarativeWebPushMessage.NotDeclarative.self, "\(text)") { try Self.read(text) }
         }
     }
+
+    @Test("a held Web Push message: the ciphertext and its headers read back, and become the browser's notification message")
+    func storedMessage() throws {
+        let channel = "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"
+        let legacy = WebPushOptions.LegacyHeaders(encryption: "salt=AAA", cryptoKey: "dh=BBB")
+        let message = WebPushStoredMessage(channelID: channel, encoding: .aesgcm, legacyHeaders: legacy, body: [1, 2, 3])
+        #expect(try WebPushStoredMessage(stored: message.encoded()) == message)
+        let frame = try JSONReader.parseObject(message.browserNotification(version: "v1"))
+        #expect(frame["messageType"]?.stringValue == "notification" && frame["channelID"]?.stringValue == channel && frame["version"]?.stringValue == "v1")
+        #expect(frame["data"]?.stringValue == "AQID")
+        #expect(frame["headers"] == .object(["encoding": .string("aesgcm"), "encryption": .string("salt=AAA"), "crypto_key": .string("dh=BBB")]))
+        let empty = WebPushStoredMessage(channelID: channel, encoding: nil, legacyHeaders: nil, body: [])
+        #expect(try JSONReader.parseObject(empty.browserNotification(version: "v2"))["data"] == nil, "no body: no data, no headers")
+        #expect(throws: WebPushStoredMessage.Invalid.self) { try WebPushStoredMessage(stored: Array(#"{"channel":"not-a-channel"}"#.utf8)) }
+        #expect(throws: WebPushStoredMessage.Invalid.self) { try WebPushStoredMessage(stored: Array(#"{"aps":{"alert":"an APNs payload"}}"#.utf8)) }
+    }
+
+    @Test("a subscription's scope keeps its channel and application server key, and takes only webpush messages")
+    func subscriptionScope() {
+        let key = WebPushTests.Vector.receiverPublic
+        let keyed = TokenScope(bundleID: "browser", kind: .webPush(channel: "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0", applicationServerKey: key))
+        #expect(keyed.stored == "browser.push-type.webpush/0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0/" + key)
+        #expect(TokenScope(stored: keyed.stored) == keyed)
+        let open = TokenScope(bundleID: "com.example.app", kind: .webPush(channel: "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0", applicationServerKey: nil))
+        #expect(TokenScope(stored: open.stored) == open)
+        #expect(keyed.accepts(bundleID: "browser", pushType: PushType.webpush))
+        #expect(!keyed.accepts(bundleID: "browser", pushType: PushType.alert) && !keyed.accepts(bundleID: "browser", pushType: PushType.liveactivity))
+        #expect(!keyed.accepts(bundleID: "other", pushType: PushType.webpush))
+        #expect(!TokenScope(bundleID: "browser").accepts(bundleID: "browser", pushType: PushType.webpush), "an app token takes no Web Push message")
+        #expect(PushType(header: "webpush") == nil, "never read from apns-push-type")
+    }
 }

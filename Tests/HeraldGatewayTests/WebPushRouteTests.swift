@@ -17,12 +17,13 @@ struct WebPushRouteTests {
         return nil
     }
 
-    @Test("a push: endpoint id, options and the authorization headers as sent; withdrawals; the browser's WebSocket")
+    @Test("a push: endpoint id, options and the authorization headers as sent; receipts and withdrawals; the browser's WebSocket")
     func routes() throws {
         let push = WebPushRoute.route(Self.head("POST", "/wpush/\(Self.endpoint)?x=1", [("ttl", "30"), ("urgency", "high"), ("authorization", "vapid t=a, k=b")], length: 0))
         guard case .success(.push(let id, let options, let authorization, let cryptoKey)) = push else { Issue.record("\(push)"); return }
         #expect(id.description == Self.endpoint && options == WebPushOptions(ttl: 30, urgency: .high) && authorization == "vapid t=a, k=b" && cryptoKey == nil)
         #expect(WebPushRoute.route(Self.head("DELETE", "/m/abc-123")) == .success(.deleteMessage(id: "abc-123")))
+        #expect(WebPushRoute.route(Self.head("GET", "/m/abc-123")) == .success(.messageReceipt(id: "abc-123")))
         #expect(WebPushRoute.route(Self.head("GET", "/", [("upgrade", "WebSocket")])) == .success(.browserConnection))
     }
 

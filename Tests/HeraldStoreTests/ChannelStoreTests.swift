@@ -52,4 +52,38 @@ struct ChannelStoreTests {
         #expect(try await store.unregisterToken(app, atMilliseconds: now))
         #expect(try await store.pendingFeedback(bundleID: "com.a", environment: .development).map(\.token) == [app])
     }
+
+    @Test("Web Push subscriptions: only webpush messages, every one kept until its TTL (Topic replaces), up to the per-subscription bound; APNs tokens refuse them", arguments: Kind.available)
+    func webPushSubscriptions(kind: Kind) async throws {
+        let store = try await kind.make()
+        let app = DeviceToken.random(), subscription = DeviceToken.random()
+        let key = "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4"
+        let scope = TokenScope(bundleID: "browser", kind: .webPush(channel: "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0", applicationServerKey: key))
+        try await store.registerTokens([
+            TokenRegistration(token: app, bundleID: "browser", environment: .development, createdAtMilliseconds: now),
+            TokenRegistration(token: subscription, bundleID: scope.stored, environment: .development, createdAtMilliseconds: now),
+        ])
+        #expect(TokenScope(stored: try #require(try await store.registration(of: subscription)).bundleID) == scope, "the key comes back with the subscription")
+        func push(_ token: DeviceToken, _ type: PushType, _ text: String = "{}", topic: String? = nil) -> StoredNotification {
+            StoredNotification(id: .random(), token: token, bundleID: "browser", pushType: type, priority: .immediate, expiration: .unspecified,
+                               collapseID: topic.flatMap(CollapseID.init), payload: Array(text.utf8), receivedAtMilliseconds: now)
+        }
+        let outcomes = try await store.accept(
+            [push(app, .webpush), push(subscription, .alert), push(subscription, .liveactivity), push(subscription, .webpush)],
+            policy: StorePolicy(), environment: .development, nowMilliseconds: now)
+        let refused = outcomes.map { outcome -> String in
+            if case .rejected(let r) = outcome { r.reason.rawValue } else { "ok" }
+        }
+        #expect(refused == ["DeviceTokenNotForTopic", "DeviceTokenNotForTopic", "DeviceTokenNotForTopic", "ok"])
+
+        // APNs keeps the newest per app (maximumPerApp 1); Web Push keeps each message, to its bound.
+        let policy = StorePolicy(maximumPerApp: 1, maximumPerWebPushSubscription: 4)
+        _ = try await store.accept(
+            [push(subscription, .webpush, "a", topic: "t"), push(subscription, .webpush, "b"), push(subscription, .webpush, "c", topic: "t"),
+             push(subscription, .webpush, "d"), push(subscription, .webpush, "e")],
+            policy: policy, environment: .development, nowMilliseconds: now)
+        let held = try await store.storedNotifications(for: subscription, policy: policy, nowMilliseconds: now)
+        #expect(held.map { String(decoding: $0.payload, as: UTF8.self) } == ["b", "c", "d", "e"],
+                "the Topic replaced a, the bound of 4 replaced the first message; the rest wait")
+    }
 }

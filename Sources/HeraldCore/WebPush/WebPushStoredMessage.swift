@@ -60,7 +60,8 @@ public struct WebPushStoredMessage: Sendable, Hashable {
         if let encryption = object["encryption"]?.stringValue, let cryptoKey = object["crypto_key"]?.stringValue {
             legacy = .init(encryption: encryption, cryptoKey: cryptoKey)
         }
-        self.init(channelID: channel, encoding: encoding, legacyHeaders: legacy, body: body)
+        // Without a body there is nothing to decrypt: headers of one are not kept.
+        self.init(channelID: channel, encoding: body.isEmpty ? nil : encoding, legacyHeaders: body.isEmpty ? nil : legacy, body: body)
     }
 
     /// The browser protocol's `notification` message for it, `version` being the message's id.
