@@ -4,7 +4,9 @@
 Starts the gateway (short deadlines so that the suite is quick) and a device as child processes,
 then attacks every port with raw frames and hostile payloads: HTTP/2 Rapid Reset, CONTINUATION,
 PING/SETTINGS/WINDOW_UPDATE floods, oversized headers and bodies, forged provider tokens, silent and
-half-open TCP peers, raw WebSocket frames, hostile notification payloads to a running device. Each
+half-open TCP peers, raw WebSocket frames, hostile notification payloads to a running device; on the
+Web Push port forged, expired and alg-none VAPID tokens, lying bodies, huge headers, hostile
+browser-protocol frames, a user agent that never acks and a registration flood. Each
 check asserts that the process survives, that the peer gets its specific error or is closed, and
 memory stays bounded; at the end a normal push still goes from provider to device. The benign side
 is checked too: a client that resets every stream right after its answer (as AsyncHTTPClient under
@@ -157,10 +159,145 @@ class H2:
             pass
 
 
+def vapid(key, claims, header=None):
+    """A VAPID Authorization header for `key` (a P-256 private key), with these claims."""
+    public = key.public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+    token = jwt(key, None, header=header if header is not None else {"typ": "JWT", "alg": "ES256"}, claims=claims)
+    return f"vapid t={token}, k={b64(public)}", b64(public)
+
+
+def webpush_attacks(webpush_port, ca, gateway):
+    """The Web Push port: forged and expired VAPID tokens, alg none, hostile browser-protocol
+    frames, a user agent that never acks, a registration flood, huge headers, lying bodies."""
+    import warnings
+    from websockets.sync.client import connect
+    # Connections here are closed by hand (or by the gateway): no context manager.
+    warnings.filterwarnings("ignore", message=r"connect\(\) must be used as a context manager")
+    context = ssl.create_default_context(cafile=ca)
+    url = f"wss://localhost:{webpush_port}/"
+    origin = f"https://localhost:{webpush_port}"
+    key = ec.generate_private_key(ec.SECP256R1())
+    _, server_key = vapid(key, {})
+
+    def agent():
+        ws = connect(url, ssl=context, subprotocols=["push-notification"], max_size=None, open_timeout=10)
+        ws.send(json.dumps({"messageType": "hello", "use_webpush": True}))
+        hello = json.loads(ws.recv(10))
+        return ws, hello["uaid"]
+
+    def register(ws, application_server_key=None):
+        channel = "0b1c2d3e-4f50-6172-8394-" + os.urandom(6).hex()
+        message = {"messageType": "register", "channelID": channel}
+        if application_server_key:
+            message["key"] = application_server_key
+        ws.send(json.dumps(message))
+        return channel, json.loads(ws.recv(10))
+
+    ws, uaid = agent()
+    channel, reply = register(ws, server_key)
+    endpoint = reply.get("pushEndpoint", "")
+    check("webpush: a browser subscribes", reply.get("status") == 200 and "/wpush/" in endpoint, reply)
+    path = "/wpush/" + endpoint.rsplit("/", 1)[-1]
+    now = int(time.time())
+    good_claims = {"aud": origin, "exp": now + 3600, "sub": "mailto:ops@example.com"}
+
+    def post(headers, body=b"", timeout=10):
+        with httpx.Client(verify=ca, timeout=timeout) as c:
+            return c.post(f"https://localhost:{webpush_port}{path}", content=body, headers={"ttl": "60", **headers})
+
+    forger = ec.generate_private_key(ec.SECP256R1())
+    forged_token = jwt(forger, None, header={"typ": "JWT", "alg": "ES256"}, claims=good_claims)
+    cases = [
+        ("a token signed by another key claiming the subscription's k=", {"authorization": f"vapid t={forged_token}, k={server_key}"}, 401),
+        ("another application server's valid token", {"authorization": vapid(forger, good_claims)[0]}, 403),
+        ("an expired token", {"authorization": vapid(key, dict(good_claims, exp=now - 10))[0]}, 401),
+        ("exp more than 24 h ahead", {"authorization": vapid(key, dict(good_claims, exp=now + 90_000))[0]}, 401),
+        ("aud of another origin", {"authorization": vapid(key, dict(good_claims, aud="https://evil.example"))[0]}, 401),
+        ("no sub", {"authorization": vapid(key, {"aud": origin, "exp": now + 3600})[0]}, 401),
+        ("alg none, no signature", {"authorization": f"vapid t={b64(json.dumps({'alg': 'none'}).encode())}.{b64(json.dumps(good_claims).encode())}., k={server_key}"}, 401),
+        ("a token that is not a JWT", {"authorization": f"vapid t=AAAA, k={server_key}"}, 401),
+        ("no Authorization at all", {}, 401),
+    ]
+    wrong = []
+    for name, headers, status in cases:
+        r = post(headers)
+        if r.status_code != status or "message" not in r.json():
+            wrong.append((name, r.status_code, r.text[:120]))
+    check(f"webpush: {len(cases)} forged, expired and malformed VAPID tokens each get 401/403 with a reason", not wrong, wrong)
+    r = post({"authorization": vapid(key, good_claims)[0]})
+    check("webpush: the valid token is accepted (201)", r.status_code == 201, r.text)
+
+    # Headers of 100 KB, a body over 4096 bytes declared and not sent, a body that lies.
+    try:
+        r = post({"x-big": "a" * 100_000})
+        big = r.status_code in (400, 413, 431)
+    except httpx.HTTPError:
+        big = True  # the connection was closed
+    check("webpush: 100 KB of headers are refused, not read", big)
+    raw = context.wrap_socket(socket.create_connection(("127.0.0.1", webpush_port), timeout=10), server_hostname="localhost")
+    raw.sendall(f"POST {path} HTTP/1.1\r\nHost: localhost\r\nTTL: 60\r\nContent-Length: 1000000000\r\n\r\n".encode() + b"x" * 100)
+    answer = raw.recv(4096)
+    check("webpush: a body declared at 1 GB is answered 413 before it is read", answer.startswith(b"HTTP/1.1 413"), answer[:80])
+    raw.close()
+    raw = context.wrap_socket(socket.create_connection(("127.0.0.1", webpush_port), timeout=10), server_hostname="localhost")
+    raw.sendall(f"POST {path} HTTP/1.1\r\nHost: localhost\r\nTTL: 60\r\nContent-Length: 4\r\n\r\n".encode() + b"0123456789 GARBAGE\r\n\r\n")
+    answer = b""
+    try:
+        while b"HTTP/1.1 4" not in answer[12:] and len(answer) < 8192:
+            chunk = raw.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+    except (socket.timeout, OSError):
+        pass
+    check("webpush: a body longer than its Content-Length: the rest is a malformed request (400), nothing crashes",
+          b"HTTP/1.1 400" in answer or b"HTTP/1.1 401" in answer, answer[:200])
+    raw.close()
+
+    # A user agent that never acks: what it was sent stays held, and comes again next time.
+    ws2, uaid2 = agent()
+    _, reply2 = register(ws2)
+    path2 = "/wpush/" + reply2["pushEndpoint"].rsplit("/", 1)[-1]
+    with httpx.Client(verify=ca, timeout=10) as c:
+        for i in range(3):
+            c.post(f"https://localhost:{webpush_port}{path2}", headers={"ttl": "600"})
+    first = [json.loads(ws2.recv(10)) for _ in range(3)]
+    ws2.close()
+    ws2 = connect(url, ssl=context, subprotocols=["push-notification"], open_timeout=10)
+    ws2.send(json.dumps({"messageType": "hello", "use_webpush": True, "uaid": uaid2}))
+    json.loads(ws2.recv(10))
+    again = [json.loads(ws2.recv(10)) for _ in range(3)]
+    check("webpush: messages a user agent never acked are sent again on its next connection",
+          sorted(m["version"] for m in again) == sorted(m["version"] for m in first), (first, again))
+    ws2.close()
+
+    # A flood of registrations from one connection: bounded per browser (256), then refused.
+    statuses = {}
+    for _ in range(300):
+        _, reply = register(ws)
+        statuses[reply.get("status")] = statuses.get(reply.get("status"), 0) + 1
+    check("webpush: a registration flood from one connection is bounded (256 subscriptions, then 409)",
+          statuses.get(409, 0) >= 40 and statuses.get(200, 0) <= 256, statuses)
+
+    # Hostile frames: malformed JSON closes with 1008, an oversized frame with 1009.
+    for name, frame, code in (("malformed JSON", "{not json", 1008), ("a 100 KB frame", json.dumps({"messageType": "x" * 100_000}), 1009)):
+        ws3, _ = agent()
+        try:
+            ws3.send(frame)
+            ws3.recv(10)
+            closed_with = None
+        except Exception:
+            closed_with = ws3.close_code if ws3.close_code is not None else (ws3.protocol.close_rcvd.code if ws3.protocol.close_rcvd else None)
+        check(f"webpush: {name} closes the browser's connection ({code})", closed_with == code, closed_with)
+    ws.close()
+    check("webpush: the gateway survived the Web Push attacks", alive(gateway))
+
+
 def main():
     data = tempfile.mkdtemp(prefix="herald-attack-")
     gateway = subprocess.Popen(
         [HERALD, "gateway", "--data-dir", data, "--provider-port", "0", "--device-port", "0", "--admin-port", "0",
+         "--webpush-port", "0",
          # No --host: the default must be loopback (checked below with ss).
          "--log-level", "error", "--handshake-timeout", "2", "--provider-idle-timeout", "3",
          "--provider-connections-per-address", "40", "--token-burst", "0"],
@@ -169,6 +306,7 @@ def main():
     try:
         ports = json.loads(gateway.stdout.readline())
         port, device_port, admin, ca = ports["provider_port"], ports["device_port"], ports["admin_port"], ports["ca"]
+        webpush_attacks(ports["webpush_port"], ca, gateway)
         key_path = os.path.join(data, "key.p8")
         key_id = herald("keys", "create", "--data-dir", data, "--team", TEAM, "--topic", TOPIC, "--out", key_path)
         with open(key_path, "rb") as f:
@@ -427,7 +565,7 @@ def main():
         listening = subprocess.run(["ss", "-ltnH"], capture_output=True, text=True).stdout if shutil.which("ss") else ""
         if listening:
             check("admin port bound to 127.0.0.1 only", f"127.0.0.1:{admin}" in listening and f"0.0.0.0:{admin}" not in listening, listening)
-            for name, bound in (("provider", port), ("device", device_port)):
+            for name, bound in (("provider", port), ("device", device_port), ("webpush", ports["webpush_port"])):
                 check(f"{name} port bound to 127.0.0.1 by default (no --host)",
                       f"127.0.0.1:{bound}" in listening and f"0.0.0.0:{bound}" not in listening and f"*:{bound}" not in listening, listening)
 

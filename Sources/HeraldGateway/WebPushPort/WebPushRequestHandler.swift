@@ -23,6 +23,9 @@ final class WebPushRequestHandler: ChannelInboundHandler, RemovableChannelHandle
     private var body: [UInt8] = []
     /// More body than a message may have arrived: only its length is counted.
     private var bodyLength = 0
+    /// The request was answered from its head (a declared body too large to read): the rest
+    /// of it is dropped, and an HTTP/1.1 connection is closed after the answer.
+    private var answeredEarly = false
 
     init(port: WebPushPort, isHTTP2: Bool) {
         self.port = port
@@ -35,13 +38,22 @@ final class WebPushRequestHandler: ChannelInboundHandler, RemovableChannelHandle
             self.head = head
             body = []
             bodyLength = 0
+            answeredEarly = false
+            // A body declared larger than any message is refused before a byte of it is read.
+            if let declared = head.headers.first(name: "content-length").flatMap({ Int($0) }), declared > WebPushEncryption.maximumBody {
+                answeredEarly = true
+                respond(context, head, .init(413, "the body is \(declared) bytes; a push message is at most \(WebPushEncryption.maximumBody)"))
+                if !isHTTP2 { context.close(promise: nil) }
+            }
         case .body(var chunk):
+            guard !answeredEarly else { return }
             let count = chunk.readableBytes
             if bodyLength + count <= WebPushEncryption.maximumBody, let bytes = chunk.readBytes(length: count) { body += bytes }
             bodyLength += count
         case .end:
             guard let head else { return }
             self.head = nil
+            if answeredEarly { return }
             handle(head, context: context)
         }
     }
