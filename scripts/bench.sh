@@ -10,7 +10,8 @@
 # against a bare SwiftNIO HTTP/2 TLS responder (two workloads), delivery against acceptance,
 # `herald push send` against h2load with the same connections and concurrency, the provider
 # service's REST sends against h2load pushing the same notifications straight to the gateway, PostgreSQL
-# nodes against one SQLite node and cross-node delivery latency against same-node. Memory is
+# nodes against one SQLite node, cross-node delivery latency against same-node, and the Web Push
+# port's acceptance against the APNs port's. Memory is
 # reported as measured (KiB per idle device, idle RSS). Each row names the command that
 # reproduces it alone. Logs of every step are kept in the directory printed at the end.
 set -euo pipefail
@@ -19,9 +20,9 @@ cd "$(dirname "$0")/.."
 QUICK=0
 [ "${1:-}" = "--quick" ] && QUICK=1
 if [ "$QUICK" = 1 ]; then
-    GW_A="20000 5000"; GW_B="20000 200"; DELIVERY="5000 200 1000"; CLIENT="5000 200"; PROVIDER="1 1000"; CLUSTER="5000 2000 100"; BROADCAST="500"
+    GW_A="20000 5000"; GW_B="20000 200"; DELIVERY="5000 200 1000"; CLIENT="5000 200"; PROVIDER="1 1000"; CLUSTER="5000 2000 100"; BROADCAST="500"; WEBPUSH="10000 2000"
 else
-    GW_A="200000 100000"; GW_B="100000 200"; DELIVERY="50000 1000 10000"; CLIENT="20000 200"; PROVIDER="5 4000"; CLUSTER="40000 10000 500"; BROADCAST="10000"
+    GW_A="200000 100000"; GW_B="100000 200"; DELIVERY="50000 1000 10000"; CLIENT="20000 200"; PROVIDER="5 4000"; CLUSTER="40000 10000 500"; BROADCAST="10000"; WEBPUSH="100000 20000"
 fi
 
 command -v h2load >/dev/null || { echo "h2load is missing: apt-get install nghttp2-client" >&2; exit 1; }
@@ -53,11 +54,13 @@ step provider scripts/bench-provider.sh $PROVIDER
 step cluster scripts/bench-cluster.sh $CLUSTER
 # shellcheck disable=SC2086
 step broadcast scripts/bench-broadcast.sh $BROADCAST
+# shellcheck disable=SC2086
+step webpush scripts/bench-webpush.sh $WEBPUSH
 
-python3 - "$LOGS" "$GW_A" "$GW_B" "$DELIVERY" "$CLIENT" "$QUICK" "$PROVIDER" "$CLUSTER" "$BROADCAST" <<'PY'
+python3 - "$LOGS" "$GW_A" "$GW_B" "$DELIVERY" "$CLIENT" "$QUICK" "$PROVIDER" "$CLUSTER" "$BROADCAST" "$WEBPUSH" <<'PY'
 import re, sys
-logs, gw_a, gw_b, delivery, client, quick, provider, cluster, broadcast = sys.argv[1:10]
-text = {name: open(f"{logs}/{name}.txt").read() for name in ("gateway-a", "gateway-b", "delivery", "client", "provider", "cluster", "broadcast")}
+logs, gw_a, gw_b, delivery, client, quick, provider, cluster, broadcast, webpush = sys.argv[1:11]
+text = {name: open(f"{logs}/{name}.txt").read() for name in ("gateway-a", "gateway-b", "delivery", "client", "provider", "cluster", "broadcast", "webpush")}
 
 def find(name, pattern, default="?"):
     m = re.search(pattern, text[name], re.M)
@@ -103,6 +106,9 @@ row("cluster: delivery latency across nodes, paced", "p50 " + find("cluster", r"
 row(f"one broadcast to {broadcast} subscribed devices, last receipt", find("broadcast", r"^2\. broadcast: .*last receipt after ([0-9.]+ s)") + " vs " +
     find("broadcast", r"^1\. unicast fan-out: .*last receipt after ([0-9.]+ s)") + " as single pushes",
     find("broadcast", r"broadcast / unicast fan-out, time to the last device: ([0-9.]+)"), "<= 1.0", f"scripts/bench-broadcast.sh {broadcast}")
+row(f"Web Push port vs APNs port, acceptance ({webpush.split()[1]} endpoints)",
+    find("webpush", r"^Web Push port .*mean ([0-9,]+)") + " vs " + find("webpush", r"^APNs port .*mean ([0-9,]+)") + " req/s",
+    find("webpush", r"^ratio webpush/apns: ([0-9.]+)"), ">= 0.8", f"scripts/bench-webpush.sh {webpush}")
 
 print()
 print("| figure | measured | ratio | goal | reproduce |")

@@ -147,9 +147,15 @@ public enum Admission {
             return .rejected(APNsRejection(.badDeviceToken))
         }
         // A token's stored bundle id is its scope: an app, or a Live Activity token of an app.
-        guard registration.bundleID == notification.bundleID
-                ? notification.pushType != .liveactivity && notification.pushType != .webpush
-                : TokenScope(stored: registration.bundleID).accepts(bundleID: notification.bundleID, pushType: notification.pushType) else {
+        let admitted: Bool = if registration.bundleID == notification.bundleID {
+            notification.pushType != .liveactivity && notification.pushType != .webpush
+        } else if notification.pushType == .webpush {
+            // The Web Push port's hot path: the scope is `<app>.push-type.webpush/…` (no parse).
+            TokenScope.isWebPush(stored: registration.bundleID, of: notification.bundleID)
+        } else {
+            TokenScope(stored: registration.bundleID).accepts(bundleID: notification.bundleID, pushType: notification.pushType)
+        }
+        guard admitted else {
             return .rejected(APNsRejection(.deviceTokenNotForTopic))
         }
         if let at = registration.unregisteredAtMilliseconds {

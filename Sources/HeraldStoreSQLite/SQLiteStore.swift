@@ -349,6 +349,9 @@ public final class SQLiteStore: GatewayStore {
     ) throws {
         let candidates = held.candidates(for: n.token)
         guard !candidates.isEmpty else { return }
+        // A Web Push message's id is made by the port, never one that waits: without a Topic
+        // only the bound replaces, and only once what may wait (the candidates, at least) reaches it.
+        if n.pushType == .webpush && n.collapseID == nil && candidates.count < policy.maximumWaiting(for: .webpush) { return }
         let read = try db.cachedStatement(sql: """
             SELECT token, apns_id, collapse_id, sent_at_ms IS NOT NULL FROM notifications WHERE seq = ? AND state = 0
             """)

@@ -29,6 +29,9 @@ struct BenchPrepare: AsyncParsableCommand {
     @Option(help: "The topic the tokens and key use.")
     var topic: String = "com.example.bench"
 
+    @Option(help: ArgumentHelp("Also register as many Web Push subscriptions (made with an application server key) under this Web Push port URL, e.g. https://127.0.0.1:8443, and write OUT/webpush-uris.txt, OUT/webpush-authorization.txt (a VAPID header valid for 12 hours) and OUT/webpush-body.bin (200 opaque bytes).", valueName: "URL"))
+    var webpushUrl: String?
+
     func run() async throws {
         let store = try await data.openStore(durability: .normal).store
         let clock = SystemWallClock()
@@ -61,6 +64,30 @@ struct BenchPrepare: AsyncParsableCommand {
         try ("bearer " + signer.token(issuedAt: clock.nowSeconds())).write(toFile: "\(out)/authorization.txt", atomically: true, encoding: .utf8)
         let alert = String(repeating: "x", count: 200 - #"{"aps":{"alert":""}}"#.utf8.count)
         try #"{"aps":{"alert":"\#(alert)"}}"#.write(toFile: "\(out)/payload.json", atomically: true, encoding: .utf8)
-        print("registered key \(keyID) and \(tokens) tokens for \(topic); inputs in \(out)")
+        if let webpushUrl { try await prepareWebPush(store: store, base: webpushUrl, now: clock.nowMilliseconds()) }
+        print("registered key \(keyID) and \(tokens) tokens for \(topic)\(webpushUrl == nil ? "" : " and \(tokens) Web Push subscriptions"); inputs in \(out)")
+    }
+
+    /// Subscriptions as a browser's would be (one per endpoint, all held by one user agent),
+    /// signed for by one application server key.
+    private func prepareWebPush(store: any GatewayStore, base: String, now: Int64) async throws {
+        guard let origin = VAPIDSigner.origin(of: base) else { throw ValidationError("--webpush-url must be a URL such as https://127.0.0.1:8443") }
+        let signer = VAPIDSigner(privateKey: P256.Signing.PrivateKey(), subject: "mailto:bench@example.com")
+        var uris = ""
+        var batch: [TokenRegistration] = []
+        for i in 0..<tokens {
+            let token = DeviceToken.random()
+            let scope = TokenScope(bundleID: "browser", kind: .webPush(channel: UUID().uuidString.lowercased(), applicationServerKey: signer.publicKeyText))
+            batch.append(TokenRegistration(token: token, bundleID: scope.stored, environment: .development, createdAtMilliseconds: now))
+            uris += "\(origin)/wpush/\(token.hex)\n"
+            if batch.count == 10_000 || i == tokens - 1 {
+                try await store.registerTokens(batch)
+                batch.removeAll(keepingCapacity: true)
+            }
+        }
+        try uris.write(toFile: "\(out)/webpush-uris.txt", atomically: true, encoding: .utf8)
+        try signer.authorization(audience: origin, expiresAt: now / 1000 + 12 * 3600)
+            .write(toFile: "\(out)/webpush-authorization.txt", atomically: true, encoding: .utf8)
+        try Data(WebPushEncryption.randomBytes(200)).write(to: URL(fileURLWithPath: "\(out)/webpush-body.bin"))
     }
 }

@@ -195,6 +195,19 @@ async def scenario():
     check("no VAPID for a keyed subscription: 401", refusal(lambda: push(subscription, "x", ca=ca, ttl=60)) == 401)
     check("an endpoint that never existed: 404", refusal(lambda: push(dict(subscription, endpoint=endpoint[:-8] + "00000000"), "x", vapid=vapid, ca=ca, ttl=60)) == 404)
     check("a body over 4096 bytes: 413", refusal(lambda: push(subscription, "x" * 4000, vapid=vapid, ca=ca, ttl=60)) == 413)
+    # The same port over HTTP/2 (ALPN h2), as httpx sends it: a push and a refusal.
+    import httpx
+    with httpx.Client(http2=True, verify=ca) as h2:
+        signed = pywebpush.WebPusher(open_subscription).encode(b"over h2", "aes128gcm")
+        r = h2.post(open_subscription["endpoint"], content=signed["body"], headers={"ttl": "60", "content-encoding": "aes128gcm"})
+        check("HTTP/2: a push is 201 with a Location", r.http_version == "HTTP/2" and r.status_code == 201 and "/m/" in r.headers.get("location", ""), f"{r.http_version} {r.status_code} {r.text}")
+        notification = await agent.next("notification")
+        check("HTTP/2: the user agent decrypts it", agent.decrypt(notification) == b"over h2", json.dumps(notification)[:200])
+        await agent.ack(notification)
+        r = h2.post(open_subscription["endpoint"], content=b"x" * 5000, headers={"ttl": "60", "content-encoding": "aes128gcm"})
+        check("HTTP/2: a body over 4096 bytes is 413", r.status_code == 413 and "message" in r.json(), f"{r.status_code} {r.text}")
+        r = h2.get(response.headers["Location"])
+        check("HTTP/2: GET on a Location is its receipt", r.status_code == 200 and r.json().get("deliveries"), f"{r.status_code} {r.text}")
     no_ttl = requests.post(endpoint, data=b"", headers={}, verify=ca)
     check("no TTL header: 400 with a reason", no_ttl.status_code == 400 and "message" in no_ttl.json(), no_ttl.text)
 

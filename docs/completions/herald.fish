@@ -26,7 +26,7 @@ function __herald_parse_tokens -S
             __herald_parse_subcommand 0 'version' 'h/help'
             switch $unparsed_tokens[1]
             case 'run'
-                __herald_parse_subcommand 0 'data-dir=' 'database=' 'provider-port=' 'h2c-port=' 'admin-port=' 'admin-host=' 'enable-faults' 'enrollment-secret-file=' 'provider-idle-timeout=' 'provider-connections-per-address=' 'device-connections-per-address=' 'handshake-timeout=' 'device-port=' 'channel-port=' 'feedback-port=' 'feedback-client-ca=' 'provider-client-ca=' 'device-ping-interval=' 'device-idle-timeout=' 'store-timeout=' 'background-per-hour=' 'inactivity-days=' 'receipt-days=' 'host=' 'environment=' 'tls-cert=' 'tls-key=' 'token-burst=' 'token-rate=' 'offline-queue=' 'durability=' 'node-id=' 'node-lease=' 'cluster-sweep=' 'cross-node-hints=' 'log-level=' 'log-format=' 'version' 'h/help'
+                __herald_parse_subcommand 0 'data-dir=' 'database=' 'provider-port=' 'h2c-port=' 'admin-port=' 'admin-host=' 'enable-faults' 'enrollment-secret-file=' 'provider-idle-timeout=' 'provider-connections-per-address=' 'device-connections-per-address=' 'handshake-timeout=' 'device-port=' 'webpush-port=' 'webpush-origin=' 'channel-port=' 'feedback-port=' 'feedback-client-ca=' 'provider-client-ca=' 'device-ping-interval=' 'device-idle-timeout=' 'store-timeout=' 'background-per-hour=' 'inactivity-days=' 'receipt-days=' 'host=' 'environment=' 'tls-cert=' 'tls-key=' 'token-burst=' 'token-rate=' 'offline-queue=' 'durability=' 'node-id=' 'node-lease=' 'cluster-sweep=' 'cross-node-hints=' 'log-level=' 'log-format=' 'version' 'h/help'
             case 'watch'
                 __herald_parse_subcommand 0 'admin=' 'topic=' 'json' 'version' 'h/help'
             end
@@ -118,7 +118,7 @@ function __herald_parse_tokens -S
             __herald_parse_subcommand 0 'version' 'h/help'
             switch $unparsed_tokens[1]
             case 'prepare'
-                __herald_parse_subcommand 0 'data-dir=' 'database=' 'tokens=' 'url=' 'out=' 'topic=' 'version' 'h/help'
+                __herald_parse_subcommand 0 'data-dir=' 'database=' 'tokens=' 'url=' 'out=' 'topic=' 'webpush-url=' 'version' 'h/help'
             case 'baseline'
                 __herald_parse_subcommand 0 'port=' 'tls-cert=' 'tls-key=' 'version' 'h/help'
             case 'delivery'
@@ -217,6 +217,8 @@ complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options 
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald gateway run" device-connections-per-address' -l 'device-connections-per-address' -d 'Open device connections allowed from one IP address.' -rfka ''
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald gateway run" handshake-timeout' -l 'handshake-timeout' -d 'Seconds a peer has to finish the TLS handshake (and a device to answer the challenge).' -rfka ''
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald gateway run" device-port' -l 'device-port' -d 'The device port: one WebSocket over TLS per device (docs/device-protocol.md). 0 picks a free port.' -rfka ''
+complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald gateway run" webpush-port' -l 'webpush-port' -d 'The Web Push port (docs/web-push.md): RFC 8030 push endpoints over HTTP/1.1 and HTTP/2, and Mozilla\'s push WebSocket for browsers (point Firefox\'s dom.push.serverURL at wss://HOST:PORT/), over TLS. 0 picks a free port.' -rfka ''
+complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald gateway run" webpush-origin' -l 'webpush-origin' -d 'The origin Web Push endpoints are issued under and VAPID tokens must name as aud (https://push.example.com, as senders reach the port). Default: https:// and the Host each peer connected to.' -rfka ''
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald gateway run" channel-port' -l 'channel-port' -d 'The broadcast channel management port (HTTP/2 over TLS, authenticated like the provider port, Apple\'s 2195/2196): creating, reading, listing and deleting channels. Broadcasts need it. 0 picks a free port.' -rfka ''
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald gateway run" feedback-port' -l 'feedback-port' -d 'The legacy binary feedback port (TLS with an app\'s client certificate, Apple\'s retired Feedback Service format).' -rfka ''
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald gateway run" feedback-client-ca' -l 'feedback-client-ca' -d 'The CA (PEM) whose client certificates the feedback port accepts. Default: the development CA (see `herald feedback certificate`).' -rfka ''
@@ -552,6 +554,7 @@ complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options 
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald bench prepare" url' -l 'url' -d 'The base URL of the provider port the URIs name, e.g. https://127.0.0.1:2197.' -rfka ''
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald bench prepare" out' -l 'out' -d 'The directory to write the inputs to.' -rfka ''
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald bench prepare" topic' -l 'topic' -d 'The topic the tokens and key use.' -rfka ''
+complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald bench prepare" webpush-url' -l 'webpush-url' -d 'Also register as many Web Push subscriptions (made with an application server key) under this Web Push port URL, e.g. https://127.0.0.1:8443, and write OUT/webpush-uris.txt, OUT/webpush-authorization.txt (a VAPID header valid for 12 hours) and OUT/webpush-body.bin (200 opaque bytes).' -rfka ''
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald bench prepare" version' -l 'version' -d 'Show the version.'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald bench prepare" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald bench baseline" port' -l 'port' -d 'The port; 0 picks a free one.' -rfka ''

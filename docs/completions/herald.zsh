@@ -126,6 +126,8 @@ _herald_gateway_run() {
         '--device-connections-per-address[Open device connections allowed from one IP address.]:device-connections-per-address:'
         '--handshake-timeout[Seconds a peer has to finish the TLS handshake (and a device to answer the challenge).]:SECONDS:'
         '--device-port[The device port\: one WebSocket over TLS per device (docs/device-protocol.md). 0 picks a free port.]:device-port:'
+        '--webpush-port[The Web Push port (docs/web-push.md)\: RFC 8030 push endpoints over HTTP/1.1 and HTTP/2, and Mozilla'\''s push WebSocket for browsers (point Firefox'\''s dom.push.serverURL at wss\://HOST\:PORT/), over TLS. 0 picks a free port.]:webpush-port:'
+        '--webpush-origin[The origin Web Push endpoints are issued under and VAPID tokens must name as aud (https\://push.example.com, as senders reach the port). Default\: https\:// and the Host each peer connected to.]:URL:'
         '--channel-port[The broadcast channel management port (HTTP/2 over TLS, authenticated like the provider port, Apple'\''s 2195/2196)\: creating, reading, listing and deleting channels. Broadcasts need it. 0 picks a free port.]:channel-port:'
         '--feedback-port[The legacy binary feedback port (TLS with an app'\''s client certificate, Apple'\''s retired Feedback Service format).]:feedback-port:'
         '--feedback-client-ca[The CA (PEM) whose client certificates the feedback port accepts. Default\: the development CA (see `herald feedback certificate`).]:PEM:'
@@ -949,6 +951,7 @@ _herald_bench_prepare() {
         '--url[The base URL of the provider port the URIs name, e.g. https\://127.0.0.1\:2197.]:url:'
         '--out[The directory to write the inputs to.]:out:'
         '--topic[The topic the tokens and key use.]:topic:'
+        '--webpush-url[Also register as many Web Push subscriptions (made with an application server key) under this Web Push port URL, e.g. https\://127.0.0.1\:8443, and write OUT/webpush-uris.txt, OUT/webpush-authorization.txt (a VAPID header valid for 12 hours) and OUT/webpush-body.bin (200 opaque bytes).]:URL:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )

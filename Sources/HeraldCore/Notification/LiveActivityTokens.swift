@@ -80,6 +80,16 @@ public struct TokenScope: Sendable, Hashable {
     /// What separates the app from the channel in a Web Push subscription's stored form.
     static let webPushMarker = ".push-type.webpush/"
 
+    /// Whether `stored` is a Web Push subscription's scope of the app `bundleID` (what
+    /// `TokenScope(stored:)` would read as `.webPush` of that app, without reading it whole).
+    public static func isWebPush(stored: String, of bundleID: String) -> Bool {
+        let scope = stored.utf8, app = bundleID.utf8, marker = webPushMarker.utf8
+        guard scope.count > app.count + marker.count, scope.starts(with: app) else { return false }
+        guard scope.dropFirst(app.count).starts(with: marker) else { return false }
+        // The first marker must be this one (as `init(stored:)` reads it).
+        return !bundleID.contains(webPushMarker)
+    }
+
     /// The stored form of every subscription to a channel (the tokens a broadcast goes to).
     public static func channelSubscriptions(bundleID: String, channel: String) -> String {
         TokenScope(bundleID: bundleID, kind: .channel(channel)).stored

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// A notification's id: a UUID, unique per accepted request. The APNs port reads and answers it
@@ -79,6 +80,34 @@ public struct NotificationID: Hashable, Sendable, CustomStringConvertible {
             s2 ^= t
             s3 = s3 << 45 | s3 >> 19
             return result
+        }
+    }
+
+    /// A cryptographically secure generator for ids that must be unguessable (a Web Push
+    /// message's URL is the capability to read its receipt): BoringSSL's generator read 512 bytes
+    /// at a time, instead of a system call per 8 bytes. Not thread-safe: keep one per thread, or
+    /// behind a lock.
+    public struct BufferedSecureGenerator: RandomNumberGenerator, Sendable {
+        private var buffer = [UInt64](repeating: 0, count: 64)
+        private var index = 64
+
+        public init() {}
+
+        public mutating func next() -> UInt64 {
+            if index == buffer.count {
+                refill()
+                index = 0
+            }
+            defer { index += 1 }
+            return buffer[index]
+        }
+
+        private mutating func refill() {
+            // BoringSSL's generator (RAND_bytes, seeded by the kernel), through swift-crypto.
+            let bytes = SymmetricKey(size: SymmetricKeySize(bitCount: buffer.count * 64))
+            bytes.withUnsafeBytes { source in
+                buffer.withUnsafeMutableBytes { target in target.copyMemory(from: source) }
+            }
         }
     }
 

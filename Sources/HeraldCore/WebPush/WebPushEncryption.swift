@@ -133,7 +133,8 @@ public enum WebPushEncryption {
         return (key, nonce.withUnsafeBytes { Array($0) })
     }
 
-    static func randomBytes(_ count: Int) -> [UInt8] {
+    /// `count` bytes from the system's secure generator (salts, auth secrets, test bodies).
+    public static func randomBytes(_ count: Int) -> [UInt8] {
         var generator = SystemRandomNumberGenerator()
         return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
     }

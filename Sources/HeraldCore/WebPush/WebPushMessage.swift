@@ -70,12 +70,22 @@ public struct WebPushOptions: Sendable, Hashable {
     /// - `TTL` is required (RFC 8030 §5.2 makes it a MUST for the sender): a request without one
     ///   is refused with 400, so that a sender never believes a message is kept when it is not.
     public init(headers: [(name: String, value: String)], bodyLength: Int) throws(Refusal) {
+        // One pass over the headers (this is the Web Push port's hot path): the value of each
+        // name read below, and how many times each was given.
+        let names = ["ttl", "urgency", "topic", "prefer", "content-encoding", "encryption", "crypto-key"]
+        var found = [String?](repeating: nil, count: names.count)
+        var counts = [Int](repeating: 0, count: names.count)
+        for header in headers {
+            guard let index = names.firstIndex(of: header.name) else { continue }
+            counts[index] += 1
+            if counts[index] == 1 { found[index] = header.value }
+        }
         func value(_ name: String) throws(Refusal) -> String? {
-            let values = headers.filter { $0.name == name }.map(\.value)
-            guard values.count <= 1 else { throw Refusal("\(name) is given \(values.count) times") }
-            guard let value = values.first else { return nil }
+            guard let index = names.firstIndex(of: name) else { return nil }
+            guard counts[index] <= 1 else { throw Refusal("\(name) is given \(counts[index]) times") }
+            guard let value = found[index] else { return nil }
             guard value.utf8.count <= Self.maximumHeaderValue else { throw Refusal("\(name) is longer than \(Self.maximumHeaderValue) bytes", status: 431) }
-            return value.trimmingCharacters(in: .whitespaces)
+            return Self.trimmingSpaces(value)
         }
         guard let ttlText = try value("ttl") else { throw Refusal("TTL is required (RFC 8030 §5.2): the seconds this message may wait for the user agent, 0 for now or never") }
         guard !ttlText.isEmpty, ttlText.utf8.count <= 12, ttlText.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let ttl = Int64(ttlText) else {
@@ -102,7 +112,7 @@ public struct WebPushOptions: Sendable, Hashable {
         }
 
         wantsReceipt = try value("prefer").map { prefer in
-            prefer.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces).lowercased() == "respond-async" }
+            prefer.split(separator: ",").contains { Self.trimmingSpaces(String($0)).lowercased() == "respond-async" }
         } ?? false
 
         let encodingText = try value("content-encoding")
@@ -128,6 +138,15 @@ public struct WebPushOptions: Sendable, Hashable {
                 throw Refusal("an aes128gcm body is at least \(WebPushEncryption.headerLength + 17) bytes (its header and one record)")
             }
         }
+    }
+
+    /// `text` without leading and trailing spaces and tabs (a copy only when there are some).
+    static func trimmingSpaces(_ text: String) -> String {
+        let utf8 = text.utf8
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
+        guard let first = utf8.first, let last = utf8.last, isSpace(first) || isSpace(last) else { return text }
+        let trimmed = utf8.drop(while: isSpace).reversed().drop(while: isSpace).reversed()
+        return String(decoding: Array(trimmed), as: UTF8.self)
     }
 
     static func isBase64URLCharacter(_ byte: UInt8) -> Bool {

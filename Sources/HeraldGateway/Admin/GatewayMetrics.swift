@@ -45,6 +45,8 @@ public final class GatewayMetrics: Sendable {
     let webPushDeliveries: Counter
     let webPushAcks: Counter
     private let webPushCounters = Locked([Int: Counter]())
+    /// Web Push requests answered 201: kept apart so the hot path takes no lock.
+    private let webPushCreated: Counter
     private let requestCounters = Locked([String: Counter]())
     private let peerCounters = Locked([String: Counter]())
     /// Requests answered 200: kept apart so the hot path takes no lock.
@@ -90,6 +92,9 @@ public final class GatewayMetrics: Sendable {
             descriptor: Self.name("webpush_deliveries", "total", "Web Push messages sent on browser connections"))
         webPushAcks = registry.makeCounter(
             descriptor: Self.name("webpush_acks", "total", "Web Push messages acknowledged by browsers"))
+        webPushCreated = registry.makeCounter(
+            descriptor: Self.name("webpush_requests", "total", "Web Push port requests answered, by status"),
+            labels: [("status", "201")])
         okResponses = registry.makeCounter(
             descriptor: Self.name("provider_requests", "total", "Provider requests answered, by status and reason"),
             labels: [("status", "200"), ("reason", "")])
@@ -120,6 +125,7 @@ public final class GatewayMetrics: Sendable {
 
     /// Counts one answered Web Push port request by status (201 and 202: accepted messages).
     func recordWebPushResponse(status: Int) {
+        if status == 201 { return webPushCreated.increment() }
         let counter = webPushCounters.withLock { counters in
             if let existing = counters[status] { return existing }
             let made = registry.makeCounter(

@@ -12,17 +12,17 @@ import NIOWebSocket
 /// The device port: WebSocket over TLS at ``DeviceProtocol/path``, one connection per device.
 final class DeviceListener: Sendable {
     let serverChannel: Channel
-    private let connections: Locked<[ObjectIdentifier: Channel]>
+    private let connections: OpenConnections
 
     var port: Int { serverChannel.localAddress?.port ?? 0 }
 
-    private init(serverChannel: Channel, connections: Locked<[ObjectIdentifier: Channel]>) {
+    private init(serverChannel: Channel, connections: OpenConnections) {
         self.serverChannel = serverChannel
         self.connections = connections
     }
 
     static func bind(host: String, port: Int, tls: NIOSSLContext, devicePort: DevicePort, group: EventLoopGroup) async throws -> DeviceListener {
-        let connections = Locked([ObjectIdentifier: Channel]())
+        let connections = OpenConnections()
         let pageResponder = DevicePortPage.router().buildResponder()
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
@@ -67,9 +67,7 @@ final class DeviceListener: Sendable {
                     try sync.configureHTTPServerPipeline(
                         withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }), withErrorHandling: true)
                     try sync.addHandler(ResponderHandler(responder: pageResponder, logger: devicePort.logger))
-                    let id = ObjectIdentifier(channel)
-                    connections.withLock { $0[id] = channel }
-                    channel.closeFuture.whenComplete { _ in connections.withLock { $0[id] = nil } }
+                    connections.track(channel)
                 }
             }
         let serverChannel = try await bootstrap.bind(host: host, port: port).get()
@@ -84,12 +82,7 @@ final class DeviceListener: Sendable {
 
     /// Waits (up to `timeout`) for every connection to close, then closes what is left.
     func waitForConnectionsToClose(timeout: TimeAmount) async {
-        let deadline = NIODeadline.now() + timeout
-        while NIODeadline.now() < deadline {
-            if connections.withLock({ $0.isEmpty }) { return }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        for channel in connections.withLock({ Array($0.values) }) { try? await channel.close() }
+        await connections.waitUntilClosed(timeout: timeout)
     }
 }
 

@@ -66,13 +66,8 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     func close(with code: DeviceErrorCode, _ message: String) {
         guard let context, !session.isClosed else { return }
         send(.error(code: code, message: message), flush: false)
-        var reason = context.channel.allocator.buffer(capacity: 2)
-        let closeCode: WebSocketErrorCode = code == .frameTooLarge ? .messageTooLarge : code == .shutdown ? .goingAway : .policyViolation
-        reason.write(webSocketErrorCode: closeCode)
-        let frame = WebSocketFrame(fin: true, opcode: .connectionClose, data: reason)
         finish()
-        let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in channel.close(promise: nil) }
+        WebSocketControl.close(context, code: code == .frameTooLarge ? .messageTooLarge : code == .shutdown ? .goingAway : .policyViolation)
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -81,8 +76,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
             case .read:
                 close(with: .idleTimeout, "nothing heard from the device for \(port.idleTimeout.nanoseconds / 1_000_000_000) s")
             case .write, .all:
-                let ping = WebSocketFrame(fin: true, opcode: .ping, data: context.channel.allocator.buffer(capacity: 0))
-                context.writeAndFlush(wrapOutboundOut(ping), promise: nil)
+                WebSocketControl.ping(context)
             }
             return
         }
@@ -118,6 +112,11 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         guard frame.maskKey != nil else {
             return close(with: .malformedFrame, "frames from a device must be masked (RFC 6455 §5.1)")
         }
+        switch WebSocketControl.receive(frame, context: context) {
+        case .handled: return
+        case .peerClosed: return finish()
+        case .data: break
+        }
         switch frame.opcode {
         case .text:
             var data = frame.unmaskedData
@@ -129,19 +128,6 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
                 let now = port.clock.nowMilliseconds()
                 perform(session.receive(decoded, nowMilliseconds: now), now: now)
             }
-        case .ping:
-            var pong = frame.unmaskedData
-            let reply = WebSocketFrame(fin: true, opcode: .pong, data: pong.readSlice(length: pong.readableBytes) ?? pong)
-            context.writeAndFlush(wrapOutboundOut(reply), promise: nil)
-        case .pong:
-            break
-        case .connectionClose:
-            finish()
-            var data = frame.unmaskedData
-            let code = data.readSlice(length: min(2, data.readableBytes)) ?? context.channel.allocator.buffer(capacity: 0)
-            let channel = context.channel
-            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: code)))
-                .whenComplete { _ in channel.close(promise: nil) }
         case .binary:
             send(.error(code: .unsupportedFrame, message: "binary frames are not part of the protocol; send JSON text frames"), flush: true)
         default:

@@ -82,17 +82,13 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
     func close(with code: DeviceErrorCode, _ message: String) {
         guard let context, phase != .closed else { return }
         port.logger.debug("closing a browser connection", metadata: ["device": "\(deviceID ?? "-")", "why": "\(message)"])
-        var reason = context.channel.allocator.buffer(capacity: 2)
         let closeCode: WebSocketErrorCode = switch code {
         case .frameTooLarge: .messageTooLarge
         case .shutdown, .replaced: .goingAway
         default: .policyViolation
         }
-        reason.write(webSocketErrorCode: closeCode)
         finish()
-        let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: reason)))
-            .whenComplete { _ in channel.close(promise: nil) }
+        WebSocketControl.close(context, code: closeCode)
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -102,8 +98,7 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
                 close(with: .idleTimeout, "nothing heard from the browser")
             case .write, .all:
                 // Browsers answer WebSocket pings themselves; the pong keeps the read side alive.
-                let ping = WebSocketFrame(fin: true, opcode: .ping, data: context.channel.allocator.buffer(capacity: 0))
-                context.writeAndFlush(wrapOutboundOut(ping), promise: nil)
+                WebSocketControl.ping(context)
             }
             return
         }
@@ -135,6 +130,11 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
         guard frame.maskKey != nil else { return close(with: .malformedFrame, "frames from a browser must be masked") }
+        switch WebSocketControl.receive(frame, context: context) {
+        case .handled: return
+        case .peerClosed: return finish()
+        case .data: break
+        }
         switch frame.opcode {
         case .text:
             var data = frame.unmaskedData
@@ -145,19 +145,6 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
                 port.metrics.recordPeerClosed(port: "webpush", reason: "malformed")
                 close(with: .malformedFrame, error.description)
             }
-        case .ping:
-            var pong = frame.unmaskedData
-            let reply = WebSocketFrame(fin: true, opcode: .pong, data: pong.readSlice(length: pong.readableBytes) ?? pong)
-            context.writeAndFlush(wrapOutboundOut(reply), promise: nil)
-        case .pong:
-            break
-        case .connectionClose:
-            finish()
-            var data = frame.unmaskedData
-            let code = data.readSlice(length: min(2, data.readableBytes)) ?? context.channel.allocator.buffer(capacity: 0)
-            let channel = context.channel
-            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: code)))
-                .whenComplete { _ in channel.close(promise: nil) }
         default:
             close(with: .unsupportedFrame, "the push protocol is JSON in text frames")
         }
@@ -319,7 +306,7 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
             port.recorder.record(.dropped(seq: delivery.seq, atMilliseconds: now))
             return
         }
-        let version = n.id.description.lowercased()
+        let version = n.id.description
         let bytes = message.browserNotification(version: version)
         var buffer = context.channel.allocator.buffer(capacity: bytes.count)
         buffer.writeBytes(bytes)

@@ -1,4 +1,5 @@
 import HeraldCore
+import HeraldNIO
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -15,17 +16,17 @@ import NIOWebSocket
 /// (`scripts/bench.sh`), and the WebSocket shares the connection's pipeline.
 final class WebPushListener: Sendable {
     let serverChannel: Channel
-    private let connections: Locked<[ObjectIdentifier: Channel]>
+    private let connections: OpenConnections
 
     var port: Int { serverChannel.localAddress?.port ?? 0 }
 
-    private init(serverChannel: Channel, connections: Locked<[ObjectIdentifier: Channel]>) {
+    private init(serverChannel: Channel, connections: OpenConnections) {
         self.serverChannel = serverChannel
         self.connections = connections
     }
 
     static func bind(host: String, port: Int, tls: NIOSSLContext, webPushPort: WebPushPort, group: EventLoopGroup) async throws -> WebPushListener {
-        let connections = Locked([ObjectIdentifier: Channel]())
+        let connections = OpenConnections()
         let limits = webPushPort.limits, metrics = webPushPort.metrics
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
@@ -53,9 +54,7 @@ final class WebPushListener: Sendable {
                             }
                         }
                     })
-                    let id = ObjectIdentifier(channel)
-                    connections.withLock { $0[id] = channel }
-                    channel.closeFuture.whenComplete { _ in connections.withLock { $0[id] = nil } }
+                    connections.track(channel)
                 }
             }
         let serverChannel = try await bootstrap.bind(host: host, port: port).get()
@@ -66,21 +65,16 @@ final class WebPushListener: Sendable {
         let sync = channel.pipeline.syncOperations
         try sync.addHandler(IdleStateHandler(readTimeout: port.idleTimeout))
         try sync.addHandler(IdleCloser(metrics: port.metrics))
+        // The answers of one intake batch go out in one TLS record and one system call.
+        try sync.addHandler(FlushCoalescingHandler())
         var connection = NIOHTTP2Handler.ConnectionConfiguration()
         connection.initialSettings = [
             HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000),
             HTTP2Setting(parameter: .maxHeaderListSize, value: port.limits.maximumHeaderListSize),
         ]
         connection.maximumRecentlyResetStreams = 100
-        var stream = NIOHTTP2Handler.StreamConfiguration()
-        stream.targetWindowSize = 65_535
-        _ = try sync.configureHTTP2Pipeline(mode: .server, connectionConfiguration: connection, streamConfiguration: stream) { streamChannel in
-            streamChannel.eventLoop.makeCompletedFuture {
-                let streamSync = streamChannel.pipeline.syncOperations
-                try streamSync.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
-                try streamSync.addHandler(WebPushRequestHandler(port: port, isHTTP2: true))
-            }
-        }
+        try sync.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: connection, streamConfiguration: .init()))
+        try sync.addHandler(WebPushStreamTable(port: port))
     }
 
     private static func configureHTTP1(_ channel: Channel, _ port: WebPushPort) throws {
@@ -104,7 +98,7 @@ final class WebPushListener: Sendable {
             upgradePipelineHandler: { channel, head in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
-                    let http = try sync.context(handlerType: WebPushRequestHandler.self)
+                    let http = try sync.context(handlerType: WebPushHTTP1Handler.self)
                     sync.removeHandler(context: http, promise: nil)
                     guard let origin = port.origin(host: head.headers.first(name: "host")) else {
                         throw WebPushUpgradeError.noHost
@@ -117,7 +111,7 @@ final class WebPushListener: Sendable {
             })
         try sync.configureHTTPServerPipeline(
             withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }), withErrorHandling: true)
-        try sync.addHandler(WebPushRequestHandler(port: port, isHTTP2: false))
+        try sync.addHandler(WebPushHTTP1Handler(port: port))
     }
 
     /// Stops accepting new connections.
@@ -127,12 +121,7 @@ final class WebPushListener: Sendable {
 
     /// Waits (up to `timeout`) for every connection to close, then closes what is left.
     func waitForConnectionsToClose(timeout: TimeAmount) async {
-        let deadline = NIODeadline.now() + timeout
-        while NIODeadline.now() < deadline {
-            if connections.withLock({ $0.isEmpty }) { return }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        for channel in connections.withLock({ Array($0.values) }) { try? await channel.close() }
+        await connections.waitUntilClosed(timeout: timeout)
     }
 }
 

@@ -14,6 +14,9 @@ struct WebPushPort: Sendable {
     var registry: DeviceRegistry
     var recorder: DeliveryRecorder
     var subscriptions: WebPushSubscriptions
+    var vapid = VAPIDVerifier()
+    /// Message ids: unguessable, for their URL is the capability to read the receipt.
+    var ids = Locked(NotificationID.BufferedSecureGenerator())
     /// The per-endpoint rate limit (429); `nil` turns it off.
     var limiter: TokenRateLimiter?
     /// The origin endpoints are issued under and VAPID's `aud` must name
@@ -38,11 +41,28 @@ struct WebPushPort: Sendable {
     /// request's `Host` (checked: a host name or address and an optional port, nothing else).
     func origin(host: String?) -> String? {
         if let publicOrigin { return publicOrigin }
-        guard let host, !host.isEmpty, host.utf8.count <= 255,
-              host.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "@") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }) else {
-            return nil
+        guard let host else { return nil }
+        return origins.origin(host: host)
+    }
+    var origins = Origins()
+
+    /// `Host` values read into origins, remembered (a port is reached under a few names).
+    final class Origins: Sendable {
+        private let known = Locked([String: String]())
+
+        func origin(host: String) -> String? {
+            if let hit = known.withLock({ $0[host] }) { return hit }
+            guard !host.isEmpty, host.utf8.count <= 255,
+                  host.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "@") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }),
+                  let origin = VAPIDSigner.origin(of: "https://" + host + "/") else {
+                return nil
+            }
+            known.withLock { table in
+                if table.count >= 64 { table.removeAll() }
+                table[host] = origin
+            }
+            return origin
         }
-        return VAPIDSigner.origin(of: "https://" + host + "/")
     }
 }
 
@@ -69,8 +89,11 @@ final class WebPushSubscriptions: Sendable {
         self.storeTimeout = storeTimeout
     }
 
+    /// What is known of the subscription without asking the store (the hot path: no task).
+    func cached(_ token: DeviceToken) -> Lookup? { known.withLock { $0[token] } }
+
     func lookup(_ token: DeviceToken) async throws -> Lookup {
-        if let cached = known.withLock({ $0[token] }) { return cached }
+        if let cached = cached(token) { return cached }
         let store = self.store
         guard let registration = try await withDeadline(storeTimeout, { try await store.registration(of: token) }) else { return .unknown }
         let scope = TokenScope(stored: registration.bundleID)
@@ -87,4 +110,39 @@ final class WebPushSubscriptions: Sendable {
 
     /// Forgets a subscription (unsubscribed through this node).
     func forget(_ token: DeviceToken) { _ = known.withLock { $0.removeValue(forKey: token) } }
+}
+
+/// VAPID checks with a memory: a token verified once (signature, `aud`, `exp`, `sub`) is not
+/// verified again until it expires, as the APNs port keeps a provider token it verified. An
+/// application server that reuses its token (as RFC 8292 §2 allows, for up to 24 h) then costs
+/// a table look-up per push instead of an ECDSA verification. The subscription's key is
+/// checked on every push.
+final class VAPIDVerifier: Sendable {
+    private struct Verified {
+        var publicKey: [UInt8]
+        var audience: String
+        var expiresAt: Int64
+    }
+
+    private let verified = Locked([String: Verified]())
+    /// Tokens remembered at most (the table starts again when full).
+    static let maximumCached = 10_000
+
+    func verify(
+        authorization: String?, cryptoKey: String?, audience: String, nowSeconds: Int64, subscriptionKey: [UInt8]?
+    ) throws(VAPIDAuthorization.Failure) {
+        let cacheKey = cryptoKey.map { (authorization ?? "") + "\n" + $0 } ?? authorization ?? ""
+        if let hit = verified.withLock({ $0[cacheKey] }), hit.audience == audience, hit.expiresAt > nowSeconds {
+            if let subscriptionKey, subscriptionKey != hit.publicKey { throw .wrongKey }
+            return
+        }
+        let vapid = try VAPIDAuthorization(authorization: authorization, cryptoKey: cryptoKey)
+        try vapid.verify(audience: audience, nowSeconds: nowSeconds, subscriptionKey: subscriptionKey)
+        guard let expiresAt = vapid.token.claims["exp"].flatMap(ES256JWT.seconds) else { return }
+        let entry = Verified(publicKey: vapid.publicKey, audience: audience, expiresAt: expiresAt)
+        verified.withLock { table in
+            if table.count >= Self.maximumCached { table.removeAll(keepingCapacity: true) }
+            table[cacheKey] = entry
+        }
+    }
 }

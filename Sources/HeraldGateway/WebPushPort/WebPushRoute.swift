@@ -70,7 +70,11 @@ enum WebPushRoute: Hashable {
     /// The route of a request, or its refusal: the path first (404), then the method (405), then
     /// the body's length (411, 413), then the delivery options (400).
     static func route(_ head: Head) -> Result<WebPushRoute, Refusal> {
-        let path = head.path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        let path = head.path.utf8.firstIndex(of: UInt8(ascii: "?")).map { String(head.path[..<$0]) } ?? head.path
+        // The hot path: a push, `/wpush/` and 64 hex digits, is told apart without splitting.
+        if path.utf8.count == 71, path.hasPrefix("/wpush/") {
+            return push(head, endpoint: path.utf8.dropFirst(7))
+        }
         let parts = path.split(separator: "/", omittingEmptySubsequences: false)
         if path == "/" {
             guard head.method == "GET", head.value("upgrade")?.lowercased() == "websocket" else {
@@ -81,20 +85,7 @@ enum WebPushRoute: Hashable {
         guard parts.count == 3, parts[0].isEmpty else { return .failure(Refusal(404, "no such endpoint")) }
         switch parts[1] {
         case "wpush":
-            guard let endpoint = WebPushEndpointID(hex: String(parts[2])) else { return .failure(Refusal(404, "no such subscription")) }
-            guard head.method == "POST" else { return .failure(Refusal(405, "push messages are sent with POST")) }
-            guard let length = head.contentLength else {
-                return .failure(Refusal(411, "a push message needs a Content-Length (0 for a message without a body)"))
-            }
-            guard length <= WebPushEncryption.maximumBody else {
-                return .failure(Refusal(413, "the body is \(length) bytes; a push message is at most \(WebPushEncryption.maximumBody)"))
-            }
-            do {
-                let options = try WebPushOptions(headers: head.headers, bodyLength: length)
-                return .success(.push(endpoint: endpoint, options: options, authorization: head.value("authorization"), cryptoKey: head.value("crypto-key")))
-            } catch {
-                return .failure(Refusal(error.status, error.description))
-            }
+            return push(head, endpoint: parts[2].utf8)
         case "m":
             guard head.method == "DELETE" || head.method == "GET" else {
                 return .failure(Refusal(405, "a message's receipt is read with GET; a message is withdrawn with DELETE"))
@@ -108,6 +99,26 @@ enum WebPushRoute: Hashable {
             return .failure(Refusal(404, "no such endpoint"))
         }
     }
+
+    /// A push to `/wpush/<endpoint>`: the method (405), the body's length (411, 413), then the
+    /// delivery options (400).
+    private static func push(_ head: Head, endpoint hex: some Collection<UInt8>) -> Result<WebPushRoute, Refusal> {
+        guard hex.count == 64, let token = DeviceToken(hexBytes: hex) else { return .failure(Refusal(404, "no such subscription")) }
+        let endpoint = WebPushEndpointID(bytes: token.bytes)
+        guard head.method == "POST" else { return .failure(Refusal(405, "push messages are sent with POST")) }
+        guard let length = head.contentLength else {
+            return .failure(Refusal(411, "a push message needs a Content-Length (0 for a message without a body)"))
+        }
+        guard length <= WebPushEncryption.maximumBody else {
+            return .failure(Refusal(413, "the body is \(length) bytes; a push message is at most \(WebPushEncryption.maximumBody)"))
+        }
+        do {
+            let options = try WebPushOptions(headers: head.headers, bodyLength: length)
+            return .success(.push(endpoint: endpoint, options: options, authorization: head.value("authorization"), cryptoKey: head.value("crypto-key")))
+        } catch {
+            return .failure(Refusal(error.status, error.description))
+        }
+    }
 }
 
 /// A subscription's endpoint id: 32 random bytes (256 bits, so an endpoint cannot be guessed),
@@ -119,6 +130,8 @@ struct WebPushEndpointID: Hashable, Sendable, CustomStringConvertible {
         guard hex.utf8.count == 64, let token = DeviceToken(hex: hex) else { return nil }
         bytes = token.bytes
     }
+
+    init(bytes: [UInt8]) { self.bytes = bytes }
 
     var description: String { DeviceToken(bytes: bytes)?.hex ?? "" }
 }

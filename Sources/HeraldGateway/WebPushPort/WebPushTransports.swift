@@ -1,0 +1,188 @@
+import HeraldCore
+import HeraldNIO
+import NIOCore
+import NIOHPACK
+import NIOHTTP1
+import NIOHTTP2
+
+/// The Web Push port's HTTP/1.1 requests: reads a head and a body of at most 4096 bytes, has
+/// ``WebPushExchange`` answer, writes the answer. A body declared too large is refused from the
+/// head, and the connection closed after the answer (its body is never read).
+final class WebPushHTTP1Handler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let exchange: WebPushExchange
+    private var head: HTTPRequestHead?
+    private var body: [UInt8] = []
+    private var bodyLength = 0
+    private var answeredEarly = false
+
+    init(port: WebPushPort) { exchange = WebPushExchange(port: port) }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            self.head = head
+            body = []
+            bodyLength = 0
+            answeredEarly = false
+            if let answer = exchange.answerFromHead(declaredLength: Self.declaredLength(head)) {
+                answeredEarly = true
+                write(answer, version: head.version, context: context, close: true)
+            }
+        case .body(var chunk):
+            guard !answeredEarly else { return }
+            let count = chunk.readableBytes
+            if bodyLength + count <= WebPushEncryption.maximumBody, let bytes = chunk.readBytes(length: count) { body += bytes }
+            bodyLength += count
+        case .end:
+            guard let head, !answeredEarly else { return }
+            self.head = nil
+            let request = WebPushRequest(
+                method: head.method.rawValue, path: head.uri, headers: head.headers.map { (name: $0.name.lowercased(), value: $0.value) },
+                host: head.headers.first(name: "host"), declaredLength: Self.declaredLength(head), body: body, bodyLength: bodyLength)
+            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            exchange.answer(request, on: context.eventLoop).whenSuccess { answer in
+                let (handler, context) = bound.value
+                handler.write(answer, version: head.version, context: context, close: false)
+            }
+        }
+    }
+
+    private static func declaredLength(_ head: HTTPRequestHead) -> Int? {
+        head.headers.first(name: "content-length").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+    }
+
+    private func write(_ answer: WebPushAnswer, version: HTTPVersion, context: ChannelHandlerContext, close: Bool) {
+        var headers = HTTPHeaders(answer.headers)
+        headers.add(name: "content-length", value: String(answer.body.count))
+        if close { headers.add(name: "connection", value: "close") }
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: version, status: HTTPResponseStatus(statusCode: answer.status), headers: headers))), promise: nil)
+        if !answer.body.isEmpty {
+            var buffer = context.channel.allocator.buffer(capacity: answer.body.count)
+            buffer.writeBytes(answer.body)
+            context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+        }
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
+            if close { channel.close(promise: nil) }
+        }
+    }
+}
+
+/// The Web Push port's HTTP/2 streams, as frames on the connection (no child channel per
+/// stream: as on the APNs port, that was most of the event loop's time): collects each stream's
+/// head and body, has ``WebPushExchange`` answer, writes HEADERS (and DATA) on the stream while
+/// it is open, and returns the flow-control window request bodies use.
+final class WebPushStreamTable: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    private struct Stream {
+        var request = WebPushRequest(method: "", path: "", headers: [], host: nil, declaredLength: nil, body: [], bodyLength: 0)
+        var sawHeaders = false
+        /// Answered (from the head, or once complete): what else arrives is dropped.
+        var answered = false
+    }
+
+    private let exchange: WebPushExchange
+    private var streams: [HTTP2StreamID: Stream] = [:]
+    private var window = InboundWindow()
+
+    init(port: WebPushPort) { exchange = WebPushExchange(port: port) }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        let id = frame.streamID
+        guard id != .rootStream else { return context.fireChannelRead(data) }
+        switch frame.payload {
+        case .headers(let headers):
+            var stream = streams[id] ?? Stream()
+            guard !stream.answered else { return }
+            if !stream.sawHeaders {
+                stream.sawHeaders = true
+                read(headers.headers, into: &stream.request)
+                if let answer = exchange.answerFromHead(declaredLength: stream.request.declaredLength) {
+                    stream.answered = true
+                    write(answer, on: id, context: context)
+                }
+            }
+            streams[id] = stream
+            if headers.endStream { complete(id, context: context) }
+        case .data(let data):
+            window.consume(data, on: id, streamOpen: streams[id] != nil, context: context)
+            guard var stream = streams[id], !stream.answered else { return }
+            if case .byteBuffer(var buffer) = data.data {
+                let count = buffer.readableBytes
+                if stream.request.bodyLength + count <= WebPushEncryption.maximumBody, let bytes = buffer.readBytes(length: count) {
+                    stream.request.body += bytes
+                }
+                stream.request.bodyLength += count
+            }
+            streams[id] = stream
+            if data.endStream { complete(id, context: context) }
+        default:
+            break
+        }
+    }
+
+    private func read(_ headers: HPACKHeaders, into request: inout WebPushRequest) {
+        for (name, value, _) in headers {
+            switch name {
+            case ":method": request.method = value
+            case ":path": request.path = value
+            case ":authority": request.host = value
+            case "content-length": request.declaredLength = Int(value)
+            default:
+                if !name.hasPrefix(":") { request.headers.append((name: name, value: value)) }
+            }
+        }
+    }
+
+    private func complete(_ id: HTTP2StreamID, context: ChannelHandlerContext) {
+        guard var stream = streams[id], !stream.answered else { return }
+        stream.answered = true
+        streams[id] = stream
+        var request = stream.request
+        // HTTP/2 frames the body: a request may leave its length out.
+        if request.declaredLength == nil { request.declaredLength = request.bodyLength }
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        exchange.answer(request, on: context.eventLoop).whenSuccess { answer in
+            let (table, context) = bound.value
+            // A stream reset or closed meanwhile gets nothing.
+            guard table.streams[id] != nil else { return }
+            table.write(answer, on: id, context: context)
+        }
+    }
+
+    private func write(_ answer: WebPushAnswer, on id: HTTP2StreamID, context: ChannelHandlerContext) {
+        var headers = HPACKHeaders()
+        headers.add(name: ":status", value: String(answer.status))
+        for (name, value) in answer.headers {
+            headers.add(name: name, value: value, indexing: name == "location" || name == "link" ? .nonIndexable : .indexable)
+        }
+        if answer.body.isEmpty {
+            context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: true)))), promise: nil)
+            return
+        }
+        headers.add(name: "content-length", value: String(answer.body.count))
+        var buffer = context.channel.allocator.buffer(capacity: answer.body.count)
+        buffer.writeBytes(answer.body)
+        context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers)))), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))), promise: nil)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let closed = event as? StreamClosedEvent {
+            streams.removeValue(forKey: closed.streamID)
+            window.forget(closed.streamID)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        streams.removeAll()
+        context.fireChannelInactive()
+    }
+}
