@@ -82,8 +82,14 @@ public actor InMemoryStore: GatewayStore {
         if registration.unregisteredAtMilliseconds == nil {
             registration.unregisteredAtMilliseconds = atMilliseconds
             tokens[token] = registration
-            if TokenScope(stored: registration.bundleID).kind == .app {
-                feedback.append((registration.bundleID, registration.environment, FeedbackEntry(token: token, atMilliseconds: atMilliseconds)))
+            // An app's token, or a Web Push subscription (in its app's list); never a Live
+            // Activity's or a channel's.
+            let scope = TokenScope(stored: registration.bundleID)
+            switch scope.kind {
+            case .app, .webPush:
+                feedback.append((scope.bundleID, registration.environment, FeedbackEntry(token: token, atMilliseconds: atMilliseconds)))
+            case .pushToStart, .activity, .channel:
+                break
             }
         }
         for (seq, record) in records where record.notification.token == token && record.state == .held {

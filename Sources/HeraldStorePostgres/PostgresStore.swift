@@ -373,7 +373,10 @@ public final class PostgresStore: GatewayStore, Sendable {
                     WHERE token = \(key) AND unregistered_at_ms IS NULL
                     RETURNING bundle_id, environment, token, unregistered_at_ms)
                 INSERT INTO feedback (bundle_id, environment, token, at_ms)
-                SELECT * FROM removed WHERE strpos(bundle_id, '.push-type.liveactivity') = 0
+                SELECT CASE WHEN strpos(bundle_id, '.push-type.webpush/') > 0
+                            THEN substr(bundle_id, 1, strpos(bundle_id, '.push-type.webpush/') - 1) ELSE bundle_id END,
+                       environment, token, unregistered_at_ms
+                FROM removed WHERE strpos(bundle_id, '.push-type.liveactivity') = 0
                 """, logger: logger)
             try await c.query("""
                 UPDATE notifications SET state = \(Int16(NotificationState.dropped.rawValue)), ended_at_ms = \(atMilliseconds)

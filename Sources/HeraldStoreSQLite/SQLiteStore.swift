@@ -255,10 +255,14 @@ public final class SQLiteStore: GatewayStore {
                 sql: "UPDATE device_tokens SET unregistered_at_ms = ? WHERE token = ? AND unregistered_at_ms IS NULL",
                 arguments: [atMilliseconds, key])
             if db.changesCount > 0 {
+                // An app's token, or a Web Push subscription (in its app's list); never a Live
+                // Activity's or a channel's.
                 try db.execute(
                     sql: """
                         INSERT INTO feedback (bundle_id, environment, token, at_ms)
-                        SELECT bundle_id, environment, token, unregistered_at_ms FROM device_tokens
+                        SELECT CASE WHEN instr(bundle_id, '.push-type.webpush/') > 0
+                                    THEN substr(bundle_id, 1, instr(bundle_id, '.push-type.webpush/') - 1) ELSE bundle_id END,
+                               environment, token, unregistered_at_ms FROM device_tokens
                         WHERE token = ? AND instr(bundle_id, '.push-type.liveactivity') = 0
                         """,
                     arguments: [key])

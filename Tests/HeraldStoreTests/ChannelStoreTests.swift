@@ -85,5 +85,9 @@ struct ChannelStoreTests {
         let held = try await store.storedNotifications(for: subscription, policy: policy, nowMilliseconds: now)
         #expect(held.map { String(decoding: $0.payload, as: UTF8.self) } == ["b", "c", "d", "e"],
                 "the Topic replaced a, the bound of 4 replaced the first message; the rest wait")
+
+        // Unsubscribed: in its app's feedback list, as an app's token is.
+        #expect(try await store.unregisterToken(subscription, atMilliseconds: now))
+        #expect(try await store.pendingFeedback(bundleID: "browser", environment: .development).map(\.token) == [subscription])
     }
 }
