@@ -14,6 +14,7 @@ struct GatewayWatchCommand: AsyncParsableCommand {
         discussion: """
             Reads the running gateway's admin port (start it with --admin-port). One line per event:
               2026-11-24T09:00:00.125Z  accepted  com.example.app  <apns-id>  token=<token> delivering device=<id>
+            Web Push traffic (the Web Push port, browsers) is marked [webpush].
             With --json, the events' JSON as the admin port's GET /v1/events sends it.
             Example: herald gateway watch --admin http://127.0.0.1:9090 --topic com.example.app
             """)
@@ -121,6 +122,7 @@ private final class FeedPrinter: ChannelInboundHandler {
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let at = event["at"]?.integer(Int64.self).map { formatter.string(from: Date(timeIntervalSince1970: Double($0) / 1000)) } ?? "-"
         var parts = [at, (event["event"]?.stringValue ?? "?").padding(toLength: 8, withPad: " ", startingAt: 0)]
+        if let proto = event["protocol"]?.stringValue { parts.append("[" + proto + "]") }
         if let topic = event["topic"]?.stringValue { parts.append(topic) }
         if let id = event["apnsId"]?.stringValue { parts.append(id) }
         if let token = event["token"]?.stringValue { parts.append("token=" + token) }

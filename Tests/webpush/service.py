@@ -169,6 +169,18 @@ async def scenario():
     check("a push to an unsubscribed endpoint: 410", refusal(lambda: push(subscription, "x", vapid=vapid, ca=ca, ttl=60)) == 410)
     await agent.ws.close()
 
+    # The live feed (admin port, what `herald gateway watch` reads) marks Web Push traffic.
+    events = requests.get(f"http://127.0.0.1:{ports['admin_port']}/v1/events", stream=True, timeout=10)
+    await asyncio.sleep(0.3)
+    open_subscription["endpoint"] = f"https://localhost:{ports['webpush_port']}/wpush/" + open_subscription["endpoint"].rsplit("/", 1)[1]
+    push(open_subscription, None, ca=ca, ttl=60)
+    seen = None
+    for line in events.iter_lines():
+        if line.startswith(b"data: ") and b'"accepted"' in line:
+            seen = json.loads(line[6:])
+            break
+    events.close()
+    check("the live feed shows the accepted message as Web Push", seen is not None and seen.get("protocol") == "webpush", json.dumps(seen))
     metrics = requests.get(f"http://127.0.0.1:{ports['admin_port']}/metrics").text
     check("metrics count the Web Push port by status", 'herald_webpush_requests_total{status="410"}' in metrics, metrics[-400:])
 

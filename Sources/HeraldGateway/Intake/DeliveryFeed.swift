@@ -25,6 +25,8 @@ final class DeliveryFeed: Sendable {
         }
         var event: Kind
         var at: Int64
+        /// `webpush` for Web Push traffic (the Web Push port, browsers); absent for APNs.
+        var `protocol`: String?
         var apnsId: String?
         var topic: String?
         var token: String?

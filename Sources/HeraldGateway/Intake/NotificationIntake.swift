@@ -209,6 +209,7 @@ public final class NotificationIntake: Sendable {
             feed.publish {
                 let n = pending.notification
                 var event = DeliveryFeed.Event(event: .accepted, at: now, apnsId: n.id.description, topic: n.bundleID, token: n.token.hex)
+                if n.pushType == .webpush { event.protocol = "webpush" }
                 switch outcome {
                 case .stored(_, let deviceID?):
                     event.outcome = "delivering"

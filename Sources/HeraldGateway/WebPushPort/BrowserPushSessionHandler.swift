@@ -316,7 +316,7 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
         inFlightSeqs.insert(delivery.seq)
         port.metrics.webPushDeliveries.increment()
         port.feed.publish {
-            DeliveryFeed.Event(event: .sent, at: now, apnsId: n.id.description, topic: n.bundleID, token: n.token.hex, device: delivery.deviceID)
+            DeliveryFeed.Event(event: .sent, at: now, protocol: "webpush", apnsId: n.id.description, topic: n.bundleID, token: n.token.hex, device: delivery.deviceID)
         }
     }
 
@@ -333,7 +333,7 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
             guard let sent = inFlight.removeValue(forKey: version.lowercased()) else { continue }
             inFlightSeqs.remove(sent.seq)
             events.append(.acked(seq: sent.seq, sentAtMilliseconds: sent.sentAtMilliseconds, ackedAtMilliseconds: now))
-            port.feed.publish { DeliveryFeed.Event(event: .acked, at: now, apnsId: version, topic: sent.bundleID, device: self.deviceID) }
+            port.feed.publish { DeliveryFeed.Event(event: .acked, at: now, protocol: "webpush", apnsId: version, topic: sent.bundleID, device: self.deviceID) }
             port.metrics.deviceAckSeconds.record(milliseconds: now - sent.sentAtMilliseconds)
         }
         port.metrics.webPushAcks.increment(by: Int64(events.count))

@@ -126,9 +126,6 @@ struct WebPushExchange {
             id: id, token: push.token, bundleID: bundleID, pushType: .webpush, priority: options.urgency.priority,
             expiration: ttl == 0 ? .immediately : .at(secondsSince1970: now / 1000 + ttl), collapseID: options.topic.flatMap(CollapseID.init),
             payload: message.encoded(), receivedAtMilliseconds: now)
-        port.feed.publish {
-            DeliveryFeed.Event(event: .accepted, at: now, apnsId: id.description, topic: bundleID, token: push.token.hex, outcome: "webpush")
-        }
         let token = push.token, origin = push.origin
         return port.intake.submit(notification, on: eventLoop).map { [self] outcome -> WebPushAnswer in
             switch outcome {
@@ -191,7 +188,7 @@ struct WebPushExchange {
         port.metrics.recordWebPushResponse(status: refusal.status)
         let now = port.clock.nowMilliseconds()
         port.feed.publish {
-            DeliveryFeed.Event(event: .refused, at: now, topic: "webpush", status: refusal.status, reason: refusal.message)
+            DeliveryFeed.Event(event: .refused, at: now, protocol: "webpush", status: refusal.status, reason: refusal.message)
         }
         return WebPushAnswer(status: refusal.status, headers: headers, body: refusal.body)
     }
