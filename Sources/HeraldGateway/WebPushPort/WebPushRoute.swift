@@ -126,11 +126,6 @@ enum WebPushRoute: Hashable {
 struct WebPushEndpointID: Hashable, Sendable, CustomStringConvertible {
     let bytes: [UInt8]
 
-    init?(hex: String) {
-        guard hex.utf8.count == 64, let token = DeviceToken(hex: hex) else { return nil }
-        bytes = token.bytes
-    }
-
     init(bytes: [UInt8]) { self.bytes = bytes }
 
     var description: String { DeviceToken(bytes: bytes)?.hex ?? "" }
