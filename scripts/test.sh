@@ -37,6 +37,9 @@ python3 Tests/webpush/sender.py "$(swift build --show-bin-path)/herald"
 # http_ece, a SIGKILL loses nothing; then a real Firefox subscribes through Herald.
 python3 Tests/webpush/service.py "$(swift build --show-bin-path)/herald"
 python3 Tests/webpush/firefox.py "$(swift build --show-bin-path)/herald"
+# Herald devices as Web Push user agents: an app on herald device run subscribes, pywebpush
+# pushes, the device decrypts, presents declarative messages and hands the rest to the app.
+python3 Tests/webpush/device.py "$(swift build --show-bin-path)/herald"
 # Web Push across two gateway nodes on PostgreSQL: pushed through one, delivered on the other.
 python3 Tests/webpush/cluster.py "$(swift build --show-bin-path)/herald"
 # The attack suite: hostile peers against a running gateway and device (docs/security.md).

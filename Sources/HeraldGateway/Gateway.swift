@@ -81,17 +81,21 @@ public final class Gateway: Service, Sendable {
             metrics: metrics, logger: logger, faults: faults, limits: configuration.limits,
             connectionsPerAddress: ConnectionsPerAddress(limit: configuration.limits.providerConnectionsPerAddress), feed: feed)
         if configuration.channelPort != nil { providerPort.broadcaster = Broadcaster(store: store, intake: intake) }
+        let webPushSubscriptions = WebPushSubscriptions(store: store, storeTimeout: configuration.limits.storeTimeout)
+        let webPushEndpoints = configuration.webPushPort.map { _ in
+            WebPushEndpoints(publicOrigin: configuration.webPushOrigin, subscriptions: webPushSubscriptions)
+        }
         let devicePort = DevicePort(
             environment: configuration.environment, clock: clock, store: store, registry: registry, recorder: recorder,
             backgroundThrottle: configuration.backgroundBudget.map { BackgroundThrottle(budget: $0) },
             pingInterval: configuration.devicePingInterval, idleTimeout: configuration.deviceIdleTimeout,
             lowPriorityDelay: configuration.lowPriorityDelay, metrics: metrics, logger: logger, limits: configuration.limits,
             connectionsPerAddress: ConnectionsPerAddress(limit: configuration.limits.deviceConnectionsPerAddress),
-            enrollmentSecret: configuration.enrollmentSecret, feed: feed, cluster: cluster)
+            enrollmentSecret: configuration.enrollmentSecret, feed: feed, cluster: cluster, webPush: webPushEndpoints)
 
         let webPushPort = WebPushPort(
             environment: configuration.environment, clock: clock, store: store, intake: intake, registry: registry, recorder: recorder,
-            subscriptions: WebPushSubscriptions(store: store, storeTimeout: configuration.limits.storeTimeout),
+            subscriptions: webPushSubscriptions,
             limiter: configuration.tokenRateLimit.map(TokenRateLimiter.init(configuration:)), publicOrigin: configuration.webPushOrigin,
             pingInterval: configuration.devicePingInterval, idleTimeout: configuration.deviceIdleTimeout, metrics: metrics, logger: logger,
             limits: configuration.limits, connectionsPerAddress: ConnectionsPerAddress(limit: configuration.limits.deviceConnectionsPerAddress),
@@ -132,6 +136,7 @@ public final class Gateway: Service, Sendable {
                 }
                 webPushListener = listener
                 ports.webPushPort = listener.port
+                webPushEndpoints?.bound(port: listener.port)
             }
             if let port = configuration.channelPort {
                 var channelsPort = providerPort

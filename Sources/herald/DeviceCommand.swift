@@ -365,6 +365,8 @@ struct DeviceEventPrinter {
         case .activityTokenUnregistered(let topic, let activity, let at): return "unregistered \(topic) activity token \(activity) at \(at)"
         case .subscribed(let topic, let channel, _): return "subscribed \(topic) to channel \(channel)"
         case .unsubscribed(let topic, let channel): return "unsubscribed \(topic) from channel \(channel)"
+        case .webPushSubscribed(let topic, let subscription, let endpoint, _): return "Web Push endpoint for \(topic) (\(subscription)): \(endpoint)"
+        case .webPushUnsubscribed(let topic, let subscription): return "unsubscribed \(topic) from Web Push (\(subscription))"
         case .disconnected(let reason): return "disconnected: \(ConnectionAdvice.explain(reason, side: .device))"
         case .gatewayError(let code, let message): return "gateway error \(code.rawValue): \(message)"
         }
@@ -399,6 +401,13 @@ struct DeviceEventPrinter {
             object = ["event": .string("subscribed"), "topic": .string(topic), "channel": .string(channel), "token": .string(token.description)]
         case .unsubscribed(let topic, let channel):
             object = ["event": .string("unsubscribed"), "topic": .string(topic), "channel": .string(channel)]
+        case .webPushSubscribed(let topic, let subscription, let endpoint, let token):
+            object = [
+                "event": .string("webpush-endpoint"), "topic": .string(topic), "subscription": .string(subscription),
+                "endpoint": .string(endpoint), "token": .string(token.description),
+            ]
+        case .webPushUnsubscribed(let topic, let subscription):
+            object = ["event": .string("webpush-unsubscribed"), "topic": .string(topic), "subscription": .string(subscription)]
         case .disconnected(let reason): object = ["event": .string("disconnected"), "reason": .string(ConnectionAdvice.explain(reason, side: .device))]
         case .gatewayError(let code, let message):
             object = ["event": .string("error"), "code": .string(code.rawValue), "message": .string(message)]
@@ -425,6 +434,8 @@ struct DeviceEventPrinter {
         case .contractViolation(let app, let message):
             object = ["event": .string("contract-violation"), "app": .string(app), "message": .string(message)]
         case .liveActivity(let app, let event):
+            object = RuntimeJSON.json(event).merging(["app": .string(app)]) { $1 }
+        case .webPush(let app, let event):
             object = RuntimeJSON.json(event).merging(["app": .string(app)]) { $1 }
         }
         let line = (try? Self.encoder.encode(object)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"

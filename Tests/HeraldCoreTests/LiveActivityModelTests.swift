@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HeraldCore
 import Testing
@@ -49,6 +50,47 @@ struct LiveActivityModelTests {
                 payload: .object(["aps": .object(["event": .string("update")])]), token: token)),
         ]
         for frame in frames { #expect(try DeviceServerFrame.decode(frame.encoded()).get() == frame) }
+    }
+
+    @Test("version 3 frames (Web Push subscriptions) round-trip; a bad subscription id or application server key is refused")
+    func webPushFrames() throws {
+        let subscription = "0f8e3a52-6c1d-4b7e-9a2f-5d3c1b0e7a64"
+        let key = Array(P256.Signing.PrivateKey().publicKey.x963Representation)
+        let client: [DeviceClientFrame] = [
+            .webPushSubscribe(topic: "com.a", subscription: subscription, applicationServerKey: key),
+            .webPushSubscribe(topic: "com.a", subscription: subscription, applicationServerKey: nil),
+            .webPushUnsubscribe(topic: "com.a", subscription: subscription),
+        ]
+        for frame in client {
+            #expect(try DeviceClientFrame.decode(frame.encoded()).get() == frame)
+            #expect(frame.minimumVersion == 3)
+        }
+        var notPoint = key
+        notPoint[64] ^= 1
+        for bad in [
+            #"{"type":"webpush-subscribe","topic":"com.a","subscription":"not-a-uuid"}"#,
+            #"{"type":"webpush-subscribe","topic":"com.a"}"#,
+            #"{"type":"webpush-subscribe","subscription":"\#(subscription)"}"#,
+            #"{"type":"webpush-subscribe","topic":"com.a","subscription":"\#(subscription)","application-server-key":"AAAA"}"#,
+            #"{"type":"webpush-subscribe","topic":"com.a","subscription":"\#(subscription)","application-server-key":"\#(Base64URL.encode(notPoint))"}"#,
+            #"{"type":"webpush-subscribe","topic":"com.a","subscription":"\#(subscription)","application-server-key":7}"#,
+            #"{"type":"webpush-unsubscribe","topic":"com.a","subscription":"\#(String(repeating: "a", count: 100))"}"#,
+        ] {
+            guard case .failure(let error) = DeviceClientFrame.decode(Array(bad.utf8)) else {
+                Issue.record("accepted \(bad)")
+                continue
+            }
+            #expect(!error.message.isEmpty)
+        }
+        let token = DeviceToken.random()
+        let server: [DeviceServerFrame] = [
+            .webPushSubscribed(topic: "com.a", subscription: subscription, endpoint: "https://push.example.com/wpush/" + token.hex, token: token),
+            .webPushUnsubscribed(topic: "com.a", subscription: subscription),
+            .notification(DeviceNotification(
+                apnsID: .random(), topic: "com.a", pushType: .webpush, priority: .conservePower, collapseID: nil, expiration: 100,
+                payload: .object(["channel": .string(subscription)]), token: token)),
+        ]
+        for frame in server { #expect(try DeviceServerFrame.decode(frame.encoded()).get() == frame) }
     }
 
     @Test("token scopes: stored forms read back; app topics can never look like one")

@@ -83,6 +83,33 @@ struct DeviceSessionTests {
         expectEqual(session.offer(Self.delivery(1), nowMilliseconds: 0, throttle: nil), .notNow)
     }
 
+    @Test("version 3: Web Push subscriptions are a scope of the app (with the key, base64url); version 2 is told it needs version 3")
+    func webPushSubscriptions() throws {
+        var session = try Self.live()
+        let subscription = "0f8e3a52-6c1d-4b7e-9a2f-5d3c1b0e7a64"
+        let key = Array(P256.Signing.PrivateKey().publicKey.x963Representation)
+        expectEqual(
+            session.receive(.webPushSubscribe(topic: Self.topic, subscription: subscription, applicationServerKey: key), nowMilliseconds: 0),
+            .webPushSubscribe(TokenScope(bundleID: Self.topic, kind: .webPush(channel: subscription, applicationServerKey: Base64URL.encode(key)))))
+        expectEqual(
+            session.receive(.webPushSubscribe(topic: Self.topic, subscription: subscription, applicationServerKey: nil), nowMilliseconds: 0),
+            .webPushSubscribe(TokenScope(bundleID: Self.topic, kind: .webPush(channel: subscription, applicationServerKey: nil))))
+        expectEqual(
+            session.receive(.webPushUnsubscribe(topic: Self.topic, subscription: subscription), nowMilliseconds: 0),
+            .webPushUnsubscribe(topic: Self.topic, subscription: subscription))
+        guard case .reply(.error(.invalidTopic, _)) = session.receive(.webPushSubscribe(topic: "a b", subscription: subscription, applicationServerKey: nil), nowMilliseconds: 0) else {
+            Issue.record("an invalid topic was accepted for a Web Push subscription")
+            return
+        }
+
+        var older = DeviceSession(nonce: Self.nonce, maximumInFlight: 8)
+        _ = older.receive(try Self.hello(version: 2), nowMilliseconds: 0)
+        expectTrue(older.welcomed(deviceID: "d"))
+        expectEqual(
+            older.receive(.webPushSubscribe(topic: Self.topic, subscription: subscription, applicationServerKey: nil), nowMilliseconds: 0),
+            .reply(.error(code: .needsVersion3, message: "this frame is part of device protocol version 3; say hello with that version")))
+    }
+
     @Test("deliveries that arrive while the store loads wait, and follow the stored ones in sequence order")
     func loading() throws {
         var session = DeviceSession(nonce: Self.nonce, maximumInFlight: 8)

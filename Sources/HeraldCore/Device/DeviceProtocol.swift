@@ -1,8 +1,9 @@
 import Crypto
 import Foundation
 
-/// Herald's device protocol, versions 1 and 2: JSON text frames over one WebSocket per device.
-/// Version 2 adds broadcast channel subscriptions and Live Activity tokens; a device says which
+/// Herald's device protocol, versions 1 to 3: JSON text frames over one WebSocket per device.
+/// Version 2 adds broadcast channel subscriptions and Live Activity tokens, version 3 Web Push
+/// subscriptions (the device as a Web Push user agent); a device says which
 /// version it speaks in its `hello`, and a version 1 device never sees a frame of version 2.
 /// `docs/device-protocol.md` is its specification; this file is its implementation, shared by the
 /// gateway and the device runtime.
@@ -11,9 +12,9 @@ public enum DeviceProtocol {
     /// device version so that older devices keep working.
     public static let version = 1
     /// The newest version this build speaks (a device's `hello` names its own).
-    public static let latestVersion = 2
+    public static let latestVersion = 3
     /// The versions a gateway of this build accepts in a `hello`.
-    public static let supportedVersions = 1...2
+    public static let supportedVersions = 1...3
     /// The longest Live Activity id or broadcast channel id a frame may carry.
     public static let maximumIdentifierBytes = 128
     /// The WebSocket path of version 1.
@@ -22,6 +23,8 @@ public enum DeviceProtocol {
     /// The longest enrollment secret a hello may carry.
     public static let maximumEnrollmentSecretBytes = 1_024
     public static let maximumFrameSize = 64 * 1024
+    /// The longest Web Push endpoint a `webpush-subscribed` frame may carry (UnifiedPush's bound).
+    public static let maximumEndpointBytes = 1_000
     /// The most apns-ids one ack frame may carry.
     public static let maximumAcksPerFrame = 1024
 
@@ -66,6 +69,12 @@ public enum DeviceErrorCode: String, Sendable, Hashable, Codable {
     case unknownChannel = "unknown-channel"
     /// A version 2 frame on a connection whose hello said version 1.
     case unsupportedFrameForVersion = "needs-version-2"
+    /// A version 3 frame on a connection whose hello said version 1 or 2.
+    case needsVersion3 = "needs-version-3"
+    /// Version 3: a Web Push subscription asked of a gateway without a Web Push port.
+    case webPushUnavailable = "webpush-unavailable"
+    /// Version 3: `webpush-unsubscribe` of a subscription the device does not have.
+    case unknownSubscription = "unknown-subscription"
     /// A frame other than hello before authentication.
     case notAuthenticated = "not-authenticated"
     /// A second hello on an authenticated connection.
@@ -118,12 +127,18 @@ public enum DeviceClientFrame: Sendable, Hashable {
     /// Version 2: subscribes the device to an app's broadcast channel.
     case subscribe(topic: String, channel: String)
     case unsubscribe(topic: String, channel: String)
+    /// Version 3: a Web Push subscription for an app: `subscription` is its id (a UUID the device
+    /// chose), `applicationServerKey` the raw P-256 key pushes must be VAPID-signed with, if any.
+    /// The device keeps the subscription's decryption keys: the gateway never sees them.
+    case webPushSubscribe(topic: String, subscription: String, applicationServerKey: [UInt8]?)
+    case webPushUnsubscribe(topic: String, subscription: String)
 
     /// The protocol version a frame needs.
     public var minimumVersion: Int {
         switch self {
         case .hello, .register, .unregister, .ack: 1
         case .registerActivity, .unregisterActivity, .subscribe, .unsubscribe: 2
+        case .webPushSubscribe, .webPushUnsubscribe: 3
         }
     }
 
@@ -143,6 +158,10 @@ public enum DeviceClientFrame: Sendable, Hashable {
         case .unregisterActivity(let topic, let activity): object = ["type": "unregister", "topic": topic, "activity": activity.wireValue]
         case .subscribe(let topic, let channel): object = ["type": "subscribe", "topic": topic, "channel": channel]
         case .unsubscribe(let topic, let channel): object = ["type": "unsubscribe", "topic": topic, "channel": channel]
+        case .webPushSubscribe(let topic, let subscription, let key):
+            object = ["type": "webpush-subscribe", "topic": topic, "subscription": subscription]
+            if let key { object["application-server-key"] = Base64URL.encode(key) }
+        case .webPushUnsubscribe(let topic, let subscription): object = ["type": "webpush-unsubscribe", "topic": topic, "subscription": subscription]
         }
         return Array((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data())
     }
@@ -181,6 +200,20 @@ public enum DeviceClientFrame: Sendable, Hashable {
                 return .failure(fields.missing("channel", "a channel id: base64 of 16 bytes"))
             }
             return .success(fields.type == "subscribe" ? .subscribe(topic: topic, channel: channel) : .unsubscribe(topic: topic, channel: channel))
+        case "webpush-subscribe", "webpush-unsubscribe":
+            guard let topic = fields.string("topic") else { return .failure(fields.missing("topic", "a string")) }
+            guard let text = fields.object["subscription"]?.string(maximumBytes: 64), let subscription = BrowserPushProtocol.channelID(text) else {
+                return .failure(fields.missing("subscription", "a UUID"))
+            }
+            guard fields.type == "webpush-subscribe" else { return .success(.webPushUnsubscribe(topic: topic, subscription: subscription)) }
+            var key: [UInt8]?
+            if let raw = fields.object["application-server-key"], raw != .null {
+                guard let decoded = raw.string(maximumBytes: 256).flatMap({ Base64URL.decode($0[...]) }), ApplicationServerKey.isValid(decoded) else {
+                    return .failure(DeviceFrameError("\"application-server-key\" must be an uncompressed P-256 public key (65 bytes), base64url"))
+                }
+                key = decoded
+            }
+            return .success(.webPushSubscribe(topic: topic, subscription: subscription, applicationServerKey: key))
         case "ack":
             guard case .array(let raw)? = fields.object["ids"] else {
                 return .failure(fields.missing("ids", "an array of apns-id strings"))
@@ -198,7 +231,7 @@ public enum DeviceClientFrame: Sendable, Hashable {
             }
             return .success(.ack(ids: ids))
         default:
-            return .failure(DeviceFrameError("unknown frame type \"\(fields.type)\" (expected hello, register, unregister, ack, subscribe or unsubscribe)"))
+            return .failure(DeviceFrameError("unknown frame type \"\(fields.type)\" (expected hello, register, unregister, ack, subscribe, unsubscribe, webpush-subscribe or webpush-unsubscribe)"))
         }
     }
 }
@@ -249,6 +282,10 @@ public enum DeviceServerFrame: Sendable, Hashable {
     /// broadcasts carry) and `unsubscribe`.
     case subscribed(topic: String, channel: String, token: DeviceToken)
     case unsubscribed(topic: String, channel: String)
+    /// Version 3: the subscription's endpoint (what the app gives its application server, with
+    /// its keys) and its token (the one its notifications carry).
+    case webPushSubscribed(topic: String, subscription: String, endpoint: String, token: DeviceToken)
+    case webPushUnsubscribed(topic: String, subscription: String)
     case notification(DeviceNotification)
     case error(code: DeviceErrorCode, message: String)
 
@@ -270,6 +307,9 @@ public enum DeviceServerFrame: Sendable, Hashable {
             object = ["type": "unregistered", "topic": topic, "activity": activity.wireValue, "timestamp": at]
         case .subscribed(let topic, let channel, let token): object = ["type": "subscribed", "topic": topic, "channel": channel, "token": token.description]
         case .unsubscribed(let topic, let channel): object = ["type": "unsubscribed", "topic": topic, "channel": channel]
+        case .webPushSubscribed(let topic, let subscription, let endpoint, let token):
+            object = ["type": "webpush-subscribed", "topic": topic, "subscription": subscription, "endpoint": endpoint, "token": token.description]
+        case .webPushUnsubscribed(let topic, let subscription): object = ["type": "webpush-unsubscribed", "topic": topic, "subscription": subscription]
         case .error(let code, let message): object = ["type": "error", "code": code.rawValue, "message": message]
         case .notification(let n):
             var bytes: [UInt8] = []
@@ -367,6 +407,16 @@ public enum DeviceServerFrame: Sendable, Hashable {
                 return .failure(DeviceFrameError("an unsubscribed frame needs topic and channel"))
             }
             return .success(.unsubscribed(topic: topic, channel: channel))
+        case "webpush-subscribed":
+            guard let topic = f.topic, let subscription = f.subscription, let endpoint = f.endpoint, let token = f.token.flatMap({ DeviceToken(hex: $0) }) else {
+                return .failure(DeviceFrameError("a webpush-subscribed frame needs topic, subscription, endpoint and token"))
+            }
+            return .success(.webPushSubscribed(topic: topic, subscription: subscription, endpoint: endpoint, token: token))
+        case "webpush-unsubscribed":
+            guard let topic = f.topic, let subscription = f.subscription else {
+                return .failure(DeviceFrameError("a webpush-unsubscribed frame needs topic and subscription"))
+            }
+            return .success(.webPushUnsubscribed(topic: topic, subscription: subscription))
         case "error":
             return .success(.error(code: f.code.flatMap(DeviceErrorCode.init(rawValue:)) ?? .internalError, message: f.message ?? ""))
         default:
@@ -396,6 +446,8 @@ public enum DeviceServerFrame: Sendable, Hashable {
         var payload: JSONValue?
         var activity: String?
         var channel: String?
+        var subscription: String?
+        var endpoint: String?
 
         init(_ object: [String: JSONValue]) throws(JSONFieldError) {
             let o = JSONFields(object)
@@ -419,6 +471,8 @@ public enum DeviceServerFrame: Sendable, Hashable {
             payload = object["payload"]
             activity = try o.string("activity", maximumBytes: DeviceProtocol.maximumIdentifierBytes)
             channel = try o.string("channel", maximumBytes: DeviceProtocol.maximumIdentifierBytes)
+            subscription = try o.string("subscription", maximumBytes: 64)
+            endpoint = try o.string("endpoint", maximumBytes: DeviceProtocol.maximumEndpointBytes)
         }
     }
 

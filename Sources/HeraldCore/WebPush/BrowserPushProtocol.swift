@@ -75,7 +75,7 @@ public enum BrowserPushProtocol {
             var key: [UInt8]?
             if let value = object["key"], value != .null {
                 guard let text = value.stringValue, text.utf8.count <= 200, let bytes = Base64URL.decode(Substring(text)),
-                      bytes.count == 65, bytes.first == 0x04 else {
+                      ApplicationServerKey.isValid(bytes) else {
                     throw Invalid("register: key must be the application server's P-256 public key, base64url")
                 }
                 key = bytes

@@ -23,6 +23,14 @@ public struct WebPushSubscriptionKeys: Sendable, Hashable {
     }
 }
 
+/// An application server's public key as a subscription names it (RFC 8292 §3.2, the Push API's
+/// `applicationServerKey`): an uncompressed point on P-256, 65 bytes.
+public enum ApplicationServerKey {
+    public static func isValid(_ bytes: [UInt8]) -> Bool {
+        bytes.count == 65 && bytes.first == 0x04 && (try? P256.Signing.PublicKey(x963Representation: bytes)) != nil
+    }
+}
+
 /// The user agent's half of a subscription: the private key and the auth secret. It never
 /// leaves the user agent; only ``subscriptionKeys`` is given out.
 public struct WebPushUserAgentKeys: Sendable {

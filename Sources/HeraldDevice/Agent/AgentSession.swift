@@ -140,6 +140,26 @@ final class AgentSession: Sendable {
             guard let number = m["callback"]?.integer(Int.self) else { throw RuntimeError("complete needs \"callback\": the number of the callback answered") }
             try delegate.complete(number, m)
             return [:]
+        case "webPushSubscribe":
+            let (app, _) = try app()
+            var key: [UInt8]?
+            switch m["applicationServerKey"] {
+            case nil, .null?: break
+            case .string(let text)?:
+                guard text.utf8.count <= 256, let bytes = Base64URL.decode(text[...]) else {
+                    throw RuntimeError("\"applicationServerKey\" must be base64url (the application server's P-256 public key)")
+                }
+                key = bytes
+            default: throw RuntimeError("\"applicationServerKey\" must be a base64url string or null")
+            }
+            let subscription = try await runtime.subscribeWebPush(app: app, scope: try scope(m), applicationServerKey: key)
+            return ["subscription": subscription.json]
+        case "webPushSubscriptions":
+            let (app, _) = try app()
+            return ["subscriptions": .array(try await runtime.webPushSubscriptions(app: app).map(\.json))]
+        case "webPushUnsubscribe":
+            let (app, _) = try app()
+            return ["unsubscribed": .bool(try await runtime.unsubscribeWebPush(app: app, scope: try scope(m)))]
         case "pushToStartToken":
             let (app, _) = try app()
             try await runtime.requestPushToStartToken(app: app)
@@ -186,6 +206,14 @@ final class AgentSession: Sendable {
         case "device": return try await device(m)
         default:
             throw RuntimeError("unknown op \"\(op)\" (see docs/device-agent.md)")
+        }
+    }
+
+    private func scope(_ m: [String: JSONValue]) throws -> String {
+        switch m["scope"] {
+        case nil, .null?: return "default"
+        case .string(let scope)?: return scope
+        default: throw RuntimeError("\"scope\" must be a string (the subscription's name; \"default\" when absent)")
         }
     }
 
@@ -345,6 +373,12 @@ final class AgentAppDelegate: AppNotificationDelegate, NotificationServiceExtens
     }
     func preferredLanguagesDidChange(_ languages: [String]) async {
         call("languagesChanged", ["languages": .array(languages.map(JSONValue.string))], waiting: nil)
+    }
+    func didSubscribeWebPush(_ subscription: WebPushSubscription) async {
+        call("webPushSubscription", ["subscription": subscription.json], waiting: nil)
+    }
+    func didReceiveWebPush(_ message: WebPushMessageDelivery) async {
+        call("webPush", RuntimeJSON.json(message), waiting: nil)
     }
     func didReceive(_ payload: JSONValue, contentHandler: CallbackHandler<JSONValue>) async {
         call("serviceExtension", ["payload": payload], waiting: .content(contentHandler))

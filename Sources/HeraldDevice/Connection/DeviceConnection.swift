@@ -27,6 +27,9 @@ public enum DeviceEvent: Sendable, Hashable {
     /// The device is subscribed to a broadcast channel; its broadcasts carry `token`.
     case subscribed(topic: String, channel: String, token: DeviceToken)
     case unsubscribed(topic: String, channel: String)
+    /// Version 3: a Web Push subscription of an app, with its endpoint; its messages carry `token`.
+    case webPushSubscribed(topic: String, subscription: String, endpoint: String, token: DeviceToken)
+    case webPushUnsubscribed(topic: String, subscription: String)
     case disconnected(reason: String)
     /// An error frame from the gateway.
     case gatewayError(code: DeviceErrorCode, message: String)
@@ -105,15 +108,19 @@ public final class DeviceConnection: Sendable {
     private let wanted = Locked<[Want]>([])
     private let authenticated = Locked<DeviceSocket?>(nil)
 
-    /// A token or subscription the device keeps for as long as it wants it (version 2).
+    /// A token or subscription the device keeps for as long as it wants it (versions 2 and 3).
     public enum Want: Sendable, Hashable {
         case activityToken(topic: String, LiveActivityToken)
         case channel(topic: String, channel: String)
+        /// Version 3: a Web Push subscription (`subscription`: its UUID), with the application
+        /// server key its pushes must be signed with, if any.
+        case webPush(topic: String, subscription: String, applicationServerKey: [UInt8]?)
 
         var registerFrame: DeviceClientFrame {
             switch self {
             case .activityToken(let topic, let activity): .registerActivity(topic: topic, activity: activity)
             case .channel(let topic, let channel): .subscribe(topic: topic, channel: channel)
+            case .webPush(let topic, let subscription, let key): .webPushSubscribe(topic: topic, subscription: subscription, applicationServerKey: key)
             }
         }
 
@@ -121,6 +128,7 @@ public final class DeviceConnection: Sendable {
             switch self {
             case .activityToken(let topic, let activity): .unregisterActivity(topic: topic, activity: activity)
             case .channel(let topic, let channel): .unsubscribe(topic: topic, channel: channel)
+            case .webPush(let topic, let subscription, _): .webPushUnsubscribe(topic: topic, subscription: subscription)
             }
         }
     }
@@ -290,6 +298,10 @@ public final class DeviceConnection: Sendable {
                     continuation.yield(.subscribed(topic: topic, channel: channel, token: token))
                 case .unsubscribed(let topic, let channel):
                     continuation.yield(.unsubscribed(topic: topic, channel: channel))
+                case .webPushSubscribed(let topic, let subscription, let endpoint, let token):
+                    continuation.yield(.webPushSubscribed(topic: topic, subscription: subscription, endpoint: endpoint, token: token))
+                case .webPushUnsubscribed(let topic, let subscription):
+                    continuation.yield(.webPushUnsubscribed(topic: topic, subscription: subscription))
                 case .error(let code, let message):
                     if code.closesConnection { reason = "\(code.rawValue): \(message)" }
                     continuation.yield(.gatewayError(code: code, message: message))

@@ -12,6 +12,7 @@ public struct AppNotificationCenter: Sendable {
     /// app's launch ends (a tap that launched the app is handed to it then).
     public func setDelegate(_ delegate: AppNotificationDelegate?) async throws(RuntimeError) {
         try await runtime.update(appID) { $0.delegate = delegate }
+        try await runtime.delegateChanged(appID)
     }
 
     public func setServiceExtension(_ serviceExtension: NotificationServiceExtension?) async throws(RuntimeError) {

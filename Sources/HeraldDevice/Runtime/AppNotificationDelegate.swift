@@ -49,6 +49,10 @@ public protocol AppNotificationDelegate: Sendable {
     func didRegisterForRemoteNotifications(token: DeviceToken) async
     /// The device's preferred languages changed (`NSCurrentLocaleDidChangeNotification`).
     func preferredLanguagesDidChange(_ languages: [String]) async
+    /// A Web Push subscription got its endpoint (``DeviceRuntime/subscribeWebPush(app:scope:applicationServerKey:)``).
+    func didSubscribeWebPush(_ subscription: WebPushSubscription) async
+    /// A Web Push message, decrypted (the service worker's `push` event).
+    func didReceiveWebPush(_ message: WebPushMessageDelivery) async
 }
 
 extension AppNotificationDelegate {
@@ -60,6 +64,8 @@ extension AppNotificationDelegate {
     public func didReceiveSilentPush(_ payload: JSONValue, completion: CallbackHandler<SilentPushes.FetchResult>) async { completion(.noData) }
     public func didRegisterForRemoteNotifications(token: DeviceToken) async {}
     public func preferredLanguagesDidChange(_ languages: [String]) async {}
+    public func didSubscribeWebPush(_ subscription: WebPushSubscription) async {}
+    public func didReceiveWebPush(_ message: WebPushMessageDelivery) async {}
 }
 
 /// An app's notification service extension: may rewrite a remote alert with `mutable-content: 1`
@@ -94,4 +100,6 @@ public enum RuntimeEvent: Sendable {
     /// A Live Activity of the app started, changed, went stale, ended or was dismissed; a token
     /// arrived; or a Live Activity push was ignored.
     case liveActivity(app: String, LiveActivityEvent)
+    /// A Web Push subscription got its endpoint or ended; a message was received or dropped.
+    case webPush(app: String, WebPushEvent)
 }

@@ -517,6 +517,9 @@ final class AppSlot {
     var activities = LiveActivityBook()
     /// The app asked for its push-to-start token.
     var wantsPushToStart = false
+    /// Web Push subscriptions, by scope, and messages kept for the app while it is not connected.
+    var webPush: [String: WebPushSubscriptionState] = [:]
+    var webPushInbox: [WebPushMessageDelivery] = []
     var version = 0
     /// Remote notifications the app has had (saved with its state; see ``RecentIDs``).
     var handledRemote = RecentIDs(limit: 4_096)

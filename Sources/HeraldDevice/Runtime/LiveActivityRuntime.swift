@@ -12,12 +12,13 @@ extension DeviceRuntime {
         setRequester { want, keep in if keep { connection.want(want) } else { connection.drop(want) } }
     }
 
-    /// What ``attach(_:)`` does, with any receiver of the requests (tests record them).
+    /// What ``attach(_:)`` does (Live Activity tokens, channel and Web Push subscriptions), with any receiver of the requests (tests record them).
     func setRequester(_ requester: @escaping @Sendable (DeviceConnection.Want, _ keep: Bool) -> Void) {
         liveActivityRequester = requester
         for slot in apps.values.sorted(by: { $0.id < $1.id }) {
             if slot.wantsPushToStart { liveActivityRequester?(.activityToken(topic: slot.id, .pushToStart), true) }
             perform(slot, slot.activities.standingRequests)
+            webPushStandingRequests(slot)
         }
     }
 

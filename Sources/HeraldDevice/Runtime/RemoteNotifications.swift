@@ -32,6 +32,9 @@ extension DeviceRuntime {
             case .activityTokenUnregistered: break
             case .subscribed(let topic, let channel, let token): gatewaySubscribed(topic: topic, channel: channel, token: token)
             case .unsubscribed(let topic, let channel): gatewayUnsubscribed(topic: topic, channel: channel)
+            case .webPushSubscribed(let topic, let subscription, let endpoint, let token):
+                gatewayWebPushSubscribed(topic: topic, subscription: subscription, endpoint: endpoint, token: token)
+            case .webPushUnsubscribed: break
             case .gatewayError: break
             }
         }
@@ -89,6 +92,7 @@ extension DeviceRuntime {
         slot.inProgressRemote[id] = acknowledge
         let now = clock.nowMilliseconds()
         if push.pushType == .liveactivity { return receiveLiveActivity(slot, push, now: now) }
+        if push.pushType == .webpush { return receiveWebPush(slot, push, now: now) }
         if SilentPushes.isSilent(push.payload) {
             // Woken, launched, held over budget or not delivered: decided now.
             defer {

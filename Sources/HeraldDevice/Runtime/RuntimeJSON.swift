@@ -234,4 +234,28 @@ extension RuntimeJSON {
             return ["event": .string("activity-ignored"), "apns-id": .string(apnsID), "reason": .string(reason)]
         }
     }
+
+    /// A decrypted Web Push message as the agent hands it to the app: `data` (base64url of the
+    /// plaintext), `text` when the plaintext is UTF-8, and whether it was declarative (shown).
+    static func json(_ message: WebPushMessageDelivery) -> [String: JSONValue] {
+        var object: [String: JSONValue] = [
+            "scope": .string(message.scope), "id": .string(message.id), "data": .string(Base64URL.encode(message.data)),
+            "declarative": .bool(message.declarative),
+        ]
+        if let text = String(validating: message.data, as: UTF8.self) { object["text"] = .string(text) }
+        return object
+    }
+
+    public static func json(_ event: WebPushEvent) -> [String: JSONValue] {
+        switch event {
+        case .subscribed(let subscription): ["event": .string("webpush-subscribed"), "subscription": subscription.json]
+        case .unsubscribed(let scope): ["event": .string("webpush-unsubscribed"), "scope": .string(scope)]
+        case .received(let scope, let id, let bytes, let declarative, let handed):
+            [
+                "event": .string("webpush-received"), "scope": .string(scope), "id": .string(id), "bytes": .int(Int64(bytes)),
+                "declarative": .bool(declarative), "handedToApp": .bool(handed),
+            ]
+        case .undecryptable(let id, let reason): ["event": .string("webpush-dropped"), "id": .string(id), "reason": .string(reason)]
+        }
+    }
 }

@@ -166,6 +166,17 @@ struct SavedApp: Codable {
     /// state saved before it existed), and the next announcement's number.
     var announcing: [Announcement]?
     var nextAnnouncement: Int64?
+    /// Web Push subscriptions with their keys, and messages kept for the app (absent in state
+    /// saved before they existed).
+    var webPush: [WebPushSubscriptionState.Saved]?
+    var webPushInbox: [SavedWebPushMessage]?
+
+    struct SavedWebPushMessage: Codable {
+        var scope: String
+        var id: String
+        var data: String
+        var declarative: Bool
+    }
 
     init(_ slot: AppSlot) {
         let s = slot.authorization.settings
@@ -190,6 +201,8 @@ struct SavedApp: Codable {
         silentBudget = slot.silentBudget.saved
         liveActivities = slot.activities.saved
         wantsPushToStart = slot.wantsPushToStart
+        webPush = slot.webPush.values.sorted { $0.scope < $1.scope }.map(\.saved)
+        webPushInbox = slot.webPushInbox.map { SavedWebPushMessage(scope: $0.scope, id: $0.id, data: Base64URL.encode($0.data), declarative: $0.declarative) }
     }
 
     /// Puts the state back into a fresh slot. A pending request whose fire time passed while the
@@ -231,6 +244,12 @@ struct SavedApp: Codable {
         if let silentBudget { slot.silentBudget.restore(silentBudget, now: now) }
         if let liveActivities { slot.activities = LiveActivityBook(saved: liveActivities) }
         slot.wantsPushToStart = wantsPushToStart ?? false
+        for saved in webPush ?? [] {
+            if let state = WebPushSubscriptionState(saved: saved) { slot.webPush[state.scope] = state }
+        }
+        slot.webPushInbox = (webPushInbox ?? []).compactMap { m in
+            Base64URL.decode(m.data[...]).map { WebPushMessageDelivery(scope: m.scope, id: m.id, data: $0, declarative: m.declarative) }
+        }
         slot.scheduler.setLocation(authorized: locationAuthorized)
     }
 }

@@ -44,7 +44,7 @@ final class DeviceListener: Sendable {
                     shouldUpgrade: { channel, head in
                         channel.eventLoop.makeSucceededFuture(QueryString.path(of: head.uri) == DeviceProtocol.path ? HTTPHeaders() : nil)
                     },
-                    upgradePipelineHandler: { channel, _ in
+                    upgradePipelineHandler: { channel, head in
                         channel.eventLoop.makeCompletedFuture {
                             let sync = channel.pipeline.syncOperations
                             let http = try sync.context(handlerType: ResponderHandler.self)
@@ -54,7 +54,7 @@ final class DeviceListener: Sendable {
                                 maxAccumulatedFrameSize: DeviceProtocol.maximumFrameSize))
                             try sync.addHandler(IdleStateHandler(
                                 readTimeout: devicePort.idleTimeout, writeTimeout: devicePort.pingInterval))
-                            try sync.addHandler(DeviceSessionHandler(port: devicePort))
+                            try sync.addHandler(DeviceSessionHandler(port: devicePort, host: head.headers.first(name: "host")))
                         }
                     })
                 return channel.eventLoop.makeCompletedFuture {

@@ -27,4 +27,6 @@ struct DevicePort: Sendable {
     var feed: DeliveryFeed
     /// This node's part in a cluster; `nil` for a single gateway.
     var cluster: ClusterNode?
+    /// Where Web Push subscriptions of devices get their endpoints; `nil` without a Web Push port.
+    var webPush: WebPushEndpoints?
 }

@@ -42,6 +42,11 @@ struct DeviceSession {
         case unregister(TokenScope)
         /// Subscribe to a channel if the app has it.
         case subscribe(topic: String, channel: BroadcastChannelID)
+        /// Make (or find) a Web Push subscription of the app: a token of this scope, answered
+        /// with its endpoint.
+        case webPushSubscribe(TokenScope)
+        /// Unsubscribe the app's Web Push subscription `subscription`.
+        case webPushUnsubscribe(topic: String, subscription: String)
         /// Record these acks (``acknowledge(_:nowMilliseconds:)`` already removed them from flight).
         case acknowledged([Acked], reload: Bool)
     }
@@ -109,7 +114,9 @@ struct DeviceSession {
         case (_, .hello):
             return .reply(.error(code: .alreadyAuthenticated, message: "this connection is already authenticated"))
         case (_, let frame) where frame.minimumVersion > protocolVersion:
-            return .reply(.error(code: .unsupportedFrameForVersion, message: "this frame is part of device protocol version \(frame.minimumVersion); say hello with that version"))
+            return .reply(.error(
+                code: frame.minimumVersion >= 3 ? .needsVersion3 : .unsupportedFrameForVersion,
+                message: "this frame is part of device protocol version \(frame.minimumVersion); say hello with that version"))
         case (_, .register(let topic)): return register(TokenScope(bundleID: topic))
         case (_, .unregister(let topic)): return .unregister(TokenScope(bundleID: topic))
         case (_, .registerActivity(let topic, let activity)): return register(TokenScope(bundleID: topic, activity: activity))
@@ -120,6 +127,15 @@ struct DeviceSession {
             }
             return .subscribe(topic: topic, channel: id)
         case (_, .unsubscribe(let topic, let channel)): return .unregister(TokenScope(bundleID: topic, kind: .channel(channel)))
+        case (_, .webPushSubscribe(let topic, let subscription, let key)):
+            guard case .register(let scope) = register(TokenScope(
+                bundleID: topic, kind: .webPush(channel: subscription, applicationServerKey: key.map(Base64URL.encode)))) else {
+                return .reply(.error(code: .invalidTopic, message: "\"\(topic)\" is not a bundle id (printable ASCII, no spaces, no push-type suffix)"))
+            }
+            return .webPushSubscribe(scope)
+        case (_, .webPushUnsubscribe(let topic, let subscription)):
+            guard DeviceProtocol.isValidTopic(topic) else { return .reply(.error(code: .invalidTopic, message: "\"\(topic)\" is not a bundle id")) }
+            return .webPushUnsubscribe(topic: topic, subscription: subscription)
         case (_, .ack(let ids)):
             let (acked, reload) = acknowledge(ids, nowMilliseconds: now)
             return .acknowledged(acked, reload: reload)

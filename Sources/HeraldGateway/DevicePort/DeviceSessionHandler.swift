@@ -24,8 +24,12 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     /// This connection, in the device's cluster presence (a newer connection replaces it).
     private let connectionID = Int64.random(in: 1...Int64.max)
 
-    init(port: DevicePort) {
+    /// The `Host` the device connected to: Web Push endpoints issued to it name this host.
+    private let host: String?
+
+    init(port: DevicePort, host: String? = nil) {
         self.port = port
+        self.host = host
         var nonce = [UInt8](repeating: 0, count: 32)
         var generator = SystemRandomNumberGenerator()
         for i in nonce.indices { nonce[i] = generator.next() }
@@ -145,6 +149,8 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         case .register(let scope): register(scope)
         case .unregister(let scope): unregister(scope)
         case .subscribe(let topic, let channel): subscribe(topic: topic, channel: channel)
+        case .webPushSubscribe(let scope): webPushSubscribe(scope)
+        case .webPushUnsubscribe(let topic, let subscription): webPushUnsubscribe(topic: topic, subscription: subscription)
         case .acknowledged(let acked, let reload):
             recordAcks(acked, now: now)
             if reload { reloadHeld() }
@@ -215,8 +221,9 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     // MARK: topics
 
     /// Issues (or finds) the device's token of a scope: an app, a Live Activity push-to-start or
-    /// update token, or a channel subscription. Answers `registered` or `subscribed`.
-    private func register(_ scope: TokenScope) {
+    /// update token, a channel subscription or a Web Push subscription. Answers `registered`,
+    /// `subscribed` or `webpush-subscribed` (`webPushOrigin`: the origin of its endpoint).
+    private func register(_ scope: TokenScope, webPushOrigin: String? = nil) {
         guard let deviceID = session.deviceID else { return }
         let candidate = TokenRegistration(
             token: .random(), bundleID: scope.stored, environment: port.environment, deviceID: deviceID,
@@ -225,9 +232,10 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         let maximum = port.limits.topicsPerDevice
         run({ try await store.issueToken(candidate, maximumActivePerDevice: maximum) }) { handler, result in
             switch result {
-            case .success(let registration): handler.send(Self.registeredFrame(scope, registration.token), flush: true)
+            case .success(let registration):
+                handler.send(Self.registeredFrame(scope, registration.token, webPushOrigin: webPushOrigin), flush: true)
             case .failure(let error as StoreError) where error.code == .tooManyTokens:
-                handler.send(.error(code: .tooManyTopics, message: "a device may have at most \(maximum) tokens (apps, Live Activities, channel subscriptions); unregister one first"), flush: true)
+                handler.send(.error(code: .tooManyTopics, message: "a device may have at most \(maximum) tokens (apps, Live Activities, channel and Web Push subscriptions); unregister one first"), flush: true)
             case .failure(let error):
                 handler.port.logger.error("could not issue a token", metadata: ["error": "\(error)"])
                 handler.send(.error(code: .internalError, message: "could not register \(scope.stored); try again"), flush: true)
@@ -235,14 +243,45 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         }
     }
 
-    private static func registeredFrame(_ scope: TokenScope, _ token: DeviceToken) -> DeviceServerFrame {
+    private static func registeredFrame(_ scope: TokenScope, _ token: DeviceToken, webPushOrigin: String?) -> DeviceServerFrame {
         switch scope.kind {
         case .app: .registered(topic: scope.bundleID, token: token)
         case .pushToStart: .registeredActivity(topic: scope.bundleID, activity: .pushToStart, token: token)
         case .activity(let id): .registeredActivity(topic: scope.bundleID, activity: .activity(id), token: token)
         case .channel(let id): .subscribed(topic: scope.bundleID, channel: id, token: token)
-        // Web Push subscriptions are made on the Web Push port, never by a device frame.
-        case .webPush: .registered(topic: scope.bundleID, token: token)
+        case .webPush(let subscription, _):
+            .webPushSubscribed(topic: scope.bundleID, subscription: subscription, endpoint: (webPushOrigin ?? "") + "/wpush/" + token.hex, token: token)
+        }
+    }
+
+    /// A Web Push subscription for one of the device's apps: a token like the others, whose
+    /// endpoint is on the Web Push port. The device keeps the keys; the gateway only the scope.
+    private func webPushSubscribe(_ scope: TokenScope) {
+        guard let endpoints = port.webPush else {
+            return send(.error(code: .webPushUnavailable, message: "this gateway has no Web Push port (herald gateway --webpush-port)"), flush: true)
+        }
+        guard let origin = endpoints.origin(deviceHost: host) else {
+            return send(.error(code: .webPushUnavailable, message: "the gateway cannot name its Web Push endpoints for this connection (no usable Host; set --webpush-origin)"), flush: true)
+        }
+        register(scope, webPushOrigin: origin)
+    }
+
+    private func webPushUnsubscribe(topic: String, subscription: String) {
+        guard let deviceID = session.deviceID else { return }
+        guard let endpoints = port.webPush else {
+            return send(.error(code: .webPushUnavailable, message: "this gateway has no Web Push port (herald gateway --webpush-port)"), flush: true)
+        }
+        let now = port.clock.nowMilliseconds()
+        let maximum = port.limits.topicsPerDevice
+        run({ try await endpoints.subscriptions.unsubscribe(deviceID: deviceID, bundleID: topic, channel: subscription, atMilliseconds: now, limit: maximum) }) { handler, result in
+            switch result {
+            case .success(true): handler.send(.webPushUnsubscribed(topic: topic, subscription: subscription), flush: true)
+            case .success(false):
+                handler.send(.error(code: .unknownSubscription, message: "\(topic) has no Web Push subscription \(subscription) on this device"), flush: true)
+            case .failure(let error):
+                handler.port.logger.error("could not remove a Web Push subscription", metadata: ["error": "\(error)"])
+                handler.send(.error(code: .internalError, message: "could not unsubscribe \(subscription); try again"), flush: true)
+            }
         }
     }
 
@@ -286,7 +325,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
                 case .pushToStart: handler.send(.unregisteredActivity(topic: scope.bundleID, activity: .pushToStart, atMilliseconds: at), flush: true)
                 case .activity(let id): handler.send(.unregisteredActivity(topic: scope.bundleID, activity: .activity(id), atMilliseconds: at), flush: true)
                 case .channel(let id): handler.send(.unsubscribed(topic: scope.bundleID, channel: id), flush: true)
-                case .webPush: handler.send(.unregistered(topic: scope.bundleID, atMilliseconds: at), flush: true)
+                case .webPush(let subscription, _): handler.send(.webPushUnsubscribed(topic: scope.bundleID, subscription: subscription), flush: true)
                 }
             case .success(nil):
                 handler.send(.error(code: .unknownTopic, message: "this device has no token for \(stored)"), flush: true)
@@ -321,7 +360,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         DeviceServerFrame.encodeNotification(
             apnsID: n.id, topic: n.bundleID, pushType: n.pushType, priority: n.priority, collapseID: n.collapseID?.value,
             expiration: n.expiration.storedSeconds, payload: n.payload,
-            token: n.pushType == .liveactivity ? n.token : nil, into: &bytes)
+            token: n.pushType == .liveactivity || n.pushType == .webpush ? n.token : nil, into: &bytes)
         var buffer = context.channel.allocator.buffer(capacity: bytes.count)
         buffer.writeBytes(bytes)
         context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer)), promise: nil)

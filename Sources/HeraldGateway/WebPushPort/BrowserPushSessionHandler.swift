@@ -264,17 +264,11 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
 
     private func unregister(channel: String) {
         guard let deviceID else { return }
-        let store = port.store
         let maximum = port.limits.topicsPerDevice
         let now = port.clock.nowMilliseconds()
         let subscriptions = port.subscriptions
         run({ () async throws -> Void in
-            let tokens = try await store.tokens(TokenFilter(deviceID: deviceID, activeOnly: true), after: nil, limit: maximum)
-            for registration in tokens {
-                guard case .webPush(let id, _) = TokenScope(stored: registration.bundleID).kind, id == channel else { continue }
-                _ = try await store.unregisterToken(registration.token, atMilliseconds: now)
-                subscriptions.forget(registration.token)
-            }
+            _ = try await subscriptions.unsubscribe(deviceID: deviceID, bundleID: WebPushPort.browserApp, channel: channel, atMilliseconds: now, limit: maximum)
         }) { handler, result in
             if case .failure(let error) = result {
                 handler.port.logger.error("could not remove a Web Push subscription", metadata: ["error": "\(error)"])

@@ -66,6 +66,37 @@ struct WebPushPort: Sendable {
     }
 }
 
+/// Where endpoints of subscriptions made over the device port point: the Web Push port's public
+/// origin when one is configured, else `https://`, the host name the device connected to and the
+/// Web Push port (known once it is bound).
+final class WebPushEndpoints: Sendable {
+    let publicOrigin: String?
+    let subscriptions: WebPushSubscriptions
+    private let boundPort = Locked<Int?>(nil)
+    private let origins = WebPushPort.Origins()
+
+    init(publicOrigin: String?, subscriptions: WebPushSubscriptions) {
+        self.publicOrigin = publicOrigin
+        self.subscriptions = subscriptions
+    }
+
+    /// The Web Push port is listening on `port`.
+    func bound(port: Int) { boundPort.withLock { $0 = port } }
+
+    /// The origin for a device that connected with this `Host` header (its own port dropped).
+    func origin(deviceHost: String?) -> String? {
+        if let publicOrigin { return publicOrigin }
+        guard let port = boundPort.withLock({ $0 }), let deviceHost else { return nil }
+        let name: Substring
+        if deviceHost.hasPrefix("["), let close = deviceHost.firstIndex(of: "]") {
+            name = deviceHost[...close]
+        } else {
+            name = deviceHost.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        }
+        return origins.origin(host: name + ":" + String(port))
+    }
+}
+
 /// The subscriptions pushes are addressed to, by endpoint id: what the port must know before it
 /// answers (whether the endpoint exists, and the application server key it must be signed
 /// with). A subscription's scope never changes, so known ones are kept in memory (bounded); an
@@ -110,6 +141,21 @@ final class WebPushSubscriptions: Sendable {
 
     /// Forgets a subscription (unsubscribed through this node).
     func forget(_ token: DeviceToken) { _ = known.withLock { $0.removeValue(forKey: token) } }
+
+    /// Unsubscribes a user agent's subscription `channel` of `bundleID` (whatever key it was
+    /// made with): its endpoint answers 410 from now on. Returns whether there was one.
+    func unsubscribe(deviceID: String, bundleID: String, channel: String, atMilliseconds now: Int64, limit: Int) async throws -> Bool {
+        let tokens = try await store.tokens(TokenFilter(deviceID: deviceID, activeOnly: true), after: nil, limit: limit)
+        var found = false
+        for registration in tokens {
+            let scope = TokenScope(stored: registration.bundleID)
+            guard scope.bundleID == bundleID, case .webPush(let id, _) = scope.kind, id == channel else { continue }
+            _ = try await store.unregisterToken(registration.token, atMilliseconds: now)
+            forget(registration.token)
+            found = true
+        }
+        return found
+    }
 }
 
 /// VAPID checks with a memory: a token verified once (signature, `aud`, `exp`, `sub`) is not

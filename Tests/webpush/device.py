@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""Herald devices as Web Push user agents, end to end: a real `herald gateway` (device and Web
+Push ports), a real `herald device run`, an app on its agent socket, and pywebpush (third-party
+code) as the application server.
+
+- the app subscribes over the agent socket with a VAPID key and gets a PushSubscription
+  (endpoint on the gateway's Web Push port, its own p256dh and auth);
+- pywebpush pushes an ordinary message: the app gets its plaintext (the device decrypted it);
+- a Declarative Web Push message is presented by the device (a `delivered` event with its
+  title) and handed to the app too; an app that is not authorized gets it without a banner;
+- a message sent while the app is not connected waits for it and arrives when it says hello;
+- subscriptions and keys survive a restart of `herald device run`;
+- a push signed with another key is refused (403); after the app unsubscribes, pywebpush gets
+  410 Gone.
+
+    python3 Tests/webpush/device.py PATH/TO/herald
+"""
+import json
+import os
+import signal
+import socket
+import sys
+import tempfile
+import threading
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from harness import check, read, run, start, wait_for  # noqa: E402
+
+import pywebpush
+import requests
+from py_vapid import Vapid02, b64urlencode
+from cryptography.hazmat.primitives import serialization
+
+HERALD = os.path.abspath(sys.argv[1])
+WORK = tempfile.mkdtemp(prefix="herald-webpush-device-")
+APP = "com.example.chat"
+QUIET = "com.example.quiet"
+
+
+class Agent:
+    """One app connection on the device's agent socket: requests answered by id, and the events
+    the runtime sends the app collected as they come."""
+
+    def __init__(self, path, app, state="background"):
+        self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.socket.connect(path)
+        self.events, self.answers, self.number = [], {}, 0
+        self.lock = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+        # In the background, as a chat app is most of the time: what the device presents is
+        # then its own decision, not the app's willPresent answer.
+        hello = self.call({"op": "hello", "app": app, "state": state})
+        assert hello.get("ok"), hello
+
+    def _read(self):
+        buffer = b""
+        while True:
+            try:
+                chunk = self.socket.recv(65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                message = json.loads(line)
+                with self.lock:
+                    if "event" in message:
+                        self.events.append(message)
+                    else:
+                        self.answers[message.get("id")] = message
+                    self.lock.notify_all()
+
+    def call(self, message):
+        with self.lock:
+            self.number += 1
+            number = self.number
+        self.socket.sendall((json.dumps({"id": number, **message}) + "\n").encode())
+        with self.lock:
+            if not self.lock.wait_for(lambda: number in self.answers, timeout=15):
+                raise AssertionError(f"no answer to {message}")
+            return self.answers.pop(number)
+
+    def event(self, kind, where=lambda e: True):
+        with self.lock:
+            return next((e for e in self.events if e.get("event") == kind and where(e)), None)
+
+    def close(self):
+        # shutdown first: a close alone does not end the reader thread's recv.
+        self.socket.shutdown(socket.SHUT_RDWR)
+        self.socket.close()
+
+
+def device_events(path):
+    found = []
+    for line in read(path).splitlines():
+        try:
+            found.append(json.loads(line))
+        except ValueError:
+            pass
+    return found
+
+
+def push(subscription, data, vapid, ca, **kwargs):
+    s = requests.Session()
+    s.verify = ca
+    return pywebpush.webpush(subscription, data=data, vapid_private_key=vapid, vapid_claims={"sub": "mailto:ops@example.com"},
+                             requests_session=s, ttl=600, **kwargs)
+
+
+def refusal(call):
+    try:
+        call()
+        return None
+    except pywebpush.WebPushException as error:
+        return error.response.status_code if error.response is not None else -1
+
+
+def main():
+    out = os.path.join(WORK, "gateway.json")
+    start([HERALD, "gateway", "--data-dir", os.path.join(WORK, "gw"), "--provider-port", "0", "--device-port", "0",
+           "--webpush-port", "0"], stdout=open(out, "w"), stderr=open(os.path.join(WORK, "gateway.err"), "w"))
+    ports = json.loads(wait_for("the gateway", lambda: read(out).splitlines()[0] if read(out).strip() else None))
+    ca = ports["ca"]
+    # pywebpush sends through requests, which trusts this bundle (the gateway's development CA).
+    os.environ["REQUESTS_CA_BUNDLE"] = ca
+    device_dir = os.path.join(WORK, "device")
+    os.makedirs(device_dir)
+    log = os.path.join(WORK, "device.jsonl")
+    sock = os.path.join(device_dir, "agent.sock")
+
+    def connections():
+        return sum(1 for e in device_events(log) if e.get("event") in ("connected", "reconnected"))
+
+    def start_device():
+        before = connections()
+        process = start([HERALD, "device", "run", "--data-dir", device_dir, "--gateway", f"wss://localhost:{ports['device_port']}",
+                         "--ca", ca, "--app", APP, "--app", QUIET, "--json"],
+                        stdout=open(log, "a"), stderr=open(os.path.join(WORK, "device.err"), "a"))
+        wait_for("the device's connection", lambda: connections() > before and os.path.exists(sock))
+        return process
+
+    device = start_device()
+    vapid = Vapid02()
+    vapid.generate_keys()
+    key = b64urlencode(vapid.public_key.public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint))
+
+    app = Agent(sock, APP)
+    granted = app.call({"op": "requestAuthorization", "options": ["alert", "sound", "badge"]})
+    check("the app is authorized", granted.get("granted") is True, json.dumps(granted))
+    answer = app.call({"op": "webPushSubscribe", "applicationServerKey": key})
+    check("webPushSubscribe answers a subscription with its keys",
+          answer.get("ok") and len(answer["subscription"]["keys"]["auth"]) >= 22, json.dumps(answer))
+    made = wait_for("the endpoint", lambda: app.event("webPushSubscription"))
+    subscription = made["subscription"]
+    endpoint = subscription["endpoint"] or ""
+    check("the endpoint is on the gateway's Web Push port",
+          endpoint.startswith(f"https://localhost:{ports['webpush_port']}/wpush/") and len(endpoint.rsplit("/", 1)[1]) == 64, endpoint)
+    check("the keys are the ones the subscribe answer gave", subscription["keys"] == answer["subscription"]["keys"])
+    again = app.call({"op": "webPushSubscribe", "applicationServerKey": key})
+    check("subscribing again gives the same subscription", again["subscription"]["endpoint"] == endpoint)
+    other = Vapid02()
+    other.generate_keys()
+    other_key = b64urlencode(other.public_key.public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint))
+    clash = app.call({"op": "webPushSubscribe", "applicationServerKey": other_key})
+    check("another application server key for the same scope is refused", not clash.get("ok") and "unsubscribe first" in clash.get("error", ""),
+          json.dumps(clash))
+
+    info = {"endpoint": endpoint, "keys": subscription["keys"]}
+    response = push(info, "hello from pywebpush", vapid, ca)
+    check("pywebpush's push is accepted (201)", response.status_code == 201, str(response.status_code))
+    got = wait_for("the message at the app", lambda: app.event("webPush"))
+    check("the app gets the plaintext the device decrypted", got.get("text") == "hello from pywebpush" and got.get("declarative") is False,
+          json.dumps(got))
+    check("an ordinary message is not presented",
+          not any(e.get("event") == "delivered" and e.get("app") == APP for e in device_events(log)))
+
+    declarative = json.dumps({"web_push": 8030, "notification": {"title": "New message", "body": "Ana: lunch?",
+                                                                 "navigate": "https://chat.example.com/c/1", "app_badge": 3}})
+    push(info, declarative, vapid, ca)
+    shown = wait_for("the declarative message shown", lambda: next(
+        (e for e in device_events(log) if e.get("event") == "delivered" and e.get("app") == APP), None))
+    notification = shown["notification"]
+    check("a Declarative Web Push message is presented by the device with its title, body and badge",
+          notification["content"].get("title") == "New message" and notification["content"].get("body") == "Ana: lunch?"
+          and notification["content"].get("badge") == 3, json.dumps(shown))
+    handed = wait_for("the declarative message at the app", lambda: app.event("webPush", lambda e: e.get("declarative")))
+    check("and handed to the app as well", json.loads(handed["text"])["notification"]["title"] == "New message")
+
+    wrong = refusal(lambda: push(info, "forged", other, ca))
+    check("a push signed with another key than the subscription's is refused (403)", wrong == 403, str(wrong))
+
+    # An app that is not authorized: its declarative message is not shown as a banner.
+    quiet = Agent(sock, QUIET)
+    quiet_sub = quiet.call({"op": "webPushSubscribe"})
+    quiet_made = wait_for("the quiet app's endpoint", lambda: quiet.event("webPushSubscription"))
+    check("a subscription without an application server key", quiet_sub.get("ok") and quiet_made["subscription"]["endpoint"])
+    s = requests.Session()
+    s.verify = ca
+    pywebpush.webpush({"endpoint": quiet_made["subscription"]["endpoint"], "keys": quiet_made["subscription"]["keys"]}, data=declarative,
+                      requests_session=s, ttl=600)
+    quiet_got = wait_for("the quiet app's message", lambda: quiet.event("webPush"))
+    delivered = [e for e in device_events(log) if e.get("event") == "delivered" and e.get("app") == QUIET]
+    check("an unauthorized app's declarative message is handed to it but not shown",
+          quiet_got.get("declarative") is True and all(not e["notification"].get("presentation", {}).get("banner") for e in delivered),
+          json.dumps(delivered))
+
+    # The app goes away; a message waits for it.
+    app.close()
+    wait_for("the app's exit seen by the device", lambda: any(
+        e.get("event") == "app-state" and e.get("app") == APP and e.get("state") == "terminatedBySystem" for e in device_events(log)))
+    push(info, "while you were away", vapid, ca)
+    wait_for("the device received it", lambda: any(e.get("event") == "webpush-received" and e.get("handedToApp") is False
+                                                    for e in device_events(log)))
+    # Restart the device: subscriptions, keys and the waiting message are kept.
+    os.kill(device.pid, signal.SIGTERM)
+    device.wait()
+    device = start_device()
+    back = Agent(sock, APP)
+    waited = wait_for("the waiting message", lambda: back.event("webPush"))
+    check("a message that arrived while the app was away is handed to it when it comes back (after a device restart)",
+          waited.get("text") == "while you were away", json.dumps(waited))
+    listed = back.call({"op": "webPushSubscriptions"})
+    check("the subscription survives the restart", [x["endpoint"] for x in listed["subscriptions"]] == [endpoint], json.dumps(listed))
+    push(info, "after the restart", vapid, ca)
+    later = wait_for("a message after the restart", lambda: back.event("webPush", lambda e: e.get("text") == "after the restart"))
+    check("the keys kept across the restart still decrypt", later is not None)
+
+    gone = back.call({"op": "webPushUnsubscribe"})
+    check("webPushUnsubscribe", gone.get("unsubscribed") is True, json.dumps(gone))
+    wait_for("the gateway's confirmation", lambda: any(e.get("event") == "webpush-unsubscribed" and e.get("topic") == APP
+                                                        for e in device_events(log)))
+    status = refusal(lambda: push(info, "too late", vapid, ca))
+    check("after unsubscribing, pywebpush gets 410 Gone", status == 410, str(status))
+
+
+run("Web Push device", main)
