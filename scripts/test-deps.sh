@@ -42,8 +42,9 @@ command -v schemathesis >/dev/null && python3 -c 'import yaml' 2>/dev/null ||
   python3 -m pip install -q --disable-pip-version-check 'schemathesis>=4,<5' pyyaml
 # Web Push's independent implementations (Tests/webpush): http_ece decrypts RFC 8291 bodies,
 # py_vapid verifies VAPID tokens, pywebpush sends as Django/Mastodon-style servers do.
-python3 -c 'import http_ece, py_vapid, pywebpush' 2>/dev/null ||
-  python3 -m pip install -q --disable-pip-version-check http-ece py-vapid pywebpush
+# jeepney is the UnifiedPush test's connector (an app on the session bus).
+python3 -c 'import http_ece, py_vapid, pywebpush, jeepney' 2>/dev/null ||
+  python3 -m pip install -q --disable-pip-version-check http-ece py-vapid pywebpush jeepney
 # selenium drives chromium (Tests/browser); Pillow takes the desktop test's screenshot.
 python3 -c 'import selenium, PIL' 2>/dev/null ||
   python3 -m pip install -q --disable-pip-version-check selenium pillow

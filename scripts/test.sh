@@ -40,6 +40,9 @@ python3 Tests/webpush/firefox.py "$(swift build --show-bin-path)/herald"
 # Herald devices as Web Push user agents: an app on herald device run subscribes, pywebpush
 # pushes, the device decrypts, presents declarative messages and hands the rest to the app.
 python3 Tests/webpush/device.py "$(swift build --show-bin-path)/herald"
+# UnifiedPush on Linux: herald device run --unifiedpush as the distributor on a private session
+# bus, a connector on jeepney (D-Bus from PyPI) as the app, pywebpush as its server.
+dbus-run-session -- python3 Tests/webpush/unifiedpush.py "$(swift build --show-bin-path)/herald"
 # Web Push across two gateway nodes on PostgreSQL: pushed through one, delivered on the other.
 python3 Tests/webpush/cluster.py "$(swift build --show-bin-path)/herald"
 # The attack suite: hostile peers against a running gateway and device (docs/security.md).

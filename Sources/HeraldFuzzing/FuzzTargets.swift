@@ -28,7 +28,14 @@ public enum FuzzTargets {
         "browser-push-frames": browserPushFrames,
         "declarative-push": declarativePush,
         "webpush-stored": webPushStored,
+        "dbus-unifiedpush": dbusUnifiedPush,
     ]
+
+    /// A D-Bus message as `herald device run --unifiedpush` reads an app's call: decoded, its
+    /// `a{sv}` read, and carried out as `Register` and `Unregister` on an empty distributor.
+    @Sendable public static func dbusUnifiedPush(_ data: [UInt8]) {
+        UnifiedPushRegistrations.fuzz(data)
+    }
 
     /// What the Web Push port reads back from the store: a held message's payload (the
     /// ciphertext and its headers, written as the browser's `notification` message) and a

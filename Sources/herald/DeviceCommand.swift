@@ -148,13 +148,17 @@ struct DeviceRunCommand: AsyncParsableCommand {
     @Option(help: "Log level for diagnostics on standard error.")
     var logLevel: String = "warning"
 
+    @Flag(help: ArgumentHelp(
+        "Be a UnifiedPush distributor on the session bus (org.unifiedpush.Distributor.herald): Linux apps that support UnifiedPush get Web Push endpoints on the gateway and their messages through it (docs/web-push.md)."))
+    var unifiedpush = false
+
     @Flag(help: "Ask the gateway for each app's Live Activity push-to-start token (printed as activity-push-to-start-token).")
     var liveActivities = false
 
     @OptionGroup var logging: LogFormatOption
 
     func validate() throws {
-        if apps.isEmpty && legacyApps.isEmpty { throw ValidationError("give at least one --app TOPIC (an app's bundle id)") }
+        if apps.isEmpty && legacyApps.isEmpty && !unifiedpush { throw ValidationError("give at least one --app TOPIC (an app's bundle id), or --unifiedpush") }
         for app in apps + legacyApps where !DeviceProtocol.isValidTopic(app) {
             throw ValidationError("--app \"\(app)\" is not a bundle id (printable ASCII, no spaces, no push-type suffix such as .voip)")
         }
@@ -266,8 +270,22 @@ struct DeviceRunCommand: AsyncParsableCommand {
         if liveActivities {
             for app in apps + legacyApps { try await runtime.requestPushToStartToken(app: app) }
         }
+        var distributor: UnifiedPushDistributor?
+        if unifiedpush {
+            do {
+                distributor = try await UnifiedPushDistributor.start(directory: dir, connection: connection, logger: logger) { event in
+                    printer.print(event)
+                }
+            } catch {
+                await agent.close()
+                throw ValidationError("\(error)")
+            }
+        }
+        defer { distributor?.close() }
         let task = Task { await connection.run() }
-        await runtime.follow(connection.events, acknowledge: { connection.acknowledge($0) }) { event in
+        var divert: (@Sendable (DeviceEvent) -> Bool)?
+        if let diverted = distributor { divert = { @Sendable event in diverted.handle(event) } }
+        await runtime.follow(connection.events, acknowledge: { connection.acknowledge($0) }, divert: divert) { event in
             printer.print(event)
         }
         task.cancel()
@@ -413,6 +431,24 @@ struct DeviceEventPrinter {
             object = ["event": .string("error"), "code": .string(code.rawValue), "message": .string(message)]
         }
         return (try? encoder.encode(object)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    func print(_ event: UnifiedPushEvent) {
+        var object: [String: JSONValue]
+        switch event {
+        case .registered(let service, let description, let endpoint):
+            object = ["event": .string("unifiedpush-registered"), "service": .string(service), "endpoint": endpoint.map(JSONValue.string) ?? .null]
+            object["description"] = description.map(JSONValue.string)
+        case .refused(let service, let reason, let why):
+            object = ["event": .string("unifiedpush-refused"), "service": service.map(JSONValue.string) ?? .null, "reason": .string(reason), "why": .string(why)]
+        case .unregistered(let service): object = ["event": .string("unifiedpush-unregistered"), "service": .string(service)]
+        case .message(let service, let id, let bytes):
+            object = ["event": .string("unifiedpush-message"), "service": .string(service), "id": .string(id), "bytes": .int(Int64(bytes))]
+        case .notDelivered(let service, let id, let why):
+            object = ["event": .string("unifiedpush-not-delivered"), "service": .string(service), "id": .string(id), "why": .string(why)]
+        }
+        let line = (try? Self.encoder.encode(object)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        if json { printLineFlushed(line) } else { printLineFlushed("unifiedpush: \(line)") }
     }
 
     func print(_ event: RuntimeEvent, in zone: TimeZone) {

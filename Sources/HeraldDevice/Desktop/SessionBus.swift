@@ -62,6 +62,8 @@ struct DBusMessage: Sendable {
     }
 
     var kind: Kind
+    /// Header flags: ``noReplyExpected`` (0x1).
+    var flags: UInt8 = 0
     var serial: UInt32 = 0
     var path: String?
     var interface: String?
@@ -74,6 +76,25 @@ struct DBusMessage: Sendable {
 
     /// The largest message read (the notification interface's are a few hundred bytes).
     static let maximumLength = 1 << 20
+    /// The caller does not want an answer (a method annotated `NoReply`).
+    static let noReplyExpected: UInt8 = 0x1
+
+    /// The arguments of a method taking one `a{sv}` (UnifiedPush's): string keys, variants
+    /// unwrapped. `nil` when the body is anything else.
+    var variantDictionary: [String: DBusValue]? {
+        guard body.count == 1, case .dictionary(_, _, let entries) = body[0] else { return nil }
+        var result: [String: DBusValue] = [:]
+        for (key, value) in entries {
+            guard case .string(let name) = key, case .variant(let inner) = value else { return nil }
+            result[name] = inner
+        }
+        return result
+    }
+
+    /// An `a{sv}` argument from string keys.
+    static func variantDictionary(_ entries: [String: DBusValue]) -> DBusValue {
+        .dictionary(key: "s", value: "v", Dictionary(uniqueKeysWithValues: entries.map { (DBusValue.string($0.key), DBusValue.variant($0.value)) }))
+    }
 
     func encoded() -> [UInt8] {
         var fields: [DBusValue] = []
@@ -91,7 +112,7 @@ struct DBusMessage: Sendable {
         var bodyWriter = DBusWriter()
         for value in body { bodyWriter.write(value) }
         var writer = DBusWriter()
-        writer.bytes = [UInt8(ascii: "l"), kind.rawValue, 0, 1]
+        writer.bytes = [UInt8(ascii: "l"), kind.rawValue, flags, 1]
         writer.writeUInt32(UInt32(bodyWriter.bytes.count))
         writer.writeUInt32(serial)
         writer.write(.array(element: "(yv)", fields))
@@ -126,6 +147,7 @@ struct DBusMessage: Sendable {
         reader.offset = 4
         let bodyLength = Int(try reader.readUInt32())
         var message = DBusMessage(kind: kind)
+        message.flags = bytes[2]
         message.serial = try reader.readUInt32()
         guard case .array(_, let fields) = try reader.read("a(yv)") else { throw DBusError("malformed header") }
         var bodySignature = ""
@@ -396,10 +418,14 @@ final class SessionBus: Sendable {
     private let state = Locked((serial: UInt32(0), pending: [UInt32: CheckedContinuation<DBusMessage, any Error>](), closed: false))
     private let writing = Mutex(())
     private let onSignal: @Sendable (DBusMessage) -> Void
+    /// Method calls addressed to this connection (a service it serves); answered with
+    /// ``reply(to:_:)`` or ``replyError(to:name:_:)``.
+    private let onMethodCall: @Sendable (DBusMessage) -> Void
 
     /// Connects to the session bus named by `DBUS_SESSION_BUS_ADDRESS` (else `$XDG_RUNTIME_DIR/bus`).
-    init(onSignal: @escaping @Sendable (DBusMessage) -> Void) throws {
+    init(onSignal: @escaping @Sendable (DBusMessage) -> Void = { _ in }, onMethodCall: @escaping @Sendable (DBusMessage) -> Void = { _ in }) throws {
         self.onSignal = onSignal
+        self.onMethodCall = onMethodCall
         let environment = ProcessInfo.processInfo.environment
         let addresses = environment["DBUS_SESSION_BUS_ADDRESS"]
             ?? environment["XDG_RUNTIME_DIR"].map { "unix:path=\($0)/bus" }
@@ -467,7 +493,7 @@ final class SessionBus: Sendable {
     private func writeAll(_ bytes: [UInt8]) throws(DBusError) {
         var sent = 0
         while sent < bytes.count {
-            let n = bytes[sent...].withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let n = bytes[sent...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if n < 0, errno == EINTR { continue }
             guard n > 0 else { throw DBusError("the session bus closed the connection") }
             sent += n
@@ -531,8 +557,66 @@ final class SessionBus: Sendable {
                 continuation.resume(returning: message)
             }
         case .signal: onSignal(message)
-        case .methodCall: break
+        case .methodCall: onMethodCall(message)
         }
+    }
+
+    private func nextSerial() -> UInt32? {
+        state.withLock { state in
+            guard !state.closed else { return nil }
+            state.serial &+= 1
+            if state.serial == 0 { state.serial = 1 }
+            return state.serial
+        }
+    }
+
+    private func write(_ message: DBusMessage) {
+        var message = message
+        guard let serial = nextSerial() else { return }
+        message.serial = serial
+        try? writing.withLock { _ in try writeAll(message.encoded()) }
+    }
+
+    /// Answers a method call (unless its caller asked for no answer).
+    func reply(to call: DBusMessage, _ body: [DBusValue] = []) {
+        guard call.flags & DBusMessage.noReplyExpected == 0 else { return }
+        var message = DBusMessage(kind: .methodReturn)
+        message.replySerial = call.serial
+        message.destination = call.sender
+        message.body = body
+        write(message)
+    }
+
+    /// Answers a method call with a D-Bus error.
+    func replyError(to call: DBusMessage, name: String, _ text: String) {
+        guard call.flags & DBusMessage.noReplyExpected == 0 else { return }
+        var message = DBusMessage(kind: .error)
+        message.replySerial = call.serial
+        message.destination = call.sender
+        message.errorName = name
+        message.body = [.string(text)]
+        write(message)
+    }
+
+    /// Calls a method without waiting for an answer (`NoReply` methods).
+    func send(destination: String, path: String, interface: String, member: String, _ body: [DBusValue] = []) {
+        var message = DBusMessage(kind: .methodCall)
+        message.flags = DBusMessage.noReplyExpected
+        message.destination = destination
+        message.path = path
+        message.interface = interface
+        message.member = member
+        message.body = body
+        write(message)
+    }
+
+    /// Asks the bus for a well-known name; fails unless this connection became its primary owner.
+    func requestName(_ name: String) async throws {
+        // Flags 4: DBUS_NAME_FLAG_DO_NOT_QUEUE. Answer 1: DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER.
+        let answer = try await call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "RequestName",
+            [.string(name), .uint32(4)])
+        guard answer.body.first?.uint32Value == 1 else { throw DBusError("another process owns \(name) on the session bus") }
     }
 
     /// Calls a method and waits for its answer (up to `timeout`).
@@ -570,9 +654,10 @@ final class SessionBus: Sendable {
         }
     }
 
-    /// `Hello` (every connection's first call) and the match rule for the signals wanted.
-    func start(match rule: String) async throws {
+    /// `Hello` (every connection's first call) and the match rule for the signals wanted, if any.
+    func start(match rule: String?) async throws {
         _ = try await call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "Hello")
+        guard let rule else { return }
         _ = try await call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "AddMatch",
                            [.string(rule)])
     }

@@ -9,12 +9,16 @@ extension DeviceRuntime {
     /// `acknowledge` is how a notification is acked once handled (``DeviceConnection/acknowledge(_:)``
     /// for a connection with ``DeviceConnection/Acknowledgement/byConsumer``); `nil` when the
     /// connection acks on receipt.
+    ///
+    /// `divert` takes events that are not the runtime's (returns `true` for them): the UnifiedPush
+    /// distributor's subscriptions and messages.
     public func follow(
         _ events: AsyncStream<DeviceEvent>, acknowledge: (@Sendable (NotificationID) -> Void)? = nil,
-        onEvent: (@Sendable (DeviceEvent) -> Void)? = nil
+        divert: (@Sendable (DeviceEvent) -> Bool)? = nil, onEvent: (@Sendable (DeviceEvent) -> Void)? = nil
     ) async {
         for await event in events {
             onEvent?(event)
+            if divert?(event) == true { continue }
             switch event {
             case .connected, .reconnected: setConnectivity(true)
             case .disconnected: setConnectivity(false)
