@@ -7,6 +7,11 @@
 /// category's action buttons, acks sent only once the notification is saved in IndexedDB
 /// (repeats are dropped by apns-id and acked again), reconnection with exponential backoff and
 /// jitter (the n-th failure waits between half and all of min(30 s, 0.5 s × 2ⁿ)).
+///
+/// It is a Web Push user agent too (device protocol version 3): an app takes a subscription
+/// whose ECDH key (WebCrypto, not extractable) and auth secret stay in IndexedDB; messages are
+/// decrypted in the page (RFC 8291 with WebCrypto's ECDH, HKDF and AES-GCM), presented when they
+/// are Declarative Web Push messages, and listed for the app otherwise.
 public enum BrowserDevice {
     /// The page, complete (it reads nothing from the server but its assets).
     public static func page() -> String {
@@ -29,7 +34,7 @@ public enum BrowserDevice {
         <label>enrollment secret (only if the gateway asks)<input id="enrollment-secret" type="password" autocomplete="off"></label>
         <button type="submit" id="register">Register</button>
         </form>
-        <table id="apps"><thead><tr><th>topic</th><th>device token</th><th>badge</th><th></th></tr></thead><tbody id="app-rows"></tbody></table>
+        <table id="apps"><thead><tr><th>topic</th><th>device token</th><th>badge</th><th>Web Push subscription</th><th></th></tr></thead><tbody id="app-rows"></tbody></table>
         <h2>Categories</h2>
         <p class="muted">The actions shown for a notification whose <span class="mono">aps.category</span> names a category (as an app registers them with its notification center). JSON: category → actions.</p>
         <textarea id="categories" rows="4" cols="80" spellcheck="false"></textarea>
@@ -44,7 +49,9 @@ public enum BrowserDevice {
 /// The browser device's script (served as `/assets/device.js`).
 enum BrowserDeviceScript {
     static let source = """
-        const protocolVersion = 1;
+        // The challenge is version 1 for every device; the hello names the version spoken (3: Web Push).
+        const challengeVersion = 1;
+        const protocolVersion = 3;
         const seenLimit = 4096;
         const centerLimit = 200;
         const defaultCategories = {
@@ -59,14 +66,18 @@ enum BrowserDeviceScript {
         // ---- IndexedDB: the key, the apps, the apns-ids seen, the notification center --------------
         function openDatabase() {
           return new Promise((resolve, reject) => {
-            const request = indexedDB.open('herald-device', 1);
-            request.onupgradeneeded = () => {
+            const request = indexedDB.open('herald-device', 2);
+            request.onupgradeneeded = (event) => {
               const db = request.result;
-              db.createObjectStore('identity');
-              db.createObjectStore('apps', { keyPath: 'topic' });
-              db.createObjectStore('seen', { keyPath: 'apnsId' }).createIndex('at', 'at');
-              db.createObjectStore('center', { keyPath: 'apnsId' }).createIndex('at', 'at');
-              db.createObjectStore('settings');
+              if (event.oldVersion < 1) {
+                db.createObjectStore('identity');
+                db.createObjectStore('apps', { keyPath: 'topic' });
+                db.createObjectStore('seen', { keyPath: 'apnsId' }).createIndex('at', 'at');
+                db.createObjectStore('center', { keyPath: 'apnsId' }).createIndex('at', 'at');
+                db.createObjectStore('settings');
+              }
+              // Version 2: each app's Web Push subscription, its keys kept as CryptoKey objects.
+              if (event.oldVersion < 2) db.createObjectStore('webpush', { keyPath: 'topic' });
             };
             request.onsuccess = () => resolve(request.result);
             request.onerror = () => reject(request.error);
@@ -106,6 +117,14 @@ enum BrowserDeviceScript {
           let text = '';
           for (const byte of bytes) text += String.fromCharCode(byte);
           return btoa(text);
+        }
+
+        function base64url(bytes) { return base64(bytes).replace(/\\+/g, '-').replace(/\\//g, '_').replace(/=+$/, ''); }
+
+        function fromBase64url(text) {
+          if (typeof text !== 'string' || !/^[A-Za-z0-9_-]*={0,2}$/.test(text)) throw new Error('not base64url');
+          const binary = atob(text.replace(/-/g, '+').replace(/_/g, '/').replace(/=+$/, '') + '==='.slice((text.length + 3) % 4));
+          return Uint8Array.from(binary, (c) => c.charCodeAt(0));
         }
 
         // ---- the connection ---------------------------------------------------------------------
@@ -157,13 +176,15 @@ enum BrowserDeviceScript {
             case 'welcome': return welcome(frame);
             case 'registered': return registered(frame);
             case 'unregistered': return unregistered(frame);
-            case 'notification': return notification(frame);
+            case 'notification': return frame['push-type'] === 'webpush' ? webPushNotification(frame) : notification(frame);
+            case 'webpush-subscribed': return webPushSubscribed(frame);
+            case 'webpush-unsubscribed': return webPushUnsubscribed(frame);
             case 'error': return log(`gateway: ${frame.code}: ${frame.message}`);
           }
         }
 
         async function answer(challenge) {
-          if (challenge.version !== protocolVersion || typeof challenge.nonce !== 'string') return socket.close();
+          if (challenge.version !== challengeVersion || typeof challenge.nonce !== 'string') return socket.close();
           const signed = encoder.encode('herald-device-challenge:v1:' + challenge.nonce);
           const signature = new Uint8Array(await crypto.subtle.sign({ name: 'ECDSA', hash: 'SHA-256' }, key.privateKey, signed));
           const hello = { type: 'hello', version: protocolVersion, 'public-key': key.publicKey, signature: base64(signature) };
@@ -180,6 +201,8 @@ enum BrowserDeviceScript {
           setState('connected', 'connected');
           const apps = await transaction(['apps'], 'readonly', (tx) => request(tx.objectStore('apps').getAll()));
           for (const app of apps) send({ type: 'register', topic: app.topic });
+          const subscriptions = await transaction(['webpush'], 'readonly', (tx) => request(tx.objectStore('webpush').getAll()));
+          for (const s of subscriptions) send({ type: 'webpush-subscribe', topic: s.topic, subscription: s.subscription });
         }
 
         async function registered(frame) {
@@ -191,6 +214,122 @@ enum BrowserDeviceScript {
 
         async function unregistered(frame) {
           await transaction(['apps'], 'readwrite', (tx) => tx.objectStore('apps').delete(frame.topic));
+          await showApps();
+        }
+
+        // ---- Web Push: subscriptions and messages (RFC 8291 with WebCrypto) -----------------------
+        window.heraldWebPush = [];
+
+        async function webPushSubscribe(topic) {
+          const known = await transaction(['webpush'], 'readonly', (tx) => request(tx.objectStore('webpush').get(topic)));
+          if (known) return send({ type: 'webpush-subscribe', topic, subscription: known.subscription });
+          // The private key is not extractable: ECDH runs inside WebCrypto.
+          const pair = await crypto.subtle.generateKey({ name: 'ECDH', namedCurve: 'P-256' }, false, ['deriveBits']);
+          const publicKey = new Uint8Array(await crypto.subtle.exportKey('raw', pair.publicKey));
+          const made = {
+            topic, subscription: crypto.randomUUID(), privateKey: pair.privateKey, p256dh: base64url(publicKey),
+            auth: base64url(crypto.getRandomValues(new Uint8Array(16))), endpoint: null,
+          };
+          await transaction(['webpush'], 'readwrite', (tx) => tx.objectStore('webpush').put(made));
+          send({ type: 'webpush-subscribe', topic, subscription: made.subscription });
+        }
+
+        async function webPushSubscribed(frame) {
+          const known = await transaction(['webpush'], 'readonly', (tx) => request(tx.objectStore('webpush').get(frame.topic)));
+          if (!known || known.subscription !== frame.subscription || typeof frame.endpoint !== 'string') return;
+          known.endpoint = frame.endpoint;
+          await transaction(['webpush'], 'readwrite', (tx) => tx.objectStore('webpush').put(known));
+          await showApps();
+        }
+
+        async function webPushUnsubscribed(frame) {
+          await transaction(['webpush'], 'readwrite', (tx) => tx.objectStore('webpush').delete(frame.topic));
+          await showApps();
+        }
+
+        async function hkdf(salt, ikm, info, bytes) {
+          const key = await crypto.subtle.importKey('raw', ikm, 'HKDF', false, ['deriveBits']);
+          return new Uint8Array(await crypto.subtle.deriveBits({ name: 'HKDF', hash: 'SHA-256', salt, info }, key, bytes * 8));
+        }
+
+        function concat(...parts) {
+          const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+          let at = 0;
+          for (const p of parts) { out.set(p, at); at += p.length; }
+          return out;
+        }
+
+        // RFC 8291 §3.4 and RFC 8188: one aes128gcm record, keyed by ECDH with the sender's key and the auth secret.
+        async function decryptWebPush(body, subscription) {
+          if (body.length < 86 + 17 || body.length > 4096) throw new Error('not an aes128gcm body of Web Push size');
+          const salt = body.slice(0, 16);
+          const idLength = body[20];
+          if (idLength !== 65) throw new Error('the key id is not a P-256 public key');
+          const senderKey = body.slice(21, 86);
+          const sender = await crypto.subtle.importKey('raw', senderKey, { name: 'ECDH', namedCurve: 'P-256' }, false, []);
+          const shared = new Uint8Array(await crypto.subtle.deriveBits({ name: 'ECDH', public: sender }, subscription.privateKey, 256));
+          const ikm = await hkdf(fromBase64url(subscription.auth), shared,
+            concat(encoder.encode('WebPush: info\\0'), fromBase64url(subscription.p256dh), senderKey), 32);
+          const cek = await hkdf(salt, ikm, encoder.encode('Content-Encoding: aes128gcm\\0'), 16);
+          const nonce = await hkdf(salt, ikm, encoder.encode('Content-Encoding: nonce\\0'), 12);
+          const key = await crypto.subtle.importKey('raw', cek, 'AES-GCM', false, ['decrypt']);
+          const record = new Uint8Array(await crypto.subtle.decrypt({ name: 'AES-GCM', iv: nonce }, key, body.slice(86)));
+          let end = record.length - 1;
+          while (end >= 0 && record[end] === 0) end -= 1;
+          if (end < 0 || record[end] !== 2) throw new Error('the record does not end as the last record of a message');
+          return record.slice(0, end);
+        }
+
+        // A Declarative Web Push message (Safari 18.4): shown by the user agent without app code.
+        function declarative(text) {
+          let message;
+          try { message = JSON.parse(text); } catch { return null; }
+          const n = message?.notification;
+          if (message?.web_push !== 8030 || !n || typeof n !== 'object' || typeof n.title !== 'string') return null;
+          if (typeof n.navigate !== 'string' || !/^https?:\\/\\/[^/]/.test(n.navigate)) return null;
+          return { title: n.title, subtitle: '', body: typeof n.body === 'string' ? n.body : '',
+                   badge: Number.isInteger(n.app_badge) ? n.app_badge : null, navigate: n.navigate };
+        }
+
+        async function webPushNotification(frame) {
+          const apnsId = frame['apns-id'];
+          if (typeof apnsId !== 'string') return;
+          const subscription = await transaction(['webpush'], 'readonly', (tx) => request(tx.objectStore('webpush').get(frame.topic)));
+          const payload = frame.payload && typeof frame.payload === 'object' ? frame.payload : {};
+          let text = '', shown = null, problem = null;
+          try {
+            if (!subscription || payload.channel !== subscription.subscription) throw new Error('no such subscription in this browser');
+            if (typeof payload.data === 'string') {
+              if (payload.encoding !== 'aes128gcm') throw new Error(`encrypted as ${payload.encoding}; the browser device reads aes128gcm`);
+              text = new TextDecoder().decode(await decryptWebPush(fromBase64url(payload.data), subscription));
+            }
+            shown = declarative(text);
+          } catch (error) { problem = String(error.message ?? error); }
+          const now = Date.now();
+          const fresh = await transaction(['seen', 'center', 'apps'], 'readwrite', (tx) => {
+            const seen = tx.objectStore('seen');
+            return request(seen.get(apnsId)).then((known) => {
+              if (known) return false;
+              seen.put({ apnsId, at: now });
+              const entry = {
+                apnsId, topic: frame.topic, at: now, pushType: 'webpush', priority: frame.priority, alert: shown, category: null,
+                badge: shown?.badge ?? null, sound: null, silent: !shown, response: null, webPush: problem ? null : text, problem,
+              };
+              tx.objectStore('center').put(entry);
+              if (entry.badge !== null) {
+                const apps = tx.objectStore('apps');
+                request(apps.get(frame.topic)).then((app) => { if (app) { app.badge = entry.badge; apps.put(app); } });
+              }
+              return entry;
+            });
+          });
+          const entry = await fresh;
+          send({ type: 'ack', ids: [apnsId] });
+          if (!entry) return;
+          window.heraldWebPush.push({ apnsId, topic: frame.topic, text: entry.webPush, declarative: !!shown, problem });
+          await trimStores();
+          if (shown) present(entry);
+          await showCenter();
           await showApps();
         }
 
@@ -300,6 +439,21 @@ enum BrowserDeviceScript {
             token.className = 'mono token';
             token.textContent = app.token;
             row.insertCell().textContent = String(app.badge ?? 0);
+            const webPush = row.insertCell();
+            const subscription = await transaction(['webpush'], 'readonly', (tx) => request(tx.objectStore('webpush').get(app.topic)));
+            if (subscription?.endpoint) {
+              // What the app hands its application server (PushSubscription.toJSON()).
+              const code = document.createElement('code');
+              code.className = 'mono webpush-subscription';
+              code.textContent = JSON.stringify({ endpoint: subscription.endpoint, keys: { p256dh: subscription.p256dh, auth: subscription.auth } });
+              webPush.append(code);
+            } else {
+              const subscribe = document.createElement('button');
+              subscribe.className = 'secondary webpush-subscribe';
+              subscribe.textContent = subscription ? 'Subscribing…' : 'Subscribe';
+              subscribe.onclick = () => webPushSubscribe(app.topic).catch((error) => log('Web Push: ' + error));
+              webPush.append(subscribe);
+            }
             const button = document.createElement('button');
             button.className = 'secondary';
             button.textContent = 'Unregister';
@@ -322,6 +476,12 @@ enum BrowserDeviceScript {
             app.className = 'app';
             app.textContent = `${entry.topic} · ${new Date(entry.at).toLocaleTimeString()}${entry.silent ? ' · background (not shown)' : ''}`;
             banner.append(app);
+            if (entry.pushType === 'webpush' && !entry.alert) {
+              const line = document.createElement('div');
+              line.className = 'body webpush-message';
+              line.textContent = entry.problem ? `Web Push message not readable: ${entry.problem}` : `Web Push message for the app: ${entry.webPush}`;
+              banner.append(line);
+            }
             if (entry.alert) {
               for (const [part, text] of [['title', entry.alert.title], ['subtitle', entry.alert.subtitle], ['body', entry.alert.body]]) {
                 if (!text) continue;

@@ -48,7 +48,7 @@ def main():
     work = tempfile.mkdtemp(prefix="herald-browser-")
     data = os.path.join(work, "gw")
     gateway_out = os.path.join(work, "gateway.json")
-    start([HERALD, "gateway", "--data-dir", data, "--provider-port", "0", "--device-port", "0", "--admin-port", "0"],
+    start([HERALD, "gateway", "--data-dir", data, "--provider-port", "0", "--device-port", "0", "--admin-port", "0", "--webpush-port", "0"],
           stdout=open(gateway_out, "w"), stderr=open(os.path.join(work, "gateway.err"), "w"))
     ports = json.loads(wait_for("the gateway", lambda: read(gateway_out).splitlines()[0] if read(gateway_out).strip() else None))
     admin = f"http://127.0.0.1:{ports['admin_port']}"
@@ -126,6 +126,7 @@ def browser_device(driver, ports, admin, push):
                                              for e in d["events"] if e["status"] == "acked") >= 2)
     banners = driver.find_elements(By.CSS_SELECTOR, f".banner[data-apns-id='{apns_id}']")
     check("the repeat is not shown twice", len(banners) == 1, len(banners))
+    browser_device_webpush(driver, ports, wait)
     # Unregister from the page: the token joins the feedback list.
     driver.find_element(By.CSS_SELECTOR, f"tr[data-topic='{TOPIC}'] button").click()
     wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, f"tr[data-topic='{TOPIC}']"))
@@ -133,6 +134,32 @@ def browser_device(driver, ports, admin, push):
     globals()["BROWSER_TOKEN"] = token
     globals()["BROWSER_APNS_ID"] = apns_id
     globals()["BROWSER_DEVICE_ID"] = device_id
+
+
+def browser_device_webpush(driver, ports, wait):
+    """The browser device as a Web Push user agent: a subscription made in the page (WebCrypto
+    ECDH key, auth secret), pywebpush as the application server, the page decrypting."""
+    import pywebpush
+    os.environ["REQUESTS_CA_BUNDLE"] = ports["ca"]
+    driver.find_element(By.CSS_SELECTOR, f"tr[data-topic='{TOPIC}'] button.webpush-subscribe").click()
+    code = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, f"tr[data-topic='{TOPIC}'] code.webpush-subscription")))
+    subscription = json.loads(code.text)
+    check("the browser device takes a Web Push subscription with an endpoint on the Web Push port and its own keys",
+          subscription["endpoint"].startswith(f"https://localhost:{ports['webpush_port']}/wpush/")
+          and len(subscription["keys"]["auth"]) == 22 and len(subscription["keys"]["p256dh"]) == 87, code.text)
+    response = pywebpush.webpush(subscription, data="hello, browser device", ttl=600)
+    check("pywebpush pushes to it (201)", response.status_code == 201, str(response.status_code))
+    got = wait_for("the decrypted message", lambda: driver.execute_script(
+        "return window.heraldWebPush.find((m) => m.text === 'hello, browser device')"))
+    check("the page decrypts it with WebCrypto (RFC 8291) and hands it to the app, not presented", got["declarative"] is False, json.dumps(got))
+    declarative = json.dumps({"web_push": 8030, "notification": {"title": "Web Push title", "body": "declared", "navigate": "https://example.com/"}})
+    pywebpush.webpush(subscription, data=declarative, ttl=600)
+    shown = wait_for("the declarative message", lambda: driver.execute_script("return window.heraldWebPush.find((m) => m.declarative)"))
+    banner = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, f".banner[data-apns-id='{shown['apnsId']}']")))
+    presented = driver.execute_script("return window.heraldPresented")
+    check("a Declarative Web Push message is presented by the page", "Web Push title" in banner.text and
+          any(p["apnsId"] == shown["apnsId"] for p in presented), banner.text)
+    shot(driver, "browser-device-webpush")
 
 
 def gateway_pages(driver, admin, push, data):
