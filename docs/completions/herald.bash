@@ -379,7 +379,7 @@ _herald_device() {
 
 _herald_device_run() {
     repeating_flags=()
-    non_repeating_flags=(--json --desktop --live-activities --version -h --help)
+    non_repeating_flags=(--json --desktop --unifiedpush --live-activities --version -h --help)
     repeating_options=(--gateway --app --legacy-app --bundle --language)
     non_repeating_options=(--data-dir --ca --time-zone --prompts --enrollment-secret-file --agent-socket --log-level --log-format)
     __herald_offer_flags_options 0

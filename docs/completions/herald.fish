@@ -34,7 +34,7 @@ function __herald_parse_tokens -S
             __herald_parse_subcommand 0 'version' 'h/help'
             switch $unparsed_tokens[1]
             case 'run'
-                __herald_parse_subcommand 0 'data-dir=' 'gateway=+' 'ca=' 'app=+' 'legacy-app=+' 'bundle=+' 'time-zone=' 'language=+' 'prompts=' 'enrollment-secret-file=' 'agent-socket=' 'json' 'desktop' 'log-level=' 'live-activities' 'log-format=' 'version' 'h/help'
+                __herald_parse_subcommand 0 'data-dir=' 'gateway=+' 'ca=' 'app=+' 'legacy-app=+' 'bundle=+' 'time-zone=' 'language=+' 'prompts=' 'enrollment-secret-file=' 'agent-socket=' 'json' 'desktop' 'log-level=' 'unifiedpush' 'live-activities' 'log-format=' 'version' 'h/help'
             case 'unregister'
                 __herald_parse_subcommand 0 'data-dir=' 'app=' 'gateway=' 'ca=' 'version' 'h/help'
             case 'plan'
@@ -269,6 +269,7 @@ complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options 
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" json' -l 'json' -d 'Print one JSON object per line instead of text for people.'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" desktop' -l 'desktop' -d 'Show notifications on this Linux desktop (the freedesktop Notifications D-Bus interface, through gdbus): the category\'s actions as buttons; a click reaches the app as the user\'s choice.'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" log-level' -l 'log-level' -d 'Log level for diagnostics on standard error.' -rfka ''
+complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" unifiedpush' -l 'unifiedpush' -d 'Be a UnifiedPush distributor on the session bus (org.unifiedpush.Distributor.herald): Linux apps that support UnifiedPush get Web Push endpoints on the gateway and their messages through it (docs/web-push.md).'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" live-activities' -l 'live-activities' -d 'Ask the gateway for each app\'s Live Activity push-to-start token (printed as activity-push-to-start-token).'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" log-format' -l 'log-format' -d 'How logs on standard error are written: text (for people) or json (one object a line, for a log collector).' -rfka 'text json'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" version' -l 'version' -d 'Show the version.'

@@ -222,6 +222,7 @@ _herald_device_run() {
         '--json[Print one JSON object per line instead of text for people.]'
         '--desktop[Show notifications on this Linux desktop (the freedesktop Notifications D-Bus interface, through gdbus)\: the category'\''s actions as buttons; a click reaches the app as the user'\''s choice.]'
         '--log-level[Log level for diagnostics on standard error.]:log-level:'
+        '--unifiedpush[Be a UnifiedPush distributor on the session bus (org.unifiedpush.Distributor.herald)\: Linux apps that support UnifiedPush get Web Push endpoints on the gateway and their messages through it (docs/web-push.md).]'
         '--live-activities[Ask the gateway for each app'\''s Live Activity push-to-start token (printed as activity-push-to-start-token).]'
         '--log-format[How logs on standard error are written\: text (for people) or json (one object a line, for a log collector).]:log-format:{__herald_complete "${___log_format[@]}"}'
         '--version[Show the version.]'
