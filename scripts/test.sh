@@ -43,6 +43,9 @@ python3 Tests/webpush/device.py "$(swift build --show-bin-path)/herald"
 # UnifiedPush on Linux: herald device run --unifiedpush as the distributor on a private session
 # bus, a connector on jeepney (D-Bus from PyPI) as the app, pywebpush as its server.
 dbus-run-session -- python3 Tests/webpush/unifiedpush.py "$(swift build --show-bin-path)/herald"
+# herald provider with registrations that are Web Push subscriptions: a template localized for a
+# subscription, encrypted to it, decrypted and presented by a device; 410 prunes it.
+python3 Tests/webpush/provider.py "$(swift build --show-bin-path)/herald"
 # Web Push across two gateway nodes on PostgreSQL: pushed through one, delivered on the other.
 python3 Tests/webpush/cluster.py "$(swift build --show-bin-path)/herald"
 # The attack suite: hostile peers against a running gateway and device (docs/security.md).

@@ -55,6 +55,10 @@ public struct WebPushResult: Sendable, Hashable {
     /// How many requests it took (429, 5xx and transport failures are retried).
     public var attempts = 1
 
+    public init(status: Int, location: String? = nil, receipt: String? = nil, retryAfter: Int? = nil, reason: String = "", attempts: Int = 1) {
+        (self.status, self.location, self.receipt, self.retryAfter, self.reason, self.attempts) = (status, location, receipt, retryAfter, reason, attempts)
+    }
+
     public var isAccepted: Bool { (200...299).contains(status) }
     /// The subscription no longer exists: delete it (Mastodon also deletes on other 4xx but 408 and 429).
     public var isGone: Bool { status == 404 || status == 410 }

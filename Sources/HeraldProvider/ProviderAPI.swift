@@ -27,10 +27,20 @@ public struct ProviderAPI: APIProtocol {
 
     public func register(_ input: Operations.Register.Input) async throws -> Operations.Register.Output {
         guard case .json(let r) = input.body else { throw Self.notJSON }
+        let webPush = try r.webPush.map { w in
+            WebPushRecipient(
+                endpoint: try Self.required(w.endpoint, "webPush.endpoint", maximumBytes: 1_000),
+                p256dh: try Self.required(w.keys.p256dh, "webPush.keys.p256dh", maximumBytes: 200),
+                auth: try Self.required(w.keys.auth, "webPush.keys.auth", maximumBytes: 64), url: try Self.bounded(w.url, "webPush.url", maximumBytes: 2_048))
+        }
+        if webPush != nil, r.token != nil {
+            throw ProviderError(.invalid, "give \"token\" (an APNs device token) or \"webPush\" (a Web Push subscription), not both")
+        }
         let registration = try await service.register(
-            token: try Self.required(r.token, "token", maximumBytes: 200), topic: try Self.required(r.topic, "topic", maximumBytes: 255),
+            token: try Self.bounded(r.token, "token", maximumBytes: 200), topic: try Self.required(r.topic, "topic", maximumBytes: 255),
             language: try Self.required(r.language, "language", maximumBytes: 64), timeZone: try Self.required(r.timeZone, "timeZone", maximumBytes: 64),
-            userID: try Self.bounded(r.userId, "userId", maximumBytes: 256), tags: try Self.strings(r.tags, "tags", maximumCount: 64, maximumBytes: 64))
+            userID: try Self.bounded(r.userId, "userId", maximumBytes: 256), tags: try Self.strings(r.tags, "tags", maximumCount: 64, maximumBytes: 64),
+            webPush: webPush)
         return .ok(.init(body: .json(Self.registration(registration))))
     }
 
@@ -284,7 +294,11 @@ extension ProviderAPI {
             category: try bounded(body.category, "category", maximumBytes: 256), threadID: try bounded(body.threadId, "threadId", maximumBytes: 256),
             data: data, pushType: try bounded(body.pushType, "pushType", maximumBytes: 64), priority: body.priority,
             expiration: body.expiration, collapseID: try bounded(body.collapseId, "collapseId", maximumBytes: 64),
-            idempotencyKey: try bounded(body.idempotencyKey, "idempotencyKey", maximumBytes: 256), liveActivity: liveActivity)
+            idempotencyKey: try bounded(body.idempotencyKey, "idempotencyKey", maximumBytes: 256), liveActivity: liveActivity,
+            url: try body.url.map { page throws in
+                try ProviderService.checkPage(page, "url")
+                return page
+            })
     }
 
     static let weekdayNames = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
@@ -334,7 +348,9 @@ extension ProviderAPI {
     static func date(_ milliseconds: Int64) -> Date { Date(timeIntervalSince1970: TimeInterval(milliseconds) / 1000) }
 
     static func registration(_ r: Registration) -> Components.Schemas.Registration {
-        .init(token: r.token, topic: r.topic, language: r.language, timeZone: r.timeZone, userId: r.userID, tags: r.tags, registeredAt: r.registeredAt)
+        .init(
+            token: r.token, topic: r.topic, language: r.language, timeZone: r.timeZone, userId: r.userID, tags: r.tags, registeredAt: r.registeredAt,
+            webPush: r.webPush.map { .init(endpoint: $0.endpoint, url: $0.url) })
     }
 
     static func template(_ t: MessageTemplate) -> Components.Schemas.Template {
@@ -348,7 +364,9 @@ extension ProviderAPI {
             id: report.id, createdAt: report.createdAt, replayed: replayed, counts: .init(additionalProperties: report.counts),
             pruned: report.pruned, scheduleId: report.scheduleID,
             deliveries: report.deliveries.map { d in
-                .init(token: d.token, language: d.language, status: d.status, reason: d.reason, apnsId: d.apnsID, attempts: d.attempts, error: d.error)
+                .init(
+                    token: d.token, language: d.language, status: d.status, reason: d.reason, apnsId: d.apnsID, location: d.location,
+                    attempts: d.attempts, error: d.error)
             })
     }
 

@@ -36,6 +36,14 @@ public final class ProviderMetrics: Sendable {
         ).increment()
     }
 
+    /// Counts one Web Push message's outcome by its push service's status (0: no answer).
+    func recordWebPush(status: Int) {
+        registry.makeCounter(
+            descriptor: Self.name("webpush_messages", "total", "Web Push messages sent, by the push service's status (0: no answer)"),
+            labels: [("status", (0...599).contains(status) ? String(status) : "other")]
+        ).increment()
+    }
+
     /// Counts a send (`api`: POST /v1/sends; `schedule`: a scheduled run).
     func recordSend(origin: String) {
         registry.makeCounter(descriptor: Self.name("sends", "total", "Sends performed, by origin (api, schedule)"), labels: [("origin", origin)])

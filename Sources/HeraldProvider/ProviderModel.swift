@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HeraldCore
 
@@ -16,10 +17,39 @@ public struct Registration: Sendable, Hashable, Codable {
     public var tags: [String]
     /// The last time the app registered (milliseconds since 1970).
     public var registeredAt: Int64
+    /// A Web Push subscription instead of an APNs device token: sends reach it through its push
+    /// service, encrypted to its keys. Its `token` is then derived from the endpoint
+    /// (``WebPushRecipient/token(endpoint:)``).
+    public var webPush: WebPushRecipient?
 
-    public init(token: String, topic: String, language: String, timeZone: String, userID: String? = nil, tags: [String] = [], registeredAt: Int64) {
+    public init(
+        token: String, topic: String, language: String, timeZone: String, userID: String? = nil, tags: [String] = [], registeredAt: Int64,
+        webPush: WebPushRecipient? = nil
+    ) {
         (self.token, self.topic, self.language, self.timeZone, self.userID, self.tags, self.registeredAt) =
             (token, topic, language, timeZone, userID, tags, registeredAt)
+        self.webPush = webPush
+    }
+}
+
+/// A registration's Web Push subscription (what a page's `PushSubscription.toJSON()` gives, and
+/// the page Declarative Web Push notifications open).
+public struct WebPushRecipient: Sendable, Hashable, Codable {
+    public var endpoint: String
+    /// The user agent's P-256 key and auth secret, base64url.
+    public var p256dh: String
+    public var auth: String
+    /// The page a notification opens (Declarative Web Push `navigate`) unless the send names one.
+    public var url: String?
+
+    public init(endpoint: String, p256dh: String, auth: String, url: String? = nil) {
+        (self.endpoint, self.p256dh, self.auth, self.url) = (endpoint, p256dh, auth, url)
+    }
+
+    /// A Web Push registration's token: the SHA-256 of its endpoint, in hex (an endpoint is the
+    /// subscription's identity; the token keeps the registrations' one key).
+    public static func token(endpoint: String) -> String {
+        SHA256.hash(data: Array(endpoint.utf8)).map { String(format: "%02x", $0) }.joined()
     }
 }
 
@@ -102,11 +132,15 @@ public struct SendRequest: Sendable, Hashable, Codable {
     /// A Live Activity push (push type `liveactivity`, topic `<bundle id>.push-type.liveactivity`):
     /// the `aps` keys of ActivityKit, beside the alert the message makes.
     public var liveActivity: LiveActivitySend?
+    /// Web Push recipients: the page the notification opens (Declarative Web Push `navigate`);
+    /// `nil`: each registration's own `url`.
+    public var url: String?
 
     public init(target: SendTarget, message: SendMessage, badge: Int? = nil, sound: String? = nil, contentAvailable: Bool = false,
                 category: String? = nil, threadID: String? = nil, data: [String: JSONValue] = [:], pushType: String? = nil,
                 priority: Int? = nil, expiration: Int64? = nil, collapseID: String? = nil, idempotencyKey: String? = nil,
-                liveActivity: LiveActivitySend? = nil) {
+                liveActivity: LiveActivitySend? = nil, url: String? = nil) {
+        self.url = url
         (self.target, self.message, self.badge, self.sound, self.contentAvailable, self.category, self.threadID, self.data,
          self.pushType, self.priority, self.expiration, self.collapseID, self.idempotencyKey) =
             (target, message, badge, sound, contentAvailable, category, threadID, data, pushType, priority, expiration, collapseID, idempotencyKey)
@@ -161,6 +195,8 @@ public struct SendReport: Sendable, Hashable, Codable {
         /// Why there is no answer (the transport's error, status 0), or what failed after one
         /// (a 410 whose registration could not be pruned).
         public var error: String? = nil
+        /// Web Push: the message's URL the push service answered (its `Location`).
+        public var location: String? = nil
     }
     public var id: String
     public var createdAt: Int64
@@ -174,7 +210,8 @@ public struct SendReport: Sendable, Hashable, Codable {
     public var counts: [String: Int] {
         var counts: [String: Int] = [:]
         for d in deliveries {
-            let key = d.status == 200 ? "accepted" : d.status == 0 ? "no-answer" : "\(d.status) \(d.reason ?? "")"
+            // 200 from APNs, 201 (or 202 with a receipt) from a Web Push service.
+            let key = (200...202).contains(d.status) ? "accepted" : d.status == 0 ? "no-answer" : "\(d.status) \(d.reason ?? "")"
             counts[key, default: 0] += 1
         }
         return counts

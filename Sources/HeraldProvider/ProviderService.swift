@@ -20,6 +20,14 @@ extension PushSending {
 
 extension APNsClient: PushSending {}
 
+/// Sends one Web Push message to one subscription (encrypting it to the subscription's keys and
+/// signing it with VAPID); `WebPushClient` is the real one.
+public protocol WebPushSending: Sendable {
+    func send(_ payload: [UInt8]?, to subscription: WebPushSubscription, keys: WebPushSubscriptionKeys, options: WebPushOptions) async throws -> WebPushResult
+}
+
+extension WebPushClient: WebPushSending {}
+
 /// The provider service: the app's own server. Keeps registrations, localizes, sends to a
 /// token, a user or a segment through an APNs client, prunes tokens the gateway reports
 /// unregistered, and remembers every send (its report, by id and by idempotency key).
@@ -31,6 +39,8 @@ public actor ProviderService {
     /// (milliseconds); older ones are recorded as missed.
     public let missedSendWindow: Int64
     let sender: PushSending
+    /// `nil`: Web Push registrations are refused (the service has no VAPID key to sign with).
+    let webPushSender: WebPushSending?
     let clock: AlarmClock
     /// Sends, pushes by outcome, scheduled runs and their lag, registrations (`GET /metrics`).
     public nonisolated let metrics: ProviderMetrics
@@ -94,8 +104,10 @@ public actor ProviderService {
     /// - Parameters:
     ///   - clock: the time of registrations and reports, and the alarms schedules wake on.
     ///   - missedSendWindow: see ``missedSendWindow``.
-    public init(store: any ProviderStore, sender: PushSending, clock: AlarmClock = SystemAlarmClock(), defaultLanguage: String = "en",
-                missedSendWindow: Int64 = 3_600_000, metrics: ProviderMetrics = ProviderMetrics()) {
+    ///   - webPushSender: sends to registrations that are Web Push subscriptions; `nil` refuses them.
+    public init(store: any ProviderStore, sender: PushSending, webPushSender: WebPushSending? = nil, clock: AlarmClock = SystemAlarmClock(),
+                defaultLanguage: String = "en", missedSendWindow: Int64 = 3_600_000, metrics: ProviderMetrics = ProviderMetrics()) {
+        self.webPushSender = webPushSender
         self.metrics = metrics
         self.store = store
         self.sender = sender
@@ -107,13 +119,26 @@ public actor ProviderService {
     // MARK: registrations
 
     /// Registers (or registers again) a device: at every launch, and when its language or zone changes.
+    /// With `webPush` it is a Web Push subscription: `token` is then absent (or the one derived
+    /// from the endpoint, ``WebPushRecipient/token(endpoint:)``).
     @discardableResult
-    public func register(token: String, topic: String, language: String, timeZone: String, userID: String?, tags: [String]) async throws(ProviderError) -> Registration {
-        // The one token parser: ASCII hex of either case, an even count, at most Apple's length.
-        guard let parsed = DeviceToken(hex: token) else {
-            throw ProviderError(.invalid, "\"token\" must be the device token in hex, not \"\(token)\"")
+    public func register(
+        token givenToken: String?, topic: String, language: String, timeZone: String, userID: String?, tags: [String], webPush: WebPushRecipient? = nil
+    ) async throws(ProviderError) -> Registration {
+        let token: String
+        if let webPush {
+            guard webPushSender != nil else {
+                throw ProviderError(.invalid, "this provider service sends no Web Push (start herald provider with --vapid-key)")
+            }
+            try Self.check(webPush)
+            token = WebPushRecipient.token(endpoint: webPush.endpoint)
+        } else {
+            // The one token parser: ASCII hex of either case, an even count, at most Apple's length.
+            guard let given = givenToken, let parsed = DeviceToken(hex: given) else {
+                throw ProviderError(.invalid, "\"token\" must be the device token in hex, not \"\(givenToken ?? "")\" (or give \"webPush\")")
+            }
+            token = parsed.hex
         }
-        let token = parsed.hex
         guard DeviceProtocol.isValidTopic(topic) else { throw ProviderError(.invalid, "\"topic\" must be the app's bundle id, not \"\(topic)\"") }
         guard Self.isLanguageTag(language) else {
             throw ProviderError(.invalid, "\"language\" must be a BCP 47 tag such as en, fr-CA or zh-Hant-TW, not \"\(language)\"")
@@ -122,10 +147,30 @@ public actor ProviderService {
             throw ProviderError(.invalid, "\"timeZone\" must be an IANA time zone such as Europe/Paris, not \"\(timeZone)\"")
         }
         let registration = Registration(token: token, topic: topic, language: language, timeZone: timeZone, userID: userID, tags: tags,
-                                        registeredAt: clock.nowMilliseconds())
+                                        registeredAt: clock.nowMilliseconds(), webPush: webPush)
         do { try await store.upsert(registration) } catch { throw ProviderError(.internalFailure, "could not store the registration: \(error)") }
         zoneSeen(timeZone)
         return registration
+    }
+
+    /// A Web Push subscription as a registration takes it: an https endpoint of at most 1,000
+    /// bytes (UnifiedPush's bound), keys that are a P-256 point and 16 bytes, an http(s) url.
+    static func check(_ webPush: WebPushRecipient) throws(ProviderError) {
+        guard webPush.endpoint.utf8.count <= 1_000, let url = URLComponents(string: webPush.endpoint), url.scheme?.lowercased() == "https",
+              url.host?.isEmpty == false else {
+            throw ProviderError(.invalid, "\"webPush.endpoint\" must be an https URL of at most 1000 bytes")
+        }
+        guard WebPushSubscriptionKeys(p256dh: webPush.p256dh, auth: webPush.auth) != nil else {
+            throw ProviderError(.invalid, "\"webPush.keys\" must hold p256dh (a P-256 public key) and auth (16 bytes), base64url")
+        }
+        if let page = webPush.url { try checkPage(page, "webPush.url") }
+    }
+
+    static func checkPage(_ page: String, _ field: String) throws(ProviderError) {
+        guard page.utf8.count <= 2_048, let url = URLComponents(string: page), let scheme = url.scheme?.lowercased(),
+              scheme == "https" || scheme == "http", url.host?.isEmpty == false else {
+            throw ProviderError(.invalid, "\"\(field)\" must be an absolute http(s) URL of at most 2048 bytes")
+        }
     }
 
     static func isLanguageTag(_ tag: String) -> Bool {
@@ -283,16 +328,47 @@ public actor ProviderService {
         let createdAt = createdAt ?? clock.nowMilliseconds()
         let plans = try targets.map { registration in try plan(request, for: registration, template: template) }
         // The client bounds the wire; this bounds the tasks waiting for it.
-        let sender = self.sender
-        let results = try await concurrentMap(plans.map(\.notification), limit: sendConcurrency) { try await sender.send($0) }
+        let (sender, webPushSender) = (self.sender, self.webPushSender)
+        let results = try await concurrentMap(plans.map(\.notification), limit: sendConcurrency) { outgoing -> Outcome in
+            switch outgoing {
+            case .apns(let notification): return .apns(try await sender.send(notification))
+            case .webPush(let payload, let subscription, let keys, let options):
+                guard let webPushSender else { return .webPush(nil, error: "this provider service sends no Web Push (--vapid-key)") }
+                do { return .webPush(try await webPushSender.send(payload, to: subscription, keys: keys, options: options), error: nil) } catch {
+                    return .webPush(nil, error: "\(error)")
+                }
+            case .refused(let why): return .refused(why)
+            }
+        }
         var report = SendReport(id: id, createdAt: createdAt, deliveries: [], pruned: [])
-        for (plan, result) in zip(plans, results) {
-            metrics.recordPush(result)
-            var delivery = SendReport.Delivery(
-                token: plan.registration.token, language: plan.language, status: result.status, reason: result.reason?.rawValue,
-                apnsID: result.apnsID, attempts: result.attempts, error: result.transportError ?? result.reason?.providerTokenAdvice)
-            if result.status == 410 {
-                let at = result.timestamp ?? clock.nowMilliseconds()
+        for (plan, outcome) in zip(plans, results) {
+            var delivery: SendReport.Delivery
+            var goneAt: Int64?
+            switch outcome {
+            case .apns(let result):
+                metrics.recordPush(result)
+                delivery = SendReport.Delivery(
+                    token: plan.registration.token, language: plan.language, status: result.status, reason: result.reason?.rawValue,
+                    apnsID: result.apnsID, attempts: result.attempts, error: result.transportError ?? result.reason?.providerTokenAdvice)
+                if result.status == 410 { goneAt = result.timestamp ?? clock.nowMilliseconds() }
+            case .webPush(let result?, _):
+                metrics.recordWebPush(status: result.status)
+                delivery = SendReport.Delivery(
+                    token: plan.registration.token, language: plan.language, status: result.status,
+                    reason: result.isAccepted ? nil : Self.webPushReason(result), apnsID: nil, attempts: result.attempts,
+                    error: result.isGone ? "the subscription is gone (its push service answered \(result.status)): the registration is pruned" : nil,
+                    location: result.location)
+                // RFC 8030 §6.2 and §7.3: a subscription that is no more (410), or never was (404).
+                // Pruned whenever it registered: the endpoint is the subscription, and it is dead.
+                if result.isGone { goneAt = .max }
+            case .webPush(nil, let error):
+                metrics.recordWebPush(status: 0)
+                delivery = SendReport.Delivery(token: plan.registration.token, language: plan.language, status: 0, attempts: 1, error: error)
+            case .refused(let why):
+                delivery = SendReport.Delivery(token: plan.registration.token, language: plan.language, status: 0, attempts: 0, error: why)
+            }
+            if let goneAt {
+                let at = goneAt
                 do {
                     if try await store.prune(plan.registration.token, unregisteredAt: at) { report.pruned.append(plan.registration.token) }
                 } catch {
@@ -326,7 +402,32 @@ public actor ProviderService {
     struct Plan: Sendable {
         var registration: Registration
         var language: String?
-        var notification: APNsNotification
+        var notification: Outgoing
+    }
+
+    /// What goes out for one registration.
+    enum Outgoing: Sendable {
+        case apns(APNsNotification)
+        /// The plaintext (encrypted by the sender to the subscription) and the request's headers.
+        case webPush(payload: [UInt8]?, WebPushSubscription, WebPushSubscriptionKeys, WebPushOptions)
+        /// Nothing can go to this registration (why, for its delivery in the report).
+        case refused(String)
+    }
+
+    /// What became of it.
+    enum Outcome: Sendable {
+        case apns(APNsResult)
+        case webPush(WebPushResult?, error: String?)
+        case refused(String)
+    }
+
+    /// A push service's refusal in words: its `reason`/`message` when it sent autopush's JSON.
+    static func webPushReason(_ result: WebPushResult) -> String {
+        if let object = try? JSONReader.parseObject(Array(result.reason.utf8), limits: .payload),
+           let message = object["message"]?.stringValue ?? object["error"]?.stringValue {
+            return String(message.prefix(256))
+        }
+        return String(result.reason.prefix(256))
     }
 
     private func plan(_ request: SendRequest, for registration: Registration, template: MessageTemplate?) throws -> Plan {
@@ -356,6 +457,9 @@ public actor ProviderService {
         request.liveActivity?.write(into: &aps, nowSeconds: nowMilliseconds() / 1000)
         let notification = NotificationPayload(aps: aps, custom: request.data)
         let payload = try notification.encoded()
+        if let webPush = registration.webPush {
+            return Plan(registration: registration, language: language, notification: webPushPlan(request, to: webPush, alert: aps.alert, payload: payload))
+        }
         if request.liveActivity != nil {
             // Checked as the device checks it: what ActivityKit would drop is refused here, with why.
             do { _ = try LiveActivityUpdate(payload: notification) } catch {
@@ -363,17 +467,70 @@ public actor ProviderService {
             }
             let suffix = PushType.liveactivity.topicSuffix
             let topic = registration.topic.hasSuffix(suffix) ? registration.topic : registration.topic + suffix
-            return Plan(registration: registration, language: language, notification: APNsNotification(
+            return Plan(registration: registration, language: language, notification: .apns(APNsNotification(
                 token: registration.token, topic: topic, pushType: PushType.liveactivity.rawValue, priority: request.priority,
-                expiration: request.expiration, collapseID: request.collapseID, payload: payload))
+                expiration: request.expiration, collapseID: request.collapseID, payload: payload)))
         }
         let silent = notification.isSilent
-        return Plan(registration: registration, language: language, notification: APNsNotification(
+        return Plan(registration: registration, language: language, notification: .apns(APNsNotification(
             token: registration.token, topic: registration.topic, pushType: request.pushType ?? (silent ? "background" : "alert"),
             priority: request.priority ?? (silent ? 5 : nil), expiration: request.expiration, collapseID: request.collapseID,
-            payload: payload))
+            payload: payload)))
     }
 
+
+    /// A send to a Web Push subscription: a Declarative Web Push message when the send has an
+    /// alert and a page to open (the send's `url`, else the registration's), the same JSON as an
+    /// APNs payload otherwise (the page's service worker reads it). `TTL` from `expiration`,
+    /// `Urgency` from `priority` (10 normal, 5 low, 1 very-low), `Topic` from `collapseId`.
+    private func webPushPlan(_ request: SendRequest, to recipient: WebPushRecipient, alert: APS.Alert?, payload: [UInt8]) -> Outgoing {
+        guard request.liveActivity == nil else { return .refused("a Live Activity push goes to APNs tokens only, not to a Web Push subscription") }
+        guard let keys = WebPushSubscriptionKeys(p256dh: recipient.p256dh, auth: recipient.auth) else {
+            return .refused("the registration's Web Push keys are not a P-256 key and auth secret")
+        }
+        var plaintext = payload
+        if let (title, subtitle, body) = Self.plainText(alert), let page = request.url ?? recipient.url {
+            let lines = [subtitle, body].compactMap { $0 }.filter { !$0.isEmpty }
+            let message = DeclarativeWebPushMessage(
+                title: title ?? lines.first ?? "", navigate: page, body: title == nil ? lines.dropFirst().first : (lines.isEmpty ? nil : lines.joined(separator: "\n")),
+                tag: request.threadID, silent: request.sound == nil, appBadge: request.badge.map(Int64.init),
+                data: request.data.isEmpty ? nil : .object(request.data))
+            plaintext = message.encoded()
+        }
+        let now = clock.nowMilliseconds() / 1000
+        let ttl: Int64 = switch request.expiration {
+        case nil: 86_400
+        case 0?: 0
+        case let at?: min(max(0, at - now), 28 * 86_400)
+        }
+        let urgency: WebPushOptions.Urgency = switch request.priority {
+        case 1?: .veryLow
+        case 5?: .low
+        default: .normal
+        }
+        let options = WebPushOptions(ttl: ttl, urgency: urgency, topic: request.collapseID.map(Self.webPushTopic))
+        let subscription = WebPushSubscription(endpoint: recipient.endpoint, keys: keys)
+        return .webPush(payload: plaintext, subscription, keys, options)
+    }
+
+    /// An alert's text when the provider wrote it (not keys the device localizes).
+    static func plainText(_ alert: APS.Alert?) -> (title: String?, subtitle: String?, body: String?)? {
+        switch alert {
+        case .body(let body)?: return (nil, nil, body)
+        case .fields(let f)? where f.locKey == nil && f.titleLocKey == nil && f.subtitleLocKey == nil:
+            guard f.title != nil || f.body != nil else { return nil }
+            return (f.title, f.subtitle, f.body)
+        default: return nil
+        }
+    }
+
+    /// A collapse id as a Web Push `Topic` (1–32 characters of base64url): itself when it is one,
+    /// else the first 32 characters of its SHA-256 in base64url (the same id, the same topic).
+    static func webPushTopic(_ collapseID: String) -> String {
+        let bytes = Array(collapseID.utf8)
+        let isTopic = (1...32).contains(bytes.count) && bytes.allSatisfy { $0.isBase64URL }
+        return isTopic ? collapseID : String(Base64URL.encode(Array(SHA256.hash(data: bytes))).prefix(32))
+    }
 
     // MARK: feedback and receipts
 
@@ -447,5 +604,12 @@ public actor ProviderService {
             guard let report = try await store.send(id: id) else { throw ProviderError(.notFound, "no send \(id)") }
             return report
         } catch let error as ProviderError { throw error } catch { throw ProviderError(.internalFailure, "\(error)") }
+    }
+}
+
+extension UInt8 {
+    fileprivate var isBase64URL: Bool {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(self) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(self)
+            || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self) || self == UInt8(ascii: "-") || self == UInt8(ascii: "_")
     }
 }

@@ -54,6 +54,8 @@ struct ProviderCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("How often to read the gateway's feedback lists and prune the tokens they name (0: never; Apple's service has no such list).", valueName: "SECONDS"))
     var feedbackInterval: Int = 600
 
+    @OptionGroup(title: "Web Push (registrations that are Web Push subscriptions)") var vapid: VAPIDKeyOptions
+
     @Option(help: "Log level for diagnostics on standard error.")
     var logLevel: Logger.Level = .warning
 
@@ -68,6 +70,7 @@ struct ProviderCommand: AsyncParsableCommand {
         guard (0...31_536_000).contains(missedWindow) else { throw ValidationError("--missed-window must be from 0 to 31536000 seconds") }
         guard (0...31_536_000).contains(feedbackInterval) else { throw ValidationError("--feedback-interval must be from 0 (off) to 31536000 seconds") }
         guard (1...100_000).contains(concurrency) else { throw ValidationError("--concurrency must be from 1 to 100000") }
+        try vapid.validateSubject()
     }
 
     func run() async throws {
@@ -84,7 +87,9 @@ struct ProviderCommand: AsyncParsableCommand {
                                  maximumInFlight: concurrency),
             signer: signer)
         let store = try SQLiteProviderStore(directory: dataDirectory)
-        let service = ProviderService(store: store, sender: client, defaultLanguage: defaultLanguage,
+        // Web Push registrations are sent to their push services directly, signed with the VAPID key.
+        let webPushClient = try vapid.signer().map { try WebPushClient(vapid: $0, trustRootsPath: credentials.ca) }
+        let service = ProviderService(store: store, sender: client, webPushSender: webPushClient, defaultLanguage: defaultLanguage,
                                       missedSendWindow: Int64(missedWindow) * 1000)
         let caughtUp = try await service.startSchedules()
         if caughtUp.late + caughtUp.missed > 0 {

@@ -11,11 +11,7 @@ struct WebPushSendOptions: ParsableArguments {
         valueName: "SUBSCRIPTION.json"))
     var subscription: String?
 
-    @Option(help: ArgumentHelp("Web Push: the application server's VAPID private key (PEM), as herald keys vapid wrote it.", valueName: "FILE.pem"))
-    var vapidKey: String?
-
-    @Option(help: ArgumentHelp("Web Push: the VAPID sub claim, a contact for the push service's operator.", valueName: "mailto:…|https://…"))
-    var vapidSubject: String = "mailto:webpush@localhost"
+    @OptionGroup var vapid: VAPIDKeyOptions
 
     @Option(help: ArgumentHelp("Web Push: TTL, the seconds the push service may keep the message for an offline user agent (0: now or never).", valueName: "SECONDS"))
     var ttl: Int64 = 86_400
@@ -33,9 +29,33 @@ struct WebPushSendOptions: ParsableArguments {
     var receipt = false
 }
 
+/// The application server's VAPID key and contact (`herald push send --webpush`, `herald provider`).
+struct VAPIDKeyOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Web Push: the application server's VAPID private key (PEM), as herald keys vapid wrote it.", valueName: "FILE.pem"))
+    var vapidKey: String?
+
+    @Option(help: ArgumentHelp("Web Push: the VAPID sub claim, a contact for the push service's operator.", valueName: "mailto:…|https://…"))
+    var vapidSubject: String = "mailto:webpush@localhost"
+
+    func validateSubject() throws {
+        guard vapidSubject.hasPrefix("mailto:") || vapidSubject.hasPrefix("https:") else {
+            throw ValidationError("--vapid-subject must be a mailto: or https: contact; got '\(vapidSubject)'")
+        }
+    }
+
+    /// The signer of `--vapid-key`, `nil` without one.
+    func signer() throws -> VAPIDSigner? {
+        guard let vapidKey else { return nil }
+        let pem = try readText(vapidKey, what: "--vapid-key")
+        do { return VAPIDSigner(privateKey: try P256.Signing.PrivateKey(pemRepresentation: pem), subject: vapidSubject) } catch {
+            throw ValidationError("--vapid-key \(vapidKey) is not a PEM P-256 private key (herald keys vapid writes one): \(error)")
+        }
+    }
+}
+
 extension PushCommand.Send {
     func validateWebPush() throws {
-        guard webPush.vapidKey != nil else { throw ValidationError("--webpush needs the application server's key: --vapid-key FILE.pem (herald keys vapid writes one)") }
+        guard webPush.vapid.vapidKey != nil else { throw ValidationError("--webpush needs the application server's key: --vapid-key FILE.pem (herald keys vapid writes one)") }
         guard (0...WebPushOptions.maximumTTL).contains(webPush.ttl) else { throw ValidationError("--ttl must be 0…\(WebPushOptions.maximumTTL) seconds") }
         guard WebPushOptions.Urgency(rawValue: webPush.urgency) != nil else { throw ValidationError("--urgency must be very-low, low, normal or high; got '\(webPush.urgency)'") }
         if let topic = webPush.webpushTopic {
@@ -43,9 +63,7 @@ extension PushCommand.Send {
                 throw ValidationError("--webpush-topic must be 1 to 32 characters of A–Z a–z 0–9 - _; got '\(topic)'")
             }
         }
-        guard webPush.vapidSubject.hasPrefix("mailto:") || webPush.vapidSubject.hasPrefix("https:") else {
-            throw ValidationError("--vapid-subject must be a mailto: or https: contact; got '\(webPush.vapidSubject)'")
-        }
+        try webPush.vapid.validateSubject()
         let apnsOnly = topicOption != nil || sound != nil || category != nil || threadID != nil || contentAvailable
             || mutableContent || !data.isEmpty || event != nil || channel != nil || !tokens.isEmpty || tokensFile != nil || gatewayURL != nil
             || legacyURL != nil || pushType != nil || priority != nil || expiration != nil || collapseID != nil || apnsID != nil
@@ -106,16 +124,12 @@ extension PushCommand.Send {
         do { targets = try Self.readSubscriptions(text) } catch {
             throw ValidationError("--webpush \(webPush.subscription ?? ""): \(error)")
         }
-        let pem = try readText(webPush.vapidKey ?? "", what: "--vapid-key")
-        let key: P256.Signing.PrivateKey
-        do { key = try P256.Signing.PrivateKey(pemRepresentation: pem) } catch {
-            throw ValidationError("--vapid-key \(webPush.vapidKey ?? "") is not a PEM P-256 private key (herald keys vapid writes one): \(error)")
-        }
+        guard let signer = try webPush.vapid.signer() else { throw ValidationError("--webpush needs --vapid-key FILE.pem") }
         let body = try webPushPayload()
         if let body, body.count > WebPushEncryption.maximumPlaintext {
             throw ValidationError("the message is \(body.count) bytes; Web Push carries at most \(WebPushEncryption.maximumPlaintext)")
         }
-        let client = try WebPushClient(vapid: VAPIDSigner(privateKey: key, subject: webPush.vapidSubject), trustRootsPath: credentials.ca)
+        let client = try WebPushClient(vapid: signer, trustRootsPath: credentials.ca)
         let options = WebPushOptions(ttl: webPush.ttl, urgency: WebPushOptions.Urgency(rawValue: webPush.urgency) ?? .normal,
                                      topic: webPush.webpushTopic, wantsReceipt: webPush.receipt)
         // Each message is encrypted to its own subscription; `concurrency` requests at once.

@@ -18,13 +18,12 @@ code) as the application server.
 import json
 import os
 import signal
-import socket
 import sys
 import tempfile
-import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from harness import check, read, run, start, wait_for  # noqa: E402
+from device_agent import Agent, device_events  # noqa: E402
 
 import pywebpush
 import requests
@@ -35,71 +34,6 @@ HERALD = os.path.abspath(sys.argv[1])
 WORK = tempfile.mkdtemp(prefix="herald-webpush-device-")
 APP = "com.example.chat"
 QUIET = "com.example.quiet"
-
-
-class Agent:
-    """One app connection on the device's agent socket: requests answered by id, and the events
-    the runtime sends the app collected as they come."""
-
-    def __init__(self, path, app, state="background"):
-        self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.socket.connect(path)
-        self.events, self.answers, self.number = [], {}, 0
-        self.lock = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
-        # In the background, as a chat app is most of the time: what the device presents is
-        # then its own decision, not the app's willPresent answer.
-        hello = self.call({"op": "hello", "app": app, "state": state})
-        assert hello.get("ok"), hello
-
-    def _read(self):
-        buffer = b""
-        while True:
-            try:
-                chunk = self.socket.recv(65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            buffer += chunk
-            while b"\n" in buffer:
-                line, buffer = buffer.split(b"\n", 1)
-                message = json.loads(line)
-                with self.lock:
-                    if "event" in message:
-                        self.events.append(message)
-                    else:
-                        self.answers[message.get("id")] = message
-                    self.lock.notify_all()
-
-    def call(self, message):
-        with self.lock:
-            self.number += 1
-            number = self.number
-        self.socket.sendall((json.dumps({"id": number, **message}) + "\n").encode())
-        with self.lock:
-            if not self.lock.wait_for(lambda: number in self.answers, timeout=15):
-                raise AssertionError(f"no answer to {message}")
-            return self.answers.pop(number)
-
-    def event(self, kind, where=lambda e: True):
-        with self.lock:
-            return next((e for e in self.events if e.get("event") == kind and where(e)), None)
-
-    def close(self):
-        # shutdown first: a close alone does not end the reader thread's recv.
-        self.socket.shutdown(socket.SHUT_RDWR)
-        self.socket.close()
-
-
-def device_events(path):
-    found = []
-    for line in read(path).splitlines():
-        try:
-            found.append(json.loads(line))
-        except ValueError:
-            pass
-    return found
 
 
 def push(subscription, data, vapid, ca, **kwargs):

@@ -484,7 +484,7 @@ _herald_provider() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--data-dir --port --api-token-file --host --gateway --ca --key --key-id --team --cert --cert-key --default-language --concurrency --missed-window --feedback-interval --log-level --log-format)
+    non_repeating_options=(--data-dir --port --api-token-file --host --gateway --ca --key --key-id --team --cert --cert-key --default-language --concurrency --missed-window --feedback-interval --vapid-key --vapid-subject --log-level --log-format)
     __herald_offer_flags_options 0
 
     # Offer option value completions
@@ -532,6 +532,12 @@ _herald_provider() {
         return
         ;;
     '--feedback-interval')
+        return
+        ;;
+    '--vapid-key')
+        return
+        ;;
+    '--vapid-subject')
         return
         ;;
     '--log-level')

@@ -41,7 +41,7 @@ function __herald_parse_tokens -S
                 __herald_parse_subcommand 0 'requests=' 'from=' 'until=' 'time-zone=' 'events=' 'version' 'h/help'
             end
         case 'provider'
-            __herald_parse_subcommand 0 'data-dir=' 'port=' 'api-token-file=' 'host=' 'gateway=' 'ca=' 'key=' 'key-id=' 'team=' 'cert=' 'cert-key=' 'default-language=' 'concurrency=' 'missed-window=' 'feedback-interval=' 'log-level=' 'log-format=' 'version' 'h/help'
+            __herald_parse_subcommand 0 'data-dir=' 'port=' 'api-token-file=' 'host=' 'gateway=' 'ca=' 'key=' 'key-id=' 'team=' 'cert=' 'cert-key=' 'default-language=' 'concurrency=' 'missed-window=' 'feedback-interval=' 'vapid-key=' 'vapid-subject=' 'log-level=' 'log-format=' 'version' 'h/help'
         case 'keys'
             __herald_parse_subcommand 0 'version' 'h/help'
             switch $unparsed_tokens[1]
@@ -302,6 +302,8 @@ complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options 
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald provider" concurrency' -l 'concurrency' -d 'Requests to the gateway in flight at once.' -rfka ''
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald provider" missed-window' -l 'missed-window' -d 'How late a schedule\'s occurrence missed while the service was stopped may still be sent at start-up; older ones are recorded as missed.' -rfka ''
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald provider" feedback-interval' -l 'feedback-interval' -d 'How often to read the gateway\'s feedback lists and prune the tokens they name (0: never; Apple\'s service has no such list).' -rfka ''
+complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald provider" vapid-key' -l 'vapid-key' -d 'Web Push: the application server\'s VAPID private key (PEM), as herald keys vapid wrote it.' -rfka ''
+complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald provider" vapid-subject' -l 'vapid-subject' -d 'Web Push: the VAPID sub claim, a contact for the push service\'s operator.' -rfka ''
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald provider" log-level' -l 'log-level' -d 'Log level for diagnostics on standard error.' -rfka 'trace debug info notice warning error critical'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald provider" log-format' -l 'log-format' -d 'How logs on standard error are written: text (for people) or json (one object a line, for a log collector).' -rfka 'text json'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald provider" version' -l 'version' -d 'Show the version.'

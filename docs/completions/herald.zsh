@@ -284,6 +284,8 @@ _herald_provider() {
         '--concurrency[Requests to the gateway in flight at once.]:concurrency:'
         '--missed-window[How late a schedule'\''s occurrence missed while the service was stopped may still be sent at start-up; older ones are recorded as missed.]:SECONDS:'
         '--feedback-interval[How often to read the gateway'\''s feedback lists and prune the tokens they name (0\: never; Apple'\''s service has no such list).]:SECONDS:'
+        '--vapid-key[Web Push\: the application server'\''s VAPID private key (PEM), as herald keys vapid wrote it.]:FILE.pem:'
+        '--vapid-subject[Web Push\: the VAPID sub claim, a contact for the push service'\''s operator.]:mailto\:…|https\://…:'
         '--log-level[Log level for diagnostics on standard error.]:log-level:{__herald_complete "${___log_level[@]}"}'
         '--log-format[How logs on standard error are written\: text (for people) or json (one object a line, for a log collector).]:log-format:{__herald_complete "${___log_format[@]}"}'
         '--version[Show the version.]'

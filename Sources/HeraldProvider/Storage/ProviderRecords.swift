@@ -16,10 +16,12 @@ struct RegistrationRecord: Codable, FetchableRecord, PersistableRecord {
     var userID: String?
     var tags: [String]
     var registeredAt: Int64
+    /// JSON text; `NULL` for an APNs token.
+    var webPush: WebPushRecipient?
 
     enum CodingKeys: String, CodingKey {
         case token, topic, language, tags
-        case timeZone = "time_zone", userID = "user_id", registeredAt = "registered_at"
+        case timeZone = "time_zone", userID = "user_id", registeredAt = "registered_at", webPush = "web_push"
     }
     enum Columns {
         static let token = Column(CodingKeys.token)
@@ -32,10 +34,13 @@ struct RegistrationRecord: Codable, FetchableRecord, PersistableRecord {
 
     init(_ r: Registration) {
         (token, topic, language, timeZone, userID, tags, registeredAt) = (r.token, r.topic, r.language, r.timeZone, r.userID, r.tags, r.registeredAt)
+        webPush = r.webPush
     }
 
     var model: Registration {
-        Registration(token: token, topic: topic, language: language, timeZone: timeZone, userID: userID, tags: tags, registeredAt: registeredAt)
+        Registration(
+            token: token, topic: topic, language: language, timeZone: timeZone, userID: userID, tags: tags, registeredAt: registeredAt,
+            webPush: webPush)
     }
 }
 

@@ -81,6 +81,10 @@ public final class SQLiteProviderStore: ProviderStore {
                 CREATE INDEX sends_by_schedule ON sends(schedule_id, created_at, id) WHERE schedule_id IS NOT NULL;
                 """)
         }
+        migrator.registerMigration("v4: Web Push registrations") { db in
+            // The subscription (endpoint, keys, url) as JSON; NULL for an APNs token.
+            try db.execute(sql: "ALTER TABLE registrations ADD COLUMN web_push TEXT")
+        }
         return migrator
     }
 

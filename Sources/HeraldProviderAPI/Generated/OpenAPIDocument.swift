@@ -414,9 +414,10 @@ public enum OpenAPIDocument {
             error: {type: string}
         RegistrationInput:
           type: object
-          required: [token, topic, language, timeZone]
+          required: [topic, language, timeZone]
           properties:
-            token: {type: string, description: "device token, hex", pattern: "^([0-9a-fA-F]{2})+$", maxLength: 200}
+            token: {type: string, description: "device token, hex; absent for a Web Push subscription (its token is the SHA-256 of its endpoint)", pattern: "^([0-9a-fA-F]{2})+$", maxLength: 200}
+            webPush: {$ref: "#/components/schemas/WebPushSubscription"}
             topic: {type: string, description: "the app's bundle id", pattern: "^[!-~]+$", maxLength: 255}
             language: {type: string, description: "BCP 47, e.g. fr-CA", pattern: "^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$"}
             timeZone: {type: string, description: "IANA, e.g. Europe/Paris"}
@@ -433,6 +434,26 @@ public enum OpenAPIDocument {
             userId: {type: string}
             tags: {type: array, items: {type: string}}
             registeredAt: {type: integer, format: int64, description: ms since 1970}
+            webPush:
+              type: object
+              description: "a Web Push subscription's registration (its keys are not shown)"
+              required: [endpoint]
+              properties:
+                endpoint: {type: string}
+                url: {type: string}
+        WebPushSubscription:
+          type: object
+          description: "A Web Push subscription instead of an APNs token: what the page's PushSubscription.toJSON() gives (endpoint and keys), and the page its notifications open. Sends reach it through its push service, encrypted to its keys (RFC 8291) and signed with the service's VAPID key; 404 and 410 prune it."
+          required: [endpoint, keys]
+          properties:
+            endpoint: {type: string, description: "https URL", maxLength: 1000}
+            keys:
+              type: object
+              required: [p256dh, auth]
+              properties:
+                p256dh: {type: string, description: "the user agent's P-256 public key, base64url", maxLength: 200}
+                auth: {type: string, description: "its 16-byte auth secret, base64url", maxLength: 64}
+            url: {type: string, description: "the page a notification opens (Declarative Web Push navigate), unless a send names one", maxLength: 2048}
         RegistrationPage:
           type: object
           required: [items]
@@ -531,6 +552,7 @@ public enum OpenAPIDocument {
             collapseId: {type: string}
             idempotencyKey: {type: string}
             liveActivity: {$ref: "#/components/schemas/LiveActivityInput"}
+            url: {type: string, maxLength: 2048, description: "Web Push recipients: the page the notification opens (a Declarative Web Push message's navigate); default: each registration's url. Without either, they get the APNs payload's JSON"}
         LiveActivityInput:
           type: object
           description: "A Live Activity push (push type liveactivity, topic <bundle id>.push-type.liveactivity) to Live Activity tokens registered like app tokens: event start (to a push-to-start token: attributesType, attributes, contentState and an alert), update (contentState) or end; checked as ActivityKit checks it"
@@ -603,9 +625,10 @@ public enum OpenAPIDocument {
           properties:
             token: {type: string}
             language: {type: string}
-            status: {type: integer, description: "the gateway's HTTP status; 0 when it did not answer"}
+            status: {type: integer, description: "the HTTP status of the gateway (APNs: 200 accepted) or of the Web Push service (201 accepted); 0 when it did not answer or nothing was sent (error says why)"}
             reason: {type: string}
             apnsId: {type: string}
+            location: {type: string, description: "Web Push: the message's URL its push service answered"}
             attempts: {type: integer}
             error: {type: string, description: "no answer: the transport's error (status 0); or what failed after the answer"}
         SendReport:
@@ -1566,7 +1589,6 @@ public enum OpenAPIDocument {
           "RegistrationInput": {
             "type": "object",
             "required": [
-              "token",
               "topic",
               "language",
               "timeZone"
@@ -1574,9 +1596,12 @@ public enum OpenAPIDocument {
             "properties": {
               "token": {
                 "type": "string",
-                "description": "device token, hex",
+                "description": "device token, hex; absent for a Web Push subscription (its token is the SHA-256 of its endpoint)",
                 "pattern": "^([0-9a-fA-F]{2})+$",
                 "maxLength": 200
+              },
+              "webPush": {
+                "$ref": "#/components/schemas/WebPushSubscription"
               },
               "topic": {
                 "type": "string",
@@ -1640,6 +1665,60 @@ public enum OpenAPIDocument {
                 "type": "integer",
                 "format": "int64",
                 "description": "ms since 1970"
+              },
+              "webPush": {
+                "type": "object",
+                "description": "a Web Push subscription's registration (its keys are not shown)",
+                "required": [
+                  "endpoint"
+                ],
+                "properties": {
+                  "endpoint": {
+                    "type": "string"
+                  },
+                  "url": {
+                    "type": "string"
+                  }
+                }
+              }
+            }
+          },
+          "WebPushSubscription": {
+            "type": "object",
+            "description": "A Web Push subscription instead of an APNs token: what the page's PushSubscription.toJSON() gives (endpoint and keys), and the page its notifications open. Sends reach it through its push service, encrypted to its keys (RFC 8291) and signed with the service's VAPID key; 404 and 410 prune it.",
+            "required": [
+              "endpoint",
+              "keys"
+            ],
+            "properties": {
+              "endpoint": {
+                "type": "string",
+                "description": "https URL",
+                "maxLength": 1000
+              },
+              "keys": {
+                "type": "object",
+                "required": [
+                  "p256dh",
+                  "auth"
+                ],
+                "properties": {
+                  "p256dh": {
+                    "type": "string",
+                    "description": "the user agent's P-256 public key, base64url",
+                    "maxLength": 200
+                  },
+                  "auth": {
+                    "type": "string",
+                    "description": "its 16-byte auth secret, base64url",
+                    "maxLength": 64
+                  }
+                }
+              },
+              "url": {
+                "type": "string",
+                "description": "the page a notification opens (Declarative Web Push navigate), unless a send names one",
+                "maxLength": 2048
               }
             }
           },
@@ -1928,6 +2007,11 @@ public enum OpenAPIDocument {
               },
               "liveActivity": {
                 "$ref": "#/components/schemas/LiveActivityInput"
+              },
+              "url": {
+                "type": "string",
+                "maxLength": 2048,
+                "description": "Web Push recipients: the page the notification opens (a Declarative Web Push message's navigate); default: each registration's url. Without either, they get the APNs payload's JSON"
               }
             }
           },
@@ -2211,13 +2295,17 @@ public enum OpenAPIDocument {
               },
               "status": {
                 "type": "integer",
-                "description": "the gateway's HTTP status; 0 when it did not answer"
+                "description": "the HTTP status of the gateway (APNs: 200 accepted) or of the Web Push service (201 accepted); 0 when it did not answer or nothing was sent (error says why)"
               },
               "reason": {
                 "type": "string"
               },
               "apnsId": {
                 "type": "string"
+              },
+              "location": {
+                "type": "string",
+                "description": "Web Push: the message's URL its push service answered"
               },
               "attempts": {
                 "type": "integer"

@@ -35,10 +35,12 @@ extension Components {
         }
         /// - Remark: Generated from `#/components/schemas/RegistrationInput`.
         public struct RegistrationInput: Codable, Hashable, Sendable {
-            /// device token, hex
+            /// device token, hex; absent for a Web Push subscription (its token is the SHA-256 of its endpoint)
             ///
             /// - Remark: Generated from `#/components/schemas/RegistrationInput/token`.
-            public var token: Swift.String
+            public var token: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/RegistrationInput/webPush`.
+            public var webPush: Components.Schemas.WebPushSubscription?
             /// the app's bundle id
             ///
             /// - Remark: Generated from `#/components/schemas/RegistrationInput/topic`.
@@ -58,14 +60,16 @@ extension Components {
             /// Creates a new `RegistrationInput`.
             ///
             /// - Parameters:
-            ///   - token: device token, hex
+            ///   - token: device token, hex; absent for a Web Push subscription (its token is the SHA-256 of its endpoint)
+            ///   - webPush:
             ///   - topic: the app's bundle id
             ///   - language: BCP 47, e.g. fr-CA
             ///   - timeZone: IANA, e.g. Europe/Paris
             ///   - userId:
             ///   - tags:
             public init(
-                token: Swift.String,
+                token: Swift.String? = nil,
+                webPush: Components.Schemas.WebPushSubscription? = nil,
                 topic: Swift.String,
                 language: Swift.String,
                 timeZone: Swift.String,
@@ -73,6 +77,7 @@ extension Components {
                 tags: [Swift.String]? = nil
             ) {
                 self.token = token
+                self.webPush = webPush
                 self.topic = topic
                 self.language = language
                 self.timeZone = timeZone
@@ -81,6 +86,7 @@ extension Components {
             }
             public enum CodingKeys: String, CodingKey {
                 case token
+                case webPush
                 case topic
                 case language
                 case timeZone
@@ -106,6 +112,35 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/Registration/registeredAt`.
             public var registeredAt: Swift.Int64
+            /// a Web Push subscription's registration (its keys are not shown)
+            ///
+            /// - Remark: Generated from `#/components/schemas/Registration/webPush`.
+            public struct WebPushPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/Registration/webPush/endpoint`.
+                public var endpoint: Swift.String
+                /// - Remark: Generated from `#/components/schemas/Registration/webPush/url`.
+                public var url: Swift.String?
+                /// Creates a new `WebPushPayload`.
+                ///
+                /// - Parameters:
+                ///   - endpoint:
+                ///   - url:
+                public init(
+                    endpoint: Swift.String,
+                    url: Swift.String? = nil
+                ) {
+                    self.endpoint = endpoint
+                    self.url = url
+                }
+                public enum CodingKeys: String, CodingKey {
+                    case endpoint
+                    case url
+                }
+            }
+            /// a Web Push subscription's registration (its keys are not shown)
+            ///
+            /// - Remark: Generated from `#/components/schemas/Registration/webPush`.
+            public var webPush: Components.Schemas.Registration.WebPushPayload?
             /// Creates a new `Registration`.
             ///
             /// - Parameters:
@@ -116,6 +151,7 @@ extension Components {
             ///   - userId:
             ///   - tags:
             ///   - registeredAt: ms since 1970
+            ///   - webPush: a Web Push subscription's registration (its keys are not shown)
             public init(
                 token: Swift.String,
                 topic: Swift.String,
@@ -123,7 +159,8 @@ extension Components {
                 timeZone: Swift.String,
                 userId: Swift.String? = nil,
                 tags: [Swift.String],
-                registeredAt: Swift.Int64
+                registeredAt: Swift.Int64,
+                webPush: Components.Schemas.Registration.WebPushPayload? = nil
             ) {
                 self.token = token
                 self.topic = topic
@@ -132,6 +169,7 @@ extension Components {
                 self.userId = userId
                 self.tags = tags
                 self.registeredAt = registeredAt
+                self.webPush = webPush
             }
             public enum CodingKeys: String, CodingKey {
                 case token
@@ -141,6 +179,69 @@ extension Components {
                 case userId
                 case tags
                 case registeredAt
+                case webPush
+            }
+        }
+        /// A Web Push subscription instead of an APNs token: what the page's PushSubscription.toJSON() gives (endpoint and keys), and the page its notifications open. Sends reach it through its push service, encrypted to its keys (RFC 8291) and signed with the service's VAPID key; 404 and 410 prune it.
+        ///
+        /// - Remark: Generated from `#/components/schemas/WebPushSubscription`.
+        public struct WebPushSubscription: Codable, Hashable, Sendable {
+            /// https URL
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebPushSubscription/endpoint`.
+            public var endpoint: Swift.String
+            /// - Remark: Generated from `#/components/schemas/WebPushSubscription/keys`.
+            public struct KeysPayload: Codable, Hashable, Sendable {
+                /// the user agent's P-256 public key, base64url
+                ///
+                /// - Remark: Generated from `#/components/schemas/WebPushSubscription/keys/p256dh`.
+                public var p256dh: Swift.String
+                /// its 16-byte auth secret, base64url
+                ///
+                /// - Remark: Generated from `#/components/schemas/WebPushSubscription/keys/auth`.
+                public var auth: Swift.String
+                /// Creates a new `KeysPayload`.
+                ///
+                /// - Parameters:
+                ///   - p256dh: the user agent's P-256 public key, base64url
+                ///   - auth: its 16-byte auth secret, base64url
+                public init(
+                    p256dh: Swift.String,
+                    auth: Swift.String
+                ) {
+                    self.p256dh = p256dh
+                    self.auth = auth
+                }
+                public enum CodingKeys: String, CodingKey {
+                    case p256dh
+                    case auth
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/WebPushSubscription/keys`.
+            public var keys: Components.Schemas.WebPushSubscription.KeysPayload
+            /// the page a notification opens (Declarative Web Push navigate), unless a send names one
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebPushSubscription/url`.
+            public var url: Swift.String?
+            /// Creates a new `WebPushSubscription`.
+            ///
+            /// - Parameters:
+            ///   - endpoint: https URL
+            ///   - keys:
+            ///   - url: the page a notification opens (Declarative Web Push navigate), unless a send names one
+            public init(
+                endpoint: Swift.String,
+                keys: Components.Schemas.WebPushSubscription.KeysPayload,
+                url: Swift.String? = nil
+            ) {
+                self.endpoint = endpoint
+                self.keys = keys
+                self.url = url
+            }
+            public enum CodingKeys: String, CodingKey {
+                case endpoint
+                case keys
+                case url
             }
         }
         /// - Remark: Generated from `#/components/schemas/RegistrationPage`.
@@ -607,6 +708,10 @@ extension Components {
             public var idempotencyKey: Swift.String?
             /// - Remark: Generated from `#/components/schemas/SendInput/liveActivity`.
             public var liveActivity: Components.Schemas.LiveActivityInput?
+            /// Web Push recipients: the page the notification opens (a Declarative Web Push message's navigate); default: each registration's url. Without either, they get the APNs payload's JSON
+            ///
+            /// - Remark: Generated from `#/components/schemas/SendInput/url`.
+            public var url: Swift.String?
             /// Creates a new `SendInput`.
             ///
             /// - Parameters:
@@ -626,6 +731,7 @@ extension Components {
             ///   - collapseId:
             ///   - idempotencyKey:
             ///   - liveActivity:
+            ///   - url: Web Push recipients: the page the notification opens (a Declarative Web Push message's navigate); default: each registration's url. Without either, they get the APNs payload's JSON
             public init(
                 to: Components.Schemas.Target,
                 template: Components.Schemas.SendInput.TemplatePayload? = nil,
@@ -642,7 +748,8 @@ extension Components {
                 expiration: Swift.Int64? = nil,
                 collapseId: Swift.String? = nil,
                 idempotencyKey: Swift.String? = nil,
-                liveActivity: Components.Schemas.LiveActivityInput? = nil
+                liveActivity: Components.Schemas.LiveActivityInput? = nil,
+                url: Swift.String? = nil
             ) {
                 self.to = to
                 self.template = template
@@ -660,6 +767,7 @@ extension Components {
                 self.collapseId = collapseId
                 self.idempotencyKey = idempotencyKey
                 self.liveActivity = liveActivity
+                self.url = url
             }
             public enum CodingKeys: String, CodingKey {
                 case to
@@ -678,6 +786,7 @@ extension Components {
                 case collapseId
                 case idempotencyKey
                 case liveActivity
+                case url
             }
         }
         /// A Live Activity push (push type liveactivity, topic <bundle id>.push-type.liveactivity) to Live Activity tokens registered like app tokens: event start (to a push-to-start token: attributesType, attributes, contentState and an alert), update (contentState) or end; checked as ActivityKit checks it
@@ -1216,7 +1325,7 @@ extension Components {
             public var token: Swift.String
             /// - Remark: Generated from `#/components/schemas/Delivery/language`.
             public var language: Swift.String?
-            /// the gateway's HTTP status; 0 when it did not answer
+            /// the HTTP status of the gateway (APNs: 200 accepted) or of the Web Push service (201 accepted); 0 when it did not answer or nothing was sent (error says why)
             ///
             /// - Remark: Generated from `#/components/schemas/Delivery/status`.
             public var status: Swift.Int
@@ -1224,6 +1333,10 @@ extension Components {
             public var reason: Swift.String?
             /// - Remark: Generated from `#/components/schemas/Delivery/apnsId`.
             public var apnsId: Swift.String?
+            /// Web Push: the message's URL its push service answered
+            ///
+            /// - Remark: Generated from `#/components/schemas/Delivery/location`.
+            public var location: Swift.String?
             /// - Remark: Generated from `#/components/schemas/Delivery/attempts`.
             public var attempts: Swift.Int
             /// no answer: the transport's error (status 0); or what failed after the answer
@@ -1235,9 +1348,10 @@ extension Components {
             /// - Parameters:
             ///   - token:
             ///   - language:
-            ///   - status: the gateway's HTTP status; 0 when it did not answer
+            ///   - status: the HTTP status of the gateway (APNs: 200 accepted) or of the Web Push service (201 accepted); 0 when it did not answer or nothing was sent (error says why)
             ///   - reason:
             ///   - apnsId:
+            ///   - location: Web Push: the message's URL its push service answered
             ///   - attempts:
             ///   - error: no answer: the transport's error (status 0); or what failed after the answer
             public init(
@@ -1246,6 +1360,7 @@ extension Components {
                 status: Swift.Int,
                 reason: Swift.String? = nil,
                 apnsId: Swift.String? = nil,
+                location: Swift.String? = nil,
                 attempts: Swift.Int,
                 error: Swift.String? = nil
             ) {
@@ -1254,6 +1369,7 @@ extension Components {
                 self.status = status
                 self.reason = reason
                 self.apnsId = apnsId
+                self.location = location
                 self.attempts = attempts
                 self.error = error
             }
@@ -1263,6 +1379,7 @@ extension Components {
                 case status
                 case reason
                 case apnsId
+                case location
                 case attempts
                 case error
             }
