@@ -536,6 +536,77 @@ def main():
         check("hello with an off-curve public key: authentication-failed, then closed", b"authentication-failed" in answer, answer[:120])
         s.close()
 
+        # --- Device protocol version 3: an authenticated device floods Web Push subscriptions and
+        # sends hostile ones; the device's token bound (256) holds and each bad frame is named.
+        def send_text(sock, obj):
+            payload = json.dumps(obj).encode() if not isinstance(obj, bytes) else obj
+            mask = os.urandom(4)
+            n = len(payload)
+            header = bytes([0x81, 0x80 | n]) if n < 126 else (bytes([0x81, 0x80 | 126]) + struct.pack(">H", n) if n < 65536
+                                                              else bytes([0x81, 0x80 | 127]) + struct.pack(">Q", n))
+            sock.sendall(header + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+
+        def frames(sock, buffer):
+            """Server text frames as JSON, as they arrive (unmasked; the upgrade's head skipped)."""
+            while True:
+                if buffer.startswith(b"HTTP/"):
+                    if b"\r\n\r\n" not in buffer:
+                        buffer += sock.recv(65536)
+                        continue
+                    buffer = buffer.split(b"\r\n\r\n", 1)[1]
+                while len(buffer) >= 2:
+                    length, at = buffer[1] & 0x7F, 2
+                    if length == 126:
+                        if len(buffer) < 4:
+                            break
+                        length, at = struct.unpack(">H", buffer[2:4])[0], 4
+                    elif length == 127:
+                        if len(buffer) < 10:
+                            break
+                        length, at = struct.unpack(">Q", buffer[2:10])[0], 10
+                    if len(buffer) < at + length:
+                        break
+                    opcode, payload, buffer = buffer[0] & 0x0F, buffer[at:at + length], buffer[at + length:]
+                    if opcode == 1:
+                        yield json.loads(payload)
+                chunk = sock.recv(65536)
+                if not chunk:
+                    return
+                buffer += chunk
+
+        s = ws_upgraded(15)
+        reader = frames(s, b"")
+        challenge = next(reader)
+        key = ec.generate_private_key(ec.SECP256R1())
+        raw = key.public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)[1:]
+        r, sig_s = decode_dss_signature(key.sign(f"herald-device-challenge:v1:{challenge['nonce']}".encode(), ec.ECDSA(hashes.SHA256())))
+        send_text(s, {"type": "hello", "version": 3, "public-key": base64.b64encode(raw).decode(),
+                      "signature": base64.b64encode(r.to_bytes(32, "big") + sig_s.to_bytes(32, "big")).decode()})
+        welcome = next(reader)
+        check("device v3: an authenticated device", welcome.get("type") == "welcome", welcome)
+        import uuid
+        for n in range(300):
+            send_text(s, {"type": "webpush-subscribe", "topic": TOPIC, "subscription": str(uuid.uuid4())})
+        answers = [next(reader) for _ in range(300)]
+        made = sum(1 for a in answers if a.get("type") == "webpush-subscribed")
+        refused = sum(1 for a in answers if a.get("code") == "too-many-topics")
+        check("device v3: a flood of 300 Web Push subscriptions is bounded (256 tokens a device, then too-many-topics)",
+              made == 256 and refused == 44, (made, refused))
+        hostile_frames = [
+            ({"type": "webpush-subscribe", "topic": TOPIC, "subscription": "x" * 5000}, "malformed-frame"),
+            ({"type": "webpush-subscribe", "topic": TOPIC, "subscription": str(uuid.uuid4()), "application-server-key": "BAAA"}, "malformed-frame"),
+            ({"type": "webpush-subscribe", "topic": "a b", "subscription": str(uuid.uuid4())}, "invalid-topic"),
+            ({"type": "webpush-unsubscribe", "topic": TOPIC, "subscription": str(uuid.uuid4())}, "unknown-subscription"),
+        ]
+        named = []
+        for frame, code in hostile_frames:
+            send_text(s, frame)
+            answer = next(reader)
+            if answer.get("code") != code:
+                named.append((frame, answer))
+        check(f"device v3: {len(hostile_frames)} hostile Web Push frames each get their specific error", not named, named)
+        s.close()
+
         # --- Idle provider connection: GOAWAY {"reason":"IdleTimeout"}, then closed (timeout: 3 s).
         client = H2(port, ca)
         authenticated(client)
