@@ -20,9 +20,9 @@ cd "$(dirname "$0")/.."
 QUICK=0
 [ "${1:-}" = "--quick" ] && QUICK=1
 if [ "$QUICK" = 1 ]; then
-    GW_A="20000 5000"; GW_B="20000 200"; DELIVERY="5000 200 1000"; CLIENT="5000 200"; PROVIDER="1 1000"; CLUSTER="5000 2000 100"; BROADCAST="500"; WEBPUSH="10000 2000"
+    GW_A="20000 5000"; GW_B="20000 200"; DELIVERY="5000 200 1000"; CLIENT="5000 200"; PROVIDER="1 1000"; CLUSTER="5000 2000 100"; BROADCAST="500"; WEBPUSH="10000 2000"; SCALE="1000"; SCALE_PUSHES=2000
 else
-    GW_A="200000 100000"; GW_B="100000 200"; DELIVERY="50000 1000 10000"; CLIENT="20000 200"; PROVIDER="5 4000"; CLUSTER="40000 10000 500"; BROADCAST="10000"; WEBPUSH="100000 20000"
+    GW_A="200000 100000"; GW_B="100000 200"; DELIVERY="50000 1000 10000"; CLIENT="20000 200"; PROVIDER="5 4000"; CLUSTER="40000 10000 500"; BROADCAST="10000"; WEBPUSH="100000 20000"; SCALE="100000"; SCALE_PUSHES=20000
 fi
 
 command -v h2load >/dev/null || { echo "h2load is missing: apt-get install nghttp2-client" >&2; exit 1; }
@@ -56,11 +56,13 @@ step cluster scripts/bench-cluster.sh $CLUSTER
 step broadcast scripts/bench-broadcast.sh $BROADCAST
 # shellcheck disable=SC2086
 step webpush scripts/bench-webpush.sh $WEBPUSH
+# shellcheck disable=SC2086
+PUSHES=$SCALE_PUSHES step scale scripts/bench-scale.sh $SCALE
 
-python3 - "$LOGS" "$GW_A" "$GW_B" "$DELIVERY" "$CLIENT" "$QUICK" "$PROVIDER" "$CLUSTER" "$BROADCAST" "$WEBPUSH" <<'PY'
+python3 - "$LOGS" "$GW_A" "$GW_B" "$DELIVERY" "$CLIENT" "$QUICK" "$PROVIDER" "$CLUSTER" "$BROADCAST" "$WEBPUSH" "$SCALE" <<'PY'
 import re, sys
-logs, gw_a, gw_b, delivery, client, quick, provider, cluster, broadcast, webpush = sys.argv[1:11]
-text = {name: open(f"{logs}/{name}.txt").read() for name in ("gateway-a", "gateway-b", "delivery", "client", "provider", "cluster", "broadcast", "webpush")}
+logs, gw_a, gw_b, delivery, client, quick, provider, cluster, broadcast, webpush, scale = sys.argv[1:12]
+text = {name: open(f"{logs}/{name}.txt").read() for name in ("gateway-a", "gateway-b", "delivery", "client", "provider", "cluster", "broadcast", "webpush", "scale")}
 
 def find(name, pattern, default="?"):
     m = re.search(pattern, text[name], re.M)
@@ -109,6 +111,21 @@ row(f"one broadcast to {broadcast} subscribed devices, last receipt", find("broa
 row(f"Web Push port vs APNs port, acceptance ({webpush.split()[1]} endpoints)",
     find("webpush", r"^Web Push port .*mean ([0-9,]+)") + " vs " + find("webpush", r"^APNs port .*mean ([0-9,]+)") + " req/s",
     find("webpush", r"^ratio webpush/apns: ([0-9.]+)"), ">= 0.8", f"scripts/bench-webpush.sh {webpush}")
+devices = find("scale", r"^scale: connected ([0-9]+) devices")
+row(f"scale: {devices} devices connected", find("scale", r"^scale: connected [0-9]+ devices in ([0-9.]+ s)") + ", " +
+    find("scale", r"^scale: connected .*\(([0-9]+) handshakes/s\)") + " handshakes/s", "-", "100,000", f"scripts/bench-scale.sh {scale}")
+row("scale: resident memory per connected device", find("scale", r"^scale: resident memory per connected device ([0-9.]+ KiB)"), "-",
+    "< 24 KiB at 100,000 (16)", f"scripts/bench-scale.sh {scale}")
+row("scale: idle gateway CPU", find("scale", r"^scale: idle gateway CPU .*: ([0-9.]+ %) of one core"), "-", "-", f"scripts/bench-scale.sh {scale}")
+row("scale: broadcast to all, last receipt", find("scale", r"^scale: broadcast to [0-9]+ devices: last receipt ([0-9.]+ s)") + " vs " +
+    find("scale", r"^scale: unicast fan-out to [0-9]+ devices: last receipt ([0-9.]+ s)") + " fan-out", "-", "<= 10 s at 100,000",
+    f"scripts/bench-scale.sh {scale}")
+row("scale: reconnect storm after a restart", find("scale", r"^scale: reconnect storm: [0-9]+ devices back in ([0-9.]+ s)") + ", " +
+    find("scale", r"^scale: reconnect storm: .*, ([0-9.]+ %) gave up") + " gave up", "-", "0 % gave up", f"scripts/bench-scale.sh {scale}")
+row("scale: provider port p99, N connected / 0 connected", "-", find("scale", r"^scale: provider port p99 .*: ([0-9.]+)"), "-",
+    f"scripts/bench-scale.sh {scale}")
+row("scale: gateway CPU per delivered / per accepted push", "-", find("scale", r"^scale: gateway CPU per delivered push / per accepted push ([0-9.]+)"),
+    "<= 2", f"scripts/bench-scale.sh {scale}")
 
 print()
 print("| figure | measured | ratio | goal | reproduce |")

@@ -7,6 +7,7 @@ import HeraldCore
 import HeraldDevice
 import HeraldStore
 import Logging
+import NIOCore
 import NIOSSL
 
 struct BenchDelivery: AsyncParsableCommand {
@@ -189,11 +190,24 @@ struct Sender: Sendable {
     let authorization: String
     let tokens: [DeviceToken]
 
-    struct Result { var ok: Int; var refused: Int; var rate: Double }
+    struct Result {
+        var ok: Int
+        var refused: Int
+        var rate: Double
+        /// Each request's time from sending to its answer, sorted (nanoseconds).
+        var latencies: [UInt64] = []
+
+        /// The answer time at quantile `q` (0…1), in milliseconds.
+        func latency(_ q: Double) -> Double {
+            guard !latencies.isEmpty else { return 0 }
+            return Double(latencies[min(latencies.count - 1, Int(Double(latencies.count) * q))]) / 1e6
+        }
+    }
 
     func send(count: Int, rate: Double?) async throws -> Result {
         let next = Locked(0)
         let outcome = Locked((ok: 0, refused: 0))
+        let answerTimes = Locked([UInt64]())
         let start = BenchDelivery.nanos()
         await withTaskGroup(of: Void.self) { group in
             for pusher in pushers {
@@ -207,12 +221,15 @@ struct Sender: Sendable {
                                 let now = BenchDelivery.nanos()
                                 if due > now { try? await Task.sleep(for: .nanoseconds(Int64(due - now))) }
                             }
-                            let payload = #"{"aps":{"alert":"bench"},"t":\#(BenchDelivery.nanos())}"#
+                            let sentAt = BenchDelivery.nanos()
+                            let payload = #"{"aps":{"alert":"bench"},"t":\#(sentAt)}"#
                             let response = try? await pusher.send(.init(
                                 method: "POST", path: "/3/device/\(tokens[i % tokens.count].hex)",
                                 headers: [("authorization", authorization), ("apns-topic", BenchDelivery.topic), ("apns-push-type", "alert")],
                                 body: Array(payload.utf8)))
+                            let answered = BenchDelivery.nanos() &- sentAt
                             outcome.withLock { if response?.status == 200 { $0.ok += 1 } else { $0.refused += 1 } }
+                            answerTimes.withLock { $0.append(answered) }
                         }
                     }
                 }
@@ -220,7 +237,7 @@ struct Sender: Sendable {
         }
         let seconds = Double(BenchDelivery.nanos() - start) / 1e9
         let (ok, refused) = outcome.withLock { $0 }
-        return Result(ok: ok, refused: refused, rate: Double(ok) / seconds)
+        return Result(ok: ok, refused: refused, rate: Double(ok) / seconds, latencies: answerTimes.withLock { $0 }.sorted())
     }
 }
 
@@ -230,11 +247,14 @@ final class Fleet: Sendable {
     let tokens: [DeviceToken]
     private let tasks: [Task<Void, Never>]
     private let received = Locked((count: 0, perDevice: [Int](), latencies: [UInt64](), first: UInt64(0), last: UInt64(0)))
+    /// Devices whose connection was authenticated again after the fleet was up (reconnections).
+    let reconnected: Locked<Set<Int>>
 
-    private init(identities: [DeviceIdentity], tokens: [DeviceToken], tasks: [Task<Void, Never>]) {
+    private init(identities: [DeviceIdentity], tokens: [DeviceToken], tasks: [Task<Void, Never>], reconnected: Locked<Set<Int>>) {
         self.identities = identities
         self.tokens = tokens
         self.tasks = tasks
+        self.reconnected = reconnected
     }
 
     static func connect(count: Int, host: String, port: Int, tls: NIOSSLContext, logger: Logger) async throws -> Fleet {
@@ -242,25 +262,40 @@ final class Fleet: Sendable {
     }
 
     /// Connects the devices; with `channel`, each also subscribes to that channel of the bench app
-    /// and the fleet is returned once every subscription is confirmed.
+    /// and the fleet is returned once every subscription is confirmed. `sources`: source addresses
+    /// the devices connect from, in turn; `concurrency`: devices whose first handshake may be under
+    /// way at once (the rest wait their turn, as a real population arrives over time).
     static func connect(
-        identities: [DeviceIdentity], host: String, port: Int, tls: NIOSSLContext, logger: Logger, channel: String? = nil
+        identities: [DeviceIdentity], host: String, port: Int, tls: NIOSSLContext, logger: Logger, channel: String? = nil,
+        sources: [SocketAddress] = [], concurrency: Int = .max, timeout: Duration = .seconds(120)
     ) async throws -> Fleet {
         let tokens = Locked([DeviceToken?](repeating: nil, count: identities.count))
+        let registered = Locked(0)
         let subscribed = Locked(0)
         let fleetBox = Locked<Fleet?>(nil)
+        let reconnected = Locked(Set<Int>())
         var tasks: [Task<Void, Never>] = []
+        let deadline = ContinuousClock.now + timeout
         for (index, identity) in identities.enumerated() {
-            let connection = DeviceConnection(
-                identity: identity,
-                configuration: .init(host: host, port: port, tls: tls, topics: [BenchDelivery.topic]),
-                logger: logger)
+            while index - registered.withLock({ $0 }) >= concurrency {
+                guard ContinuousClock.now < deadline else { throw ValidationError("not every device registered within \(timeout)") }
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            var configuration = DeviceConnection.Configuration(host: host, port: port, tls: tls, topics: [BenchDelivery.topic])
+            if !sources.isEmpty { configuration.localAddress = sources[index % sources.count] }
+            let connection = DeviceConnection(identity: identity, configuration: configuration, logger: logger)
             if let channel { connection.want(.channel(topic: BenchDelivery.topic, channel: channel)) }
             tasks.append(Task { await connection.run() })
             tasks.append(Task {
                 for await event in connection.events {
                     switch event {
-                    case .registered(_, let token): tokens.withLock { $0[index] = token }
+                    case .registered(_, let token):
+                        let first = tokens.withLock { list in
+                            defer { list[index] = token }
+                            return list[index] == nil
+                        }
+                        if first { registered.withLock { $0 += 1 } }
+                    case .reconnected: reconnected.withLock { _ = $0.insert(index) }
                     case .subscribed: subscribed.withLock { $0 += 1 }
                     case .notification(let n):
                         let now = BenchDelivery.nanos()
@@ -272,12 +307,11 @@ final class Fleet: Sendable {
                 }
             })
         }
-        let deadline = ContinuousClock.now + .seconds(120)
-        while tokens.withLock({ $0.contains(nil) }) || (channel != nil && subscribed.withLock({ $0 }) < identities.count) {
-            guard ContinuousClock.now < deadline else { throw ValidationError("not every device registered (and subscribed) within 120 s") }
-            try await Task.sleep(for: .milliseconds(50))
+        while registered.withLock({ $0 }) < identities.count || (channel != nil && subscribed.withLock({ $0 }) < identities.count) {
+            guard ContinuousClock.now < deadline else { throw ValidationError("not every device registered (and subscribed) within \(timeout)") }
+            try await Task.sleep(for: .milliseconds(20))
         }
-        let fleet = Fleet(identities: identities, tokens: tokens.withLock { $0.map { $0! } }, tasks: tasks)
+        let fleet = Fleet(identities: identities, tokens: tokens.withLock { $0.map { $0! } }, tasks: tasks, reconnected: reconnected)
         fleet.received.withLock { $0.perDevice = Array(repeating: 0, count: identities.count) }
         fleetBox.withLock { $0 = fleet }
         return fleet

@@ -60,6 +60,9 @@ public final class DeviceConnection: Sendable {
         /// Time to connect, finish TLS and the upgrade, and hear the gateway's challenge; a
         /// gateway silent that long (a frozen node still accepting TCP) is given up for the next.
         public var handshakeTimeout: TimeAmount = .seconds(10)
+        /// The source address to connect from (`nil`: the system's choice); load generators
+        /// spread devices over several loopback addresses.
+        public var localAddress: SocketAddress?
 
         /// Where a gateway's device port is.
         public struct Endpoint: Sendable, Hashable {
@@ -191,7 +194,8 @@ public final class DeviceConnection: Sendable {
             do {
                 let socket = try await DeviceSocket.connect(
                     host: endpoint.host, port: endpoint.port, tls: configuration.tls, group: group,
-                    timeout: configuration.handshakeTimeout, acknowledgeOnReceipt: configuration.acknowledgement == .onReceipt)
+                    timeout: configuration.handshakeTimeout, acknowledgeOnReceipt: configuration.acknowledgement == .onReceipt,
+                    localAddress: configuration.localAddress)
                 unreachableInARow = 0
                 current.withLock { $0 = (socket, []) }
                 reason = await session(on: socket, state: &state, backoff: &backoff)

@@ -42,30 +42,35 @@ public final class DeviceSocket: Sendable {
     /// Connects (TLS unless `tls` is nil) and upgrades to a WebSocket at ``DeviceProtocol/path``.
     /// `acknowledgeOnReceipt`: ack each notification as soon as it is read (once per read burst);
     /// otherwise the caller acks with ``acknowledge(_:)`` once it has handled it.
+    ///
+    /// `localAddress`: the source address to connect from (a load generator spreads connections
+    /// over several loopback addresses, since one address pair has ~28,000 ports).
     public static func connect(
         host: String, port: Int, tls: NIOSSLContext?, serverHostname: String? = nil,
         group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton, timeout: TimeAmount = .seconds(10),
-        acknowledgeOnReceipt: Bool = true
+        acknowledgeOnReceipt: Bool = true, localAddress: SocketAddress? = nil
     ) async throws -> DeviceSocket {
         try await connect(
             path: DeviceProtocol.path, host: host, port: port, tls: tls, serverHostname: serverHostname, group: group,
-            timeout: timeout, acknowledgeOnReceipt: acknowledgeOnReceipt)
+            timeout: timeout, acknowledgeOnReceipt: acknowledgeOnReceipt, localAddress: localAddress)
     }
 
     /// Connects to another path (tests of the gateway's refusal).
     public static func connectForTesting(path: String, host: String, port: Int, tls: NIOSSLContext?) async throws -> DeviceSocket {
         try await connect(
             path: path, host: host, port: port, tls: tls, serverHostname: nil, group: MultiThreadedEventLoopGroup.singleton,
-            timeout: .seconds(10), acknowledgeOnReceipt: true)
+            timeout: .seconds(10), acknowledgeOnReceipt: true, localAddress: nil)
     }
 
     private static func connect(
         path: String, host: String, port: Int, tls: NIOSSLContext?, serverHostname: String?,
-        group: EventLoopGroup, timeout: TimeAmount, acknowledgeOnReceipt: Bool
+        group: EventLoopGroup, timeout: TimeAmount, acknowledgeOnReceipt: Bool, localAddress: SocketAddress?
     ) async throws -> DeviceSocket {
         let (events, continuation) = AsyncStream.makeStream(of: Event.self)
         let upgraded = group.any().makePromise(of: Void.self)
-        let bootstrap = ClientBootstrap(group: group)
+        var bootstrap = ClientBootstrap(group: group)
+        if let localAddress { bootstrap = bootstrap.bind(to: localAddress) }
+        bootstrap = bootstrap
             .connectTimeout(timeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in

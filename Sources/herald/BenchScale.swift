@@ -1,0 +1,242 @@
+import ArgumentParser
+import Crypto
+import Foundation
+import HeraldClient
+import HeraldCore
+import HeraldDevice
+import HeraldStore
+import HeraldStoreSQLite
+import Logging
+import NIOCore
+import NIOSSL
+
+/// `herald bench scale`: one gateway and N real devices on this machine (issue 33). It starts the
+/// gateway itself (so that it can restart it for the reconnect storm) and prints the `scale:` lines
+/// `scripts/bench-scale.sh` documents.
+struct BenchScale: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "scale",
+        abstract: "Scale benchmark: a gateway it starts, N connected devices, broadcast, fan-out, a reconnect storm.",
+        discussion: """
+            Starts `herald gateway` (SQLite, TLS, loopback) in --work, then, with --devices real devices
+            (each its own key and TLS WebSocket, spread over --sources loopback addresses):
+              the provider port's p99 answer time for --pushes pushes to offline tokens, with 0 devices connected;
+              connecting every device (handshakes/s); the gateway's resident memory per device; its idle CPU;
+              the same pushes' p99 with every device connected; a unicast fan-out (one push per device) and a
+              broadcast to all, each to its last receipt; the gateway's CPU per delivered push against per
+              accepted push; a graceful restart of the gateway and the time until every device is back.
+            Run it through scripts/bench-scale.sh, which raises the file-descriptor limit first.
+            """)
+
+    @Option(help: "The work directory (the gateway's data directory goes inside).")
+    var work: String
+
+    @Option(help: "Connected devices.")
+    var devices: Int = 100_000
+
+    @Option(help: "Loopback source addresses the devices connect from (127.0.0.2, 127.0.0.3, …); 0: one per 20,000 devices.")
+    var sources: Int = 0
+
+    @Option(help: "Device handshakes under way at once.")
+    var concurrency: Int = 500
+
+    @Option(help: "Pushes to offline tokens for the provider port's answer time (with 0 and with N devices connected).")
+    var pushes: Int = 20_000
+
+    @Option(help: "Seconds every device has to come back after the restart before it counts as given up.")
+    var stormDeadline: Int = 300
+
+    func validate() throws {
+        guard (1...1_000_000).contains(devices) else { throw ValidationError("--devices must be from 1 to 1000000") }
+        guard (0...250).contains(sources) else { throw ValidationError("--sources must be from 0 to 250") }
+        guard concurrency >= 1, pushes >= 100 else { throw ValidationError("--concurrency ≥ 1 and --pushes ≥ 100") }
+    }
+
+    func run() async throws {
+        var logger = Logger(label: "herald.bench")
+        logger.logLevel = .critical
+        let gateway = try ScaleGateway(work: work, devices: devices)
+        defer { gateway.stop() }
+        try gateway.start()
+        let ports = try await gateway.waitForPorts()
+        let dataDirectory = gateway.dataDirectory
+        let tls = try DeviceTLS.makeContext(trustRootsPath: dataDirectory + "/tls/ca.pem")
+        let clientTLS = ClientTLS(trustRootsPath: dataDirectory + "/tls/ca.pem", serverName: "localhost")
+        let sourceCount = sources > 0 ? sources : max(1, (devices + 19_999) / 20_000)
+        let addresses = try (0..<sourceCount).map { try SocketAddress(ipAddress: "127.0.0.\(2 + $0)", port: 0) }
+
+        // A provider key for the bench app, registered in the gateway's store (as `bench delivery` does).
+        let store = try SQLiteStore(path: (dataDirectory as NSString).appendingPathComponent("herald.sqlite"), durability: .normal)
+        let privateKey = P256.Signing.PrivateKey()
+        let keyID = KeyID.random().value
+        try? await store.registerKey(
+            ProviderKey(keyID: keyID, teamID: "BENCHSCALE", publicKey: privateKey.publicKey),
+            topics: [BenchDelivery.topic], atMilliseconds: SystemWallClock().nowMilliseconds())
+        let signer = ProviderTokenSigner(keyID: keyID, teamID: "BENCHSCALE", privateKey: privateKey)
+        let authorization = "bearer " + (try signer.token(issuedAt: SystemWallClock().nowSeconds()))
+        let manager = APNsClient(
+            configuration: .init(host: "127.0.0.1", port: ports.channel, tls: clientTLS, connections: 1), signer: signer)
+        let channel = try await manager.createChannel(bundleID: BenchDelivery.topic, storagePolicy: 1)
+        await manager.close()
+        var pushers: [HTTP2Connection] = []
+        for _ in 0..<4 { pushers.append(try await HTTP2Connection.connect(host: "127.0.0.1", port: ports.provider, tls: clientTLS)) }
+
+        // Offline tokens: a small set of devices enrolled, then gone.
+        let offline = try await Fleet.connect(count: 1_000, host: "localhost", port: ports.device, tls: tls, logger: logger)
+        let offlineSender = Sender(pushers: pushers, streams: 100, authorization: authorization, tokens: offline.tokens)
+        await offline.stop()
+        var cpu = ScaleCPU(pid: gateway.pid)
+        let idleAccepted = try await offlineSender.send(count: pushes, rate: nil)
+        let perAccepted = cpu.lap(per: idleAccepted.ok)
+
+        // Every device, connected and subscribed to the channel.
+        let before = BenchDelivery.residentKiB(gateway.pid)
+        let started = ContinuousClock.now
+        let fleet = try await Fleet.connect(
+            identities: (0..<devices).map { _ in DeviceIdentity() }, host: "localhost", port: ports.device, tls: tls, logger: logger,
+            channel: channel, sources: addresses, concurrency: concurrency, timeout: .seconds(Int64(max(120, devices / 50))))
+        let connectSeconds = Self.seconds(ContinuousClock.now - started)
+        print(String(format: "scale: connected %d devices in %.1f s (%.0f handshakes/s)", devices, connectSeconds, Double(devices) / connectSeconds))
+        try await Task.sleep(for: .seconds(3))
+        let after = BenchDelivery.residentKiB(gateway.pid)
+        print(String(format: "scale: resident memory per connected device %.1f KiB", Double(after - before) / Double(devices)))
+        _ = cpu.lap(per: 1)
+        try await Task.sleep(for: .seconds(10))
+        let idle = cpu.lap(per: 1)
+        print(String(format: "scale: idle gateway CPU with %d connected: %.1f %% of one core", devices, idle.seconds / 10 * 100))
+
+        let busyAccepted = try await offlineSender.send(count: pushes, rate: nil)
+        _ = cpu.lap(per: 1)
+
+        let sender = Sender(pushers: pushers, streams: 100, authorization: authorization, tokens: fleet.tokens)
+        fleet.resetLatencies()
+        let unicastStart = BenchDelivery.nanos()
+        let sent = try await sender.send(count: devices, rate: nil)
+        let unicast = await fleet.waitForDeliveries(atLeast: 1, perDevice: true, timeout: .seconds(600))
+        let unicastSeconds = Double(fleet.lastArrival() &- unicastStart) / 1e9
+        let perDelivered = cpu.lap(per: unicast.count)
+        print(String(format: "scale: unicast fan-out to %d devices: last receipt %.2f s (%d accepted, %d received)",
+                     devices, unicastSeconds, sent.ok, unicast.count))
+
+        fleet.resetLatencies()
+        let payload = #"{"aps":{"event":"update","timestamp":\#(SystemWallClock().nowSeconds()),"content-state":{"score":1}},"t":\#(BenchDelivery.nanos())}"#
+        let broadcastStart = BenchDelivery.nanos()
+        let answer = try await pushers[0].send(.init(
+            method: "POST", path: "/4/broadcasts/apps/\(BenchDelivery.topic)",
+            headers: [("authorization", authorization), ("apns-push-type", "liveactivity"), ("apns-channel-id", channel)],
+            body: Array(payload.utf8)))
+        guard answer.status == 200 else { throw ValidationError("the broadcast was refused: \(answer.status)") }
+        let broadcast = await fleet.waitForDeliveries(atLeast: 1, perDevice: true, timeout: .seconds(600))
+        print(String(format: "scale: broadcast to %d devices: last receipt %.2f s (%d received)",
+                     devices, Double(fleet.lastArrival() &- broadcastStart) / 1e9, broadcast.count))
+
+        // The reconnect storm: a graceful restart (every device told to go, all back at once).
+        for pusher in pushers { await pusher.close() }
+        fleet.reconnected.withLock { $0.removeAll() }
+        gateway.stop()
+        try gateway.start()
+        _ = try await gateway.waitForPorts()
+        let restarted = ContinuousClock.now
+        let deadline = restarted + .seconds(Int64(stormDeadline))
+        while fleet.reconnected.withLock({ $0.count }) < devices, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let back = fleet.reconnected.withLock { $0.count }
+        print(String(format: "scale: reconnect storm: %d devices back in %.1f s after a gateway restart, %.1f %% gave up",
+                     back, Self.seconds(ContinuousClock.now - restarted), Double(devices - back) / Double(devices) * 100))
+
+        print(String(format: "scale: provider port p99 with %d connected against 0 connected: %.2f (%.1f ms / %.1f ms)",
+                     devices, busyAccepted.latency(0.99) / max(idleAccepted.latency(0.99), 1e-6), busyAccepted.latency(0.99), idleAccepted.latency(0.99)))
+        print(String(format: "scale: gateway CPU per delivered push / per accepted push %.2f (%.1f µs / %.1f µs)",
+                     perDelivered.microsecondsPerItem / max(perAccepted.microsecondsPerItem, 1e-9), perDelivered.microsecondsPerItem, perAccepted.microsecondsPerItem))
+        await fleet.stop()
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
+
+/// The gateway `bench scale` measures: a child process it starts, stops (SIGTERM, gracefully) and
+/// starts again on the same ports.
+final class ScaleGateway: @unchecked Sendable {
+    let dataDirectory: String
+    private let work: String
+    private let devices: Int
+    private var process: Process?
+    private var ports: (provider: Int, device: Int, channel: Int)?
+    private var run = 0
+
+    init(work: String, devices: Int) throws {
+        self.work = work
+        self.devices = devices
+        dataDirectory = (work as NSString).appendingPathComponent("data")
+        try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
+    }
+
+    var pid: Int32 { process?.processIdentifier ?? 0 }
+
+    func start() throws {
+        run += 1
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        let process = Process()
+        process.executableURL = executable
+        let (provider, device, channel) = ports ?? (0, 0, 0)
+        process.arguments = [
+            "gateway", "--data-dir", dataDirectory, "--host", "127.0.0.1", "--provider-port", "\(provider)", "--device-port", "\(device)",
+            "--channel-port", "\(channel)", "--token-burst", "0", "--log-level", "error", "--handshake-timeout", "120",
+            "--device-connections-per-address", "\(devices + 1_000)",
+        ]
+        let out = (work as NSString).appendingPathComponent("gateway-\(run).json")
+        let err = (work as NSString).appendingPathComponent("gateway-\(run).err")
+        guard FileManager.default.createFile(atPath: out, contents: nil), FileManager.default.createFile(atPath: err, contents: nil) else {
+            throw ValidationError("cannot write in \(work)")
+        }
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
+        try process.run()
+        self.process = process
+    }
+
+    /// Waits for the start-up line and returns the ports it names.
+    func waitForPorts() async throws -> (provider: Int, device: Int, channel: Int) {
+        let out = (work as NSString).appendingPathComponent("gateway-\(run).json")
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            if let text = try? String(contentsOfFile: out, encoding: .utf8), let line = text.split(separator: "\n").first,
+               let object = try? JSONReader.parseObject(Array(line.utf8)),
+               let provider = object["provider_port"]?.integer(Int.self), let device = object["device_port"]?.integer(Int.self),
+               let channel = object["channel_port"]?.integer(Int.self) {
+                ports = (provider, device, channel)
+                return (provider, device, channel)
+            }
+            guard process?.isRunning == true else { throw ValidationError("the gateway stopped at start; see \(work)/gateway-\(run).err") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw ValidationError("the gateway did not start within 60 s; see \(work)")
+    }
+
+    /// SIGTERM, then waits for the process (a graceful stop: devices are told `shutdown`).
+    func stop() {
+        guard let process, process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
+
+/// A process's CPU between laps.
+struct ScaleCPU {
+    let pid: Int32
+    private var last: Double
+
+    init(pid: Int32) {
+        self.pid = pid
+        last = BenchDelivery.cpuSeconds(pid)
+    }
+
+    mutating func lap(per items: Int) -> (seconds: Double, microsecondsPerItem: Double) {
+        let now = BenchDelivery.cpuSeconds(pid)
+        defer { last = now }
+        return (now - last, (now - last) * 1e6 / Double(max(1, items)))
+    }
+}
