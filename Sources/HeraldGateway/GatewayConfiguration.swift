@@ -193,6 +193,10 @@ public struct GatewayLimits: Sendable, Hashable {
     public var deviceConnectionsPerAddress = 2_000
     /// Time a device has, from TCP accept, to complete TLS, upgrade and answer the challenge.
     public var deviceHelloTimeout: TimeAmount = .seconds(10)
+    /// Device connections between accept and welcome at once; past it the device port stops
+    /// accepting until one finishes (the kernel's backlog holds the rest), so that a reconnect
+    /// storm is worked through at the rate the gateway can finish handshakes.
+    public var deviceHandshakesInFlight = 128
     /// Notifications written to one device and not yet acked; past it the gateway stops sending
     /// (the rest stay held) until acks arrive.
     public var deviceInFlight = 1_000

@@ -23,11 +23,14 @@ final class ConnectionDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     private let milestone: Milestone
     private var timer: Scheduled<Void>?
     private let onExpiry: @Sendable () -> Void
+    /// Called once, when the milestone is met or the connection ends before it.
+    private var onDone: (@Sendable () -> Void)?
 
-    init(timeout: TimeAmount, milestone: Milestone, onExpiry: @escaping @Sendable () -> Void = {}) {
+    init(timeout: TimeAmount, milestone: Milestone, onExpiry: @escaping @Sendable () -> Void = {}, onDone: (@Sendable () -> Void)? = nil) {
         self.timeout = timeout
         self.milestone = milestone
         self.onExpiry = onExpiry
+        self.onDone = onDone
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -42,6 +45,9 @@ final class ConnectionDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     func handlerRemoved(context: ChannelHandlerContext) {
         timer?.cancel()
         timer = nil
+        // Removed when the milestone is met, or with the pipeline when the connection ends.
+        onDone?()
+        onDone = nil
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -64,6 +70,48 @@ final class ConnectionDeadline: ChannelDuplexHandler, RemovableChannelHandler {
         timer = nil
         context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
     }
+}
+
+/// Bounds the connections of a port that are between accept and their milestone (a device's
+/// welcome): at the bound the listening channel stops accepting (its `autoRead` off) and the
+/// kernel's backlog holds the rest; it accepts again as handshakes finish. Under a storm of
+/// reconnecting devices the gateway then finishes the handshakes it started at the rate it can,
+/// rather than starting so many that each finishes only after its device gave up.
+final class HandshakeGate: Sendable {
+    let limit: Int
+    private let inProgress = Locked(0)
+
+    init(limit: Int) { self.limit = max(1, limit) }
+
+    /// A connection was accepted: counts it, pausing `listener` at the bound. Returns the
+    /// release to call once (when its handshake ends, either way).
+    func admit(listener: Channel?) -> @Sendable () -> Void {
+        let count = inProgress.withLock { n -> Int in
+            n += 1
+            return n
+        }
+        if count == limit { reconcile(listener) }
+        return { [inProgress, limit] in
+            let count = inProgress.withLock { n -> Int in
+                n -= 1
+                return n
+            }
+            if count == limit - 1 { self.reconcile(listener) }
+        }
+    }
+
+    /// Sets the listener's reading from the count as it is when the listener's loop runs this:
+    /// pauses and resumes decided on other loops may arrive in any order, the last one run
+    /// applies the current truth.
+    private func reconcile(_ listener: Channel?) {
+        guard let listener else { return }
+        listener.eventLoop.execute { [inProgress, limit] in
+            let open = inProgress.withLock { $0 } < limit
+            listener.setOption(ChannelOptions.autoRead, value: open).whenComplete { _ in }
+        }
+    }
+
+    var count: Int { inProgress.withLock { $0 } }
 }
 
 /// Counts open connections per IP address on a port and refuses those past a limit: one address

@@ -23,6 +23,7 @@ final class DeviceListener: Sendable {
 
     static func bind(host: String, port: Int, tls: NIOSSLContext, devicePort: DevicePort, group: EventLoopGroup) async throws -> DeviceListener {
         let connections = OpenConnections()
+        let gate = HandshakeGate(limit: devicePort.limits.deviceHandshakesInFlight)
         let pageResponder = DevicePortPage.router().buildResponder()
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
@@ -60,9 +61,10 @@ final class DeviceListener: Sendable {
                 return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     // TLS, the upgrade and the answer to the challenge, all within the deadline.
-                    try sync.addHandler(ConnectionDeadline(timeout: limits.deviceHelloTimeout, milestone: .declared) {
-                        metrics.recordPeerClosed(port: "device", reason: "hello_timeout")
-                    })
+                    try sync.addHandler(ConnectionDeadline(
+                        timeout: limits.deviceHelloTimeout, milestone: .declared,
+                        onExpiry: { metrics.recordPeerClosed(port: "device", reason: "hello_timeout") },
+                        onDone: gate.admit(listener: channel.parent)))
                     try sync.addHandler(NIOSSLServerHandler(context: tls))
                     try sync.configureHTTPServerPipeline(
                         withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }), withErrorHandling: true)
