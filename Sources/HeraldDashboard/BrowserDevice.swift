@@ -305,26 +305,10 @@ enum BrowserDeviceScript {
             }
             shown = declarative(text);
           } catch (error) { problem = String(error.message ?? error); }
-          const now = Date.now();
-          const fresh = await transaction(['seen', 'center', 'apps'], 'readwrite', (tx) => {
-            const seen = tx.objectStore('seen');
-            return request(seen.get(apnsId)).then((known) => {
-              if (known) return false;
-              seen.put({ apnsId, at: now });
-              const entry = {
-                apnsId, topic: frame.topic, at: now, pushType: 'webpush', priority: frame.priority, alert: shown, category: null,
-                badge: shown?.badge ?? null, sound: null, silent: !shown, response: null, webPush: problem ? null : text, problem,
-              };
-              tx.objectStore('center').put(entry);
-              if (entry.badge !== null) {
-                const apps = tx.objectStore('apps');
-                request(apps.get(frame.topic)).then((app) => { if (app) { app.badge = entry.badge; apps.put(app); } });
-              }
-              return entry;
-            });
+          const entry = await keepOnce({
+            apnsId, topic: frame.topic, at: Date.now(), pushType: 'webpush', priority: frame.priority, alert: shown, category: null,
+            badge: shown?.badge ?? null, sound: null, silent: !shown, response: null, webPush: problem ? null : text, problem,
           });
-          const entry = await fresh;
-          send({ type: 'ack', ids: [apnsId] });
           if (!entry) return;
           window.heraldWebPush.push({ apnsId, topic: frame.topic, text: entry.webPush, declarative: !!shown, problem });
           await trimStores();
@@ -351,35 +335,39 @@ enum BrowserDeviceScript {
           if (typeof apnsId !== 'string') return;
           const payload = frame.payload && typeof frame.payload === 'object' ? frame.payload : {};
           const aps = payload.aps && typeof payload.aps === 'object' ? payload.aps : {};
-          const now = Date.now();
-          // Save first, ack after: the notification survives a closed tab; a repeat is acked and dropped.
-          const fresh = await transaction(['seen', 'center', 'apps'], 'readwrite', (tx) => {
-            const seen = tx.objectStore('seen');
-            return request(seen.get(apnsId)).then((known) => {
-              if (known) return false;
-              seen.put({ apnsId, at: now });
-              const text = alertText(aps);
-              const entry = {
-                apnsId, topic: frame.topic, at: now, pushType: frame['push-type'], priority: frame.priority,
-                alert: text, category: typeof aps.category === 'string' ? aps.category : null,
-                badge: Number.isInteger(aps.badge) ? aps.badge : null, sound: aps.sound ?? null,
-                silent: !text, response: null,
-              };
-              tx.objectStore('center').put(entry);
-              if (entry.badge !== null) {
-                const apps = tx.objectStore('apps');
-                request(apps.get(frame.topic)).then((app) => { if (app) { app.badge = entry.badge; apps.put(app); } });
-              }
-              return entry;
-            });
+          const text = alertText(aps);
+          const entry = await keepOnce({
+            apnsId, topic: frame.topic, at: Date.now(), pushType: frame['push-type'], priority: frame.priority,
+            alert: text, category: typeof aps.category === 'string' ? aps.category : null,
+            badge: Number.isInteger(aps.badge) ? aps.badge : null, sound: aps.sound ?? null,
+            silent: !text, response: null,
           });
-          const entry = await fresh;
-          send({ type: 'ack', ids: [apnsId] });
           if (!entry) return;
           await trimStores();
           if (!entry.silent) present(entry);
           await showCenter();
           await showApps();
+        }
+
+        // Save first, ack after: the notification survives a closed tab; a repeat (an apns-id
+        // seen before) is acked and dropped. Returns the entry, or false for a repeat.
+        async function keepOnce(entry) {
+          const fresh = await transaction(['seen', 'center', 'apps'], 'readwrite', (tx) => {
+            const seen = tx.objectStore('seen');
+            return request(seen.get(entry.apnsId)).then((known) => {
+              if (known) return false;
+              seen.put({ apnsId: entry.apnsId, at: entry.at });
+              tx.objectStore('center').put(entry);
+              if (entry.badge !== null) {
+                const apps = tx.objectStore('apps');
+                request(apps.get(entry.topic)).then((app) => { if (app) { app.badge = entry.badge; apps.put(app); } });
+              }
+              return entry;
+            });
+          });
+          const kept = await fresh;
+          send({ type: 'ack', ids: [entry.apnsId] });
+          return kept;
         }
 
         async function trimStores() {

@@ -66,14 +66,7 @@ struct BenchBroadcast: AsyncParsableCommand {
         let (host, port) = try endpoint(url, "--url")
         let (channelHost, channelPort) = try endpoint(channels, "--channels")
 
-        let store = try await data.openStore(durability: .normal).store
-        let privateKey = P256.Signing.PrivateKey()
-        let keyID = KeyID.random().value
-        try? await store.registerKey(
-            ProviderKey(keyID: keyID, teamID: "BENCHTEAM3", publicKey: privateKey.publicKey),
-            topics: [BenchDelivery.topic], atMilliseconds: SystemWallClock().nowMilliseconds())
-        let signer = ProviderTokenSigner(keyID: keyID, teamID: "BENCHTEAM3", privateKey: privateKey)
-        let authorization = "bearer " + (try signer.token(issuedAt: SystemWallClock().nowSeconds()))
+        let (signer, authorization) = try await BenchDelivery.providerKey(in: try await data.openStore(durability: .normal).store, team: "BENCHTEAM3")
         let manager = APNsClient(
             configuration: .init(host: channelHost, port: channelPort, tls: ClientTLS(trustRootsPath: ca, serverName: "localhost"), connections: 1),
             signer: signer)

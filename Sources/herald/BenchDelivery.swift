@@ -80,14 +80,7 @@ struct BenchDelivery: AsyncParsableCommand {
         }
 
         // A provider key for the bench topic, registered in the gateway's store.
-        let store = try await data.openStore(durability: .normal).store
-        let privateKey = P256.Signing.PrivateKey()
-        let keyID = KeyID.random().value
-        try? await store.registerKey(
-            ProviderKey(keyID: keyID, teamID: "BENCHTEAM2", publicKey: privateKey.publicKey),
-            topics: [Self.topic], atMilliseconds: SystemWallClock().nowMilliseconds())
-        let signer = ProviderTokenSigner(keyID: keyID, teamID: "BENCHTEAM2", privateKey: privateKey)
-        let authorization = "bearer " + (try signer.token(issuedAt: SystemWallClock().nowSeconds()))
+        let (_, authorization) = try await BenchDelivery.providerKey(in: try await data.openStore(durability: .normal).store, team: "BENCHTEAM2")
 
         guard let provider = URLComponents(string: url), provider.scheme == "https", let host = provider.host, let port = provider.port else {
             throw ValidationError("--url must be https://HOST:PORT")
@@ -137,6 +130,18 @@ struct BenchDelivery: AsyncParsableCommand {
                      target, pace * 100, paced.rate, pacedAll.count, paced.ok, slow.p50, slow.p99))
         await fleet.stop()
         for pusher in pushers { await pusher.close() }
+    }
+
+    /// A provider key for the bench app, registered in the gateway's store, and the
+    /// `authorization` header of a token it signed.
+    static func providerKey(in store: any GatewayStore, team: String) async throws -> (signer: ProviderTokenSigner, authorization: String) {
+        let privateKey = P256.Signing.PrivateKey()
+        let keyID = KeyID.random().value
+        try? await store.registerKey(
+            ProviderKey(keyID: keyID, teamID: team, publicKey: privateKey.publicKey),
+            topics: [topic], atMilliseconds: SystemWallClock().nowMilliseconds())
+        let signer = ProviderTokenSigner(keyID: keyID, teamID: team, privateKey: privateKey)
+        return (signer, "bearer " + (try signer.token(issuedAt: SystemWallClock().nowSeconds())))
     }
 
     /// CPU seconds (user + system) a process has used.

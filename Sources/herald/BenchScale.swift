@@ -67,13 +67,7 @@ struct BenchScale: AsyncParsableCommand {
 
         // A provider key for the bench app, registered in the gateway's store (as `bench delivery` does).
         let store = try SQLiteStore(path: (dataDirectory as NSString).appendingPathComponent("herald.sqlite"), durability: .normal)
-        let privateKey = P256.Signing.PrivateKey()
-        let keyID = KeyID.random().value
-        try? await store.registerKey(
-            ProviderKey(keyID: keyID, teamID: "BENCHSCALE", publicKey: privateKey.publicKey),
-            topics: [BenchDelivery.topic], atMilliseconds: SystemWallClock().nowMilliseconds())
-        let signer = ProviderTokenSigner(keyID: keyID, teamID: "BENCHSCALE", privateKey: privateKey)
-        let authorization = "bearer " + (try signer.token(issuedAt: SystemWallClock().nowSeconds()))
+        let (signer, authorization) = try await BenchDelivery.providerKey(in: store, team: "BENCHSCALE")
         let manager = APNsClient(
             configuration: .init(host: "127.0.0.1", port: ports.channel, tls: clientTLS, connections: 1), signer: signer)
         let channel = try await manager.createChannel(bundleID: BenchDelivery.topic, storagePolicy: 1)
