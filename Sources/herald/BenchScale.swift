@@ -26,6 +26,8 @@ struct BenchScale: AsyncParsableCommand {
               broadcast to all, each to its last receipt; the gateway's CPU per delivered push against per
               accepted push; a graceful restart of the gateway and the time until every device is back.
             Run it through scripts/bench-scale.sh, which raises the file-descriptor limit first.
+
+            Example: scripts/bench-scale.sh 100000 (or, directly: herald bench scale --work /tmp/scale --devices 2000).
             """)
 
     @Option(help: "The work directory (the gateway's data directory goes inside).")

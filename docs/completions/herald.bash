@@ -1426,13 +1426,13 @@ _herald_bench() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    prepare|baseline|delivery|broadcast|scheduler|provider-schedule)
+    prepare|baseline|delivery|broadcast|scale|scheduler|provider-schedule)
         # Offer subcommand argument completions
         "_herald_bench_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'prepare baseline delivery broadcast scheduler provider-schedule' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'prepare baseline delivery broadcast scale scheduler provider-schedule' -- "${cur}"))
         ;;
     esac
 }
@@ -1573,6 +1573,36 @@ _herald_bench_broadcast() {
         return
         ;;
     '--streams')
+        return
+        ;;
+    esac
+}
+
+_herald_bench_scale() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--work --devices --sources --concurrency --pushes --storm-deadline)
+    __herald_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--work')
+        return
+        ;;
+    '--devices')
+        return
+        ;;
+    '--sources')
+        return
+        ;;
+    '--concurrency')
+        return
+        ;;
+    '--pushes')
+        return
+        ;;
+    '--storm-deadline')
         return
         ;;
     esac

@@ -928,6 +928,7 @@ _herald_bench() {
             'baseline:Run a bare SwiftNIO HTTP/2 TLS responder (the benchmark baseline); prints its port as JSON.'
             'delivery:End-to-end delivery benchmark against a running gateway: devices connected, a provider pushing.'
             'broadcast:Broadcast benchmark against a running gateway: time until the last of --devices subscribed devices has a broadcast.'
+            'scale:Scale benchmark: a gateway it starts, N connected devices, broadcast, fan-out, a reconnect storm.'
             'scheduler:The device runtime'\''s scheduler: memory, next-fire computation, lateness over a simulated week.'
             'provider-schedule:The provider'\''s scheduler: plan a day of 09:00-local sends for --registrations registrations in --zones zones; memory and lateness.'
         )
@@ -935,7 +936,7 @@ _herald_bench() {
         ;;
     arg)
         case "${words[1]}" in
-        prepare|baseline|delivery|broadcast|scheduler|provider-schedule)
+        prepare|baseline|delivery|broadcast|scale|scheduler|provider-schedule)
             "_herald_bench_${words[1]}" && ret=0
             ;;
         esac
@@ -1012,6 +1013,23 @@ _herald_bench_broadcast() {
         '--devices[Subscribed, connected devices.]:devices:'
         '--connections[Provider HTTP/2 connections for the unicast baseline.]:connections:'
         '--streams[Concurrent streams per provider connection.]:streams:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_bench_scale() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--work[The work directory (the gateway'\''s data directory goes inside).]:work:'
+        '--devices[Connected devices.]:devices:'
+        '--sources[Loopback source addresses the devices connect from (127.0.0.2, 127.0.0.3, …); 0\: one per 20,000 devices.]:sources:'
+        '--concurrency[Device handshakes under way at once.]:concurrency:'
+        '--pushes[Pushes to offline tokens for the provider port'\''s answer time (with 0 and with N devices connected).]:pushes:'
+        '--storm-deadline[Seconds every device has to come back after the restart before it counts as given up.]:storm-deadline:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )
