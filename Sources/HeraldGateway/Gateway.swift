@@ -82,8 +82,15 @@ public final class Gateway: Service, Sendable {
             connectionsPerAddress: ConnectionsPerAddress(limit: configuration.limits.providerConnectionsPerAddress), feed: feed)
         if configuration.channelPort != nil { providerPort.broadcaster = Broadcaster(store: store, intake: intake) }
         let webPushSubscriptions = WebPushSubscriptions(store: store, storeTimeout: configuration.limits.storeTimeout)
+        let webPushPort = WebPushPort(
+            environment: configuration.environment, clock: clock, store: store, intake: intake, registry: registry, recorder: recorder,
+            subscriptions: webPushSubscriptions,
+            limiter: configuration.tokenRateLimit.map(TokenRateLimiter.init(configuration:)), publicOrigin: configuration.webPushOrigin,
+            pingInterval: configuration.devicePingInterval, idleTimeout: configuration.deviceIdleTimeout, metrics: metrics, logger: logger,
+            limits: configuration.limits, connectionsPerAddress: ConnectionsPerAddress(limit: configuration.limits.deviceConnectionsPerAddress),
+            feed: feed, cluster: cluster)
         let webPushEndpoints = configuration.webPushPort.map { _ in
-            WebPushEndpoints(publicOrigin: configuration.webPushOrigin, subscriptions: webPushSubscriptions)
+            WebPushEndpoints(publicOrigin: configuration.webPushOrigin, subscriptions: webPushSubscriptions, origins: webPushPort.origins)
         }
         let devicePort = DevicePort(
             environment: configuration.environment, clock: clock, store: store, registry: registry, recorder: recorder,
@@ -92,14 +99,6 @@ public final class Gateway: Service, Sendable {
             lowPriorityDelay: configuration.lowPriorityDelay, metrics: metrics, logger: logger, limits: configuration.limits,
             connectionsPerAddress: ConnectionsPerAddress(limit: configuration.limits.deviceConnectionsPerAddress),
             enrollmentSecret: configuration.enrollmentSecret, feed: feed, cluster: cluster, webPush: webPushEndpoints)
-
-        let webPushPort = WebPushPort(
-            environment: configuration.environment, clock: clock, store: store, intake: intake, registry: registry, recorder: recorder,
-            subscriptions: webPushSubscriptions,
-            limiter: configuration.tokenRateLimit.map(TokenRateLimiter.init(configuration:)), publicOrigin: configuration.webPushOrigin,
-            pingInterval: configuration.devicePingInterval, idleTimeout: configuration.deviceIdleTimeout, metrics: metrics, logger: logger,
-            limits: configuration.limits, connectionsPerAddress: ConnectionsPerAddress(limit: configuration.limits.deviceConnectionsPerAddress),
-            feed: feed, cluster: cluster)
 
         var listeners: [APNsPortListener] = []
         var deviceListener: DeviceListener?

@@ -51,7 +51,9 @@ struct BenchScale: AsyncParsableCommand {
     func validate() throws {
         guard (1...1_000_000).contains(devices) else { throw ValidationError("--devices must be from 1 to 1000000") }
         guard (0...250).contains(sources) else { throw ValidationError("--sources must be from 0 to 250") }
-        guard concurrency >= 1, pushes >= 100 else { throw ValidationError("--concurrency ≥ 1 and --pushes ≥ 100") }
+        guard (1...10_000).contains(concurrency) else { throw ValidationError("--concurrency must be from 1 to 10000") }
+        guard (100...1_000_000).contains(pushes) else { throw ValidationError("--pushes must be from 100 to 1000000") }
+        guard (1...3_600).contains(stormDeadline) else { throw ValidationError("--storm-deadline must be from 1 to 3600 seconds") }
     }
 
     func run() async throws {
@@ -155,7 +157,7 @@ struct BenchScale: AsyncParsableCommand {
 
 /// The gateway `bench scale` measures: a child process it starts, stops (SIGTERM, gracefully) and
 /// starts again on the same ports.
-final class ScaleGateway: @unchecked Sendable {
+final class ScaleGateway {
     let dataDirectory: String
     private let work: String
     private let devices: Int

@@ -113,7 +113,7 @@ struct ProviderCommand: AsyncParsableCommand {
         // Shut down in reverse order: the REST API stops accepting and finishes the requests under
         // way first, then the runner stops the schedules and closes the gateway connections.
         let group = ServiceGroup(configuration: .init(
-            services: [ProviderRunner(service: service, client: client), api], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            services: [ProviderRunner(service: service, client: client, webPushClient: webPushClient), api], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do { try await group.run() } catch where !listening.withLock({ $0 }) {
             throw ValidationError("cannot listen on \(host):\(port) (--port, --host): \(error)")
         }
@@ -123,10 +123,11 @@ struct ProviderCommand: AsyncParsableCommand {
 /// `herald provider`'s own work as a service: at SIGTERM or SIGINT (after the REST API has
 /// stopped accepting and finished its requests: a send completes and records its report), it
 /// stops polling feedback and scheduling, lets scheduled runs under way finish and records them,
-/// and closes its gateway connections.
+/// and closes its gateway connections and its Web Push client.
 private struct ProviderRunner: Service {
     let service: ProviderService
     let client: APNsClient
+    let webPushClient: WebPushClient?
 
     func run() async throws {
         try? await gracefulShutdown()
@@ -134,5 +135,7 @@ private struct ProviderRunner: Service {
         await service.stopSchedules()
         await service.settle()
         await client.close()
+        // Its HTTP client must be shut down before it is released (AsyncHTTPClient's rule).
+        try? await webPushClient?.close()
     }
 }

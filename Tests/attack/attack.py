@@ -712,9 +712,12 @@ def main():
         check("the normal push reached the device after the attacks", arrived is not None)
 
         # --- herald provider: hostile REST bodies, then a normal send through it reaches the device.
+        vapid_path = os.path.join(data, "vapid.pem")
+        subprocess.run([HERALD, "keys", "vapid", "--out", vapid_path], check=True, capture_output=True, timeout=30)
         provider = subprocess.Popen(
             [HERALD, "provider", "--data-dir", os.path.join(data, "provider"), "--port", "0",
-             "--gateway", f"https://localhost:{port}", "--ca", ca, "--key", key_path, "--key-id", key_id, "--team", TEAM],
+             "--gateway", f"https://localhost:{port}", "--ca", ca, "--key", key_path, "--key-id", key_id, "--team", TEAM,
+             "--vapid-key", vapid_path, "--vapid-subject", "mailto:ops@example.com"],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         ready = json.loads(provider.stdout.readline())
         api = f"http://127.0.0.1:{ready['port']}"
@@ -724,6 +727,10 @@ def main():
         deep = '{"to":' + "[" * 5000 + "]" * 5000 + "}"
         ok = '"to":{"token":"00"},"alert":{"body":"x"}'
         reg = '"token":"00","topic":"t","language":"en","timeZone":"UTC"'
+        # A valid P-256 point and auth secret, so that each case below is wrong in one field only.
+        wp_point = base64.urlsafe_b64encode(ec.generate_private_key(ec.SECP256R1()).public_key().public_bytes(
+            serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)).rstrip(b"=").decode()
+        wp_keys = '"keys":{"p256dh":"%s","auth":"AAAAAAAAAAAAAAAAAAAAAA"}' % wp_point
         rest_cases = [
             ("/v1/sends", '{%s,"badge":1e300}' % ok, 400, '"badge"'),
             ("/v1/sends", '{%s,"badge":-1}' % ok, 400, '"badge"'),
@@ -747,6 +754,16 @@ def main():
             ("/v1/registrations", '{"token":"00","topic":"t","language":"en","timeZone":1e300}', 400, '"timeZone"'),
             ("/v1/registrations", '{"token":"00","topic":"t","timeZone":"UTC","language":"' + "x" * 100_000 + '"}', 400, '"language"'),
             ("/v1/registrations", '{%s,"tags":"beta"}' % reg, 400, '"tags"'),
+            # Web Push subscriptions as registrations: each field checked and named.
+            ("/v1/registrations", '{"topic":"t","language":"en","timeZone":"UTC","webPush":{"endpoint":"http://push.example/x",%s}}' % wp_keys, 400, '"webPush.endpoint"'),
+            ("/v1/registrations", '{"topic":"t","language":"en","timeZone":"UTC","webPush":{"endpoint":"https://push.example/' + "x" * 5000 + '",%s}}' % wp_keys, 400, '"webPush.endpoint"'),
+            ("/v1/registrations", '{"topic":"t","language":"en","timeZone":"UTC","webPush":{"endpoint":"https://push.example/x","keys":{"p256dh":"AAAA","auth":"AAAAAAAAAAAAAAAAAAAAAA"}}}', 400, '"webPush.keys"'),
+            ("/v1/registrations", '{"topic":"t","language":"en","timeZone":"UTC","webPush":{"endpoint":"https://push.example/x","keys":{"p256dh":"%s","auth":"%s"}}}' % (wp_point, "A" * 100), 400, '"webPush.keys.auth"'),
+            ("/v1/registrations", '{"topic":"t","language":"en","timeZone":"UTC","webPush":{"endpoint":7,%s}}' % wp_keys, 400, '"webPush.endpoint"'),
+            ("/v1/registrations", '{"topic":"t","language":"en","timeZone":"UTC","webPush":"yes"}', 400, '"webPush"'),
+            ("/v1/registrations", '{"topic":"t","language":"en","timeZone":"UTC","webPush":{"endpoint":"https://push.example/x",%s,"url":"javascript:alert(1)"}}' % wp_keys, 400, '"webPush.url"'),
+            ("/v1/registrations", '{"token":"00","topic":"t","language":"en","timeZone":"UTC","webPush":{"endpoint":"https://push.example/x",%s}}' % wp_keys, 400, '"webPush"'),
+            ("/v1/sends", '{%s,"url":"' % ok + "h" * 10_000 + '"}', 400, '"url"'),
             ("/v1/sends", '{"x":"' + "a" * (2 << 20) + '"}', 413, ""),
         ]
         with httpx.Client(timeout=20) as c:

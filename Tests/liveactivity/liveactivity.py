@@ -25,7 +25,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from harness import check, start, wait_for, read, run  # noqa: E402
+from harness import check, json_events as events, start, wait_for, read, run  # noqa: E402
 
 HERALD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".build/debug/herald")
 TEAM = "TEAM123456"
@@ -38,17 +38,6 @@ def herald(*args, check_exit=True):
     if check_exit and out.returncode != 0:
         raise AssertionError(f"herald {' '.join(args)} failed ({out.returncode}): {out.stderr.strip()}")
     return out
-
-
-def events(path):
-    """The JSON events a `herald device run --json` wrote so far."""
-    found = []
-    for line in read(path).splitlines():
-        try:
-            found.append(json.loads(line))
-        except ValueError:
-            pass
-    return found
 
 
 def event(path, kind, where=lambda e: True):

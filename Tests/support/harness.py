@@ -1,7 +1,7 @@
 """What the out-of-process test scripts share (Tests/browser, Tests/desktop): checks that print
 ok/FAIL and are counted, child processes that are always stopped, waiting on a condition with a
 deadline, and the run that turns an unexpected exception into a failed check."""
-import subprocess, sys, time
+import json, subprocess, sys, time
 
 FAILURES = []
 PROCESSES = []
@@ -38,6 +38,18 @@ def read(path):
             return f.read()
     except FileNotFoundError:
         return ""
+
+
+def json_events(path):
+    """The JSON lines a process wrote to path so far (a `herald device run --json` log), skipping
+    any line that is not JSON (a line still being written)."""
+    found = []
+    for line in read(path).splitlines():
+        try:
+            found.append(json.loads(line))
+        except ValueError:
+            pass
+    return found
 
 
 def run(name, main):

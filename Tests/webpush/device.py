@@ -22,8 +22,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from harness import check, read, run, start, wait_for  # noqa: E402
-from device_agent import Agent, device_events  # noqa: E402
+from harness import check, json_events, read, run, start, wait_for  # noqa: E402
+from device_agent import Agent  # noqa: E402
+from useragent import refusal  # noqa: E402
 
 import pywebpush
 import requests
@@ -43,14 +44,6 @@ def push(subscription, data, vapid, ca, **kwargs):
                              requests_session=s, ttl=600, **kwargs)
 
 
-def refusal(call):
-    try:
-        call()
-        return None
-    except pywebpush.WebPushException as error:
-        return error.response.status_code if error.response is not None else -1
-
-
 def main():
     out = os.path.join(WORK, "gateway.json")
     start([HERALD, "gateway", "--data-dir", os.path.join(WORK, "gw"), "--provider-port", "0", "--device-port", "0",
@@ -65,7 +58,7 @@ def main():
     sock = os.path.join(device_dir, "agent.sock")
 
     def connections():
-        return sum(1 for e in device_events(log) if e.get("event") in ("connected", "reconnected"))
+        return sum(1 for e in json_events(log) if e.get("event") in ("connected", "reconnected"))
 
     def start_device():
         before = connections()
@@ -108,13 +101,13 @@ def main():
     check("the app gets the plaintext the device decrypted", got.get("text") == "hello from pywebpush" and got.get("declarative") is False,
           json.dumps(got))
     check("an ordinary message is not presented",
-          not any(e.get("event") == "delivered" and e.get("app") == APP for e in device_events(log)))
+          not any(e.get("event") == "delivered" and e.get("app") == APP for e in json_events(log)))
 
     declarative = json.dumps({"web_push": 8030, "notification": {"title": "New message", "body": "Ana: lunch?",
                                                                  "navigate": "https://chat.example.com/c/1", "app_badge": 3}})
     push(info, declarative, vapid, ca)
     shown = wait_for("the declarative message shown", lambda: next(
-        (e for e in device_events(log) if e.get("event") == "delivered" and e.get("app") == APP), None))
+        (e for e in json_events(log) if e.get("event") == "delivered" and e.get("app") == APP), None))
     notification = shown["notification"]
     check("a Declarative Web Push message is presented by the device with its title, body and badge",
           notification["content"].get("title") == "New message" and notification["content"].get("body") == "Ana: lunch?"
@@ -135,7 +128,7 @@ def main():
     pywebpush.webpush({"endpoint": quiet_made["subscription"]["endpoint"], "keys": quiet_made["subscription"]["keys"]}, data=declarative,
                       requests_session=s, ttl=600)
     quiet_got = wait_for("the quiet app's message", lambda: quiet.event("webPush"))
-    delivered = [e for e in device_events(log) if e.get("event") == "delivered" and e.get("app") == QUIET]
+    delivered = [e for e in json_events(log) if e.get("event") == "delivered" and e.get("app") == QUIET]
     check("an unauthorized app's declarative message is handed to it but not shown",
           quiet_got.get("declarative") is True and all(not e["notification"].get("presentation", {}).get("banner") for e in delivered),
           json.dumps(delivered))
@@ -143,10 +136,10 @@ def main():
     # The app goes away; a message waits for it.
     app.close()
     wait_for("the app's exit seen by the device", lambda: any(
-        e.get("event") == "app-state" and e.get("app") == APP and e.get("state") == "terminatedBySystem" for e in device_events(log)))
+        e.get("event") == "app-state" and e.get("app") == APP and e.get("state") == "terminatedBySystem" for e in json_events(log)))
     push(info, "while you were away", vapid, ca)
     wait_for("the device received it", lambda: any(e.get("event") == "webpush-received" and e.get("handedToApp") is False
-                                                    for e in device_events(log)))
+                                                    for e in json_events(log)))
     # Restart the device: subscriptions, keys and the waiting message are kept.
     os.kill(device.pid, signal.SIGTERM)
     device.wait()
@@ -164,7 +157,7 @@ def main():
     gone = back.call({"op": "webPushUnsubscribe"})
     check("webPushUnsubscribe", gone.get("unsubscribed") is True, json.dumps(gone))
     wait_for("the gateway's confirmation", lambda: any(e.get("event") == "webpush-unsubscribed" and e.get("topic") == APP
-                                                        for e in device_events(log)))
+                                                        for e in json_events(log)))
     status = refusal(lambda: push(info, "too late", vapid, ca))
     check("after unsubscribing, pywebpush gets 410 Gone", status == 410, str(status))
 

@@ -4,8 +4,6 @@ import json
 import socket
 import threading
 
-from harness import read
-
 
 class Agent:
     """One app connection on the device's agent socket: requests answered by id, and the events
@@ -61,12 +59,3 @@ class Agent:
         self.socket.shutdown(socket.SHUT_RDWR)
         self.socket.close()
 
-
-def device_events(path):
-    found = []
-    for line in read(path).splitlines():
-        try:
-            found.append(json.loads(line))
-        except ValueError:
-            pass
-    return found

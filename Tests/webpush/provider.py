@@ -20,8 +20,8 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from harness import check, read, run, start, wait_for  # noqa: E402
-from device_agent import Agent, device_events  # noqa: E402
+from harness import check, json_events, read, run, start, wait_for  # noqa: E402
+from device_agent import Agent  # noqa: E402
 
 HERALD = os.path.abspath(sys.argv[1])
 WORK = tempfile.mkdtemp(prefix="herald-webpush-provider-")
@@ -49,7 +49,7 @@ def main():
     start([HERALD, "device", "run", "--data-dir", device_dir, "--gateway", f"wss://localhost:{ports['device_port']}", "--ca", ca,
            "--app", APP, "--json"], stdout=open(log, "w"), stderr=open(os.path.join(WORK, "device.err"), "w"))
     sock = os.path.join(device_dir, "agent.sock")
-    wait_for("the device", lambda: any(e.get("event") == "connected" for e in device_events(log)) and os.path.exists(sock))
+    wait_for("the device", lambda: any(e.get("event") == "connected" for e in json_events(log)) and os.path.exists(sock))
 
     # The application server's VAPID key, and the app subscribing with its public half.
     vapid = os.path.join(WORK, "vapid.pem")
@@ -96,7 +96,7 @@ def main():
     check("the send's report: 201 from the push service, the message's location, the language chosen",
           delivery.get("status") == 201 and delivery.get("location", "").startswith(f"https://localhost:{ports['webpush_port']}/m/")
           and delivery.get("language") == "fr", json.dumps(report))
-    shown = wait_for("the presentation", lambda: next((e for e in device_events(log) if e.get("event") == "delivered"), None))
+    shown = wait_for("the presentation", lambda: next((e for e in json_events(log) if e.get("event") == "delivered"), None))
     content = shown["notification"]["content"]
     check("the device decrypts a Declarative Web Push message in the registration's language and presents it",
           content.get("title") == "Nouveau message" and content.get("body") == "Ana vous a écrit" and content.get("badge") == 4
@@ -105,7 +105,7 @@ def main():
     check("the app gets the same plaintext", json.loads(handed["text"])["notification"]["title"] == "Nouveau message")
 
     app.call({"op": "webPushUnsubscribe"})
-    wait_for("the unsubscription", lambda: any(e.get("event") == "webpush-unsubscribed" for e in device_events(log)))
+    wait_for("the unsubscription", lambda: any(e.get("event") == "webpush-unsubscribed" for e in json_events(log)))
     status, report = api("POST", "/v1/sends", {"to": {"user": "zoe"}, "alert": {"body": "too late"}})
     check("after the app unsubscribed, the send gets 410 and prunes the registration",
           status == 200 and report["deliveries"][0]["status"] == 410 and report["pruned"] == [registration["token"]], json.dumps(report))

@@ -16,7 +16,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from harness import check, read, run, start, wait_for  # noqa: E402
-from useragent import UserAgent, b64d, b64e  # noqa: E402
+from useragent import UserAgent, b64d, b64e, refusal  # noqa: E402
 
 import pywebpush
 import requests
@@ -59,14 +59,6 @@ def session(ca):
     s = requests.Session()
     s.verify = ca
     return s
-
-
-def refusal(call):
-    try:
-        call()
-        return None
-    except pywebpush.WebPushException as error:
-        return error.response.status_code if error.response is not None else -1
 
 
 async def scenario():

@@ -12,20 +12,23 @@ receives. The UnifiedPush D-Bus specification 0.3.0 is followed on both sides:
   ciphertext as it was posted, which decrypts to the plaintext; registering again with the same
   token gives the same endpoint again;
 - a registration without a service name fails with REGISTRATION_FAILED;
+- a connector that never answers Message does not stop the distributor from serving; after 10 s
+  the message is left unacked, and it comes again when the device next connects;
 - Unregister leads to Unregistered, and the endpoint answers 410 Gone.
 
     dbus-run-session -- python3 Tests/webpush/unifiedpush.py PATH/TO/herald
 """
 import json
 import os
+import signal
 import sys
 import tempfile
 import threading
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from harness import check, read, run, start, wait_for  # noqa: E402
-from useragent import b64d, b64e  # noqa: E402
+from harness import check, json_events, read, run, start, wait_for  # noqa: E402
+from useragent import b64d, b64e, refusal  # noqa: E402
 
 import http_ece
 import pywebpush
@@ -51,6 +54,7 @@ class Connector:
         reply = self.connection.send_and_get_reply(message_bus.RequestName(SERVICE))
         assert reply.body[0] == 1, reply.body
         self.calls = []
+        self.silent = False  # True: Message calls are recorded and never answered
         self.lock = threading.Lock()
         threading.Thread(target=self._serve, daemon=True).start()
 
@@ -69,7 +73,7 @@ class Connector:
             args = {key: value[1] for key, value in message.body[0].items()} if message.body else {}
             with self.lock:
                 self.calls.append((str(path), interface, member, args))
-            if member == "Message":
+            if member == "Message" and not self.silent:
                 self.connection.send(new_method_return(message, "a{sv}", ({"id": ("s", args.get("id", ""))},)))
 
     def called(self, member, where=lambda a: True):
@@ -84,14 +88,6 @@ def register(client, **fields):
     return {key: value[1] for key, value in reply.body[0].items()}
 
 
-def refusal(call):
-    try:
-        call()
-        return None
-    except pywebpush.WebPushException as error:
-        return error.response.status_code if error.response is not None else -1
-
-
 def main():
     check("a private session bus for the test", "DBUS_SESSION_BUS_ADDRESS" in os.environ)
     out = os.path.join(WORK, "gateway.json")
@@ -101,8 +97,9 @@ def main():
     ca = ports["ca"]
     os.environ["REQUESTS_CA_BUNDLE"] = ca
     log = os.path.join(WORK, "device.jsonl")
-    start([HERALD, "device", "run", "--data-dir", os.path.join(WORK, "device"), "--gateway", f"wss://localhost:{ports['device_port']}",
-           "--ca", ca, "--unifiedpush", "--json"], stdout=open(log, "w"), stderr=open(os.path.join(WORK, "device.err"), "w"))
+    device_args = [HERALD, "device", "run", "--data-dir", os.path.join(WORK, "device"), "--gateway", f"wss://localhost:{ports['device_port']}",
+                   "--ca", ca, "--unifiedpush", "--json"]
+    device = start(device_args, stdout=open(log, "w"), stderr=open(os.path.join(WORK, "device.err"), "w"))
     wait_for("the device's connection", lambda: '"event":"connected"' in read(log))
 
     client = open_dbus_connection(bus="SESSION")
@@ -146,6 +143,26 @@ def main():
     failed = register(client, token=str(uuid.uuid4()))
     check("a registration without a service fails with REGISTRATION_FAILED", failed.get("success") == "REGISTRATION_FAILED"
           and failed.get("reason") == "INTERNAL_ERROR", json.dumps(failed))
+
+    # A connector that takes the call and never answers: the distributor waits 10 s for it, keeps
+    # serving meanwhile, does not ack, and the message comes again at the next connection.
+    connector.silent = True
+    pywebpush.webpush(subscription, data="to a silent connector", vapid_private_key=vapid,
+                      vapid_claims={"sub": "mailto:ops@example.com"}, ttl=600)
+    wait_for("the call to the silent connector", lambda: len(connector.called("Message")) >= 2)
+    quick = register(client, service=SERVICE, token=token, vapid=key)
+    check("while a connector is silent the distributor still answers Register", quick.get("success") == "REGISTRATION_SUCCEEDED", json.dumps(quick))
+    missed = wait_for("the not-delivered event", lambda: next((e for e in json_events(log) if e.get("event") == "unifiedpush-not-delivered"), None), timeout=30)
+    check("a connector that never answers Message: not delivered (not acked), and said why",
+          "did not take it" in missed.get("why", "") and missed.get("id") == connector.called("Message")[-1].get("id"), json.dumps(missed))
+    connector.silent = False
+    device.send_signal(signal.SIGTERM)
+    device.wait(timeout=20)
+    start(device_args, stdout=open(log, "a"), stderr=open(os.path.join(WORK, "device.err"), "a"))
+    again = wait_for("the message again", lambda: [m for m in connector.called("Message") if m.get("id") == missed.get("id")][1:])
+    plaintext = http_ece.decrypt(bytes(again[0].get("message", b"")), private_key=private, auth_secret=auth, version="aes128gcm")
+    check("the message the silent connector missed comes again at the next connection, intact", plaintext == b"to a silent connector", repr(plaintext))
+    wait_for("its ack", lambda: any(e.get("event") == "unifiedpush-message" and e.get("id") == missed.get("id") for e in json_events(log)))
 
     client.send(new_method_call(DISTRIBUTOR, "Unregister", "a{sv}", ({"token": ("s", token)},)))
     gone = wait_for("Unregistered", lambda: connector.called("Unregistered"))

@@ -11,6 +11,7 @@ import time
 import uuid
 
 import http_ece
+import pywebpush
 import websockets
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -22,6 +23,15 @@ def b64e(data):
 
 def b64d(text):
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def refusal(call):
+    """The HTTP status pywebpush's send was refused with (-1 without a response), None if it was accepted."""
+    try:
+        call()
+        return None
+    except pywebpush.WebPushException as error:
+        return error.response.status_code if error.response is not None else -1
 
 
 class UserAgent:

@@ -257,20 +257,23 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     /// A Web Push subscription for one of the device's apps: a token like the others, whose
     /// endpoint is on the Web Push port. The device keeps the keys; the gateway only the scope.
     private func webPushSubscribe(_ scope: TokenScope) {
-        guard let endpoints = port.webPush else {
-            return send(.error(code: .webPushUnavailable, message: "this gateway has no Web Push port (herald gateway --webpush-port)"), flush: true)
-        }
+        guard let endpoints = webPushEndpoints() else { return }
         guard let origin = endpoints.origin(deviceHost: host) else {
             return send(.error(code: .webPushUnavailable, message: "the gateway cannot name its Web Push endpoints for this connection (no usable Host; set --webpush-origin)"), flush: true)
         }
         register(scope, webPushOrigin: origin)
     }
 
+    /// The gateway's Web Push endpoints, or nil after telling the device this gateway has none.
+    private func webPushEndpoints() -> WebPushEndpoints? {
+        if let endpoints = port.webPush { return endpoints }
+        send(.error(code: .webPushUnavailable, message: "this gateway has no Web Push port (herald gateway --webpush-port)"), flush: true)
+        return nil
+    }
+
     private func webPushUnsubscribe(topic: String, subscription: String) {
         guard let deviceID = session.deviceID else { return }
-        guard let endpoints = port.webPush else {
-            return send(.error(code: .webPushUnavailable, message: "this gateway has no Web Push port (herald gateway --webpush-port)"), flush: true)
-        }
+        guard let endpoints = webPushEndpoints() else { return }
         let now = port.clock.nowMilliseconds()
         let maximum = port.limits.topicsPerDevice
         run({ try await endpoints.subscriptions.unsubscribe(deviceID: deviceID, bundleID: topic, channel: subscription, atMilliseconds: now, limit: maximum) }) { handler, result in

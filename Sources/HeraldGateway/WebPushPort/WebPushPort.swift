@@ -44,7 +44,8 @@ struct WebPushPort: Sendable {
         guard let host else { return nil }
         return origins.origin(host: host)
     }
-    var origins = Origins()
+    /// Shared with the device port's `WebPushEndpoints`: one table of the names the gateway is reached under.
+    let origins = Origins()
 
     /// `Host` values read into origins, remembered (a port is reached under a few names).
     final class Origins: Sendable {
@@ -73,11 +74,12 @@ final class WebPushEndpoints: Sendable {
     let publicOrigin: String?
     let subscriptions: WebPushSubscriptions
     private let boundPort = Locked<Int?>(nil)
-    private let origins = WebPushPort.Origins()
+    private let origins: WebPushPort.Origins
 
-    init(publicOrigin: String?, subscriptions: WebPushSubscriptions) {
+    init(publicOrigin: String?, subscriptions: WebPushSubscriptions, origins: WebPushPort.Origins) {
         self.publicOrigin = publicOrigin
         self.subscriptions = subscriptions
+        self.origins = origins
     }
 
     /// The Web Push port is listening on `port`.
