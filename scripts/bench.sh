@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 QUICK=0
 [ "${1:-}" = "--quick" ] && QUICK=1
 if [ "$QUICK" = 1 ]; then
-    GW_A="20000 5000"; GW_B="20000 200"; DELIVERY="5000 200 1000"; CLIENT="5000 200"; PROVIDER="1 1000"; CLUSTER="5000 2000 100"; BROADCAST="500"; WEBPUSH="10000 2000"; SCALE="1000"; SCALE_PUSHES=2000
+    GW_A="20000 5000"; GW_B="20000 200"; DELIVERY="5000 200 1000"; CLIENT="5000 200"; PROVIDER="1 1000"; CLUSTER="5000 2000 100"; BROADCAST="500"; WEBPUSH="10000 2000"; SCALE="500"; SCALE_PUSHES=1000
 else
     GW_A="200000 100000"; GW_B="100000 200"; DELIVERY="50000 1000 10000"; CLIENT="20000 200"; PROVIDER="5 4000"; CLUSTER="40000 10000 500"; BROADCAST="10000"; WEBPUSH="100000 20000"; SCALE="100000"; SCALE_PUSHES=20000
 fi
@@ -32,13 +32,14 @@ export HERALD_BIN
 LOGS=$(mktemp -d /tmp/herald-bench-all.XXXXXX)
 
 step() {  # NAME COMMAND...: runs one benchmark script, its output kept in $LOGS/NAME.txt
-    local name=$1; shift
+    local name=$1 started=$SECONDS; shift
     echo "running $* ..." >&2
     if ! "$@" > "$LOGS/$name.txt" 2>&1; then
         echo "$* failed; its output:" >&2
         tail -20 "$LOGS/$name.txt" >&2
         exit 1
     fi
+    echo "  ($name: $(( SECONDS - started )) s)" >&2
 }
 # shellcheck disable=SC2086
 step gateway-a scripts/bench-gateway.sh $GW_A
