@@ -141,6 +141,8 @@ enum BrowserDeviceScript {
 
         function log(text) { $('log').textContent = text; }
 
+        let spread = null;  // milliseconds, from a shutdown frame's reconnect-within
+
         function backoff() {
           const ceiling = Math.min(30, 0.5 * 2 ** failures);
           return (ceiling / 2 + Math.random() * ceiling / 2) * 1000;
@@ -156,7 +158,9 @@ enum BrowserDeviceScript {
             socket = null;
             authenticated = false;
             failures += 1;
-            const wait = backoff();
+            // A gateway stopping gracefully says within how long to come back (reconnect-within).
+            const wait = spread !== null ? Math.random() * spread : backoff();
+            spread = null;
             setState('disconnected', `disconnected; again in ${(wait / 1000).toFixed(1)} s`);
             setTimeout(connect, wait);
           };
@@ -179,7 +183,11 @@ enum BrowserDeviceScript {
             case 'notification': return frame['push-type'] === 'webpush' ? webPushNotification(frame) : notification(frame);
             case 'webpush-subscribed': return webPushSubscribed(frame);
             case 'webpush-unsubscribed': return webPushUnsubscribed(frame);
-            case 'error': return log(`gateway: ${frame.code}: ${frame.message}`);
+            case 'error':
+              if (frame.code === 'shutdown' && Number.isInteger(frame['reconnect-within'])) {
+                spread = Math.min(Math.max(frame['reconnect-within'], 0), 3600000);
+              }
+              return log(`gateway: ${frame.code}: ${frame.message}`);
           }
         }
 

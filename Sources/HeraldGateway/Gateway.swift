@@ -198,6 +198,7 @@ public final class Gateway: Service, Sendable {
         // still connected, devices are disconnected, the recorder writes the last acks, the
         // node leaves its cluster, the sweeper stops, the admin port closes last.
         let drainTimeout = configuration.drainTimeout
+        let reconnectRate = configuration.limits.deviceReconnectRate
         let (providerListeners, devices, feedback, adminServer) = (listeners, deviceListener, feedbackListener, admin)
         let webPush = webPushListener
         var parts: [GatewayPart] = [
@@ -213,7 +214,7 @@ public final class Gateway: Service, Sendable {
         }
         parts += [
             GatewayPart("device sessions", stop: {
-                registry.closeAll()
+                registry.closeAllForShutdown(reconnectRate: reconnectRate)
                 await devices?.waitForConnectionsToClose(timeout: .seconds(2))
                 await webPush?.waitForConnectionsToClose(timeout: .seconds(2))
             }),

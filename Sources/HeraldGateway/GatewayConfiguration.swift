@@ -197,6 +197,16 @@ public struct GatewayLimits: Sendable, Hashable {
     /// accepting until one finishes (the kernel's backlog holds the rest), so that a reconnect
     /// storm is worked through at the rate the gateway can finish handshakes.
     public var deviceHandshakesInFlight = 128
+    /// Of those, at most this many from one IP address; past it the address's new connections
+    /// are closed at accept (the device retries on its backoff). Devices behind one NAT share it.
+    public var deviceHandshakesInFlightPerAddress = 32
+    /// Time a new device connection has to send its first bytes (a TLS ClientHello comes at once).
+    public var deviceFirstBytesTimeout: TimeAmount = .seconds(2)
+    /// Device handshakes a second the gateway expects to finish when its devices come back after
+    /// a graceful stop: the `shutdown` frame asks each device to reconnect at a random moment
+    /// within (connected devices ÷ this) seconds, at most an hour, so that they arrive at about
+    /// this rate instead of all at once.
+    public var deviceReconnectRate = 500
     /// Notifications written to one device and not yet acked; past it the gateway stops sending
     /// (the rest stay held) until acks arrive.
     public var deviceInFlight = 1_000

@@ -77,26 +77,48 @@ final class ConnectionDeadline: ChannelDuplexHandler, RemovableChannelHandler {
 /// kernel's backlog holds the rest; it accepts again as handshakes finish. Under a storm of
 /// reconnecting devices the gateway then finishes the handshakes it started at the rate it can,
 /// rather than starting so many that each finishes only after its device gave up.
+///
+/// One address may hold at most `perAddress` of the slots: past that its connections are refused
+/// at accept, so that a peer opening silent connections from one address cannot fill the gate
+/// and stall every other device's handshake (with ``FirstBytesDeadline`` a silent one holds its
+/// slot for a short time only).
 final class HandshakeGate: Sendable {
     let limit: Int
-    private let inProgress = Locked(0)
+    let perAddress: Int
+    private struct State {
+        var total = 0
+        var byAddress: [String: Int] = [:]
+    }
+    private let state = Locked(State())
 
-    init(limit: Int) { self.limit = max(1, limit) }
+    init(limit: Int, perAddress: Int) {
+        self.limit = max(1, limit)
+        self.perAddress = max(1, perAddress)
+    }
 
-    /// A connection was accepted: counts it, pausing `listener` at the bound. Returns the
-    /// release to call once (when its handshake ends, either way).
-    func admit(listener: Channel?) -> @Sendable () -> Void {
-        let count = inProgress.withLock { n -> Int in
-            n += 1
-            return n
+    /// A connection from `address` was accepted: counts it, pausing `listener` at the bound, and
+    /// returns the release to call once (when its handshake ends, either way); nil, without
+    /// counting it, when `address` already has `perAddress` handshakes in flight.
+    func admit(listener: Channel?, address: String) -> (@Sendable () -> Void)? {
+        let total = state.withLock { state -> Int? in
+            let mine = state.byAddress[address, default: 0]
+            guard mine < perAddress else { return nil }
+            state.byAddress[address] = mine + 1
+            state.total += 1
+            return state.total
         }
-        if count == limit { reconcile(listener) }
-        return { [inProgress, limit] in
-            let count = inProgress.withLock { n -> Int in
-                n -= 1
-                return n
+        guard let total else { return nil }
+        if total == limit { reconcile(listener) }
+        let released = Locked(false)
+        return { [state, limit] in
+            guard released.withLock({ done in defer { done = true }; return !done }) else { return }
+            let total = state.withLock { state -> Int in
+                let mine = state.byAddress[address, default: 1] - 1
+                state.byAddress[address] = mine > 0 ? mine : nil
+                state.total -= 1
+                return state.total
             }
-            if count == limit - 1 { self.reconcile(listener) }
+            if total == limit - 1 { self.reconcile(listener) }
         }
     }
 
@@ -105,13 +127,50 @@ final class HandshakeGate: Sendable {
     /// applies the current truth.
     private func reconcile(_ listener: Channel?) {
         guard let listener else { return }
-        listener.eventLoop.execute { [inProgress, limit] in
-            let open = inProgress.withLock { $0 } < limit
+        listener.eventLoop.execute { [state, limit] in
+            let open = state.withLock { $0.total } < limit
             listener.setOption(ChannelOptions.autoRead, value: open).whenComplete { _ in }
         }
     }
 
-    var count: Int { inProgress.withLock { $0 } }
+    var count: Int { state.withLock { $0.total } }
+}
+
+/// Closes a connection on which nothing at all arrives within `timeout` of accept. A TLS client
+/// sends its ClientHello right after connecting; a connection that stays silent is a peer holding
+/// a socket (and a ``HandshakeGate`` slot), closed long before the handshake's own deadline.
+final class FirstBytesDeadline: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = NIOAny
+
+    private let timeout: TimeAmount
+    private let onExpiry: @Sendable () -> Void
+    private var timer: Scheduled<Void>?
+
+    init(timeout: TimeAmount, onExpiry: @escaping @Sendable () -> Void = {}) {
+        self.timeout = timeout
+        self.onExpiry = onExpiry
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        let channel = context.channel
+        let onExpiry = self.onExpiry
+        timer = context.eventLoop.scheduleTask(in: timeout) {
+            onExpiry()
+            channel.close(promise: nil)
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        timer?.cancel()
+        timer = nil
+        context.fireChannelRead(data)
+        context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+    }
 }
 
 /// Counts open connections per IP address on a port and refuses those past a limit: one address
@@ -150,6 +209,12 @@ final class ConnectionsPerAddress: Sendable {
 struct TooManyConnectionsFromAddress: Error, CustomStringConvertible {
     var limit: Int
     var description: String { "more than \(limit) connections from one address" }
+}
+
+/// A connection refused because its address has too many handshakes under way.
+struct TooManyHandshakesFromAddress: Error, CustomStringConvertible {
+    var limit: Int
+    var description: String { "more than \(limit) handshakes under way from one address" }
 }
 
 /// The connections a listener has open, so that shutdown can wait for them and then close what

@@ -184,6 +184,8 @@ final class ScaleGateway {
             "gateway", "--data-dir", dataDirectory, "--host", "127.0.0.1", "--provider-port", "\(provider)", "--device-port", "\(device)",
             "--channel-port", "\(channel)", "--token-burst", "0", "--log-level", "error", "--handshake-timeout", "120",
             "--device-connections-per-address", "\(devices + 1_000)",
+            // Every device comes from a few loopback addresses here; on the Internet they are many.
+            "--device-handshakes-per-address", "100000",
         ]
         let out = (work as NSString).appendingPathComponent("gateway-\(run).json")
         let err = (work as NSString).appendingPathComponent("gateway-\(run).err")

@@ -67,6 +67,16 @@ struct GatewayRunCommand: AsyncParsableCommand {
     @Option(help: "Open device connections allowed from one IP address.")
     var deviceConnectionsPerAddress: Int = GatewayLimits().deviceConnectionsPerAddress
 
+    @Option(help: ArgumentHelp(
+        "Device handshakes under way at once from one IP address; past it the address's new connections are closed at accept.",
+        valueName: "COUNT"))
+    var deviceHandshakesPerAddress: Int = GatewayLimits().deviceHandshakesInFlightPerAddress
+
+    @Option(help: ArgumentHelp(
+        "Device handshakes a second this gateway can finish: at a graceful stop, devices are asked to come back at random within (connected devices / this) seconds.",
+        valueName: "PER-SECOND"))
+    var deviceReconnectRate: Int = GatewayLimits().deviceReconnectRate
+
     @Option(help: ArgumentHelp("Seconds a peer has to finish the TLS handshake (and a device to answer the challenge).", valueName: "SECONDS"))
     var handshakeTimeout: Int = 10
 
@@ -171,6 +181,8 @@ struct GatewayRunCommand: AsyncParsableCommand {
         }
         if !(1...100_000).contains(offlineQueue) { throw ValidationError("--offline-queue must be from 1 to 100000") }
         if !(1...86_400 * 7).contains(providerIdleTimeout) { throw ValidationError("--provider-idle-timeout must be from 1 to 604800 seconds") }
+        if !(1...100_000).contains(deviceHandshakesPerAddress) { throw ValidationError("--device-handshakes-per-address must be from 1 to 100000") }
+        if !(1...1_000_000).contains(deviceReconnectRate) { throw ValidationError("--device-reconnect-rate must be from 1 to 1000000 a second") }
         if !(1...600).contains(handshakeTimeout) { throw ValidationError("--handshake-timeout must be from 1 to 600 seconds") }
         if providerConnectionsPerAddress < 1 || deviceConnectionsPerAddress < 1 {
             throw ValidationError("--provider-connections-per-address and --device-connections-per-address must be at least 1")
@@ -226,6 +238,8 @@ struct GatewayRunCommand: AsyncParsableCommand {
         configuration.limits.deviceHelloTimeout = .seconds(Int64(handshakeTimeout))
         configuration.limits.providerConnectionsPerAddress = providerConnectionsPerAddress
         configuration.limits.deviceConnectionsPerAddress = deviceConnectionsPerAddress
+        configuration.limits.deviceReconnectRate = deviceReconnectRate
+        configuration.limits.deviceHandshakesInFlightPerAddress = deviceHandshakesPerAddress
         configuration.tokenRateLimit = tokenBurst == 0 ? nil : .init(burst: tokenBurst, perSecond: tokenRate)
         configuration.storePolicy = StorePolicy(maximumPerApp: offlineQueue)
         configuration.devicePort = devicePort

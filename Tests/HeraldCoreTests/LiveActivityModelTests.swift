@@ -93,6 +93,22 @@ struct LiveActivityModelTests {
         for frame in server { #expect(try DeviceServerFrame.decode(frame.encoded()).get() == frame) }
     }
 
+    @Test("reconnect-within: any version's error frame may carry it; read back, bounded to an hour, absent when not sent")
+    func reconnectWithin() throws {
+        let frames: [DeviceServerFrame] = [
+            .error(code: .shutdown, message: "stopping", reconnectWithinMilliseconds: 36_000),
+            .error(code: .shutdown, message: "stopping", reconnectWithinMilliseconds: 0),
+            .error(code: .shutdown, message: "stopping"),
+        ]
+        for frame in frames { #expect(try DeviceServerFrame.decode(frame.encoded()).get() == frame) }
+        #expect(!String(decoding: frames[2].encoded(), as: UTF8.self).contains("reconnect-within"))
+        for bad in [#"-1"#, #"3600001"#, #""soon""#, #"1e300"#] {
+            let text = #"{"type":"error","code":"shutdown","message":"x","reconnect-within":"# + bad + "}"
+            guard case .failure(let error) = DeviceServerFrame.decode(Array(text.utf8)) else { Issue.record("accepted \(bad)"); continue }
+            #expect(error.message.contains("reconnect-within"))
+        }
+    }
+
     @Test("token scopes: stored forms read back; app topics can never look like one")
     func scopes() {
         let scopes = [

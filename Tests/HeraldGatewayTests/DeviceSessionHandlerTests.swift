@@ -76,7 +76,7 @@ struct DeviceSessionHandlerTests {
         #expect(Self.serverFrame(try channel.readOutbound()) == .error(
             code: .unsupportedFrame, message: "binary frames are not part of the protocol; send JSON text frames"))
         try channel.writeInbound(Self.masked(.text, "{not json"))
-        guard case .error(.malformedFrame, _)? = Self.serverFrame(try channel.readOutbound()) else {
+        guard case .error(.malformedFrame, _, _)? = Self.serverFrame(try channel.readOutbound()) else {
             Issue.record("malformed JSON was not refused")
             return
         }

@@ -69,7 +69,7 @@ struct DeviceSessionTests {
     func topics() throws {
         var session = try Self.live()
         expectEqual(session.receive(.register(topic: Self.topic), nowMilliseconds: 0), .register(TokenScope(bundleID: Self.topic)))
-        guard case .reply(.error(.invalidTopic, _)) = session.receive(.register(topic: "com.example.app.voip"), nowMilliseconds: 0) else {
+        guard case .reply(.error(.invalidTopic, _, _)) = session.receive(.register(topic: "com.example.app.voip"), nowMilliseconds: 0) else {
             Issue.record("a push-type suffix was accepted as a topic")
             return
         }
@@ -97,7 +97,7 @@ struct DeviceSessionTests {
         expectEqual(
             session.receive(.webPushUnsubscribe(topic: Self.topic, subscription: subscription), nowMilliseconds: 0),
             .webPushUnsubscribe(topic: Self.topic, subscription: subscription))
-        guard case .reply(.error(.invalidTopic, _)) = session.receive(.webPushSubscribe(topic: "a b", subscription: subscription, applicationServerKey: nil), nowMilliseconds: 0) else {
+        guard case .reply(.error(.invalidTopic, _, _)) = session.receive(.webPushSubscribe(topic: "a b", subscription: subscription, applicationServerKey: nil), nowMilliseconds: 0) else {
             Issue.record("an invalid topic was accepted for a Web Push subscription")
             return
         }

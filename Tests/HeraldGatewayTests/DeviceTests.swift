@@ -317,22 +317,22 @@ struct DeviceTests {
         guard case .frame(.challenge(let version, let nonce))? = await events.next() else { Issue.record("no challenge"); return }
         #expect(version == 1)
         socket.sendRaw(text: Array(#"{"type":"register","topic":"com.x"}"#.utf8))
-        guard case .frame(.error(.notAuthenticated, _))? = await events.next() else { Issue.record("expected not-authenticated"); return }
+        guard case .frame(.error(.notAuthenticated, _, _))? = await events.next() else { Issue.record("expected not-authenticated"); return }
         socket.send(try identity.hello(nonce: nonce))
         guard case .frame(.welcome(let id, .development, true, _))? = await events.next() else { Issue.record("no welcome"); return }
         #expect(id == identity.deviceID)
         socket.sendRaw(text: Array("not json".utf8))
-        guard case .frame(.error(.malformedFrame, let message))? = await events.next() else { Issue.record("expected malformed-frame"); return }
+        guard case .frame(.error(.malformedFrame, let message, _))? = await events.next() else { Issue.record("expected malformed-frame"); return }
         #expect(message.contains("JSON"))
         socket.sendRaw(text: Array(#"{"type":"register"}"#.utf8))
-        guard case .frame(.error(.malformedFrame, let missing))? = await events.next() else { Issue.record("expected malformed-frame"); return }
+        guard case .frame(.error(.malformedFrame, let missing, _))? = await events.next() else { Issue.record("expected malformed-frame"); return }
         #expect(missing.contains("topic"))
         socket.sendRaw(text: Array(#"{"type":"register","topic":"bad topic"}"#.utf8))
-        guard case .frame(.error(.invalidTopic, _))? = await events.next() else { Issue.record("expected invalid-topic"); return }
+        guard case .frame(.error(.invalidTopic, _, _))? = await events.next() else { Issue.record("expected invalid-topic"); return }
         socket.sendRaw(text: Array(#"{"type":"register","topic":"com.still.works"}"#.utf8))
         guard case .frame(.registered("com.still.works", _))? = await events.next() else { Issue.record("the connection should survive"); return }
         socket.sendRaw(text: Array(repeating: UInt8(ascii: "x"), count: DeviceProtocol.maximumFrameSize + 1))
-        guard case .frame(.error(.frameTooLarge, _))? = await events.next() else { Issue.record("expected frame-too-large"); return }
+        guard case .frame(.error(.frameTooLarge, _, _))? = await events.next() else { Issue.record("expected frame-too-large"); return }
         guard case .closed? = await events.next() else { Issue.record("expected the connection to close"); return }
 
         // A wrong signature.
@@ -340,7 +340,7 @@ struct DeviceTests {
         var forgedEvents = forged.events.makeAsyncIterator()
         guard case .frame(.challenge)? = await forgedEvents.next() else { Issue.record("no challenge"); return }
         forged.send(try identity.hello(nonce: "another nonce"))
-        guard case .frame(.error(.authenticationFailed, _))? = await forgedEvents.next() else { Issue.record("expected authentication-failed"); return }
+        guard case .frame(.error(.authenticationFailed, _, _))? = await forgedEvents.next() else { Issue.record("expected authentication-failed"); return }
 
         // The bystander never noticed.
         try await provider.push(bystanderToken, payload: #"{"aps":{"alert":"x"},"n":"still here"}"#)
@@ -364,10 +364,30 @@ struct DeviceTests {
         guard case .frame(.welcome)? = await events.next() else { Issue.record("no welcome"); return }
         let second = try gateway.startDevice(identity: identity)
         _ = try await second.token()
-        guard case .frame(.error(.replaced, _))? = await events.next() else { Issue.record("expected replaced"); return }
+        guard case .frame(.error(.replaced, _, _))? = await events.next() else { Issue.record("expected replaced"); return }
         guard case .closed? = await events.next() else { Issue.record("expected close"); return }
         await second.stop()
         try await gateway.stop()
+    }
+
+    @Test("a graceful stop tells each device to come back within connected ÷ reconnect rate seconds")
+    func shutdownSpreadsReconnects() async throws {
+        let gateway = try await TestGateway.start { $0.limits.deviceReconnectRate = 2 }
+        let tls = try DeviceTLS.makeContext(trustRootsPath: gateway.certificates.caCertificatePath)
+        var sockets: [(DeviceSocket, AsyncStream<DeviceSocket.Event>.Iterator)] = []
+        for _ in 0..<3 {
+            let socket = try await DeviceSocket.connect(host: "localhost", port: gateway.ports.devicePort!, tls: tls)
+            var events = socket.events.makeAsyncIterator()
+            guard case .frame(.challenge(_, let nonce))? = await events.next() else { Issue.record("no challenge"); return }
+            socket.send(try DeviceIdentity().hello(nonce: nonce))
+            guard case .frame(.welcome)? = await events.next() else { Issue.record("no welcome"); return }
+            sockets.append((socket, events))
+        }
+        try await gateway.stop()
+        for var (_, events) in sockets {
+            // 3 devices at 2 handshakes a second: within 1.5 s.
+            guard case .frame(.error(.shutdown, _, 1_500?))? = await events.next() else { Issue.record("expected shutdown within 1500 ms"); return }
+        }
     }
 
     @Test("closed enrollment: a new device needs the secret, an enrolled one does not; too many topics and bad secrets are refused")
@@ -387,7 +407,7 @@ struct DeviceTests {
         // Without the secret, or with another one: refused and closed.
         for attempt in [nil, "wrong-secret-0123456789"] {
             var (_, events, answer) = try await hello(attempt)
-            guard case .frame(.error(.enrollmentRefused, _))? = answer else { Issue.record("expected enrollment-refused, got \(String(describing: answer))"); return }
+            guard case .frame(.error(.enrollmentRefused, _, _))? = answer else { Issue.record("expected enrollment-refused, got \(String(describing: answer))"); return }
             guard case .closed? = await events.next() else { Issue.record("expected close"); return }
         }
         // With it: enrolled.
@@ -399,7 +419,7 @@ struct DeviceTests {
         var refused = 0
         while registered + refused < 3, let event = await events.next() {
             if case .frame(.registered) = event { registered += 1 }
-            if case .frame(.error(.tooManyTopics, _)) = event { refused += 1 }
+            if case .frame(.error(.tooManyTopics, _, _)) = event { refused += 1 }
         }
         #expect(registered == 2 && refused == 1)
         await socket.close()
@@ -412,7 +432,7 @@ struct DeviceTests {
         var answers: [String] = []
         while answers.count < 2, let event = await events.next() {
             if case .frame(.registered(let topic, _)) = event { answers.append("registered \(topic)") }
-            if case .frame(.error(.tooManyTopics, _)) = event { answers.append("too-many-topics") }
+            if case .frame(.error(.tooManyTopics, _, _)) = event { answers.append("too-many-topics") }
         }
         #expect(answers.sorted() == ["registered com.a", "too-many-topics"])
         await socket.close()
@@ -442,7 +462,7 @@ struct DeviceTests {
 
         var (old, oldEvents) = try await session(version: 1)
         old.send(.registerActivity(topic: "com.example.app", activity: .pushToStart))
-        guard case .error(.unsupportedFrameForVersion, _)? = await next(&oldEvents) else { Issue.record("a version 1 device was not refused a version 2 frame"); return }
+        guard case .error(.unsupportedFrameForVersion, _, _)? = await next(&oldEvents) else { Issue.record("a version 1 device was not refused a version 2 frame"); return }
         old.send(.register(topic: "com.example.app"))
         guard case .registered(_, let oldToken)? = await next(&oldEvents) else { Issue.record("no token for the version 1 device"); return }
         try await provider.push(oldToken)
@@ -462,7 +482,7 @@ struct DeviceTests {
         guard case .notification(let live)? = await next(&newEvents) else { Issue.record("no Live Activity push"); return }
         #expect(live.token == startToken && live.pushType == .liveactivity)
         new.send(.subscribe(topic: "com.example.app", channel: BroadcastChannelID.random().value))
-        guard case .error(.unknownChannel, _)? = await next(&newEvents) else { Issue.record("subscribing to a channel that does not exist was not refused"); return }
+        guard case .error(.unknownChannel, _, _)? = await next(&newEvents) else { Issue.record("subscribing to a channel that does not exist was not refused"); return }
         await old.close()
         await new.close()
         await provider.stop()

@@ -470,6 +470,38 @@ def main():
             s.close()
         check("60 silent or stalled TLS peers: all closed after the handshake deadline", closed == len(silent), f"{closed}/{len(silent)}")
 
+        # --- A storm of half-open connections does not stall other devices' handshakes: 3
+        # addresses (127.0.0.2-4) x 80 connections, a third sending the start of a ClientHello
+        # and then nothing. One address holds at most 32 of the 128 handshake slots (the rest are
+        # closed at accept), so a device from another address is accepted at once instead of
+        # waiting in the backlog until the storm's handshakes time out (a silent connection is
+        # also closed after 2 s without a byte, whatever the handshake deadline).
+        storm = []
+        rss_before_storm = rss_kib(gateway.pid)
+        for a in range(2, 5):
+            for i in range(80):
+                try:
+                    s = socket.create_connection(("127.0.0.1", device_port), source_address=(f"127.0.0.{a}", 0))
+                    if i % 3 == 0:
+                        s.sendall(b"\x16\x03\x01\x00\xc8\x01\x00\x00\xc4\x03\x03")
+                    storm.append(s)
+                except OSError:
+                    pass
+        rss_storm = rss_kib(gateway.pid)
+        started = time.monotonic()
+        try:
+            with socket.create_connection(("127.0.0.1", device_port), timeout=10) as raw:
+                with ssl.create_default_context(cafile=ca).wrap_socket(raw, server_hostname="localhost"):
+                    took = time.monotonic() - started
+        except OSError as error:
+            took = f"failed: {error}"
+        check("240 half-open connections from 3 addresses: another device's TLS handshake still finishes in < 1 s",
+              isinstance(took, float) and took < 1, took)
+        for s in storm:
+            s.close()
+        check("the half-open storm's memory is bounded (< 16 MiB for 240 connections)", rss_storm - rss_before_storm < 16 * 1024,
+              f"{rss_before_storm} -> {rss_storm} KiB")
+
         # --- A WebSocket peer that never answers the challenge is closed (deadline: 2 s).
         ctx = ssl.create_default_context(cafile=ca)
 

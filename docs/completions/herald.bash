@@ -211,7 +211,7 @@ _herald_gateway_run() {
     repeating_flags=()
     non_repeating_flags=(--enable-faults --version -h --help)
     repeating_options=()
-    non_repeating_options=(--data-dir --database --provider-port --h2c-port --admin-port --admin-host --enrollment-secret-file --provider-idle-timeout --provider-connections-per-address --device-connections-per-address --handshake-timeout --device-port --webpush-port --webpush-origin --channel-port --feedback-port --feedback-client-ca --provider-client-ca --device-ping-interval --device-idle-timeout --store-timeout --background-per-hour --inactivity-days --receipt-days --host --environment --tls-cert --tls-key --token-burst --token-rate --offline-queue --durability --node-id --node-lease --cluster-sweep --cross-node-hints --log-level --log-format)
+    non_repeating_options=(--data-dir --database --provider-port --h2c-port --admin-port --admin-host --enrollment-secret-file --provider-idle-timeout --provider-connections-per-address --device-connections-per-address --device-handshakes-per-address --device-reconnect-rate --handshake-timeout --device-port --webpush-port --webpush-origin --channel-port --feedback-port --feedback-client-ca --provider-client-ca --device-ping-interval --device-idle-timeout --store-timeout --background-per-hour --inactivity-days --receipt-days --host --environment --tls-cert --tls-key --token-burst --token-rate --offline-queue --durability --node-id --node-lease --cluster-sweep --cross-node-hints --log-level --log-format)
     __herald_offer_flags_options 0
 
     # Offer option value completions
@@ -244,6 +244,12 @@ _herald_gateway_run() {
         return
         ;;
     '--device-connections-per-address')
+        return
+        ;;
+    '--device-handshakes-per-address')
+        return
+        ;;
+    '--device-reconnect-rate')
         return
         ;;
     '--handshake-timeout')

@@ -124,6 +124,8 @@ _herald_gateway_run() {
         '--provider-idle-timeout[Seconds a provider connection may stay without a stream before GOAWAY IdleTimeout.]:SECONDS:'
         '--provider-connections-per-address[Open provider connections allowed from one IP address.]:provider-connections-per-address:'
         '--device-connections-per-address[Open device connections allowed from one IP address.]:device-connections-per-address:'
+        '--device-handshakes-per-address[Device handshakes under way at once from one IP address; past it the address'\''s new connections are closed at accept.]:COUNT:'
+        '--device-reconnect-rate[Device handshakes a second this gateway can finish\: at a graceful stop, devices are asked to come back at random within (connected devices / this) seconds.]:PER-SECOND:'
         '--handshake-timeout[Seconds a peer has to finish the TLS handshake (and a device to answer the challenge).]:SECONDS:'
         '--device-port[The device port\: one WebSocket over TLS per device (docs/device-protocol.md). 0 picks a free port.]:device-port:'
         '--webpush-port[The Web Push port (docs/web-push.md)\: RFC 8030 push endpoints over HTTP/1.1 and HTTP/2, and Mozilla'\''s push WebSocket for browsers (point Firefox'\''s dom.push.serverURL at wss\://HOST\:PORT/), over TLS. 0 picks a free port.]:webpush-port:'

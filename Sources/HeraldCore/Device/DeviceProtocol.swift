@@ -25,6 +25,8 @@ public enum DeviceProtocol {
     public static let maximumFrameSize = 64 * 1024
     /// The longest Web Push endpoint a `webpush-subscribed` frame may carry (UnifiedPush's bound).
     public static let maximumEndpointBytes = 1_000
+    /// The longest `reconnect-within` a gateway may give (one hour); a frame with more is malformed.
+    public static let maximumReconnectWithinMilliseconds = 3_600_000
     /// The most apns-ids one ack frame may carry.
     public static let maximumAcksPerFrame = 1024
 
@@ -287,7 +289,11 @@ public enum DeviceServerFrame: Sendable, Hashable {
     case webPushSubscribed(topic: String, subscription: String, endpoint: String, token: DeviceToken)
     case webPushUnsubscribed(topic: String, subscription: String)
     case notification(DeviceNotification)
-    case error(code: DeviceErrorCode, message: String)
+    /// `reconnectWithinMilliseconds` (field `reconnect-within`, any version; a gateway sends it
+    /// with `shutdown` when it stops gracefully): the device reconnects after a random delay up to
+    /// this, instead of its usual backoff, so that every device of a stopping node does not come
+    /// back in the same second. At most ``DeviceProtocol/maximumReconnectWithinMilliseconds``.
+    case error(code: DeviceErrorCode, message: String, reconnectWithinMilliseconds: Int64? = nil)
 
     /// Encodes every frame but notifications (see ``encodeNotification(apnsID:topic:pushType:priority:collapseID:expiration:payload:into:)``).
     public func encoded() -> [UInt8] {
@@ -310,7 +316,9 @@ public enum DeviceServerFrame: Sendable, Hashable {
         case .webPushSubscribed(let topic, let subscription, let endpoint, let token):
             object = ["type": "webpush-subscribed", "topic": topic, "subscription": subscription, "endpoint": endpoint, "token": token.description]
         case .webPushUnsubscribed(let topic, let subscription): object = ["type": "webpush-unsubscribed", "topic": topic, "subscription": subscription]
-        case .error(let code, let message): object = ["type": "error", "code": code.rawValue, "message": message]
+        case .error(let code, let message, let within):
+            object = ["type": "error", "code": code.rawValue, "message": message]
+            if let within { object["reconnect-within"] = within }
         case .notification(let n):
             var bytes: [UInt8] = []
             let payload = (try? JSONEncoder().encode(n.payload)).map(Array.init) ?? Array("{}".utf8)
@@ -418,7 +426,8 @@ public enum DeviceServerFrame: Sendable, Hashable {
             }
             return .success(.webPushUnsubscribed(topic: topic, subscription: subscription))
         case "error":
-            return .success(.error(code: f.code.flatMap(DeviceErrorCode.init(rawValue:)) ?? .internalError, message: f.message ?? ""))
+            return .success(.error(code: f.code.flatMap(DeviceErrorCode.init(rawValue:)) ?? .internalError, message: f.message ?? "",
+                                   reconnectWithinMilliseconds: f.reconnectWithin.map(Int64.init)))
         default:
             return .failure(DeviceFrameError("unknown frame type \"\(f.type)\""))
         }
@@ -448,6 +457,7 @@ public enum DeviceServerFrame: Sendable, Hashable {
         var channel: String?
         var subscription: String?
         var endpoint: String?
+        var reconnectWithin: Int?
 
         init(_ object: [String: JSONValue]) throws(JSONFieldError) {
             let o = JSONFields(object)
@@ -473,6 +483,7 @@ public enum DeviceServerFrame: Sendable, Hashable {
             channel = try o.string("channel", maximumBytes: DeviceProtocol.maximumIdentifierBytes)
             subscription = try o.string("subscription", maximumBytes: 64)
             endpoint = try o.string("endpoint", maximumBytes: DeviceProtocol.maximumEndpointBytes)
+            reconnectWithin = try o.integer("reconnect-within", in: 0...DeviceProtocol.maximumReconnectWithinMilliseconds)
         }
     }
 

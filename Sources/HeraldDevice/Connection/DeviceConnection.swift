@@ -211,7 +211,13 @@ public final class DeviceConnection: Sendable {
             // Another node not yet tried in this round is tried at once; after a whole round
             // unreachable, the backoff applies.
             if endpoints.count > 1, unreachableInARow % endpoints.count != 0 { continue }
-            let delay = backoff.nextDelay()
+            let delay: Int64
+            if let window = state.reconnectWithin {
+                state.reconnectWithin = nil
+                delay = Int64.random(in: 0...max(0, window))
+            } else {
+                delay = backoff.nextDelay()
+            }
             logger.debug("reconnecting", metadata: ["delay_ms": "\(delay)"])
             try? await Task.sleep(for: .milliseconds(delay))
         }
@@ -224,6 +230,9 @@ public final class DeviceConnection: Sendable {
         var seen = Set<NotificationID>()
         var seenOrder: [NotificationID] = []
         var seenStart = 0
+        /// Set by a `shutdown` frame's `reconnect-within`: the next attempt waits a random time up
+        /// to this instead of the backoff's delay.
+        var reconnectWithin: Int64?
 
         /// Remembers an id; `false` when it was seen already.
         mutating func remember(_ id: NotificationID) -> Bool {
@@ -306,8 +315,10 @@ public final class DeviceConnection: Sendable {
                     continuation.yield(.webPushSubscribed(topic: topic, subscription: subscription, endpoint: endpoint, token: token))
                 case .webPushUnsubscribed(let topic, let subscription):
                     continuation.yield(.webPushUnsubscribed(topic: topic, subscription: subscription))
-                case .error(let code, let message):
+                case .error(let code, let message, let reconnectWithin):
                     if code.closesConnection { reason = "\(code.rawValue): \(message)" }
+                    // A gateway stopping gracefully spreads its devices' return over a window.
+                    if code == .shutdown, let reconnectWithin { state.reconnectWithin = reconnectWithin }
                     continuation.yield(.gatewayError(code: code, message: message))
                 }
             }
@@ -354,7 +365,7 @@ public final class DeviceConnection: Sendable {
             case .unregistered(let unregisteredTopic, let at) where unregisteredTopic == topic:
                 await socket.close()
                 return at
-            case .error(let code, let message):
+            case .error(let code, let message, _):
                 throw DeviceError("the gateway refused: \(code.rawValue): \(message)")
             default: continue
             }

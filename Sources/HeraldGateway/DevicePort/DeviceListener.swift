@@ -23,7 +23,7 @@ final class DeviceListener: Sendable {
 
     static func bind(host: String, port: Int, tls: NIOSSLContext, devicePort: DevicePort, group: EventLoopGroup) async throws -> DeviceListener {
         let connections = OpenConnections()
-        let gate = HandshakeGate(limit: devicePort.limits.deviceHandshakesInFlight)
+        let gate = HandshakeGate(limit: devicePort.limits.deviceHandshakesInFlight, perAddress: devicePort.limits.deviceHandshakesInFlightPerAddress)
         let pageResponder = DevicePortPage.router().buildResponder()
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
@@ -58,13 +58,20 @@ final class DeviceListener: Sendable {
                             try sync.addHandler(DeviceSessionHandler(port: devicePort, host: head.headers.first(name: "host")))
                         }
                     })
+                guard let release = gate.admit(listener: channel.parent, address: channel.remoteAddress?.ipAddress ?? "?") else {
+                    metrics.recordPeerClosed(port: "device", reason: "per_address_handshakes")
+                    return channel.eventLoop.makeFailedFuture(TooManyHandshakesFromAddress(limit: limits.deviceHandshakesInFlightPerAddress))
+                }
                 return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     // TLS, the upgrade and the answer to the challenge, all within the deadline.
                     try sync.addHandler(ConnectionDeadline(
                         timeout: limits.deviceHelloTimeout, milestone: .declared,
                         onExpiry: { metrics.recordPeerClosed(port: "device", reason: "hello_timeout") },
-                        onDone: gate.admit(listener: channel.parent)))
+                        onDone: release))
+                    try sync.addHandler(FirstBytesDeadline(
+                        timeout: limits.deviceFirstBytesTimeout,
+                        onExpiry: { metrics.recordPeerClosed(port: "device", reason: "silent_after_accept") }))
                     try sync.addHandler(NIOSSLServerHandler(context: tls))
                     try sync.configureHTTPServerPipeline(
                         withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }), withErrorHandling: true)

@@ -8,8 +8,13 @@ protocol DeliverySession: AnyObject {
     /// Sends a delivery (or holds it); the caller flushes with ``flushIfNeeded()``.
     func offer(_ delivery: Delivery)
     func flushIfNeeded()
-    /// Closes the connection, telling the peer why when its protocol can.
-    func close(with code: DeviceErrorCode, _ message: String)
+    /// Closes the connection, telling the peer why (and, for a graceful stop, within how long to
+    /// come back) when its protocol can.
+    func close(with code: DeviceErrorCode, _ message: String, reconnectWithinMilliseconds: Int64?)
+}
+
+extension DeliverySession {
+    func close(with code: DeviceErrorCode, _ message: String) { close(with: code, message, reconnectWithinMilliseconds: nil) }
 }
 
 /// The devices and user agents connected now, each with its one session. A second connection
@@ -84,11 +89,31 @@ final class DeviceRegistry: Sendable {
         }
     }
 
-    /// Closes every session (graceful shutdown, or a node that lost its cluster lease).
-    func closeAll(code: DeviceErrorCode = .shutdown, _ message: String = "the gateway is shutting down; reconnect later") {
+    /// Closes every session (a node that lost its cluster lease: its devices go to another node).
+    func closeAll(code: DeviceErrorCode, _ message: String) {
         let all = sessions.withLock { Array($0.values) }
         for session in all {
             session.eventLoop.execute { session.handler.value.close(with: code, message) }
         }
+    }
+
+    /// Closes every session for a graceful stop, asking the devices to come back spread over
+    /// ``reconnectWindow(devices:rate:)``.
+    func closeAllForShutdown(reconnectRate: Int) {
+        let all = sessions.withLock { Array($0.values) }
+        let window = Self.reconnectWindow(devices: all.count, rate: reconnectRate)
+        for session in all {
+            session.eventLoop.execute {
+                session.handler.value.close(with: .shutdown, "the gateway is shutting down; reconnect later", reconnectWithinMilliseconds: window)
+            }
+        }
+    }
+
+    /// The window, in milliseconds, over which `devices` devices reconnecting at random moments
+    /// arrive at about `rate` a second: devices ÷ rate seconds, at most
+    /// ``DeviceProtocol/maximumReconnectWithinMilliseconds``.
+    static func reconnectWindow(devices: Int, rate: Int) -> Int64 {
+        let milliseconds = Int64(devices) * 1_000 / Int64(max(1, rate))
+        return min(milliseconds, Int64(DeviceProtocol.maximumReconnectWithinMilliseconds))
     }
 }

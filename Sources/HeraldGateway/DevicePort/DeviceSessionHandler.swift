@@ -67,9 +67,9 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     }
 
     /// Sends an error frame, then closes the WebSocket (close code 1008, or 1009 for size).
-    func close(with code: DeviceErrorCode, _ message: String) {
+    func close(with code: DeviceErrorCode, _ message: String, reconnectWithinMilliseconds: Int64?) {
         guard let context, !session.isClosed else { return }
-        send(.error(code: code, message: message), flush: false)
+        send(.error(code: code, message: message, reconnectWithinMilliseconds: reconnectWithinMilliseconds), flush: false)
         finish()
         WebSocketControl.close(context, code: code == .frameTooLarge ? .messageTooLarge : code == .shutdown ? .goingAway : .policyViolation)
     }

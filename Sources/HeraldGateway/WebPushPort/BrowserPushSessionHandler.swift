@@ -79,7 +79,8 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
         inFlightSeqs = []
     }
 
-    func close(with code: DeviceErrorCode, _ message: String) {
+    /// Mozilla's protocol has no reconnect hint: a browser comes back on its own backoff.
+    func close(with code: DeviceErrorCode, _ message: String, reconnectWithinMilliseconds: Int64?) {
         guard let context, phase != .closed else { return }
         port.logger.debug("closing a browser connection", metadata: ["device": "\(deviceID ?? "-")", "why": "\(message)"])
         let closeCode: WebSocketErrorCode = switch code {
