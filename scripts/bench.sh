@@ -121,6 +121,9 @@ row("scale: idle gateway CPU", find("scale", r"^scale: idle gateway CPU .*: ([0-
 row("scale: broadcast to all, last receipt", find("scale", r"^scale: broadcast to [0-9]+ devices: last receipt ([0-9.]+ s)") + " vs " +
     find("scale", r"^scale: unicast fan-out to [0-9]+ devices: last receipt ([0-9.]+ s)") + " fan-out", "-", "<= 10 s at 100,000",
     f"scripts/bench-scale.sh {scale}")
+row("scale: broadcast, 10 % of devices not reading", "readers " + find("scale", r"not reading: readers' last receipt ([0-9.]+ s)") + ", gateway " +
+    find("scale", r"not reading: .*gateway memory ([+-][0-9]+ KiB)") + ", non-readers " + find("scale", r"non-readers (all got it|did NOT all get it)"),
+    "-", "all got it", f"scripts/bench-scale.sh {scale}")
 row("scale: reconnect storm after a restart", find("scale", r"^scale: reconnect storm: [0-9]+ devices back in ([0-9.]+ s)") + ", " +
     find("scale", r"^scale: reconnect storm: .*, ([0-9.]+ %) gave up") + " gave up", "-", "0 % gave up", f"scripts/bench-scale.sh {scale}")
 row("scale: provider port p99, N connected / 0 connected", "-", find("scale", r"^scale: provider port p99 .*: ([0-9.]+)"), "-",

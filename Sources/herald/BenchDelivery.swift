@@ -250,14 +250,23 @@ struct Sender: Sendable {
 final class Fleet: Sendable {
     let identities: [DeviceIdentity]
     let tokens: [DeviceToken]
+    let connections: [DeviceConnection]
     private let tasks: [Task<Void, Never>]
     private let received = Locked((count: 0, perDevice: [Int](), latencies: [UInt64](), first: UInt64(0), last: UInt64(0)))
     /// Devices whose connection was authenticated again after the fleet was up (reconnections).
     let reconnected: Locked<Set<Int>>
+    /// Connections that ended or attempts that failed, over the fleet's life, and why (counted by reason).
+    let disconnections: Locked<Int>
+    let disconnectionReasons = Locked([String: Int]())
 
-    private init(identities: [DeviceIdentity], tokens: [DeviceToken], tasks: [Task<Void, Never>], reconnected: Locked<Set<Int>>) {
+    private init(
+        identities: [DeviceIdentity], tokens: [DeviceToken], connections: [DeviceConnection], tasks: [Task<Void, Never>], reconnected: Locked<Set<Int>>,
+        disconnections: Locked<Int>
+    ) {
+        self.disconnections = disconnections
         self.identities = identities
         self.tokens = tokens
+        self.connections = connections
         self.tasks = tasks
         self.reconnected = reconnected
     }
@@ -279,7 +288,9 @@ final class Fleet: Sendable {
         let subscribed = Locked(0)
         let fleetBox = Locked<Fleet?>(nil)
         let reconnected = Locked(Set<Int>())
+        let disconnections = Locked(0)
         var tasks: [Task<Void, Never>] = []
+        var connections: [DeviceConnection] = []
         let deadline = ContinuousClock.now + timeout
         for (index, identity) in identities.enumerated() {
             while index - registered.withLock({ $0 }) >= concurrency {
@@ -289,6 +300,7 @@ final class Fleet: Sendable {
             var configuration = DeviceConnection.Configuration(host: host, port: port, tls: tls, topics: [BenchDelivery.topic])
             if !sources.isEmpty { configuration.localAddress = sources[index % sources.count] }
             let connection = DeviceConnection(identity: identity, configuration: configuration, logger: logger)
+            connections.append(connection)
             if let channel { connection.want(.channel(topic: BenchDelivery.topic, channel: channel)) }
             tasks.append(Task { await connection.run() })
             tasks.append(Task {
@@ -301,6 +313,10 @@ final class Fleet: Sendable {
                         }
                         if first { registered.withLock { $0 += 1 } }
                     case .reconnected: reconnected.withLock { _ = $0.insert(index) }
+                    case .disconnected(let reason):
+                        disconnections.withLock { $0 += 1 }
+                        let key = String(reason.prefix(80))
+                        fleetBox.withLock { $0 }?.disconnectionReasons.withLock { $0[key, default: 0] += 1 }
                     case .subscribed: subscribed.withLock { $0 += 1 }
                     case .notification(let n):
                         let now = BenchDelivery.nanos()
@@ -316,7 +332,9 @@ final class Fleet: Sendable {
             guard ContinuousClock.now < deadline else { throw ValidationError("not every device registered (and subscribed) within \(timeout)") }
             try await Task.sleep(for: .milliseconds(20))
         }
-        let fleet = Fleet(identities: identities, tokens: tokens.withLock { $0.map { $0! } }, tasks: tasks, reconnected: reconnected)
+        let fleet = Fleet(
+            identities: identities, tokens: tokens.withLock { $0.map { $0! } }, connections: connections, tasks: tasks, reconnected: reconnected,
+            disconnections: disconnections)
         fleet.received.withLock { $0.perDevice = Array(repeating: 0, count: identities.count) }
         fleetBox.withLock { $0 = fleet }
         return fleet
@@ -350,6 +368,16 @@ final class Fleet: Sendable {
             try? await Task.sleep(for: .milliseconds(20))
         }
         return received.withLock { r in (r.count, max(1e-9, Double(r.last &- r.first) / 1e9)) }
+    }
+
+    /// Waits until every device in `devices` has at least one notification since the last reset.
+    func waitForDelivery(to devices: some Collection<Int>, timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if received.withLock({ r in devices.allSatisfy { r.perDevice[$0] >= 1 } }) { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return false
     }
 
     /// When the last notification arrived (`BenchDelivery.nanos()` time).

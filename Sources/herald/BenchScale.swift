@@ -4,6 +4,7 @@ import Foundation
 import HeraldClient
 import HeraldCore
 import HeraldDevice
+import HeraldGateway
 import HeraldStore
 import HeraldStoreSQLite
 import Logging
@@ -23,8 +24,9 @@ struct BenchScale: AsyncParsableCommand {
               the provider port's p99 answer time for --pushes pushes to offline tokens, with 0 devices connected;
               connecting every device (handshakes/s); the gateway's resident memory per device; its idle CPU;
               the same pushes' p99 with every device connected; a unicast fan-out (one push per device) and a
-              broadcast to all, each to its last receipt; the gateway's CPU per delivered push against per
-              accepted push; a graceful restart of the gateway and the time until every device is back.
+              broadcast to all, each to its last receipt; a second broadcast while --non-readers percent of the
+              devices do not read (the readers' last receipt, the gateway's memory, and the non-readers' copy once
+              they read again); the gateway's CPU per delivered push against per accepted push; a graceful restart of the gateway and the time until every device is back.
             Run it through scripts/bench-scale.sh, which raises the file-descriptor limit first.
 
             Example: scripts/bench-scale.sh 100000 (or, directly: herald bench scale --work /tmp/scale --devices 2000).
@@ -36,7 +38,7 @@ struct BenchScale: AsyncParsableCommand {
     @Option(help: "Connected devices.")
     var devices: Int = 100_000
 
-    @Option(help: "Loopback source addresses the devices connect from (127.0.0.2, 127.0.0.3, …); 0: one per 20,000 devices.")
+    @Option(help: "Loopback source addresses the devices connect from (127.0.0.2, 127.0.0.3, …); 0: one per 5,000 devices.")
     var sources: Int = 0
 
     @Option(help: "Device handshakes under way at once.")
@@ -44,6 +46,12 @@ struct BenchScale: AsyncParsableCommand {
 
     @Option(help: "Pushes to offline tokens for the provider port's answer time (with 0 and with N devices connected).")
     var pushes: Int = 20_000
+
+    @Option(help: "The gateway's --device-reconnect-rate: how fast it asks its devices to come back after the restart (handshakes a second).")
+    var reconnectRate: Int = GatewayLimits().deviceReconnectRate
+
+    @Option(help: "Percent of the devices that stop reading during a second broadcast (0: that step is skipped).")
+    var nonReaders: Int = 10
 
     @Option(help: "Seconds every device has to come back after the restart before it counts as given up.")
     var stormDeadline: Int = 300
@@ -53,20 +61,25 @@ struct BenchScale: AsyncParsableCommand {
         guard (0...250).contains(sources) else { throw ValidationError("--sources must be from 0 to 250") }
         guard (1...10_000).contains(concurrency) else { throw ValidationError("--concurrency must be from 1 to 10000") }
         guard (100...1_000_000).contains(pushes) else { throw ValidationError("--pushes must be from 100 to 1000000") }
+        guard (1...1_000_000).contains(reconnectRate) else { throw ValidationError("--reconnect-rate must be from 1 to 1000000 a second") }
+        guard (0...50).contains(nonReaders) else { throw ValidationError("--non-readers must be from 0 to 50 (percent)") }
         guard (1...3_600).contains(stormDeadline) else { throw ValidationError("--storm-deadline must be from 1 to 3600 seconds") }
     }
 
     func run() async throws {
         var logger = Logger(label: "herald.bench")
         logger.logLevel = .critical
-        let gateway = try ScaleGateway(work: work, devices: devices)
+        let gateway = try ScaleGateway(work: work, devices: devices, reconnectRate: reconnectRate)
         defer { gateway.stop() }
         try gateway.start()
         let ports = try await gateway.waitForPorts()
         let dataDirectory = gateway.dataDirectory
         let tls = try DeviceTLS.makeContext(trustRootsPath: dataDirectory + "/tls/ca.pem")
         let clientTLS = ClientTLS(trustRootsPath: dataDirectory + "/tls/ca.pem", serverName: "localhost")
-        let sourceCount = sources > 0 ? sources : max(1, (devices + 19_999) / 20_000)
+        // One per 5,000 devices: a loopback address pair has ~28,000 ephemeral ports, and the
+        // reconnect storm needs ports for the new connections while the old ones are in TIME_WAIT
+        // (with one address for 18,000 devices the storm took 249 s, with four 44 s).
+        let sourceCount = sources > 0 ? sources : max(1, (devices + 4_999) / 5_000)
         let addresses = try (0..<sourceCount).map { try SocketAddress(ipAddress: "127.0.0.\(2 + $0)", port: 0) }
 
         // A provider key for the bench app, registered in the gateway's store (as `bench delivery` does).
@@ -116,32 +129,71 @@ struct BenchScale: AsyncParsableCommand {
         print(String(format: "scale: unicast fan-out to %d devices: last receipt %.2f s (%d accepted, %d received)",
                      devices, unicastSeconds, sent.ok, unicast.count))
 
+        /// One broadcast on the fleet's channel; returns when it was sent (`BenchDelivery.nanos()`).
+        func sendBroadcast(score: Int) async throws -> UInt64 {
+            let now = BenchDelivery.nanos()
+            let payload = #"{"aps":{"event":"update","timestamp":\#(SystemWallClock().nowSeconds()),"content-state":{"score":\#(score)}},"t":\#(now)}"#
+            let answer = try await pushers[0].send(.init(
+                method: "POST", path: "/4/broadcasts/apps/\(BenchDelivery.topic)",
+                headers: [("authorization", authorization), ("apns-push-type", "liveactivity"), ("apns-channel-id", channel)],
+                body: Array(payload.utf8)))
+            guard answer.status == 200 else { throw ValidationError("the broadcast was refused: \(answer.status)") }
+            return now
+        }
         fleet.resetLatencies()
-        let payload = #"{"aps":{"event":"update","timestamp":\#(SystemWallClock().nowSeconds()),"content-state":{"score":1}},"t":\#(BenchDelivery.nanos())}"#
-        let broadcastStart = BenchDelivery.nanos()
-        let answer = try await pushers[0].send(.init(
-            method: "POST", path: "/4/broadcasts/apps/\(BenchDelivery.topic)",
-            headers: [("authorization", authorization), ("apns-push-type", "liveactivity"), ("apns-channel-id", channel)],
-            body: Array(payload.utf8)))
-        guard answer.status == 200 else { throw ValidationError("the broadcast was refused: \(answer.status)") }
+        let broadcastStart = try await sendBroadcast(score: 1)
         let broadcast = await fleet.waitForDeliveries(atLeast: 1, perDevice: true, timeout: .seconds(600))
         print(String(format: "scale: broadcast to %d devices: last receipt %.2f s (%d received)",
                      devices, Double(fleet.lastArrival() &- broadcastStart) / 1e9, broadcast.count))
 
+        // Hostile: some devices stop reading. The others get the next broadcast as fast, the
+        // gateway's memory stays bounded, and the stalled ones get it once they read again.
+        if nonReaders > 0 {
+            let stalled = Array(stride(from: 0, to: devices, by: max(1, 100 / nonReaders)))
+            let stalledSet = Set(stalled)
+            let readers = (0..<devices).filter { !stalledSet.contains($0) }
+            for index in stalled { fleet.connections[index].setReading(false) }
+            try await Task.sleep(for: .seconds(1))  // the pauses are applied on the devices' loops
+            let memoryBefore = BenchDelivery.residentKiB(gateway.pid)
+            fleet.resetLatencies()
+            let start = try await sendBroadcast(score: 2)
+            let readersGotIt = await fleet.waitForDelivery(to: readers, timeout: .seconds(600))
+            let readersSeconds = Double(fleet.lastArrival() &- start) / 1e9
+            let memoryGrowth = BenchDelivery.residentKiB(gateway.pid) - memoryBefore
+            for index in stalled { fleet.connections[index].setReading(true) }
+            let stalledGotIt = await fleet.waitForDelivery(to: stalled, timeout: .seconds(60))
+            print(String(format: "scale: broadcast with %d %% of devices not reading: readers' last receipt %.2f s%@, gateway memory %+d KiB; the %d non-readers %@ once reading again",
+                         nonReaders, readersSeconds, readersGotIt ? "" : " (NOT ALL READERS GOT IT)", memoryGrowth, stalled.count,
+                         stalledGotIt ? "all got it" : "did NOT all get it"))
+        }
+
         // The reconnect storm: a graceful restart (every device told to go, all back at once).
         for pusher in pushers { await pusher.close() }
         fleet.reconnected.withLock { $0.removeAll() }
+        // Each device's connection ends once at the stop; any more is an attempt that failed.
+        let failedBefore = fleet.disconnections.withLock { $0 }
+        fleet.disconnectionReasons.withLock { $0.removeAll() }
         gateway.stop()
         try gateway.start()
         _ = try await gateway.waitForPorts()
         let restarted = ContinuousClock.now
         let deadline = restarted + .seconds(Int64(stormDeadline))
+        // When half, 90 % and 99 % of the devices were back: the shape of the return.
+        var milestones: [(fraction: Double, seconds: Double?)] = [(0.5, nil), (0.9, nil), (0.99, nil)]
         while fleet.reconnected.withLock({ $0.count }) < devices, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(50))
+            let back = fleet.reconnected.withLock { $0.count }
+            for i in milestones.indices where milestones[i].seconds == nil && Double(back) >= milestones[i].fraction * Double(devices) {
+                milestones[i].seconds = Self.seconds(ContinuousClock.now - restarted)
+            }
         }
         let back = fleet.reconnected.withLock { $0.count }
-        print(String(format: "scale: reconnect storm: %d devices back in %.1f s after a gateway restart, %.1f %% gave up",
-                     back, Self.seconds(ContinuousClock.now - restarted), Double(devices - back) / Double(devices) * 100))
+        let shape = milestones.map { m in String(format: "%.0f %% by %@", m.fraction * 100, m.seconds.map { String(format: "%.1f s", $0) } ?? "-") }
+        print(String(format: "scale: reconnect storm: %d devices back in %.1f s after a gateway restart, %.1f %% gave up (%@; %d failed attempts)",
+                     back, Self.seconds(ContinuousClock.now - restarted), Double(devices - back) / Double(devices) * 100,
+                     shape.joined(separator: ", "), fleet.disconnections.withLock { $0 } - failedBefore - devices))
+        let reasons = fleet.disconnectionReasons.withLock { $0 }.sorted { $0.value > $1.value }.prefix(4)
+        FileHandle.standardError.write(Data("reconnect storm, why connections ended: \(reasons.map { "\($0.value)× \($0.key)" }.joined(separator: "; "))\n".utf8))
 
         print(String(format: "scale: provider port p99 with %d connected against 0 connected: %.2f (%.1f ms / %.1f ms)",
                      devices, busyAccepted.latency(0.99) / max(idleAccepted.latency(0.99), 1e-6), busyAccepted.latency(0.99), idleAccepted.latency(0.99)))
@@ -161,13 +213,15 @@ final class ScaleGateway {
     let dataDirectory: String
     private let work: String
     private let devices: Int
+    private let reconnectRate: Int
     private var process: Process?
     private var ports: (provider: Int, device: Int, channel: Int)?
     private var run = 0
 
-    init(work: String, devices: Int) throws {
+    init(work: String, devices: Int, reconnectRate: Int) throws {
         self.work = work
         self.devices = devices
+        self.reconnectRate = reconnectRate
         dataDirectory = (work as NSString).appendingPathComponent("data")
         try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
     }
@@ -185,7 +239,7 @@ final class ScaleGateway {
             "--channel-port", "\(channel)", "--token-burst", "0", "--log-level", "error", "--handshake-timeout", "120",
             "--device-connections-per-address", "\(devices + 1_000)",
             // Every device comes from a few loopback addresses here; on the Internet they are many.
-            "--device-handshakes-per-address", "100000",
+            "--device-handshakes-per-address", "100000", "--device-reconnect-rate", "\(reconnectRate)",
         ]
         let out = (work as NSString).appendingPathComponent("gateway-\(run).json")
         let err = (work as NSString).appendingPathComponent("gateway-\(run).err")

@@ -147,6 +147,19 @@ public final class DeviceConnection: Sendable {
         if isNew, let socket = authenticated.withLock({ $0 }) { socket.send(want.registerFrame) }
     }
 
+    /// Stops (`false`) or resumes (`true`) reading the current connection, as a frozen app or a
+    /// device whose network is stalled: for tests and benchmarks of a gateway facing devices that
+    /// do not read. What the gateway writes meanwhile waits in the kernel's buffers and then the
+    /// gateway's (bounded there: past it the gateway closes the connection, `slow-consumer`).
+    public func setReading(_ reading: Bool) {
+        guard let socket = current.withLock({ $0.socket }) else { return }
+        let channel = socket.channel
+        channel.eventLoop.execute {
+            channel.setOption(ChannelOptions.autoRead, value: reading).whenComplete { _ in }
+            if reading { channel.read() }
+        }
+    }
+
     /// Gives up a token or subscription: the gateway unregisters it now if the device is
     /// connected, else at its next connection.
     public func drop(_ want: Want) {
