@@ -113,7 +113,7 @@ public actor InMemoryStore: GatewayStore {
             case .discarded:
                 insert(notification, policy: policy, state: .expired, now: nowMilliseconds)
                 return outcome
-            case .stored(_, let deviceID):
+            case .stored(_, let deviceID, _):
                 if notification.expiration != .immediately { makeRoom(for: notification, policy: policy, now: nowMilliseconds) }
                 let seq = insert(notification, policy: policy, state: .held, now: nowMilliseconds)
                 return .stored(seq: seq, deviceID: deviceID)

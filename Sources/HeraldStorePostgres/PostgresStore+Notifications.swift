@@ -55,17 +55,18 @@ extension PostgresStore {
             let tokens = Array(Set(batch.map { Self.buffer($0.token.bytes) })).sorted {
                 $0.readableBytesView.lexicographicallyPrecedes($1.readableBytesView)
             }
-            // With each, whether its device is connected to a node now (it has a presence).
+            // With each, the node its device is connected to now (its presence), if any: what
+            // replacement needs, and what routing across nodes needs after the commit.
             var registrations: [DeviceToken: TokenRegistration] = [:]
-            var connected: Set<DeviceToken> = []
+            var nodes: [DeviceToken: String] = [:]
             for try await row in try await c.query("""
                 SELECT \(unescaped: Self.registrationColumns),
-                       EXISTS (SELECT 1 FROM presence p WHERE p.device_id = device_tokens.device_id)
+                       (SELECT p.node_id FROM presence p WHERE p.device_id = device_tokens.device_id)
                 FROM device_tokens WHERE token = ANY(\(tokens)) ORDER BY token FOR UPDATE
                 """, logger: logger).decode(PresentRegistrationRow.self) {
                 let registration = try Self.registration((row.0, row.1, row.2, row.3, row.4, row.5, row.6))
                 registrations[registration.token] = registration
-                if row.7 { connected.insert(registration.token) }
+                if let node = row.7 { nodes[registration.token] = node }
             }
             var outcomes = batch.map { n in
                 Admission.decide(
@@ -95,7 +96,7 @@ extension PostgresStore {
                     // every push, as on a single gateway (where its session has each in memory
                     // before a later one could replace it); here the next push may be committed
                     // before the hint of this one reaches the node holding the device.
-                    guard n.expiration != .immediately, !connected.contains(n.token) else { continue }
+                    guard n.expiration != .immediately, nodes[n.token] == nil else { continue }
                     var kept: [Waiting] = []
                     var unsent: [Waiting] = []
                     for entry in waiting[n.token] ?? [] {
@@ -163,7 +164,9 @@ extension PostgresStore {
                 // Identity values are drawn in the order the rows are inserted.
                 seqs.sort()
                 for (index, seq) in zip(rows, seqs) {
-                    if case .stored(_, let deviceID) = outcomes[index] { outcomes[index] = .stored(seq: seq, deviceID: deviceID) }
+                    if case .stored(_, let deviceID, _) = outcomes[index] {
+                        outcomes[index] = .stored(seq: seq, deviceID: deviceID, presence: nodes[batch[index].token].map(DevicePresence.node) ?? .nowhere)
+                    }
                 }
             }
             if !replacedRows.isEmpty {
@@ -176,7 +179,7 @@ extension PostgresStore {
         }
     }
 
-    typealias PresentRegistrationRow = (ByteBuffer, String, String, String?, Int64, Int64?, Int64?, Bool)
+    typealias PresentRegistrationRow = (ByteBuffer, String, String, String?, Int64, Int64?, Int64?, String?)
 
     /// Stands for NULL in the integer arrays of the batch insert.
     static var absent: Int64 { Int64.min }

@@ -331,7 +331,7 @@ public final class SQLiteStore: GatewayStore {
                 case .discarded:
                     try Self.insert(notification, policy: policy, state: .expired, now: nowMilliseconds, in: db)
                     outcomes.append(outcome)
-                case .stored(_, let deviceID):
+                case .stored(_, let deviceID, _):
                     if notification.expiration != .immediately {
                         try Self.makeRoom(for: notification, policy: policy, now: nowMilliseconds, held: held, in: db)
                     }

@@ -139,7 +139,7 @@ struct DeviceSessionHandlerTests {
         let batch = [notification(), notification()]
         let outcomes = await harness.store.accept(batch, policy: StorePolicy(maximumPerApp: 10), environment: .development, nowMilliseconds: now)
         for (n, outcome) in zip(batch, outcomes) {
-            guard case .stored(let seq, deviceID?) = outcome else { Issue.record("not stored: \(outcome)"); return }
+            guard case .stored(let seq, deviceID?, _) = outcome else { Issue.record("not stored: \(outcome)"); return }
             deliveries.append(Delivery(seq: seq, deviceID: deviceID, notification: n))
         }
         #expect(harness.registry.connectedDeviceIDs() == [deviceID])  // registered before the welcome was written

@@ -102,6 +102,22 @@ struct PostgresClusterStoreTests {
         #expect(try await store.presence(deviceIDs: ["d1"]).isEmpty)
     }
 
+    @Test("accept reads where each device is in the statement that stores its pushes (routing needs no presence query)")
+    func presenceAtAcceptance() async throws {
+        let (store, token) = try await storeWithDevice()
+        defer { Task { await store.close() } }
+        func push() -> StoredNotification {
+            StoredNotification(
+                id: .random(), token: token, bundleID: "com.a", pushType: .alert, priority: .immediate,
+                expiration: .unspecified, collapseID: nil, payload: Array("{}".utf8), receivedAtMilliseconds: now)
+        }
+        let nowhere = try await store.accept([push()], policy: .default, environment: .development, nowMilliseconds: now)
+        guard case .stored(_, "d1", .nowhere)? = nowhere.first else { Issue.record("expected nowhere, got \(nowhere)"); return }
+        #expect(try await store.claimPresence(deviceID: "d1", node: "b", connection: 1, atMilliseconds: now) == nil)
+        let onB = try await store.accept([push()], policy: .default, environment: .development, nowMilliseconds: now)
+        guard case .stored(_, "d1", .node("b"))? = onB.first else { Issue.record("expected node b, got \(onB)"); return }
+    }
+
     @Test("hints reach the node they name, and the sweep finds what is held for a node's devices")
     func hintsAndSweep() async throws {
         let (store, token) = try await storeWithDevice()
@@ -113,7 +129,7 @@ struct PostgresClusterStoreTests {
                     expiration: .unspecified, collapseID: nil, payload: Array("\(i)".utf8), receivedAtMilliseconds: now)
             },
             policy: StorePolicy(maximumPerApp: 5), environment: .development, nowMilliseconds: now)
-        let seqs = stored.compactMap { outcome -> Int64? in if case .stored(let seq, _) = outcome { seq } else { nil } }
+        let seqs = stored.compactMap { outcome -> Int64? in if case .stored(let seq, _, _) = outcome { seq } else { nil } }
         #expect(seqs.count == 3)
         #expect(try await store.heldDeliveries(seqs: seqs).map(\.seq) == seqs)
 

@@ -200,7 +200,7 @@ struct StoreTests {
         let n1 = notification(a, "1"), n2 = notification(b, "2", bundle: "com.b"), n3 = notification(a, "3"), n4 = notification(a, "4")
         let zero = notification(b, "zero", expiration: .immediately, bundle: "com.b")
         let outcomes = try await store.accept([n1, n2, n3, n4, zero], policy: deep, environment: .development, nowMilliseconds: now)
-        guard case .stored(let seq1, let device?) = outcomes[0], case .stored(let seq2, _) = outcomes[1] else {
+        guard case .stored(let seq1, let device?, _) = outcomes[0], case .stored(let seq2, _, _) = outcomes[1] else {
             Issue.record("not stored: \(outcomes)")
             return
         }
@@ -316,7 +316,7 @@ struct StoreTests {
         let outcomes = try await store.accept(
             [notification(issued[0], "one"), notification(loose, "two"), notification(issued[0], "three")],
             policy: policy, environment: .development, nowMilliseconds: now)
-        let seqs = outcomes.compactMap { outcome -> Int64? in if case .stored(let seq, _) = outcome { seq } else { nil } }
+        let seqs = outcomes.compactMap { outcome -> Int64? in if case .stored(let seq, _, _) = outcome { seq } else { nil } }
         #expect(seqs.count == 3)
         let held = try await store.heldNotifications(HeldFilter(), after: nil, limit: 10)
         #expect(held.map { String(decoding: $0.notification.payload, as: UTF8.self) } == ["one", "two", "three"])

@@ -1588,7 +1588,7 @@ _herald_bench_scale() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--work --devices --sources --concurrency --pushes --storm-deadline)
+    non_repeating_options=(--work --devices --sources --concurrency --pushes --reconnect-rate --non-readers --storm-deadline)
     __herald_offer_flags_options 0
 
     # Offer option value completions
@@ -1606,6 +1606,12 @@ _herald_bench_scale() {
         return
         ;;
     '--pushes')
+        return
+        ;;
+    '--reconnect-rate')
+        return
+        ;;
+    '--non-readers')
         return
         ;;
     '--storm-deadline')

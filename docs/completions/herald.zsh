@@ -1028,9 +1028,11 @@ _herald_bench_scale() {
     local -ar arg_specs=(
         '--work[The work directory (the gateway'\''s data directory goes inside).]:work:'
         '--devices[Connected devices.]:devices:'
-        '--sources[Loopback source addresses the devices connect from (127.0.0.2, 127.0.0.3, …); 0\: one per 20,000 devices.]:sources:'
+        '--sources[Loopback source addresses the devices connect from (127.0.0.2, 127.0.0.3, …); 0\: one per 5,000 devices.]:sources:'
         '--concurrency[Device handshakes under way at once.]:concurrency:'
         '--pushes[Pushes to offline tokens for the provider port'\''s answer time (with 0 and with N devices connected).]:pushes:'
+        '--reconnect-rate[The gateway'\''s --device-reconnect-rate\: how fast it asks its devices to come back after the restart (handshakes a second).]:reconnect-rate:'
+        '--non-readers[Percent of the devices that stop reading during a second broadcast (0\: that step is skipped).]:non-readers:'
         '--storm-deadline[Seconds every device has to come back after the restart before it counts as given up.]:storm-deadline:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'

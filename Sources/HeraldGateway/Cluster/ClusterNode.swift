@@ -223,11 +223,19 @@ final class ClusterNode: Sendable {
     private func sendHints() async {
         while let batch = await outgoing.nextBatch() {
             do {
-                let present = try await store.presence(deviceIDs: Array(Set(batch.map(\.deviceID))))
+                // Where each device is. A device the store saw connected to a node in the
+                // statement that stored the push is hinted there without a query. One it saw
+                // nowhere is looked up now, after the commit: it may have connected since, and
+                // its node's load of what is held may have run before this commit (so only a
+                // hint reaches it before that node's sweep).
+                let unsure = Set(batch.filter { if case .node = $0.presence { false } else { true } }.map(\.deviceID))
+                let asked = unsure.isEmpty ? [:] : try await store.presence(deviceIDs: Array(unsure))
                 var hints: [String: [Int64]] = [:]
                 var nowhere: [Delivery] = []
                 for delivery in batch {
-                    guard let node = present[delivery.deviceID] else {
+                    let node: String?
+                    if case .node(let id) = delivery.presence { node = id } else { node = asked[delivery.deviceID] }
+                    guard let node else {
                         nowhere.append(delivery)
                         continue
                     }

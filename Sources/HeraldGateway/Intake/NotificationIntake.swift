@@ -181,10 +181,10 @@ public final class NotificationIntake: Sendable {
         var dropped: [DeliveryEvent] = []
         var stored = 0
         for (pending, outcome) in zip(batch, outcomes) {
-            guard case .stored(let seq, let deviceID) = outcome else { continue }
+            guard case .stored(let seq, let deviceID, let presence) = outcome else { continue }
             stored += 1
             if let deviceID {
-                deliveries.append(Delivery(seq: seq, deviceID: deviceID, notification: pending.notification))
+                deliveries.append(Delivery(seq: seq, deviceID: deviceID, notification: pending.notification, presence: presence))
             } else if pending.notification.expiration == .immediately {
                 dropped.append(.dropped(seq: seq, atMilliseconds: now))
             }
@@ -211,10 +211,10 @@ public final class NotificationIntake: Sendable {
                 var event = DeliveryFeed.Event(event: .accepted, at: now, apnsId: n.id.description, topic: n.bundleID, token: n.token.hex)
                 if n.pushType == .webpush { event.protocol = "webpush" }
                 switch outcome {
-                case .stored(_, let deviceID?):
+                case .stored(_, let deviceID?, _):
                     event.outcome = "delivering"
                     event.device = deviceID
-                case .stored(_, nil): event.outcome = "stored"
+                case .stored(_, nil, _): event.outcome = "stored"
                 case .discarded: event.outcome = "discarded"
                 case .rejected: break
                 }
