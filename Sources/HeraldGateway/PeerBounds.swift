@@ -14,6 +14,10 @@ final class ConnectionDeadline: ChannelDuplexHandler, RemovableChannelHandler {
         case tlsHandshake
         /// A later handler sends ``DeadlineMet``.
         case declared
+        /// Any bytes at all: a TLS client sends its ClientHello right after connecting, so a
+        /// connection that stays silent is a peer holding a socket (and a ``HandshakeGate``
+        /// slot), closed long before the handshake's own deadline.
+        case firstBytes
     }
 
     /// Sent outbound by a handler after this one when the milestone is reached.
@@ -50,6 +54,11 @@ final class ConnectionDeadline: ChannelDuplexHandler, RemovableChannelHandler {
         onDone = nil
     }
 
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        context.fireChannelRead(data)
+        if milestone == .firstBytes { met(context) }
+    }
+
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         // Passed on first: the handlers after this one need the event (and this one leaves).
         context.fireUserInboundEventTriggered(event)
@@ -80,8 +89,8 @@ final class ConnectionDeadline: ChannelDuplexHandler, RemovableChannelHandler {
 ///
 /// One address may hold at most `perAddress` of the slots: past that its connections are refused
 /// at accept, so that a peer opening silent connections from one address cannot fill the gate
-/// and stall every other device's handshake (with ``FirstBytesDeadline`` a silent one holds its
-/// slot for a short time only).
+/// and stall every other device's handshake (with a ``ConnectionDeadline`` on the first bytes a
+/// silent one holds its slot for a short time only).
 final class HandshakeGate: Sendable {
     let limit: Int
     let perAddress: Int
@@ -134,43 +143,6 @@ final class HandshakeGate: Sendable {
     }
 
     var count: Int { state.withLock { $0.total } }
-}
-
-/// Closes a connection on which nothing at all arrives within `timeout` of accept. A TLS client
-/// sends its ClientHello right after connecting; a connection that stays silent is a peer holding
-/// a socket (and a ``HandshakeGate`` slot), closed long before the handshake's own deadline.
-final class FirstBytesDeadline: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = NIOAny
-
-    private let timeout: TimeAmount
-    private let onExpiry: @Sendable () -> Void
-    private var timer: Scheduled<Void>?
-
-    init(timeout: TimeAmount, onExpiry: @escaping @Sendable () -> Void = {}) {
-        self.timeout = timeout
-        self.onExpiry = onExpiry
-    }
-
-    func handlerAdded(context: ChannelHandlerContext) {
-        let channel = context.channel
-        let onExpiry = self.onExpiry
-        timer = context.eventLoop.scheduleTask(in: timeout) {
-            onExpiry()
-            channel.close(promise: nil)
-        }
-    }
-
-    func handlerRemoved(context: ChannelHandlerContext) {
-        timer?.cancel()
-        timer = nil
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        timer?.cancel()
-        timer = nil
-        context.fireChannelRead(data)
-        context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
-    }
 }
 
 /// Counts open connections per IP address on a port and refuses those past a limit: one address

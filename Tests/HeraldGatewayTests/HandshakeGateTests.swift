@@ -67,8 +67,8 @@ struct HandshakeGateTests {
     @Test("a connection that sends nothing is closed at the first-bytes deadline; one that speaks is left alone")
     func firstBytes() throws {
         let loop = EmbeddedEventLoop()
-        let silent = EmbeddedChannel(handler: FirstBytesDeadline(timeout: .seconds(2)), loop: loop)
-        let speaking = EmbeddedChannel(handler: FirstBytesDeadline(timeout: .seconds(2)), loop: loop)
+        let silent = EmbeddedChannel(handler: ConnectionDeadline(timeout: .seconds(2), milestone: .firstBytes), loop: loop)
+        let speaking = EmbeddedChannel(handler: ConnectionDeadline(timeout: .seconds(2), milestone: .firstBytes), loop: loop)
         for channel in [silent, speaking] { try channel.connect(to: SocketAddress(ipAddress: "192.0.2.1", port: 1)).wait() }
         try speaking.writeInbound(ByteBuffer(string: "hello"))
         #expect(try speaking.readInbound(as: ByteBuffer.self) == ByteBuffer(string: "hello"))

@@ -69,8 +69,8 @@ final class DeviceListener: Sendable {
                         timeout: limits.deviceHelloTimeout, milestone: .declared,
                         onExpiry: { metrics.recordPeerClosed(port: "device", reason: "hello_timeout") },
                         onDone: release))
-                    try sync.addHandler(FirstBytesDeadline(
-                        timeout: limits.deviceFirstBytesTimeout,
+                    try sync.addHandler(ConnectionDeadline(
+                        timeout: limits.deviceFirstBytesTimeout, milestone: .firstBytes,
                         onExpiry: { metrics.recordPeerClosed(port: "device", reason: "silent_after_accept") }))
                     try sync.addHandler(NIOSSLServerHandler(context: tls))
                     try sync.configureHTTPServerPipeline(
