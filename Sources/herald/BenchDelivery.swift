@@ -255,15 +255,12 @@ final class Fleet: Sendable {
     private let received = Locked((count: 0, perDevice: [Int](), latencies: [UInt64](), first: UInt64(0), last: UInt64(0)))
     /// Devices whose connection was authenticated again after the fleet was up (reconnections).
     let reconnected: Locked<Set<Int>>
-    /// Connections that ended or attempts that failed, over the fleet's life, and why (counted by reason).
-    let disconnections: Locked<Int>
+    /// Connections that ended or attempts that failed since the fleet was up, counted by why.
     let disconnectionReasons = Locked([String: Int]())
 
     private init(
-        identities: [DeviceIdentity], tokens: [DeviceToken], connections: [DeviceConnection], tasks: [Task<Void, Never>], reconnected: Locked<Set<Int>>,
-        disconnections: Locked<Int>
+        identities: [DeviceIdentity], tokens: [DeviceToken], connections: [DeviceConnection], tasks: [Task<Void, Never>], reconnected: Locked<Set<Int>>
     ) {
-        self.disconnections = disconnections
         self.identities = identities
         self.tokens = tokens
         self.connections = connections
@@ -288,7 +285,6 @@ final class Fleet: Sendable {
         let subscribed = Locked(0)
         let fleetBox = Locked<Fleet?>(nil)
         let reconnected = Locked(Set<Int>())
-        let disconnections = Locked(0)
         var tasks: [Task<Void, Never>] = []
         var connections: [DeviceConnection] = []
         let deadline = ContinuousClock.now + timeout
@@ -314,7 +310,6 @@ final class Fleet: Sendable {
                         if first { registered.withLock { $0 += 1 } }
                     case .reconnected: reconnected.withLock { _ = $0.insert(index) }
                     case .disconnected(let reason):
-                        disconnections.withLock { $0 += 1 }
                         let key = String(reason.prefix(80))
                         fleetBox.withLock { $0 }?.disconnectionReasons.withLock { $0[key, default: 0] += 1 }
                     case .subscribed: subscribed.withLock { $0 += 1 }
@@ -333,8 +328,7 @@ final class Fleet: Sendable {
             try await Task.sleep(for: .milliseconds(20))
         }
         let fleet = Fleet(
-            identities: identities, tokens: tokens.withLock { $0.map { $0! } }, connections: connections, tasks: tasks, reconnected: reconnected,
-            disconnections: disconnections)
+            identities: identities, tokens: tokens.withLock { $0.map { $0! } }, connections: connections, tasks: tasks, reconnected: reconnected)
         fleet.received.withLock { $0.perDevice = Array(repeating: 0, count: identities.count) }
         fleetBox.withLock { $0 = fleet }
         return fleet
@@ -361,23 +355,25 @@ final class Fleet: Sendable {
     /// Waits until `atLeast` notifications arrived (in all, or on every device); returns how many
     /// and over how long (first to last arrival).
     func waitForDeliveries(atLeast: Int, perDevice: Bool, timeout: Duration) async -> (count: Int, seconds: Double) {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            let done = received.withLock { r in perDevice ? r.perDevice.allSatisfy { $0 >= atLeast } : r.count >= atLeast }
-            if done { break }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
+        _ = await poll(timeout: timeout) { r in perDevice ? r.perDevice.allSatisfy { $0 >= atLeast } : r.count >= atLeast }
         return received.withLock { r in (r.count, max(1e-9, Double(r.last &- r.first) / 1e9)) }
     }
 
-    /// Waits until every device in `devices` has at least one notification since the last reset.
-    func waitForDelivery(to devices: some Collection<Int>, timeout: Duration) async -> Bool {
+    /// Polls what was received until `done` holds or `timeout` passes; whether it held.
+    private func poll(
+        timeout: Duration, until done: @escaping (_ received: (count: Int, perDevice: [Int], latencies: [UInt64], first: UInt64, last: UInt64)) -> Bool
+    ) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            if received.withLock({ r in devices.allSatisfy { r.perDevice[$0] >= 1 } }) { return true }
+            if received.withLock({ done($0) }) { return true }
             try? await Task.sleep(for: .milliseconds(20))
         }
         return false
+    }
+
+    /// Waits until every device in `devices` has at least one notification since the last reset.
+    func waitForDelivery(to devices: [Int], timeout: Duration) async -> Bool {
+        await poll(timeout: timeout) { r in devices.allSatisfy { r.perDevice[$0] >= 1 } }
     }
 
     /// When the last notification arrived (`BenchDelivery.nanos()` time).

@@ -152,15 +152,14 @@ struct BenchScale: AsyncParsableCommand {
             let stalled = Array(stride(from: 0, to: devices, by: max(1, 100 / nonReaders)))
             let stalledSet = Set(stalled)
             let readers = (0..<devices).filter { !stalledSet.contains($0) }
-            for index in stalled { fleet.connections[index].setReading(false) }
-            try await Task.sleep(for: .seconds(1))  // the pauses are applied on the devices' loops
+            for index in stalled { await fleet.connections[index].setReading(false) }
             let memoryBefore = BenchDelivery.residentKiB(gateway.pid)
             fleet.resetLatencies()
             let start = try await sendBroadcast(score: 2)
             let readersGotIt = await fleet.waitForDelivery(to: readers, timeout: .seconds(600))
             let readersSeconds = Double(fleet.lastArrival() &- start) / 1e9
             let memoryGrowth = BenchDelivery.residentKiB(gateway.pid) - memoryBefore
-            for index in stalled { fleet.connections[index].setReading(true) }
+            for index in stalled { await fleet.connections[index].setReading(true) }
             let stalledGotIt = await fleet.waitForDelivery(to: stalled, timeout: .seconds(60))
             print(String(format: "scale: broadcast with %d %% of devices not reading: readers' last receipt %.2f s%@, gateway memory %+d KiB; the %d non-readers %@ once reading again",
                          nonReaders, readersSeconds, readersGotIt ? "" : " (NOT ALL READERS GOT IT)", memoryGrowth, stalled.count,
@@ -171,7 +170,6 @@ struct BenchScale: AsyncParsableCommand {
         for pusher in pushers { await pusher.close() }
         fleet.reconnected.withLock { $0.removeAll() }
         // Each device's connection ends once at the stop; any more is an attempt that failed.
-        let failedBefore = fleet.disconnections.withLock { $0 }
         fleet.disconnectionReasons.withLock { $0.removeAll() }
         gateway.stop()
         try gateway.start()
@@ -191,7 +189,7 @@ struct BenchScale: AsyncParsableCommand {
         let shape = milestones.map { m in String(format: "%.0f %% by %@", m.fraction * 100, m.seconds.map { String(format: "%.1f s", $0) } ?? "-") }
         print(String(format: "scale: reconnect storm: %d devices back in %.1f s after a gateway restart, %.1f %% gave up (%@; %d failed attempts)",
                      back, Self.seconds(ContinuousClock.now - restarted), Double(devices - back) / Double(devices) * 100,
-                     shape.joined(separator: ", "), fleet.disconnections.withLock { $0 } - failedBefore - devices))
+                     shape.joined(separator: ", "), fleet.disconnectionReasons.withLock { $0.values.reduce(0, +) } - devices))
         let reasons = fleet.disconnectionReasons.withLock { $0 }.sorted { $0.value > $1.value }.prefix(4)
         FileHandle.standardError.write(Data("reconnect storm, why connections ended: \(reasons.map { "\($0.value)× \($0.key)" }.joined(separator: "; "))\n".utf8))
 

@@ -151,13 +151,11 @@ public final class DeviceConnection: Sendable {
     /// device whose network is stalled: for tests and benchmarks of a gateway facing devices that
     /// do not read. What the gateway writes meanwhile waits in the kernel's buffers and then the
     /// gateway's (bounded there: past it the gateway closes the connection, `slow-consumer`).
-    public func setReading(_ reading: Bool) {
-        guard let socket = current.withLock({ $0.socket }) else { return }
-        let channel = socket.channel
-        channel.eventLoop.execute {
-            channel.setOption(ChannelOptions.autoRead, value: reading).whenComplete { _ in }
-            if reading { channel.read() }
-        }
+    /// Returns once the change is applied on the connection's event loop.
+    public func setReading(_ reading: Bool) async {
+        guard let channel = current.withLock({ $0.socket })?.channel else { return }
+        try? await channel.setOption(ChannelOptions.autoRead, value: reading).get()
+        if reading { channel.eventLoop.execute { channel.read() } }
     }
 
     /// Gives up a token or subscription: the gateway unregisters it now if the device is
