@@ -252,20 +252,26 @@ final class Fleet: Sendable {
     let tokens: [DeviceToken]
     let connections: [DeviceConnection]
     private let tasks: [Task<Void, Never>]
-    private let received = Locked((count: 0, perDevice: [Int](), latencies: [UInt64](), first: UInt64(0), last: UInt64(0)))
+    /// What the devices received, counted from their first connection: a notification the gateway
+    /// had stored arrives before the whole fleet is up and must be counted too.
+    private let received: Locked<Received>
+    typealias Received = (count: Int, perDevice: [Int], latencies: [UInt64], first: UInt64, last: UInt64)
     /// Devices whose connection was authenticated again after the fleet was up (reconnections).
     let reconnected: Locked<Set<Int>>
-    /// Connections that ended or attempts that failed since the fleet was up, counted by why.
-    let disconnectionReasons = Locked([String: Int]())
+    /// Connections that ended or attempts that failed, counted by why.
+    let disconnectionReasons: Locked<[String: Int]>
 
     private init(
-        identities: [DeviceIdentity], tokens: [DeviceToken], connections: [DeviceConnection], tasks: [Task<Void, Never>], reconnected: Locked<Set<Int>>
+        identities: [DeviceIdentity], tokens: [DeviceToken], connections: [DeviceConnection], tasks: [Task<Void, Never>],
+        received: Locked<Received>, reconnected: Locked<Set<Int>>, disconnectionReasons: Locked<[String: Int]>
     ) {
         self.identities = identities
         self.tokens = tokens
         self.connections = connections
         self.tasks = tasks
+        self.received = received
         self.reconnected = reconnected
+        self.disconnectionReasons = disconnectionReasons
     }
 
     static func connect(count: Int, host: String, port: Int, tls: NIOSSLContext, logger: Logger) async throws -> Fleet {
@@ -283,7 +289,8 @@ final class Fleet: Sendable {
         let tokens = Locked([DeviceToken?](repeating: nil, count: identities.count))
         let registered = Locked(0)
         let subscribed = Locked(0)
-        let fleetBox = Locked<Fleet?>(nil)
+        let received = Locked<Received>((count: 0, perDevice: Array(repeating: 0, count: identities.count), latencies: [], first: 0, last: 0))
+        let disconnectionReasons = Locked([String: Int]())
         let reconnected = Locked(Set<Int>())
         var tasks: [Task<Void, Never>] = []
         var connections: [DeviceConnection] = []
@@ -311,13 +318,13 @@ final class Fleet: Sendable {
                     case .reconnected: reconnected.withLock { _ = $0.insert(index) }
                     case .disconnected(let reason):
                         let key = String(reason.prefix(80))
-                        fleetBox.withLock { $0 }?.disconnectionReasons.withLock { $0[key, default: 0] += 1 }
+                        disconnectionReasons.withLock { $0[key, default: 0] += 1 }
                     case .subscribed: subscribed.withLock { $0 += 1 }
                     case .notification(let n):
                         let now = BenchDelivery.nanos()
                         var sent: UInt64 = now
                         if case .object(let object) = n.payload, case .int(let t)? = object["t"] { sent = UInt64(t) }
-                        fleetBox.withLock { $0 }?.record(device: index, latency: now &- sent, at: now)
+                        Fleet.record(into: received, device: index, latency: now &- sent, at: now)
                     default: break
                     }
                 }
@@ -327,14 +334,12 @@ final class Fleet: Sendable {
             guard ContinuousClock.now < deadline else { throw ValidationError("not every device registered (and subscribed) within \(timeout)") }
             try await Task.sleep(for: .milliseconds(20))
         }
-        let fleet = Fleet(
-            identities: identities, tokens: tokens.withLock { $0.map { $0! } }, connections: connections, tasks: tasks, reconnected: reconnected)
-        fleet.received.withLock { $0.perDevice = Array(repeating: 0, count: identities.count) }
-        fleetBox.withLock { $0 = fleet }
-        return fleet
+        return Fleet(
+            identities: identities, tokens: tokens.withLock { $0.map { $0! } }, connections: connections, tasks: tasks,
+            received: received, reconnected: reconnected, disconnectionReasons: disconnectionReasons)
     }
 
-    func record(device: Int, latency: UInt64, at now: UInt64) {
+    private static func record(into received: Locked<Received>, device: Int, latency: UInt64, at now: UInt64) {
         received.withLock { r in
             if r.count == 0 { r.first = now }
             r.count += 1
