@@ -155,6 +155,15 @@ struct DeviceRunCommand: AsyncParsableCommand {
     @Flag(help: "Ask the gateway for each app's Live Activity push-to-start token (printed as activity-push-to-start-token).")
     var liveActivities = false
 
+    @Option(name: .customLong("entitlements"), help: ArgumentHelp(
+        "Entitlements an app holds, TOPIC=LIST with LIST of critical-alert and time-sensitive, comma-separated (what its provisioning profile would grant).",
+        valueName: "TOPIC=LIST"))
+    var entitlements: [String] = []
+
+    @Option(help: ArgumentHelp(
+        "A JSON file of Focus modes and the scheduled summary (docs/device-agent.md) to set now; saved in DIR for later runs.", valueName: "FILE"))
+    var focus: String?
+
     @OptionGroup var logging: LogFormatOption
 
     func validate() throws {
@@ -167,6 +176,7 @@ struct DeviceRunCommand: AsyncParsableCommand {
             throw ValidationError("--time-zone \"\(timeZone)\" is not an IANA time zone (e.g. Europe/Paris)")
         }
         guard prompts == "allow" || prompts == "deny" else { throw ValidationError("--prompts must be allow or deny, not \"\(prompts)\"") }
+        for entry in entitlements { _ = try Self.entitlement(entry, apps: apps + legacyApps) }
         for bundle in bundles {
             guard let eq = bundle.firstIndex(of: "="), apps.contains(String(bundle[..<eq])) || legacyApps.contains(String(bundle[..<eq])) else {
                 throw ValidationError("--bundle must be TOPIC=DIR for one of the --app topics, not \"\(bundle)\"")
@@ -250,7 +260,23 @@ struct DeviceRunCommand: AsyncParsableCommand {
                 bundle.localization = try AlertLocalization.load(bundle: path)
                 bundle.sounds = .init(appLibrarySounds: (path as NSString).appendingPathComponent("Library/Sounds"), bundle: path)
             }
+            for entry in entitlements {
+                let (topic, options) = try Self.entitlement(entry, apps: apps + legacyApps)
+                if topic == app { bundle.entitlements.formUnion(options) }
+            }
             _ = try await runtime.install(app, bundle: bundle)
+        }
+        if let focus {
+            guard let data = FileManager.default.contents(atPath: focus), data.count <= 16 << 20 else {
+                throw ValidationError("--focus \(focus): cannot read the file (or it is over 16 MiB)")
+            }
+            do {
+                try await runtime.setFocus(try FocusSettings(json: try JSONReader.parse(Array(data), limits: JSONLimits(maximumBytes: 16 << 20, maximumDepth: 16))))
+            } catch let error as RuntimeError {
+                throw ValidationError("--focus \(focus): \(error.message)")
+            } catch {
+                throw ValidationError("--focus \(focus) is not JSON: \(error)")
+            }
         }
         let agent: AgentSocket
         do { agent = try await AgentSocket.start(path: socketPath, runtime: runtime) } catch {
@@ -301,6 +327,24 @@ struct DeviceRunCommand: AsyncParsableCommand {
 }
 
 /// The device's user answering every authorization prompt the same way.
+extension DeviceRunCommand {
+    /// `TOPIC=critical-alert,time-sensitive` for one of the apps.
+    static func entitlement(_ entry: String, apps: [String]) throws -> (String, AuthorizationOptions) {
+        guard let eq = entry.firstIndex(of: "="), apps.contains(String(entry[..<eq])) else {
+            throw ValidationError("--entitlements must be TOPIC=LIST for one of the --app topics, not \"\(entry)\"")
+        }
+        var options: AuthorizationOptions = []
+        for name in entry[entry.index(after: eq)...].split(separator: ",") {
+            switch name {
+            case "critical-alert": options.insert(.criticalAlert)
+            case "time-sensitive": options.insert(.timeSensitive)
+            default: throw ValidationError("--entitlements: \"\(name)\" is not an entitlement Herald knows (critical-alert, time-sensitive)")
+            }
+        }
+        return (String(entry[..<eq]), options)
+    }
+}
+
 struct FixedPromptAnswer: UserSettingsSource {
     var allow: Bool
     func answerPrompt(appID: String, requested: AuthorizationOptions) async -> AuthorizationOptions { allow ? requested : [] }
@@ -473,6 +517,18 @@ struct DeviceEventPrinter {
             object = RuntimeJSON.json(event).merging(["app": .string(app)]) { $1 }
         case .webPush(let app, let event):
             object = RuntimeJSON.json(event).merging(["app": .string(app)]) { $1 }
+        case .heldForSummary(let app, let id, let until):
+            object = [
+                "event": .string("held-for-summary"), "app": .string(app), "id": .string(id),
+                "until": .string(PlanFormat.utcString(until)), "local": .string(PlanFormat.localString(until, in: zone)),
+            ]
+        case .summary(let at, let items):
+            object = [
+                "event": .string("summary"), "at": .string(PlanFormat.utcString(at)), "local": .string(PlanFormat.localString(at, in: zone)),
+                "notifications": .array(items.map { .object(["app": .string($0.app), "id": .string($0.id)]) }),
+            ]
+        case .focus(let active, let settings):
+            object = ["event": .string("focus"), "active": active.map(JSONValue.string) ?? .null, "settings": settings.json]
         }
         let line = (try? Self.encoder.encode(object)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
         if json { printLineFlushed(line) } else { printLineFlushed("center: \(line)") }

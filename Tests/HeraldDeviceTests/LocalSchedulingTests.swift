@@ -211,6 +211,24 @@ struct LocalSchedulingTests {
         #expect(!region.contains(latitude: outside.0, longitude: outside.1))
     }
 
+    @Test("regions: at most 20 monitored per app; the 21st is refused with Core Location's error, a replacement is not a 21st")
+    func regionLimit() throws {
+        var scheduler = LocalScheduler(timeZone: Self.zone("Europe/Paris"))
+        func region(_ i: Int) -> NotificationTrigger {
+            .location(.init(latitude: 48 + Double(i) / 100, longitude: 2.3, radius: 100), onEntry: true, onExit: false, repeats: false)
+        }
+        for i in 1...20 { _ = try scheduler.add(request("r\(i)", region(i)), now: 0) }
+        // Replacing one of the 20 by its identifier, and a request that is not a region, are fine.
+        _ = try scheduler.add(request("r7", region(70)), now: 0)
+        _ = try scheduler.add(request("timer", .interval(seconds: 60, repeats: false)), now: 0)
+        #expect(throws: TriggerError.self) { _ = try scheduler.add(request("r21", region(21)), now: 0) }
+        do { _ = try scheduler.add(request("r21", region(21)), now: 0) } catch { #expect(error.message.contains("kCLErrorRegionMonitoringFailure")) }
+        #expect(scheduler.pending.count == 21)
+        scheduler.remove(ids: ["r1"])
+        _ = try scheduler.add(request("r21", region(21)), now: 0)
+        #expect(scheduler.pending.filter { if case .location? = $0.request.trigger { true } else { false } }.count == 20)
+    }
+
     @Test("ISO 8601: instants with Z or offsets, wall-clock times without, errors for the rest")
     func isoParsing() {
         #expect(PlanFormat.parseDateTime("2026-06-10T13:00:00Z")?.instant == 1_781_096_400_000)

@@ -287,7 +287,16 @@ final class AgentSession: Sendable {
             try await runtime.setLocationAuthorization(app: app, authorized: ok)
         }
         if case .array(let languages)? = m["languages"] { await runtime.setPreferredLanguages(languages.compactMap(\.stringValue)) }
-        return ["timeZone": .string(await runtime.timeZone.identifier), "languages": .array(await runtime.preferredLanguages.map(JSONValue.string))]
+        if let focus = m["focus"] { try await runtime.setFocus(try FocusSettings(json: focus)) }
+        if let muted = m["muted"] {
+            guard case .bool(let on) = muted else { throw RuntimeError("\"muted\" must be true or false") }
+            await runtime.setMuted(on)
+        }
+        return [
+            "timeZone": .string(await runtime.timeZone.identifier), "languages": .array(await runtime.preferredLanguages.map(JSONValue.string)),
+            "focus": await runtime.focus.json, "activeFocus": await runtime.activeFocus().map { .string($0.name) } ?? .null,
+            "muted": .bool(await runtime.isMuted),
+        ]
     }
 }
 

@@ -23,6 +23,25 @@ public struct DeliveredNotification: Sendable, Hashable {
     public var playedSound: String?
     /// The actions offered, in the minimal context (banner, lock screen, Notification Center).
     public var actions: [NotificationAction]
+    /// How it was let through (or not) by its interruption level, the Focus and the summary.
+    public var attention = Attention()
+
+    /// What the device made of a notification's claim on the user's attention.
+    public struct Attention: Sendable, Hashable {
+        /// The interruption level applied (``Interruption/effectiveLevel(_:entitlements:settings:)``).
+        public var level: NotificationGrouping.InterruptionLevel = .active
+        /// The Focus that was on when it arrived.
+        public var focus: String?
+        /// What let it through that Focus or the summary.
+        public var through: Interruption.Breakthrough?
+        /// Silenced by ``focus``: listed without banner, sound or lighting the screen.
+        public var silenced = false
+        /// Delivered in the scheduled summary of this instant (it was held until then).
+        public var summaryAt: Int64?
+        /// A critical sound played (even with the device muted), at this volume (1: full).
+        public var criticalVolume: Double?
+        public init() {}
+    }
 }
 
 /// What an app implements to hear from the runtime: the UserNotifications delegate and the
@@ -102,4 +121,11 @@ public enum RuntimeEvent: Sendable {
     case liveActivity(app: String, LiveActivityEvent)
     /// A Web Push subscription got its endpoint or ended; a message was received or dropped.
     case webPush(app: String, WebPushEvent)
+    /// A notification was held for the scheduled summary at `until`.
+    case heldForSummary(app: String, id: String, until: Int64)
+    /// The scheduled summary was delivered: every notification it held, on every app, the most
+    /// relevant first (ties: the earliest to arrive).
+    case summary(at: Int64, [(app: String, id: String)])
+    /// The Focus settings changed, or the Focus that is on (nil: none) was seen to change.
+    case focus(active: String?, FocusSettings)
 }

@@ -23,6 +23,12 @@ public actor DeviceRuntime {
     public internal(set) var isOnline = false
     public private(set) var locationServicesEnabled = true
     public private(set) var isLocked = false
+    /// The ring/silent switch: muted, no sound plays but a critical alert's.
+    public internal(set) var isMuted = false
+    /// Focus modes and the scheduled summary (saved with the device; see ``setFocus(_:)``).
+    public internal(set) var focus = FocusSettings()
+    /// The Focus last seen on, for the `focus` event.
+    var lastActiveFocus: String?
     let user: UserSettingsSource
     let storage: RuntimeStorage?
     private let observer: (@Sendable (RuntimeEvent) -> Void)?
@@ -49,6 +55,7 @@ public actor DeviceRuntime {
         self.user = user
         self.storage = try storageDirectory.map(RuntimeStorage.init(directory:))
         self.observer = observer
+        if let saved = try storage?.loadFocus() { focus = saved }
     }
 
     // MARK: apps
@@ -131,7 +138,7 @@ public actor DeviceRuntime {
     /// Recomputes an app's soonest due time (its scheduler and its held silent push).
     func reschedule(_ slot: AppSlot) {
         slot.version &+= 1
-        let due = [slot.scheduler.nextDue, slot.silentBudget.nextRelease, slot.activities.nextDue].compactMap { $0 }.min()
+        let due = [slot.scheduler.nextDue, slot.silentBudget.nextRelease, slot.activities.nextDue, slot.summaryDue].compactMap { $0 }.min()
         if let due { dueHeap.push(due: due, (slot.id, slot.version)) }
     }
 
@@ -149,15 +156,18 @@ public actor DeviceRuntime {
     private func alarmRang() {
         alarm = nil
         let now = clock.nowMilliseconds()
+        var summary: [SummaryItem] = []
         while let top = dueHeap.top, top.due <= now {
             dueHeap.pop()
             guard let slot = apps[top.payload.app], slot.version == top.payload.version else { continue }
             for firing in slot.scheduler.fireDue(upTo: now) { deliverLocal(slot, firing, now: now) }
             if let payload = slot.silentBudget.release(now: now) { startSilentPush(slot, payload) }
             fireLiveActivities(slot, now: now)
+            if let due = slot.summaryDue, due <= now { summary += releaseSummary(slot, now: now) }
             reschedule(slot)
             save(slot)
         }
+        announceSummary(summary, at: now)
         armAlarm()
     }
 
@@ -232,6 +242,10 @@ public actor DeviceRuntime {
         var notification = DeliveredNotification(
             id: id, origin: origin, content: content, deliveredAt: now, dueAt: dueAt, presentation: .init(),
             playedSound: played, actions: category?.actions(in: .minimal) ?? [])
+        // The Focus and the summary; an app in the foreground is in use and holds nothing back.
+        let decided = attention(slot, content, now: now)
+        notification.attention = decided.attention
+        if decided.hold, slot.appState != .foreground { return holdForSummary(slot, notification, now: now) }
         if slot.appState == .foreground, slot.bundle.api == .userNotifications, let delegate = slot.delegate {
             let preview = notification
             let handler = CallbackHandler<DeliveryByAppState.ForegroundOptions>(
@@ -263,14 +277,23 @@ public actor DeviceRuntime {
         save(slot)
     }
 
-    private func present(_ slot: AppSlot, _ arriving: DeliveredNotification, foregroundOptions: DeliveryByAppState.ForegroundOptions?) {
+    func present(_ slot: AppSlot, _ arriving: DeliveredNotification, foregroundOptions: DeliveryByAppState.ForegroundOptions?) {
         var notification = arriving
         let settings = slot.authorization.settings
         var (presentation, callback) = DeliveryByAppState.arrive(
             state: slot.appState, api: slot.bundle.api, kinds: notification.content.kinds, badge: notification.content.badge,
             settings: settings, foregroundOptions: foregroundOptions)
-        if notification.content.interruptionLevel == .passive {
+        let attention = notification.attention
+        // Passive: listed silently; silenced by a Focus, or delivered in the summary: the same.
+        if attention.level == .passive || attention.silenced || attention.summaryAt != nil {
             presentation.banner = false
+            presentation.sound = false
+        }
+        // Muted: only a critical alert plays (at its volume).
+        let critical = attention.level == .critical || (notification.content.criticalSound && slot.criticalAlertsAllowed)
+        if presentation.sound, critical {
+            notification.attention.criticalVolume = notification.content.criticalVolume ?? 1
+        } else if isMuted {
             presentation.sound = false
         }
         if !presentation.sound { notification.playedSound = nil }
@@ -531,12 +554,20 @@ final class AppSlot {
     /// Shown since the last save: their `delivered` events follow the save that records them.
     var announcing: [(seq: Int64, notification: DeliveredNotification)] = []
     var nextAnnouncement: Int64 = 1
+    /// Held for the scheduled summary, in arrival order, and when that summary is due.
+    var summaryHeld: [DeliveredNotification] = []
+    var summaryDue: Int64?
 
     init(id: String, bundle: DeviceRuntime.AppBundle, timeZone: TimeZone) {
         self.id = id
         self.bundle = bundle
         self.scheduler = LocalScheduler(timeZone: timeZone)
         self.authorization = AppAuthorization(entitlements: bundle.entitlements)
+    }
+
+    /// Critical alerts: the entitlement and the user's setting.
+    var criticalAlertsAllowed: Bool {
+        bundle.entitlements.contains(.criticalAlert) && authorization.settings.criticalAlert == .enabled
     }
 
     var appState: DeliveryByAppState.AppState {

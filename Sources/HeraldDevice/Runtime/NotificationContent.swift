@@ -14,6 +14,12 @@ public struct NotificationContent: Sendable, Hashable {
     public var sound: String?
     /// A critical sound (bypasses mute and Do Not Disturb; needs the critical-alert entitlement).
     public var criticalSound = false
+    /// The critical sound's volume, 0…1 (`sound.volume`; nil: the device's alert volume).
+    public var criticalVolume: Double?
+    /// `filter-criteria`: what the app's Focus filter matches.
+    public var filterCriteria: String?
+    /// A communication notification: a message from a person (see ``CommunicationContext``).
+    public var communication: CommunicationContext?
     public var category: String?
     public var thread: String?
     public var interruptionLevel: NotificationGrouping.InterruptionLevel = .active
@@ -52,6 +58,10 @@ public struct NotificationContent: Sendable, Hashable {
         }
         content.relevance = min(1, max(0, c["relevance"]?.finiteDouble ?? 0))
         content.userInfo = c["userInfo"] ?? .object([:])
+        if case .bool(true)? = c["critical"] { content.criticalSound = true }
+        content.criticalVolume = c["volume"]?.finiteDouble.map { min(1, max(0, $0)) }
+        content.filterCriteria = c["filterCriteria"]?.stringValue
+        content.communication = c["communication"].flatMap(CommunicationContext.init(json:))
         return content
     }
 
@@ -77,6 +87,8 @@ public struct NotificationContent: Sendable, Hashable {
         content.badge = aps.badge.flatMap { Self.badgeRange.contains($0) ? $0 : nil }
         content.sound = aps.sound?.name
         content.criticalSound = aps.sound?.isCritical ?? false
+        if case .critical(_, let volume?, _)? = aps.sound { content.criticalVolume = min(1, max(0, volume)) }
+        content.filterCriteria = aps.filterCriteria
         content.category = aps.category
         content.thread = aps.threadID
         content.interruptionLevel = aps.effectiveInterruptionLevel
@@ -110,6 +122,47 @@ public struct NotificationContent: Sendable, Hashable {
         object["thread"] = thread.map(JSONValue.string)
         if interruptionLevel != .active { object["interruptionLevel"] = .string(interruptionLevel.rawValue) }
         if relevance != 0 { object["relevance"] = .double(relevance) }
+        if criticalSound { object["critical"] = .bool(true) }
+        object["volume"] = criticalVolume.map(JSONValue.double)
+        object["filterCriteria"] = filterCriteria.map(JSONValue.string)
+        object["communication"] = communication?.json
+        return .object(object)
+    }
+}
+
+/// What makes a notification a communication notification (iOS 15, `INSendMessageIntent` given
+/// to `UNNotificationContent.updating(from:)`): the person it is from and the conversation. The
+/// device shows the sender's name and avatar, and a Focus that allows that person lets it through.
+public struct CommunicationContext: Sendable, Hashable {
+    public var senderName: String
+    /// How the person is known to the app and to Focus: a phone number, an e-mail, an id.
+    public var senderHandle: String
+    public var avatar: String?
+    public var conversation: String?
+
+    public init(senderName: String, senderHandle: String, avatar: String? = nil, conversation: String? = nil) {
+        (self.senderName, self.senderHandle, self.avatar, self.conversation) = (senderName, senderHandle, avatar, conversation)
+    }
+
+    /// Bound on each field (a name, a handle, an avatar's file name or URL, a conversation id).
+    public static let maximumFieldBytes = 1_024
+
+    /// `{"sender": {"name": …, "handle": …, "avatar": …}, "conversation": …}`; nil when the sender
+    /// has no name and handle of 1…1,024 bytes (a device ignores what it cannot use).
+    public init?(json: JSONValue) {
+        guard case .object(let o) = json, case .object(let sender)? = o["sender"],
+              let name = sender["name"]?.stringValue, let handle = sender["handle"]?.stringValue else { return nil }
+        func fits(_ s: String?) -> Bool { s.map { !$0.isEmpty && $0.utf8.count <= Self.maximumFieldBytes } ?? true }
+        let avatar = sender["avatar"]?.stringValue, conversation = o["conversation"]?.stringValue
+        guard fits(name), fits(handle), fits(avatar), fits(conversation) else { return nil }
+        self.init(senderName: name, senderHandle: handle, avatar: avatar, conversation: conversation)
+    }
+
+    public var json: JSONValue {
+        var sender: [String: JSONValue] = ["name": .string(senderName), "handle": .string(senderHandle)]
+        sender["avatar"] = avatar.map(JSONValue.string)
+        var object: [String: JSONValue] = ["sender": .object(sender)]
+        object["conversation"] = conversation.map(JSONValue.string)
         return .object(object)
     }
 }

@@ -181,10 +181,25 @@ public enum RuntimeJSON {
             "presented": .array(presented), "actions": .array(n.actions.map { .string($0.identifier) }),
             "sound": n.playedSound.map(JSONValue.string) ?? .null,
         ]
+        object["attention"] = json(n.attention, screenLit: n.presentation.banner || n.presentation.sound)
         switch n.origin {
         case .local(let trigger): object["origin"] = .string("local"); object["trigger"] = .string(trigger)
         case .remote(let apnsID): object["origin"] = .string("remote"); object["apns-id"] = .string(apnsID)
         }
+        return .object(object)
+    }
+}
+
+extension RuntimeJSON {
+    /// `{"level", "focus", "through", "silenced", "summary", "critical-volume", "screen"}`: the
+    /// level applied, the Focus on at arrival, what let it through, whether the Focus silenced it,
+    /// the summary that delivered it, a critical sound's volume, and whether the screen lit up.
+    static func json(_ a: DeliveredNotification.Attention, screenLit: Bool) -> JSONValue {
+        var object: [String: JSONValue] = ["level": .string(a.level.rawValue), "silenced": .bool(a.silenced), "screen": .bool(screenLit)]
+        object["focus"] = a.focus.map(JSONValue.string)
+        object["through"] = a.through.map { .string($0.rawValue) }
+        object["summary"] = a.summaryAt.map { .string(PlanFormat.utcString($0)) }
+        object["critical-volume"] = a.criticalVolume.map(JSONValue.double)
         return .object(object)
     }
 }

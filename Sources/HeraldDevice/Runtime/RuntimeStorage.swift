@@ -38,6 +38,28 @@ struct RuntimeStorage: Sendable {
         try encoder.encode(app).write(to: URL(fileURLWithPath: path(appID)), options: .atomic)
     }
 
+    // MARK: the device's Focus
+
+    /// `DIR/focus.json`: the device's Focus modes and summary (``FocusSettings/json``).
+    private var focusPath: String { ((directory as NSString).deletingLastPathComponent as NSString).appendingPathComponent("focus.json") }
+
+    func loadFocus() throws(RuntimeError) -> FocusSettings? {
+        guard let data = FileManager.default.contents(atPath: focusPath) else { return nil }
+        do {
+            return try FocusSettings(json: try JSONReader.parse(Array(data), limits: JSONLimits(maximumBytes: 16 << 20, maximumDepth: 16)))
+        } catch let error as RuntimeError {
+            throw RuntimeError("\(focusPath): \(error.message); fix or remove it")
+        } catch {
+            throw RuntimeError("\(focusPath) is not JSON (\(error)); fix or remove it")
+        }
+    }
+
+    func saveFocus(_ settings: FocusSettings) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        try encoder.encode(settings.json).write(to: URL(fileURLWithPath: focusPath), options: .atomic)
+    }
+
     // MARK: announcements
 
     // A notification is "shown" once: in the app's saved state (its delivered list and handled
@@ -170,6 +192,9 @@ struct SavedApp: Codable {
     /// saved before they existed).
     var webPush: [WebPushSubscriptionState.Saved]?
     var webPushInbox: [SavedWebPushMessage]?
+    /// Held for the scheduled summary, and when it is due (absent in state saved before they existed).
+    var summaryHeld: [Delivered]?
+    var summaryDue: Int64?
 
     struct SavedWebPushMessage: Codable {
         var scope: String
@@ -203,6 +228,8 @@ struct SavedApp: Codable {
         wantsPushToStart = slot.wantsPushToStart
         webPush = slot.webPush.values.sorted { $0.scope < $1.scope }.map(\.saved)
         webPushInbox = slot.webPushInbox.map { SavedWebPushMessage(scope: $0.scope, id: $0.id, data: Base64URL.encode($0.data), declarative: $0.declarative) }
+        summaryHeld = slot.summaryHeld.isEmpty ? nil : slot.summaryHeld.map(Delivered.init)
+        summaryDue = slot.summaryDue
     }
 
     /// Puts the state back into a fresh slot. A pending request whose fire time passed while the
@@ -250,6 +277,13 @@ struct SavedApp: Codable {
         slot.webPushInbox = (webPushInbox ?? []).compactMap { m in
             Base64URL.decode(m.data[...]).map { WebPushMessageDelivery(scope: m.scope, id: m.id, data: $0, declarative: m.declarative) }
         }
+        slot.summaryHeld = (summaryHeld ?? []).map { d in
+            var n = d.notification(in: slot, presentation: .init(), playedSound: nil)
+            n.attention.level = n.content.interruptionLevel
+            return n
+        }
+        // A summary time that passed while the runtime was stopped is due at once.
+        slot.summaryDue = slot.summaryHeld.isEmpty ? nil : summaryDue
         slot.scheduler.setLocation(authorized: locationAuthorized)
     }
 }

@@ -32,6 +32,10 @@ public struct LocalFiring: Sendable, Hashable {
 public struct LocalScheduler: Sendable {
     /// How many pending requests an app keeps (reference §4).
     public static let pendingLimit = 64
+    /// Core Location monitors at most 20 regions per app ("Monitoring shared resources: … no app
+    /// may monitor more than 20 regions simultaneously", Apple's Core Location documentation);
+    /// location triggers are regions it monitors.
+    public static let monitoredRegionLimit = 20
 
     public struct Pending: Sendable, Hashable {
         public var request: LocalRequest
@@ -60,6 +64,15 @@ public struct LocalScheduler: Sendable {
     /// soonest-firing 64 stay pending; the others are dropped for good and returned in `dropped`.
     public mutating func add(_ request: LocalRequest, now: Int64) throws(TriggerError) -> (delivered: [LocalFiring], dropped: [LocalRequest]) {
         try request.trigger?.validate()
+        if case .location? = request.trigger {
+            let others = pending.filter { entry in
+                if case .location? = entry.request.trigger { return entry.request.id != request.id }
+                return false
+            }.count
+            if others >= Self.monitoredRegionLimit {
+                throw TriggerError("kCLErrorRegionMonitoringFailure (CLError code 5): the app already monitors \(Self.monitoredRegionLimit) regions, the most Core Location allows an app; remove a location request first")
+            }
+        }
         pending.removeAll { $0.request.id == request.id }
         guard let trigger = request.trigger else {
             return ([LocalFiring(request: request, atMilliseconds: now, timeZone: timeZone)], [])

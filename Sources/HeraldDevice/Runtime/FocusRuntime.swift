@@ -1,0 +1,108 @@
+import HeraldCore
+
+/// Focus, interruption levels and the scheduled summary in the runtime (the rules are
+/// ``Interruption``'s; docs/device-runtime.md, "Focus, interruption levels and the scheduled summary").
+extension DeviceRuntime {
+    /// One notification delivered by a summary, for the `summary` event's order.
+    struct SummaryItem {
+        var app: String
+        var id: String
+        var relevance: Double
+        var arrivedAt: Int64
+        var order: Int
+    }
+
+    /// The user's Focus modes and summary. Saved with the device; a summary that no longer holds
+    /// an app's notifications (removed, or the app taken out of it) delivers what it held now, and
+    /// new summary times move the next delivery.
+    public func setFocus(_ settings: FocusSettings) throws(RuntimeError) {
+        if let storage {
+            do { try storage.saveFocus(settings) } catch { throw RuntimeError("could not save the Focus settings: \(error)") }
+        }
+        focus = settings
+        let now = clock.nowMilliseconds()
+        var released: [SummaryItem] = []
+        for slot in apps.values where !slot.summaryHeld.isEmpty {
+            if settings.summary?.apps.contains(slot.id) == true {
+                slot.summaryDue = settings.nextSummary(after: now, in: timeZone)
+            } else {
+                released += releaseSummary(slot, now: now)
+            }
+            reschedule(slot)
+            save(slot)
+        }
+        announceSummary(released, at: now)
+        armAlarm()
+        emit(.focus(active: activeFocus()?.name, settings))
+        lastActiveFocus = activeFocus()?.name
+    }
+
+    /// The Focus on now (by hand or by its schedule in the device's zone).
+    public func activeFocus() -> FocusMode? { focus.activeMode(at: clock.nowMilliseconds(), in: timeZone) }
+
+    /// The ring/silent switch.
+    public func setMuted(_ muted: Bool) { isMuted = muted }
+
+    /// The level applied to `content` and what the Focus and the summary make of it; `hold`: keep
+    /// it for the summary.
+    func attention(_ slot: AppSlot, _ content: NotificationContent, now: Int64) -> (attention: DeliveredNotification.Attention, hold: Bool) {
+        var attention = DeliveredNotification.Attention()
+        attention.level = Interruption.effectiveLevel(content.interruptionLevel, entitlements: slot.bundle.entitlements, settings: slot.authorization.settings)
+        let active = focus.activeMode(at: now, in: timeZone)
+        if active?.name != lastActiveFocus {
+            lastActiveFocus = active?.name
+            emit(.focus(active: active?.name, focus))
+        }
+        attention.focus = active?.name
+        switch Interruption.decide(
+            app: slot.id, level: attention.level, criteria: content.filterCriteria, sender: content.communication?.senderHandle,
+            focus: active, summary: focus.summary)
+        {
+        case .deliver(let through): attention.through = through
+        case .silence: attention.silenced = true
+        case .holdForSummary: return (attention, true)
+        }
+        return (attention, false)
+    }
+
+    /// Keeps a notification for the next summary; a remote one is acked once that is saved.
+    func holdForSummary(_ slot: AppSlot, _ notification: DeliveredNotification, now: Int64) {
+        guard let due = slot.summaryDue ?? focus.nextSummary(after: now, in: timeZone) else {
+            return present(slot, notification, foregroundOptions: nil)
+        }
+        slot.summaryDue = due
+        slot.summaryHeld.removeAll { $0.id == notification.id }
+        slot.summaryHeld.append(notification)
+        if slot.summaryHeld.count > deliveredLimit { slot.summaryHeld.removeFirst(slot.summaryHeld.count - deliveredLimit) }
+        if case .remote(let apnsID) = notification.origin { concludeRemote(slot, id: apnsID) }
+        emit(.heldForSummary(app: slot.id, id: notification.id, until: due))
+        reschedule(slot)
+        armAlarm()
+    }
+
+    /// Delivers what an app's summary held, quietly (listed, no banner or sound); the caller saves.
+    func releaseSummary(_ slot: AppSlot, now: Int64) -> [SummaryItem] {
+        let held = slot.summaryHeld
+        slot.summaryHeld = []
+        slot.summaryDue = nil
+        var items: [SummaryItem] = []
+        for (order, var notification) in held.enumerated() {
+            notification.attention.summaryAt = now
+            notification.deliveredAt = now
+            present(slot, notification, foregroundOptions: nil)
+            items.append(SummaryItem(app: slot.id, id: notification.id, relevance: notification.content.relevance, arrivedAt: notification.dueAt, order: order))
+        }
+        return items
+    }
+
+    /// The `summary` event: everything delivered at one summary time, the most relevant first.
+    func announceSummary(_ items: [SummaryItem], at now: Int64) {
+        guard !items.isEmpty else { return }
+        let ordered = items.sorted { a, b in
+            if a.relevance != b.relevance { return a.relevance > b.relevance }
+            if a.arrivedAt != b.arrivedAt { return a.arrivedAt < b.arrivedAt }
+            return (a.app, a.order) < (b.app, b.order)
+        }
+        emit(.summary(at: now, ordered.map { ($0.app, $0.id) }))
+    }
+}

@@ -1,0 +1,280 @@
+import Foundation
+import HeraldCore
+import Testing
+
+@testable import HeraldDevice
+import HeraldTesting
+
+/// Focus, interruption levels, critical alerts and the scheduled summary: the pure rules at fixed
+/// instants, then through the runtime on a simulated clock.
+@Suite("Focus and the scheduled summary")
+struct FocusTests {
+    static let paris = TimeZone(identifier: "Europe/Paris")!
+    static func at(_ text: String) -> Int64 { PlanFormat.parseDateTime(text)!.instant! }
+
+    static func settings(_ text: String) throws -> FocusSettings {
+        try FocusSettings(json: try JSONReader.parse(Array(text.utf8), limits: JSONLimits(maximumBytes: 16 << 20, maximumDepth: 16)))
+    }
+
+    static func refusal(_ text: String) -> String {
+        do {
+            _ = try settings(text)
+            return "accepted"
+        } catch let error as RuntimeError { return error.message } catch { return "not JSON" }
+    }
+
+    // MARK: pure rules
+
+    @Test("a schedule is on inside its window in the device's zone, overnight windows run into the next day, only on its days")
+    func schedules() throws {
+        let s = try Self.settings(#"""
+            {"modes": [{"name": "Sleep", "state": "scheduled", "schedule": {"start": "22:30", "end": "07:00", "days": ["fri"]}},
+                       {"name": "Work", "state": "scheduled", "schedule": {"start": "09:00", "end": "17:00", "days": ["mon","tue","wed","thu","fri"]}}]}
+            """#)
+        func active(_ utc: String) -> String? { s.activeMode(at: Self.at(utc), in: Self.paris)?.name }
+        // Friday 2026-11-27 in Paris (UTC+1).
+        #expect(active("2026-11-27T08:00:00Z") == "Work")      // 09:00 Friday
+        #expect(active("2026-11-27T07:59:59Z") == nil)         // 08:59
+        #expect(active("2026-11-27T16:00:00Z") == nil)         // 17:00: the end is not inside
+        #expect(active("2026-11-27T21:30:00Z") == "Sleep")     // 22:30 Friday
+        #expect(active("2026-11-28T05:59:00Z") == "Sleep")     // 06:59 Saturday, the night that began Friday
+        #expect(active("2026-11-28T06:00:00Z") == nil)         // 07:00 Saturday
+        #expect(active("2026-11-28T21:30:00Z") == nil)         // 22:30 Saturday: not one of its days
+        #expect(active("2026-11-28T08:00:00Z") == nil)         // 09:00 Saturday: Work is weekdays only
+        // A Focus turned on by hand wins over the schedules.
+        var manual = s
+        manual.modes.append(FocusMode(name: "Driving", state: .on))
+        #expect(manual.activeMode(at: Self.at("2026-11-27T08:00:00Z"), in: Self.paris)?.name == "Driving")
+    }
+
+    @Test("the next summary time is the next listed local time, and a time that a DST change skips comes at the next instant")
+    func summaryTimes() throws {
+        let s = try Self.settings(#"{"summary": {"times": ["18:00", "08:00", "02:30"], "apps": ["com.example.news"]}}"#)
+        #expect(s.summary?.times == [150, 480, 1080])
+        #expect(s.nextSummary(after: Self.at("2026-11-27T07:00:00Z"), in: Self.paris) == Self.at("2026-11-27T17:00:00Z"))  // 08:00 just passed
+        #expect(s.nextSummary(after: Self.at("2026-11-27T17:00:00Z"), in: Self.paris) == Self.at("2026-11-28T01:30:00Z"))  // strictly after
+        // 2027-03-28: Paris springs forward at 02:00 to 03:00; 02:30 does not exist that night.
+        #expect(s.nextSummary(after: Self.at("2027-03-27T20:00:00Z"), in: Self.paris) == Self.at("2027-03-28T01:00:00Z"))
+        #expect(FocusSettings().nextSummary(after: 0, in: Self.paris) == nil)
+    }
+
+    @Test("what a Focus and the summary do with each level, person, allowed app and filter")
+    func decisions() {
+        let work = FocusMode(
+            name: "Work", state: .on, allowedApps: ["mail"], allowedPeople: ["+33612345678"], allowsTimeSensitive: true,
+            filters: ["chat": ["work"], "mail": ["work"]])
+        let strict = FocusMode(name: "Strict", state: .on, allowsTimeSensitive: false)
+        let summary = ScheduledSummary(times: [480], apps: ["news", "chat"])
+        func decide(_ app: String, _ level: NotificationGrouping.InterruptionLevel = .active, criteria: String? = nil, sender: String? = nil,
+                    focus: FocusMode? = work, summary: ScheduledSummary? = nil) -> Interruption.Outcome {
+            Interruption.decide(app: app, level: level, criteria: criteria, sender: sender, focus: focus, summary: summary)
+        }
+        #expect(decide("games") == .silence(focus: "Work"))
+        #expect(decide("games", focus: nil) == .deliver(through: nil))
+        #expect(decide("mail") == .deliver(through: .allowedApp))
+        #expect(decide("mail", criteria: "home") == .silence(focus: "Work"))     // the filter narrows an allowed app
+        #expect(decide("chat", criteria: "work") == .deliver(through: .filter))  // and widens one that is not
+        #expect(decide("chat") == .silence(focus: "Work"))                       // no criteria: the app's rule
+        #expect(decide("games", sender: "+33612345678") == .deliver(through: .person))
+        #expect(decide("games", sender: "+33600000000") == .silence(focus: "Work"))
+        #expect(decide("games", .timeSensitive) == .deliver(through: .timeSensitive))
+        #expect(decide("games", .timeSensitive, focus: strict) == .silence(focus: "Strict"))
+        #expect(decide("games", .critical, focus: strict) == .deliver(through: .critical))
+        #expect(decide("games", .passive) == .silence(focus: "Work"))
+        // The summary holds what is not time-sensitive, critical or from a person, Focus or not.
+        #expect(decide("news", focus: nil, summary: summary) == .holdForSummary)
+        #expect(decide("news", .passive, focus: nil, summary: summary) == .holdForSummary)
+        #expect(decide("news", summary: summary) == .holdForSummary)
+        #expect(decide("news", .timeSensitive, focus: nil, summary: summary) == .deliver(through: .timeSensitive))
+        #expect(decide("news", .critical, focus: nil, summary: summary) == .deliver(through: .critical))
+        #expect(decide("chat", sender: "+33600000000", focus: nil, summary: summary) == .deliver(through: nil))
+        #expect(decide("games", focus: nil, summary: summary) == .deliver(through: nil))
+    }
+
+    @Test("critical and time-sensitive need their entitlement and setting; without them a notification is active")
+    func effectiveLevels() {
+        var settings = NotificationSettings()
+        settings.criticalAlert = .enabled
+        settings.timeSensitive = .enabled
+        #expect(Interruption.effectiveLevel(.critical, entitlements: [.criticalAlert], settings: settings) == .critical)
+        #expect(Interruption.effectiveLevel(.critical, entitlements: [], settings: settings) == .active)
+        #expect(Interruption.effectiveLevel(.timeSensitive, entitlements: [.timeSensitive], settings: settings) == .timeSensitive)
+        #expect(Interruption.effectiveLevel(.timeSensitive, entitlements: [], settings: settings) == .active)
+        settings.criticalAlert = .disabled
+        settings.timeSensitive = .disabled
+        #expect(Interruption.effectiveLevel(.critical, entitlements: [.criticalAlert], settings: settings) == .active)
+        #expect(Interruption.effectiveLevel(.timeSensitive, entitlements: [.timeSensitive], settings: settings) == .active)
+        #expect(Interruption.effectiveLevel(.passive, entitlements: [], settings: settings) == .passive)
+    }
+
+    @Test("hostile settings are refused with a message that names the field")
+    func refusals() throws {
+        #expect(Self.refusal(#"{"modes": [{"name": "Work", "state": "scheduled", "schedule": {"start": "25:00", "end": "07:00"}}]}"#)
+            .contains("modes[0].schedule.start"))
+        #expect(Self.refusal(#"{"modes": [{"name": "Work", "state": "scheduled", "schedule": {"start": "9:00", "end": "17:00"}}]}"#)
+            .contains("is not a time of day"))
+        #expect(Self.refusal(#"{"modes": [{"name": "W", "state": "scheduled", "schedule": {"start": "09:00", "end": "09:00"}}]}"#)
+            .contains("start and end are both 09:00"))
+        #expect(Self.refusal(#"{"modes": [{"name": "W", "state": "scheduled"}]}"#).contains("needs a \"schedule\""))
+        #expect(Self.refusal(#"{"modes": [{"name": "W", "schedule": {"start": "09:00", "end": "10:00", "days": ["funday"]}}]}"#)
+            .contains("schedule.days"))
+        let many = "{\"modes\": [" + (0..<10_000).map { "{\"name\": \"m\($0)\"}" }.joined(separator: ",") + "]}"
+        #expect(Self.refusal(many).contains("10000 Focus modes; at most 32"))
+        let huge = String(repeating: "x", count: 1 << 20)
+        #expect(Self.refusal(#"{"modes": [{"name": "W", "filters": {"mail": [""# + huge + #""]}}]}"#).contains("modes[0].filters.mail"))
+        #expect(Self.refusal(#"{"modes": [{"name": "W"}, {"name": "W"}]}"#).contains("two Focus modes are named \"W\""))
+        #expect(Self.refusal(#"{"modes": [{"name": "A", "state": "on"}, {"name": "B", "state": "on"}]}"#).contains("only one Focus"))
+        #expect(Self.refusal(#"{"modes": [{"name": "A", "color": "red"}]}"#).contains("unknown key \"color\""))
+        #expect(Self.refusal(#"{"summary": {"times": [], "apps": []}}"#).contains("summary.times"))
+        #expect(Self.refusal(#"{"summary": {"times": ["08:00","09:00","10:00","11:00","12:00","13:00","14:00","15:00","16:00","17:00","18:00","19:00","20:00"]}}"#)
+            .contains("1 to 12"))
+        #expect(Self.refusal(#"{"summary": {"times": ["08:60"]}}"#).contains("summary.times[0]"))
+        #expect(Self.refusal(#"[1]"#).contains("must be a JSON object"))
+        // What is accepted comes back the same through its JSON form.
+        let s = try Self.settings(#"""
+            {"modes": [{"name": "Work", "state": "scheduled", "schedule": {"start": "09:00", "end": "17:30", "days": ["mon", "fri"]},
+                        "allowedApps": ["mail"], "allowedPeople": ["a@example.com"], "timeSensitive": false, "filters": {"mail": ["work"]}}],
+             "summary": {"times": ["18:00", "08:05"], "apps": ["news"]}}
+            """#)
+        #expect(try FocusSettings(json: s.json) == s)
+    }
+
+    // MARK: through the runtime
+
+    struct Device {
+        let clock: SimulatedAlarmClock
+        let runtime: DeviceRuntime
+        let journal = DeviceRuntimeTests.Journal()
+
+        init(start: String = "2026-11-27T10:00:00Z", storage: String? = nil) throws {
+            clock = SimulatedAlarmClock(startMilliseconds: FocusTests.at(start))
+            runtime = try DeviceRuntime(
+                clock: clock, timeZone: FocusTests.paris, user: DeviceRuntimeTests.Allow(granted: [.alert, .sound, .badge, .criticalAlert, .timeSensitive]),
+                storageDirectory: storage, observer: journal.observer)
+        }
+
+        @discardableResult
+        func install(_ app: String, entitlements: AuthorizationOptions = []) async throws -> AppNotificationCenter {
+            let center = try await runtime.install(app, bundle: .init(entitlements: entitlements))
+            try await center.requestAuthorization([.alert, .sound, .badge, .criticalAlert])
+            return center
+        }
+
+        func show(_ center: AppNotificationCenter, _ id: String, _ content: [String: JSONValue]) async throws {
+            var c = content
+            c["body"] = c["body"] ?? .string(id)
+            c["sound"] = c["sound"] ?? .string("default")
+            try await center.add(LocalRequest(id: id, content: .object(c), trigger: nil))
+        }
+
+        func delivered(_ id: String) -> DeliveredNotification? { journal.delivered.last { $0.id == id } }
+
+        var summaries: [(at: Int64, ids: [String])] {
+            journal.events.withLock { $0.compactMap { if case .summary(let at, let items) = $0 { (at, items.map(\.id)) } else { nil } } }
+        }
+    }
+
+    @Test("a Focus silences what it does not allow (listed, no banner, no sound); time-sensitive and allowed people break through")
+    func focusThroughTheRuntime() async throws {
+        let d = try Device()
+        let games = try await d.install("com.example.games", entitlements: [.timeSensitive])
+        let mail = try await d.install("com.example.mail")
+        try await d.runtime.setFocus(try Self.settings(#"""
+            {"modes": [{"name": "Work", "state": "on", "allowedApps": ["com.example.mail"], "allowedPeople": ["+33612345678"]}]}
+            """#))
+        try await d.show(games, "g1", [:])
+        try await d.show(mail, "m1", [:])
+        try await d.show(games, "g2", ["interruptionLevel": .string("time-sensitive")])
+        try await d.show(mail, "m2", ["interruptionLevel": .string("time-sensitive")])  // no entitlement: active, allowed app
+        try await d.show(games, "g3", ["communication": .object(["sender": .object(["name": .string("Ana"), "handle": .string("+33612345678")])])])
+        try await d.show(games, "g4", ["communication": .object(["sender": .object(["name": .string("Bob"), "handle": .string("+33699999999")])])])
+        try await d.show(games, "g5", ["interruptionLevel": .string("passive")])
+        await d.runtime.settle()
+        func shown(_ id: String) -> String {
+            guard let n = d.delivered(id) else { return "none" }
+            let p = n.presentation
+            return [p.banner ? "banner" : nil, p.listed ? "list" : nil, p.sound ? "sound" : nil].compactMap { $0 }.joined(separator: "+")
+                + (n.attention.silenced ? " silenced" : "") + (n.attention.through.map { " through \($0.rawValue)" } ?? "")
+        }
+        #expect(shown("g1") == "list silenced")
+        #expect(shown("m1") == "banner+list+sound through allowed-app")
+        #expect(shown("g2") == "banner+list+sound through time-sensitive")
+        #expect(d.delivered("g2")?.attention.level == .timeSensitive)
+        #expect(d.delivered("m2")?.attention.level == .active)
+        #expect(shown("g3") == "banner+list+sound through person")
+        #expect(shown("g4") == "list silenced")
+        #expect(shown("g5") == "list silenced")
+        #expect(d.delivered("g1")?.attention.focus == "Work")
+        // Turning the Focus off: delivered as usual again; the change is an event.
+        try await d.runtime.setFocus(FocusSettings())
+        try await d.show(games, "g6", [:])
+        #expect(shown("g6") == "banner+list+sound")
+        let focusEvents = d.journal.events.withLock { $0.compactMap { if case .focus(let active, _) = $0 { active ?? "-" } else { nil } } }
+        #expect(focusEvents == ["Work", "-"])
+    }
+
+    @Test("passive: listed without banner, sound or waking the screen; critical plays when muted, at its volume, only with entitlement and authorization")
+    func levelsAndMute() async throws {
+        let d = try Device()
+        let alarm = try await d.install("com.example.alarm", entitlements: [.criticalAlert])
+        let plain = try await d.install("com.example.plain")
+        try await d.show(plain, "p", ["interruptionLevel": .string("passive")])
+        let passive = try #require(d.delivered("p"))
+        #expect(passive.presentation.listed && !passive.presentation.banner && !passive.presentation.sound && passive.playedSound == nil)
+        await d.runtime.setMuted(true)
+        try await d.show(alarm, "c", ["interruptionLevel": .string("critical"), "critical": .bool(true), "volume": .double(0.7)])
+        try await d.show(plain, "n", ["interruptionLevel": .string("critical"), "critical": .bool(true), "volume": .double(0.7)])
+        try await d.show(plain, "a", [:])
+        let critical = try #require(d.delivered("c"))
+        #expect(critical.presentation.sound && critical.playedSound == "default")
+        #expect(critical.attention.level == .critical && critical.attention.criticalVolume == 0.7)
+        let notEntitled = try #require(d.delivered("n"))
+        #expect(notEntitled.attention.level == .active && !notEntitled.presentation.sound && notEntitled.attention.criticalVolume == nil)
+        #expect(notEntitled.presentation.banner)  // muted is about sound only
+        #expect(d.delivered("a")?.presentation.sound == false)
+        await d.runtime.setMuted(false)
+        try await d.show(plain, "b", [:])
+        #expect(d.delivered("b")?.presentation.sound == true)
+    }
+
+    @Test("the summary holds what is not time-sensitive and delivers it all at the next summary time, most relevant first, across a restart")
+    func summaryThroughTheRuntime() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("herald-focus-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        do {
+            let d = try Device(storage: dir)
+            let news = try await d.install("com.example.news", entitlements: [.timeSensitive])
+            let shop = try await d.install("com.example.shop")
+            try await d.runtime.setFocus(try Self.settings(#"{"summary": {"times": ["08:00", "18:00"], "apps": ["com.example.news", "com.example.shop"]}}"#))
+            try await d.show(news, "low", ["relevance": .double(0.2)])
+            try await d.show(shop, "high", ["relevance": .double(0.9)])
+            try await d.show(news, "mid", ["relevance": .double(0.5)])
+            try await d.show(news, "urgent", ["interruptionLevel": .string("time-sensitive")])
+            #expect(d.delivered("urgent")?.presentation.banner == true)
+            #expect(d.delivered("low") == nil && d.delivered("high") == nil)
+            let held = d.journal.events.withLock { $0.compactMap { if case .heldForSummary(_, let id, let until) = $0 { "\(id)@\(PlanFormat.utcString(until))" } else { nil } } }
+            #expect(held == ["low@2026-11-27T17:00:00Z", "high@2026-11-27T17:00:00Z", "mid@2026-11-27T17:00:00Z"])
+            #expect(d.clock.nextAlarm == Self.at("2026-11-27T17:00:00Z"))
+        }
+        // The runtime stops and starts again after 18:00 Paris: what was held is delivered at once.
+        let d = try Device(start: "2026-11-27T17:30:00Z", storage: dir)
+        try await d.install("com.example.news", entitlements: [.timeSensitive])
+        try await d.install("com.example.shop")
+        #expect(await d.runtime.focus.summary?.times == [480, 1080])
+        await d.runtime.advance(d.clock, to: Self.at("2026-11-27T17:30:00Z"))
+        #expect(d.summaries.count == 1)
+        #expect(d.summaries.first?.ids == ["high", "mid", "low"])
+        for id in ["low", "mid", "high"] {
+            let n = try #require(d.delivered(id))
+            #expect(n.presentation.listed && !n.presentation.banner && !n.presentation.sound)
+            #expect(n.attention.summaryAt == Self.at("2026-11-27T17:30:00Z"))
+        }
+        // Taking an app out of the summary delivers what it holds at once.
+        let news = try #require(await d.runtime.center(for: "com.example.news"))
+        try await d.show(news, "later", [:])
+        #expect(d.delivered("later") == nil)
+        try await d.runtime.setFocus(try Self.settings(#"{"summary": {"times": ["08:00"], "apps": ["com.example.shop"]}}"#))
+        #expect(d.delivered("later")?.presentation.listed == true)
+        #expect(d.summaries.last?.ids == ["later"])
+    }
+}
