@@ -30,6 +30,9 @@ python3 Tests/faults/faults.py "$(swift build --show-bin-path)/herald"
 python3 Tests/compat/compat.py "$(swift build --show-bin-path)/herald"
 # Live Activities by push-to-start and broadcast channels, end to end (docs/live-activities.md).
 python3 Tests/liveactivity/liveactivity.py "$(swift build --show-bin-path)/herald"
+# The notification center as Apple ships it: Focus, interruption levels, critical alerts,
+# communication notifications, the scheduled summary, pushed with httpx (docs/device-runtime.md).
+python3 Tests/focus/focus.py "$(swift build --show-bin-path)/herald"
 # Web Push from the application server's side: herald push send --webpush checked by independent
 # code (http_ece decrypts, cryptography verifies the VAPID token) (docs/web-push.md).
 python3 Tests/webpush/sender.py "$(swift build --show-bin-path)/herald"

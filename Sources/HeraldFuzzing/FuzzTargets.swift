@@ -29,7 +29,18 @@ public enum FuzzTargets {
         "declarative-push": declarativePush,
         "webpush-stored": webPushStored,
         "dbus-unifiedpush": dbusUnifiedPush,
+        "focus-settings": focusSettings,
     ]
+
+    /// A Focus settings file (`herald device run --focus`, the agent's `device` message, the saved
+    /// `focus.json`): read, asked which Focus is on and when the next summary is, written back.
+    @Sendable public static func focusSettings(_ data: [UInt8]) {
+        guard let json = try? JSONReader.parse(data), let settings = try? FocusSettings(json: json) else { return }
+        let zone = TimeZone(identifier: "Europe/Paris")!
+        _ = settings.activeMode(at: 1_795_830_000_000, in: zone)
+        _ = settings.nextSummary(after: 1_795_830_000_000, in: zone)
+        precondition((try? FocusSettings(json: settings.json)) == settings, "Focus settings do not read back")
+    }
 
     /// A D-Bus message as `herald device run --unifiedpush` reads an app's call: decoded, its
     /// `a{sv}` read, and carried out as `Register` and `Unregister` on an empty distributor.

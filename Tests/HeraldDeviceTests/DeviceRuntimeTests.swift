@@ -413,7 +413,7 @@ struct DeviceRuntimeTests {
 
     /// A service extension that never calls its content handler.
     struct SilentExtension: NotificationServiceExtension {
-        func didReceive(_ payload: JSONValue, contentHandler: CallbackHandler<JSONValue>) async {}
+        func didReceive(_ payload: JSONValue, contentHandler: CallbackHandler<ExtensionContent>) async {}
     }
 
     /// Acks a test hands to the runtime, by apns-id.
@@ -529,8 +529,8 @@ struct DeviceRuntimeTests {
             let rewrite: Bool
             let expired = Locked(0)
             init(rewrite: Bool) { self.rewrite = rewrite }
-            func didReceive(_ payload: JSONValue, contentHandler: CallbackHandler<JSONValue>) async {
-                if rewrite { contentHandler(DeviceRuntimeTests.payload(#"{"aps":{"alert":"decrypted"}}"#)) }
+            func didReceive(_ payload: JSONValue, contentHandler: CallbackHandler<ExtensionContent>) async {
+                if rewrite { contentHandler(ExtensionContent(payload: DeviceRuntimeTests.payload(#"{"aps":{"alert":"decrypted"}}"#))) }
             }
             func timeWillExpire() async { expired.withLock { $0 += 1 } }
         }

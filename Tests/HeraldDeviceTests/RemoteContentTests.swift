@@ -47,13 +47,23 @@ struct RemoteContentTests {
         #expect(!ServiceExtension.runs(for: Self.payload(#"{"aps":{"badge":1,"mutable-content":1}}"#)))
         #expect(!ServiceExtension.runs(for: Self.payload(#"{"aps":{"content-available":1,"mutable-content":1}}"#)))
         #expect(!ServiceExtension.runs(for: Self.payload(#"{"aps":{"alert":"x"}}"#)))
-        let modified = Self.payload(#"{"aps":{"alert":{"title":"T","body":"Decrypted"}}}"#)
-        #expect(ServiceExtension.outcome(original: original, startedAt: 0, handlerCalled: (modified, 1_000)) == (modified, false))
-        #expect(ServiceExtension.outcome(original: original, startedAt: 0, handlerCalled: nil) == (original, true))
-        #expect(ServiceExtension.outcome(original: original, startedAt: 0, handlerCalled: (modified, 31_000)) == (original, true))
-        let emptied = Self.payload(#"{"aps":{"alert":{}}}"#)
-        #expect(ServiceExtension.outcome(original: original, startedAt: 0, handlerCalled: (emptied, 10)) == (original, false),
-                "removing the alert text voids the changes")
+        let modified = ExtensionContent(payload: Self.payload(#"{"aps":{"alert":{"title":"T","body":"Decrypted"}}}"#))
+        let kept = ExtensionContent(payload: original)
+        func outcome(_ called: (ExtensionContent, Int64)?) -> (ExtensionContent, Bool) {
+            let o = ServiceExtension.outcome(original: original, startedAt: 0, handlerCalled: called)
+            return (o.shown, o.timeWillExpire)
+        }
+        #expect(outcome((modified, 1_000)) == (modified, false))
+        #expect(outcome(nil) == (kept, true))
+        #expect(outcome((modified, 31_000)) == (kept, true))
+        let emptied = ExtensionContent(payload: Self.payload(#"{"aps":{"alert":{}}}"#))
+        #expect(outcome((emptied, 10)) == (kept, false), "removing the alert text voids the changes")
+        // A message from a person: the context comes with the content, and goes with it when voided.
+        var message = modified
+        message.communication = CommunicationContext(senderName: "Ana", senderHandle: "+33612345678", avatar: "ana.png", conversation: "c1")
+        #expect(outcome((message, 10)).0.communication?.senderHandle == "+33612345678")
+        message.payload = emptied.payload
+        #expect(outcome((message, 10)) == (kept, false))
     }
 
     @Test("54. same thread id groups together; relevance 0.9 is featured over 0.2; interruption levels")

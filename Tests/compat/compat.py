@@ -8,7 +8,6 @@ documented recipe, including its DER signature), plus curl over h2c. Prints
 
 Usage: compat.py PATH/TO/herald
 """
-import base64
 import json
 import os
 import shutil
@@ -24,9 +23,10 @@ import h2.config
 import h2.connection
 import h2.events
 import httpx
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+from cryptography.hazmat.primitives import serialization
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from apns import provider_jwt  # noqa: E402
 
 HERALD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".build/debug/herald")
 TEAM = "TEAM123456"
@@ -39,19 +39,8 @@ def check(name, condition, detail=""):
     print(("ok   " if condition else "FAIL ") + name + ("" if condition else f"  -- {detail}"), flush=True)
 
 
-def b64(data):
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
 def jwt(key, key_id, der=False, iat=None):
-    header = b64(json.dumps({"alg": "ES256", "kid": key_id}).encode())
-    claims = b64(json.dumps({"iss": TEAM, "iat": int(iat if iat is not None else time.time())}).encode())
-    signing_input = f"{header}.{claims}".encode()
-    signature = key.sign(signing_input, ec.ECDSA(hashes.SHA256()))  # DER, as `openssl dgst -sign` writes
-    if not der:
-        r, s = decode_dss_signature(signature)
-        signature = r.to_bytes(32, "big") + s.to_bytes(32, "big")
-    return f"{header}.{claims}.{b64(signature)}"
+    return provider_jwt(key, key_id, TEAM, der=der, iat=iat)
 
 
 def herald(*args):

@@ -306,7 +306,7 @@ final class AgentAppDelegate: AppNotificationDelegate, NotificationServiceExtens
         case presentation(CallbackHandler<DeliveryByAppState.ForegroundOptions>)
         case action(CallbackHandler<Void>)
         case fetch(CallbackHandler<SilentPushes.FetchResult>)
-        case content(CallbackHandler<JSONValue>)
+        case content(CallbackHandler<ExtensionContent>)
     }
     private let session: AgentSession
     private let zone: TimeZone
@@ -333,14 +333,18 @@ final class AgentAppDelegate: AppNotificationDelegate, NotificationServiceExtens
 
     private func json(_ n: DeliveredNotification) -> JSONValue { RuntimeJSON.json(n, in: zone) }
 
+    /// Answers callback `number`. An answer that cannot be read is refused and the callback keeps
+    /// waiting (the app may answer again within its time limit).
     func complete(_ number: Int, _ m: [String: JSONValue]) throws {
-        guard let handler = waiting.withLock({ $0.handlers.removeValue(forKey: number) }) else {
+        guard let handler = waiting.withLock({ $0.handlers[number] }) else {
             throw RuntimeError("no callback \(number) is waiting (answered already, or its time ran out)")
         }
+        let answer: () -> Void
         switch handler {
         case .presentation(let h):
-            h(try RuntimeJSON.flags(m["options"], RuntimeJSON.foregroundOptionNames, what: "presentation option"))
-        case .action(let h): h()
+            let options = try RuntimeJSON.flags(m["options"], RuntimeJSON.foregroundOptionNames, what: "presentation option")
+            answer = { h(options) }
+        case .action(let h): answer = { h() }
         case .fetch(let h):
             let result: SilentPushes.FetchResult = switch m["result"]?.stringValue {
             case "newData": .newData
@@ -348,9 +352,22 @@ final class AgentAppDelegate: AppNotificationDelegate, NotificationServiceExtens
             case "failed": .failed
             default: throw RuntimeError("complete a silent push with \"result\": newData, noData or failed")
             }
-            h(result)
-        case .content(let h): h(m["content"] ?? .null)
+            answer = { h(result) }
+        case .content(let h):
+            var communication: CommunicationContext?
+            if let value = m["communication"], value != .null {
+                guard let context = CommunicationContext(json: value) else {
+                    throw RuntimeError("\"communication\" must be {\"sender\": {\"name\", \"handle\", \"avatar\"?}, \"conversation\"?}, each a string of 1 to \(CommunicationContext.maximumFieldBytes) bytes")
+                }
+                communication = context
+            }
+            let content = ExtensionContent(payload: m["content"] ?? .null, communication: communication)
+            answer = { h(content) }
         }
+        guard waiting.withLock({ $0.handlers.removeValue(forKey: number) }) != nil else {
+            throw RuntimeError("no callback \(number) is waiting (answered already, or its time ran out)")
+        }
+        answer()
     }
 
     /// The app went away: nothing will answer; the runtime's time limits take over.
@@ -389,7 +406,7 @@ final class AgentAppDelegate: AppNotificationDelegate, NotificationServiceExtens
     func didReceiveWebPush(_ message: WebPushMessageDelivery) async {
         call("webPush", RuntimeJSON.json(message), waiting: nil)
     }
-    func didReceive(_ payload: JSONValue, contentHandler: CallbackHandler<JSONValue>) async {
+    func didReceive(_ payload: JSONValue, contentHandler: CallbackHandler<ExtensionContent>) async {
         call("serviceExtension", ["payload": payload], waiting: .content(contentHandler))
     }
     func timeWillExpire() async { call("serviceExtensionTimeWillExpire", [:], waiting: nil) }

@@ -122,6 +122,17 @@ public enum SilentPushes {
 
 /// The notification service extension (reference §8): may rewrite a remote alert with
 /// `mutable-content: 1` within about 30 seconds.
+/// What a service extension hands back: the payload to show and, for a message from a person,
+/// its communication context (iOS 15: `content.updating(from: INSendMessageIntent)`).
+public struct ExtensionContent: Sendable, Hashable {
+    public var payload: JSONValue
+    public var communication: CommunicationContext?
+    public init(payload: JSONValue, communication: CommunicationContext? = nil) {
+        self.payload = payload
+        self.communication = communication
+    }
+}
+
 public enum ServiceExtension {
     public static let timeLimitMilliseconds: Int64 = 30_000
 
@@ -134,11 +145,11 @@ public enum ServiceExtension {
     /// What is shown: the extension's content if it called its handler in time and kept an
     /// alert, else the original; `timeWillExpire` tells whether the extension was warned.
     public static func outcome(
-        original: JSONValue, startedAt: Int64, handlerCalled: (content: JSONValue, at: Int64)?
-    ) -> (shown: JSONValue, timeWillExpire: Bool) {
-        guard let handlerCalled, handlerCalled.at - startedAt <= timeLimitMilliseconds else { return (original, true) }
-        guard NotificationPayload(lenient: handlerCalled.content).aps.hasAlertText else {
-            return (original, false)  // removing the alert text voids the changes
+        original: JSONValue, startedAt: Int64, handlerCalled: (content: ExtensionContent, at: Int64)?
+    ) -> (shown: ExtensionContent, timeWillExpire: Bool) {
+        guard let handlerCalled, handlerCalled.at - startedAt <= timeLimitMilliseconds else { return (ExtensionContent(payload: original), true) }
+        guard NotificationPayload(lenient: handlerCalled.content.payload).aps.hasAlertText else {
+            return (ExtensionContent(payload: original), false)  // removing the alert text voids the changes
         }
         return (handlerCalled.content, false)
     }

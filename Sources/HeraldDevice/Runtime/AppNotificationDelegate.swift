@@ -88,9 +88,9 @@ extension AppNotificationDelegate {
 }
 
 /// An app's notification service extension: may rewrite a remote alert with `mutable-content: 1`
-/// by calling the handler with a new payload within 30 seconds; otherwise the original is shown.
+/// by calling the handler with new content within 30 seconds; otherwise the original is shown.
 public protocol NotificationServiceExtension: Sendable {
-    func didReceive(_ payload: JSONValue, contentHandler: CallbackHandler<JSONValue>) async
+    func didReceive(_ payload: JSONValue, contentHandler: CallbackHandler<ExtensionContent>) async
     /// The time is about to run out; the original content will be shown.
     func timeWillExpire() async
 }

@@ -120,16 +120,16 @@ extension DeviceRuntime {
         if let ext = slot.serviceExtension, ServiceExtension.runs(for: push.payload) {
             let original = push.payload
             let appID = slot.id
-            let handler = CallbackHandler<JSONValue>(
+            let handler = CallbackHandler<ExtensionContent>(
                 purpose: "the service extension's content handler for \(id)", clock: clock,
-                limitMilliseconds: ServiceExtension.timeLimitMilliseconds, fallback: original,
+                limitMilliseconds: ServiceExtension.timeLimitMilliseconds, fallback: ExtensionContent(payload: original),
                 misuse: { self.report(appID, $0) },
                 then: { [work, clock] outcome in
                     work.spawn {
-                        let handlerCalled: (JSONValue, Int64)? = if case .answered(let content) = outcome { (content, clock.nowMilliseconds()) } else { nil }
+                        let handlerCalled: (ExtensionContent, Int64)? = if case .answered(let content) = outcome { (content, clock.nowMilliseconds()) } else { nil }
                         let shown = ServiceExtension.outcome(original: original, startedAt: now, handlerCalled: handlerCalled)
                         if shown.timeWillExpire { await ext.timeWillExpire() }
-                        await self.presentRemote(appID, id: id, payload: shown.shown, arrivedAt: now)
+                        await self.presentRemote(appID, id: id, payload: shown.shown.payload, communication: shown.shown.communication, arrivedAt: now)
                     }
                 })
             work.spawn { await ext.didReceive(original, contentHandler: handler) }
@@ -138,13 +138,15 @@ extension DeviceRuntime {
         presentRemote(slot, id: id, payload: push.payload, arrivedAt: now)
     }
 
-    private func presentRemote(_ appID: String, id: String, payload: JSONValue, arrivedAt: Int64) {
+    private func presentRemote(_ appID: String, id: String, payload: JSONValue, communication: CommunicationContext?, arrivedAt: Int64) {
         guard let slot = apps[appID] else { return }
-        presentRemote(slot, id: id, payload: payload, arrivedAt: arrivedAt)
+        presentRemote(slot, id: id, payload: payload, communication: communication, arrivedAt: arrivedAt)
     }
 
-    private func presentRemote(_ slot: AppSlot, id: String, payload: JSONValue, arrivedAt: Int64) {
-        let content = NotificationContent.remote(payload, localization: slot.bundle.localization, languages: preferredLanguages)
+    /// `communication`: the context a service extension gave it (a message from a person).
+    private func presentRemote(_ slot: AppSlot, id: String, payload: JSONValue, communication: CommunicationContext? = nil, arrivedAt: Int64) {
+        var content = NotificationContent.remote(payload, localization: slot.bundle.localization, languages: preferredLanguages)
+        content.communication = communication
         arrive(slot, id: id, origin: .remote(apnsID: id), content: content, dueAt: arrivedAt, now: clock.nowMilliseconds())
         save(slot)
     }
