@@ -160,7 +160,7 @@ public enum Admission {
         }
         // A token's stored bundle id is its scope: an app, or a Live Activity token of an app.
         let admitted: Bool = if registration.bundleID == notification.bundleID {
-            notification.pushType != .liveactivity && notification.pushType != .webpush
+            notification.pushType != .liveactivity && notification.pushType != .webpush && notification.pushType != .widgets
         } else if notification.pushType == .webpush {
             // The Web Push port's hot path: the scope is `<app>.push-type.webpush/…` (no parse).
             TokenScope.isWebPush(stored: registration.bundleID, of: notification.bundleID)

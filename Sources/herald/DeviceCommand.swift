@@ -155,6 +155,9 @@ struct DeviceRunCommand: AsyncParsableCommand {
     @Flag(help: "Ask the gateway for each app's Live Activity push-to-start token (printed as activity-push-to-start-token).")
     var liveActivities = false
 
+    @Flag(help: "Configure each app's widgets for pushes: the gateway issues a widget push token (printed as widget-token); widgets pushes reload them.")
+    var widgets = false
+
     @Option(name: .customLong("entitlements"), help: ArgumentHelp(
         "Entitlements an app holds, TOPIC=LIST with LIST of critical-alert and time-sensitive, comma-separated (what its provisioning profile would grant).",
         valueName: "TOPIC=LIST"))
@@ -296,6 +299,9 @@ struct DeviceRunCommand: AsyncParsableCommand {
         if liveActivities {
             for app in apps + legacyApps { try await runtime.requestPushToStartToken(app: app) }
         }
+        if widgets {
+            for app in apps + legacyApps { try await runtime.configureWidgetPushes(app: app, enabled: true) }
+        }
         var distributor: UnifiedPushDistributor?
         if unifiedpush {
             do {
@@ -425,6 +431,8 @@ struct DeviceEventPrinter {
         case .activityTokenIssued(let topic, let activity, let token):
             return activity == .pushToStart ? "push-to-start token for \(topic): \(token)" : "update token for \(topic) activity \(activity): \(token)"
         case .activityTokenUnregistered(let topic, let activity, let at): return "unregistered \(topic) activity token \(activity) at \(at)"
+        case .widgetTokenIssued(let topic, let token): return "widget push token for \(topic): \(token)"
+        case .widgetTokenUnregistered(let topic, let at): return "unregistered \(topic) widget token at \(at)"
         case .subscribed(let topic, let channel, _): return "subscribed \(topic) to channel \(channel)"
         case .unsubscribed(let topic, let channel): return "unsubscribed \(topic) from channel \(channel)"
         case .webPushSubscribed(let topic, let subscription, let endpoint, _): return "Web Push endpoint for \(topic) (\(subscription)): \(endpoint)"
@@ -459,6 +467,10 @@ struct DeviceEventPrinter {
             object = ["event": .string("activity-token"), "topic": .string(topic), "activity": .string(activity.wireValue), "token": .string(token.description)]
         case .activityTokenUnregistered(let topic, let activity, let at):
             object = ["event": .string("activity-token-unregistered"), "topic": .string(topic), "activity": .string(activity.wireValue), "timestamp": .int(at)]
+        case .widgetTokenIssued(let topic, let token):
+            object = ["event": .string("widget-token-issued"), "topic": .string(topic), "token": .string(token.description)]
+        case .widgetTokenUnregistered(let topic, let at):
+            object = ["event": .string("widget-token-unregistered"), "topic": .string(topic), "timestamp": .int(at)]
         case .subscribed(let topic, let channel, let token):
             object = ["event": .string("subscribed"), "topic": .string(topic), "channel": .string(channel), "token": .string(token.description)]
         case .unsubscribed(let topic, let channel):
@@ -517,6 +529,14 @@ struct DeviceEventPrinter {
             object = RuntimeJSON.json(event).merging(["app": .string(app)]) { $1 }
         case .webPush(let app, let event):
             object = RuntimeJSON.json(event).merging(["app": .string(app)]) { $1 }
+        case .widgets(let app, let event):
+            switch event {
+            case .token(let token): object = ["event": .string("widget-token"), "app": .string(app), "token": .string(token.description)]
+            case .reloaded(let id, let remaining):
+                object = ["event": .string("widget-reload"), "app": .string(app), "apns-id": .string(id), "remaining": .int(Int64(remaining))]
+            case .refused(let id, let reason):
+                object = ["event": .string("widget-refused"), "app": .string(app), "apns-id": .string(id), "reason": .string(reason)]
+            }
         case .heldForSummary(let app, let id, let until):
             object = [
                 "event": .string("held-for-summary"), "app": .string(app), "id": .string(id),

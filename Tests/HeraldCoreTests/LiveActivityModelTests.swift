@@ -14,6 +14,8 @@ struct LiveActivityModelTests {
             .unregisterActivity(topic: "com.a", activity: .activity("x")),
             .subscribe(topic: "com.a", channel: "AAECAwQFBgcICQoLDA0ODw=="),
             .unsubscribe(topic: "com.a", channel: "AAECAwQFBgcICQoLDA0ODw=="),
+            .registerWidgets(topic: "com.a"),
+            .unregisterWidgets(topic: "com.a"),
         ]
         for frame in frames {
             #expect(try DeviceClientFrame.decode(frame.encoded()).get() == frame)
@@ -28,6 +30,7 @@ struct LiveActivityModelTests {
             #"{"type":"subscribe","topic":"com.a","channel":"not-a-channel"}"#,
             #"{"type":"subscribe","topic":"com.a"}"#,
             #"{"type":"subscribe","channel":"AAECAwQFBgcICQoLDA0ODw=="}"#,
+            #"{"type":"register","topic":"com.a","widgets":"yes"}"#,
         ] {
             guard case .failure(let error) = DeviceClientFrame.decode(Array(bad.utf8)) else {
                 Issue.record("accepted \(bad)")
@@ -45,11 +48,28 @@ struct LiveActivityModelTests {
             .unregisteredActivity(topic: "com.a", activity: .activity("id1"), atMilliseconds: 5),
             .subscribed(topic: "com.a", channel: "AAECAwQFBgcICQoLDA0ODw==", token: token),
             .unsubscribed(topic: "com.a", channel: "AAECAwQFBgcICQoLDA0ODw=="),
+            .registeredWidgets(topic: "com.a", token: token),
+            .unregisteredWidgets(topic: "com.a", atMilliseconds: 9),
             .notification(DeviceNotification(
                 apnsID: .random(), topic: "com.a", pushType: .liveactivity, priority: .immediate, collapseID: nil, expiration: nil,
                 payload: .object(["aps": .object(["event": .string("update")])]), token: token)),
         ]
         for frame in frames { #expect(try DeviceServerFrame.decode(frame.encoded()).get() == frame) }
+    }
+
+    @Test("a widget token's scope: stored as <app>.push-type.widgets, takes widgets pushes only; the app token takes none")
+    func widgetScope() {
+        let scope = TokenScope(bundleID: "com.a", kind: .widgets)
+        #expect(scope.stored == "com.a.push-type.widgets")
+        #expect(TokenScope(stored: scope.stored) == scope)
+        #expect(scope.accepts(bundleID: "com.a", pushType: .widgets))
+        for other: PushType in [.alert, .background, .liveactivity, .webpush, .voip] { #expect(!scope.accepts(bundleID: "com.a", pushType: other)) }
+        #expect(!scope.accepts(bundleID: "com.b", pushType: .widgets))
+        #expect(!TokenScope(bundleID: "com.a").accepts(bundleID: "com.a", pushType: .widgets))
+        #expect(TokenScope(bundleID: "com.a").accepts(bundleID: "com.a", pushType: .alert))
+        // A Live Activity scope whose id happens to end like a widget scope stays a Live Activity's.
+        let activity = TokenScope(bundleID: "com.a", kind: .activity("x.push-type.widgets"))
+        #expect(TokenScope(stored: activity.stored) == activity)
     }
 
     @Test("version 3 frames (Web Push subscriptions) round-trip; a bad subscription id or application server key is refused")

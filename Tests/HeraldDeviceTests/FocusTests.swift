@@ -278,3 +278,64 @@ struct FocusTests {
         #expect(d.summaries.last?.ids == ["later"])
     }
 }
+
+/// Widget pushes in the runtime: the token, the reload budget at fixed instants, refusals.
+@Suite("Widget pushes")
+struct WidgetPushTests {
+    @Test("the budget: 70 reloads in a rolling day, the 71st refused until the oldest is a day old")
+    func budget() {
+        var budget = WidgetReloadBudget()
+        let start: Int64 = 1_795_830_000_000
+        func take(_ at: Int64) -> Bool { budget.take(now: at) }
+        for i in 0..<70 { #expect(take(start + Int64(i) * 60_000)) }
+        #expect(!take(start + 70 * 60_000))
+        #expect(budget.remaining(now: start + 70 * 60_000) == 0)
+        #expect(budget.nextAvailable(now: start + 70 * 60_000) == start + WidgetReloadBudget.windowMilliseconds)
+        #expect(!take(start + WidgetReloadBudget.windowMilliseconds - 1))
+        #expect(take(start + WidgetReloadBudget.windowMilliseconds))
+        #expect(budget.remaining(now: start + WidgetReloadBudget.windowMilliseconds) == 0)
+    }
+
+    @Test("a widgets push reloads only for an app that configured its widgets, with content-changed, within the budget; each outcome is an event and acked")
+    func reloads() async throws {
+        let clock = SimulatedAlarmClock(startMilliseconds: 1_795_830_000_000)
+        let journal = DeviceRuntimeTests.Journal()
+        let runtime = try DeviceRuntime(clock: clock, timeZone: TimeZone(identifier: "UTC")!, user: DeviceRuntimeTests.Allow(), observer: journal.observer)
+        _ = try await runtime.install("com.example.weather")
+        let requests = Locked<[String]>([])
+        await runtime.setRequester { want, keep in requests.withLock { $0.append("\(want) \(keep)") } }
+        let acked = Locked(0)
+        func push(_ payload: String) async {
+            let n = DeviceNotification(
+                apnsID: .random(), topic: "com.example.weather", pushType: .widgets, priority: .immediate, collapseID: nil, expiration: nil,
+                payload: try! JSONReader.parse(Array(payload.utf8)), token: nil)
+            await runtime.receive(n) { acked.withLock { $0 += 1 } }
+        }
+        func outcomes() -> [String] {
+            journal.events.withLock { $0.compactMap { event -> String? in
+                guard case .widgets(_, let e) = event else { return nil }
+                switch e {
+                case .token: return "token"
+                case .reloaded(_, let remaining): return "reloaded \(remaining)"
+                case .refused(_, let reason): return "refused: \(reason)"
+                }
+            } }
+        }
+        await push(#"{"aps":{"content-changed":true}}"#)
+        try await runtime.configureWidgetPushes(app: "com.example.weather", enabled: true)
+        #expect(requests.withLock { $0 } == ["widgets(topic: \"com.example.weather\") true"])
+        await runtime.gatewayIssued(widgetToken: .random(), topic: "com.example.weather")
+        await push(#"{"aps":{"content-changed":true}}"#)
+        await push(#"{"aps":{"alert":"x"}}"#)
+        for _ in 0..<70 { await push(#"{"aps":{"content-changed":true}}"#) }
+        await runtime.settle()
+        let all = outcomes()
+        #expect(all.first == "refused: the app's widgets are not configured for pushes")
+        #expect(all[1] == "token")
+        #expect(all[2] == "reloaded 69")
+        #expect(all[3].hasPrefix("refused: the payload is not"))
+        #expect(all.last?.hasPrefix("refused: over the budget of 70 widget reloads a day until") == true)
+        #expect(all.filter { $0.hasPrefix("reloaded") }.count == 70)
+        #expect(acked.withLock { $0 } == 73)
+    }
+}

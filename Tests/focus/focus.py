@@ -104,7 +104,7 @@ def main():
                                  {"name": "Sleep", "state": "scheduled", "schedule": {"start": "23:00", "end": "07:00"}}]}, f)
         log = os.path.join(work, "phone.jsonl")
         device_args = [HERALD, "device", "run", "--data-dir", phone, "--gateway", f"wss://localhost:{ports['device_port']}", "--ca", ca,
-                       *sum((["--app", t] for t in topics), []), "--entitlements", f"{GAMES}=time-sensitive",
+                       *sum((["--app", t] for t in topics), []), "--widgets", "--entitlements", f"{GAMES}=time-sensitive",
                        "--entitlements", f"{ALARM}=critical-alert", "--time-zone", "Europe/Paris", "--json"]
         device = start(device_args + ["--focus", focus_file], stdout=open(log, "w"), stderr=subprocess.DEVNULL)
         tokens = {}
@@ -220,6 +220,27 @@ def main():
         check("taking the app out of the summary delivers what it held, quietly, as a summary",
               presented == ["list"] and attention.get("summary") and summary and summary["notifications"] == [{"app": NEWS, "id": held_id}],
               (presented, attention, summary))
+
+        # --- Widget pushes (iOS 26): their own token; widgets pushes go there and only there.
+        widget_token = wait_for("the news app's widget token", lambda: next(
+            (e["token"] for e in events(log) if e.get("event") == "widget-token" and e.get("app") == NEWS), None))
+        check("--widgets: the app gets a widget push token of its own", len(widget_token) == 64 and widget_token != tokens[NEWS], widget_token)
+        widgets_topic = NEWS + ".push-type.widgets"
+
+        def send(token, topic, push_type, body):
+            headers = {"authorization": f"bearer {bearer}", "apns-topic": topic, "apns-push-type": push_type}
+            return client.post(f"{base}/3/device/{token}", headers=headers, content=json.dumps(body))
+
+        r = send(tokens[NEWS], widgets_topic, "widgets", {"aps": {"content-changed": True}})
+        check("a widgets push to the app's ordinary token is 400 DeviceTokenNotForTopic",
+              (r.status_code, r.json().get("reason")) == (400, "DeviceTokenNotForTopic"), r.text)
+        r = send(widget_token, NEWS, "alert", {"aps": {"alert": "hi"}})
+        check("an alert to the widget token is 400 DeviceTokenNotForTopic", (r.status_code, r.json().get("reason")) == (400, "DeviceTokenNotForTopic"), r.text)
+        r = send(widget_token, widgets_topic, "widgets", {"aps": {"content-changed": True}})
+        reload = wait_for("the widget reload", lambda: next(
+            (e for e in events(log) if e.get("event") == "widget-reload" and e.get("apns-id") == r.headers.get("apns-id")), None))
+        check("a widgets push to the widget token reloads the app's widgets, within the day's budget",
+              r.status_code == 200 and reload["app"] == NEWS and reload["remaining"] == 69, (r.status_code, reload))
 
         # --- Hostile settings and the region limit.
         many = {"modes": [{"name": f"m{i}"} for i in range(10_000)]}

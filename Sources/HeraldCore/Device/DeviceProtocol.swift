@@ -126,6 +126,11 @@ public enum DeviceClientFrame: Sendable, Hashable {
     case registerActivity(topic: String, activity: LiveActivityToken)
     /// Version 2: the activity ended; its update token becomes unregistered.
     case unregisterActivity(topic: String, activity: LiveActivityToken)
+    /// Version 2 (`"widgets": true` on `register`): asks for the app's widget push token (iOS 26:
+    /// `widgets` pushes reload the app's widgets and go only to this token).
+    case registerWidgets(topic: String)
+    /// The app no longer configures its widgets for pushes: its widget token becomes unregistered.
+    case unregisterWidgets(topic: String)
     /// Version 2: subscribes the device to an app's broadcast channel.
     case subscribe(topic: String, channel: String)
     case unsubscribe(topic: String, channel: String)
@@ -139,7 +144,7 @@ public enum DeviceClientFrame: Sendable, Hashable {
     public var minimumVersion: Int {
         switch self {
         case .hello, .register, .unregister, .ack: 1
-        case .registerActivity, .unregisterActivity, .subscribe, .unsubscribe: 2
+        case .registerActivity, .unregisterActivity, .registerWidgets, .unregisterWidgets, .subscribe, .unsubscribe: 2
         case .webPushSubscribe, .webPushUnsubscribe: 3
         }
     }
@@ -158,6 +163,8 @@ public enum DeviceClientFrame: Sendable, Hashable {
         case .ack(let ids): object = ["type": "ack", "ids": ids.map(\.description)]
         case .registerActivity(let topic, let activity): object = ["type": "register", "topic": topic, "activity": activity.wireValue]
         case .unregisterActivity(let topic, let activity): object = ["type": "unregister", "topic": topic, "activity": activity.wireValue]
+        case .registerWidgets(let topic): object = ["type": "register", "topic": topic, "widgets": true]
+        case .unregisterWidgets(let topic): object = ["type": "unregister", "topic": topic, "widgets": true]
         case .subscribe(let topic, let channel): object = ["type": "subscribe", "topic": topic, "channel": channel]
         case .unsubscribe(let topic, let channel): object = ["type": "unsubscribe", "topic": topic, "channel": channel]
         case .webPushSubscribe(let topic, let subscription, let key):
@@ -193,6 +200,11 @@ public enum DeviceClientFrame: Sendable, Hashable {
                     return .failure(DeviceFrameError("\"activity\" must be \"start\" or an activity id (letters, digits, '-', '_', '.', at most \(DeviceProtocol.maximumIdentifierBytes) bytes)"))
                 }
                 return .success(isRegister ? .registerActivity(topic: topic, activity: activity) : .unregisterActivity(topic: topic, activity: activity))
+            }
+            switch fields.object["widgets"] {
+            case nil, .bool(false)?: break
+            case .bool(true)?: return .success(isRegister ? .registerWidgets(topic: topic) : .unregisterWidgets(topic: topic))
+            default: return .failure(DeviceFrameError("\"widgets\" must be true or false"))
             }
             return .success(isRegister ? .register(topic: topic) : .unregister(topic: topic))
         case "subscribe", "unsubscribe":
@@ -280,6 +292,9 @@ public enum DeviceServerFrame: Sendable, Hashable {
     /// Version 2: a Live Activity token (answer to `register` with `activity`).
     case registeredActivity(topic: String, activity: LiveActivityToken, token: DeviceToken)
     case unregisteredActivity(topic: String, activity: LiveActivityToken, atMilliseconds: Int64)
+    /// Version 2: the app's widget push token (answer to `register` with `widgets`), and its end.
+    case registeredWidgets(topic: String, token: DeviceToken)
+    case unregisteredWidgets(topic: String, atMilliseconds: Int64)
     /// Version 2: answers to `subscribe` (with the subscription's token, which the channel's
     /// broadcasts carry) and `unsubscribe`.
     case subscribed(topic: String, channel: String, token: DeviceToken)
@@ -311,6 +326,8 @@ public enum DeviceServerFrame: Sendable, Hashable {
             object = ["type": "registered", "topic": topic, "activity": activity.wireValue, "token": token.description]
         case .unregisteredActivity(let topic, let activity, let at):
             object = ["type": "unregistered", "topic": topic, "activity": activity.wireValue, "timestamp": at]
+        case .registeredWidgets(let topic, let token): object = ["type": "registered", "topic": topic, "widgets": true, "token": token.description]
+        case .unregisteredWidgets(let topic, let at): object = ["type": "unregistered", "topic": topic, "widgets": true, "timestamp": at]
         case .subscribed(let topic, let channel, let token): object = ["type": "subscribed", "topic": topic, "channel": channel, "token": token.description]
         case .unsubscribed(let topic, let channel): object = ["type": "unsubscribed", "topic": topic, "channel": channel]
         case .webPushSubscribed(let topic, let subscription, let endpoint, let token):
@@ -395,6 +412,7 @@ public enum DeviceServerFrame: Sendable, Hashable {
                 guard let parsed = LiveActivityToken(wireValue: activity) else { return .failure(DeviceFrameError("a registered frame's activity is not an activity id")) }
                 return .success(.registeredActivity(topic: topic, activity: parsed, token: token))
             }
+            if f.widgets == true { return .success(.registeredWidgets(topic: topic, token: token)) }
             return .success(.registered(topic: topic, token: token))
         case "unregistered":
             guard let topic = f.topic, let at = f.timestamp else {
@@ -404,6 +422,7 @@ public enum DeviceServerFrame: Sendable, Hashable {
                 guard let parsed = LiveActivityToken(wireValue: activity) else { return .failure(DeviceFrameError("an unregistered frame's activity is not an activity id")) }
                 return .success(.unregisteredActivity(topic: topic, activity: parsed, atMilliseconds: at))
             }
+            if f.widgets == true { return .success(.unregisteredWidgets(topic: topic, atMilliseconds: at)) }
             return .success(.unregistered(topic: topic, atMilliseconds: at))
         case "subscribed":
             guard let topic = f.topic, let channel = f.channel, let token = f.token.flatMap({ DeviceToken(hex: $0) }) else {
@@ -458,6 +477,7 @@ public enum DeviceServerFrame: Sendable, Hashable {
         var subscription: String?
         var endpoint: String?
         var reconnectWithin: Int?
+        var widgets: Bool?
 
         init(_ object: [String: JSONValue]) throws(JSONFieldError) {
             let o = JSONFields(object)
@@ -484,6 +504,7 @@ public enum DeviceServerFrame: Sendable, Hashable {
             subscription = try o.string("subscription", maximumBytes: 64)
             endpoint = try o.string("endpoint", maximumBytes: DeviceProtocol.maximumEndpointBytes)
             reconnectWithin = try o.integer("reconnect-within", in: 0...DeviceProtocol.maximumReconnectWithinMilliseconds)
+            widgets = try o.bool("widgets")
         }
     }
 

@@ -47,6 +47,8 @@ public struct TokenScope: Sendable, Hashable {
         /// A Web Push subscription: the user agent's channel id and, when the subscription was
         /// made with one, the application server's public key (base64url, unpadded).
         case webPush(channel: String, applicationServerKey: String?)
+        /// The app's widget push token (iOS 26): `widgets` pushes, and only they.
+        case widgets
     }
 
     /// The app's bundle id.
@@ -74,6 +76,7 @@ public struct TokenScope: Sendable, Hashable {
         case .activity(let id): bundleID + marker + "/" + id
         case .channel(let id): bundleID + marker + "#" + id
         case .webPush(let channel, let key): bundleID + Self.webPushMarker + channel + (key.map { "/" + $0 } ?? "")
+        case .widgets: bundleID + PushType.widgets.topicSuffix
         }
     }
 
@@ -103,6 +106,10 @@ public struct TokenScope: Sendable, Hashable {
             self.init(bundleID: bundle, kind: .webPush(channel: String(parts[0]), applicationServerKey: parts.count > 1 ? String(parts[1]) : nil))
             return
         }
+        if stored.hasSuffix(PushType.widgets.topicSuffix), !stored.contains(PushType.liveactivity.topicSuffix) {
+            self.init(bundleID: String(stored.dropLast(PushType.widgets.topicSuffix.count)), kind: .widgets)
+            return
+        }
         let marker = PushType.liveactivity.topicSuffix
         guard let range = stored.range(of: marker) else {
             self.init(bundleID: stored)
@@ -123,12 +130,13 @@ public struct TokenScope: Sendable, Hashable {
 
     /// Whether a push of `pushType` for `bundleID` may go to a token of this scope: Live Activity
     /// pushes only to Live Activity tokens, Web Push messages only to Web Push subscriptions,
-    /// every other push type only to app tokens.
+    /// widget pushes only to widget tokens, every other push type only to app tokens.
     public func accepts(bundleID: String, pushType: PushType) -> Bool {
         guard bundleID == self.bundleID else { return false }
         switch kind {
-        case .app: return pushType != .liveactivity && pushType != .webpush
+        case .app: return pushType != .liveactivity && pushType != .webpush && pushType != .widgets
         case .webPush: return pushType == .webpush
+        case .widgets: return pushType == .widgets
         case .pushToStart, .activity, .channel: return pushType == .liveactivity
         }
     }

@@ -160,6 +160,11 @@ final class AgentSession: Sendable {
         case "webPushUnsubscribe":
             let (app, _) = try app()
             return ["unsubscribed": .bool(try await runtime.unsubscribeWebPush(app: app, scope: try scope(m)))]
+        case "configureWidgetPushes":
+            let (app, _) = try app()
+            guard case .bool(let enabled)? = m["enabled"] ?? .bool(true) else { throw RuntimeError("configureWidgetPushes takes \"enabled\": true or false") }
+            try await runtime.configureWidgetPushes(app: app, enabled: enabled)
+            return [:]
         case "pushToStartToken":
             let (app, _) = try app()
             try await runtime.requestPushToStartToken(app: app)

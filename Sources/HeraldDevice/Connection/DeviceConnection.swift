@@ -24,6 +24,9 @@ public enum DeviceEvent: Sendable, Hashable {
     /// A Live Activity token the device asked for (``DeviceConnection/want(_:)``).
     case activityTokenIssued(topic: String, activity: LiveActivityToken, token: DeviceToken)
     case activityTokenUnregistered(topic: String, activity: LiveActivityToken, atMilliseconds: Int64)
+    /// The app's widget push token (``DeviceConnection/Want/widgets(topic:)``), and its end.
+    case widgetTokenIssued(topic: String, token: DeviceToken)
+    case widgetTokenUnregistered(topic: String, atMilliseconds: Int64)
     /// The device is subscribed to a broadcast channel; its broadcasts carry `token`.
     case subscribed(topic: String, channel: String, token: DeviceToken)
     case unsubscribed(topic: String, channel: String)
@@ -114,6 +117,8 @@ public final class DeviceConnection: Sendable {
     /// A token or subscription the device keeps for as long as it wants it (versions 2 and 3).
     public enum Want: Sendable, Hashable {
         case activityToken(topic: String, LiveActivityToken)
+        /// The app's widget push token.
+        case widgets(topic: String)
         case channel(topic: String, channel: String)
         /// Version 3: a Web Push subscription (`subscription`: its UUID), with the application
         /// server key its pushes must be signed with, if any.
@@ -122,6 +127,7 @@ public final class DeviceConnection: Sendable {
         var registerFrame: DeviceClientFrame {
             switch self {
             case .activityToken(let topic, let activity): .registerActivity(topic: topic, activity: activity)
+            case .widgets(let topic): .registerWidgets(topic: topic)
             case .channel(let topic, let channel): .subscribe(topic: topic, channel: channel)
             case .webPush(let topic, let subscription, let key): .webPushSubscribe(topic: topic, subscription: subscription, applicationServerKey: key)
             }
@@ -130,6 +136,7 @@ public final class DeviceConnection: Sendable {
         var unregisterFrame: DeviceClientFrame {
             switch self {
             case .activityToken(let topic, let activity): .unregisterActivity(topic: topic, activity: activity)
+            case .widgets(let topic): .unregisterWidgets(topic: topic)
             case .channel(let topic, let channel): .unsubscribe(topic: topic, channel: channel)
             case .webPush(let topic, let subscription, _): .webPushUnsubscribe(topic: topic, subscription: subscription)
             }
@@ -318,6 +325,10 @@ public final class DeviceConnection: Sendable {
                     continuation.yield(.activityTokenIssued(topic: topic, activity: activity, token: token))
                 case .unregisteredActivity(let topic, let activity, let at):
                     continuation.yield(.activityTokenUnregistered(topic: topic, activity: activity, atMilliseconds: at))
+                case .registeredWidgets(let topic, let token):
+                    continuation.yield(.widgetTokenIssued(topic: topic, token: token))
+                case .unregisteredWidgets(let topic, let at):
+                    continuation.yield(.widgetTokenUnregistered(topic: topic, atMilliseconds: at))
                 case .subscribed(let topic, let channel, let token):
                     continuation.yield(.subscribed(topic: topic, channel: channel, token: token))
                 case .unsubscribed(let topic, let channel):

@@ -121,6 +121,8 @@ public enum RuntimeEvent: Sendable {
     case liveActivity(app: String, LiveActivityEvent)
     /// A Web Push subscription got its endpoint or ended; a message was received or dropped.
     case webPush(app: String, WebPushEvent)
+    /// The app's widget push token arrived; a widget push reloaded its widgets or was refused.
+    case widgets(app: String, WidgetEvent)
     /// A notification was held for the scheduled summary at `until`.
     case heldForSummary(app: String, id: String, until: Int64)
     /// The scheduled summary was delivered: every notification it held, on every app, the most

@@ -540,6 +540,10 @@ final class AppSlot {
     var activities = LiveActivityBook()
     /// The app asked for its push-to-start token.
     var wantsPushToStart = false
+    /// Widgets configured for pushes, their token, and the day's reloads.
+    var wantsWidgetPushes = false
+    var widgetToken: DeviceToken?
+    var widgetBudget = WidgetReloadBudget()
     /// Web Push subscriptions, by scope, and messages kept for the app while it is not connected.
     var webPush: [String: WebPushSubscriptionState] = [:]
     var webPushInbox: [WebPushMessageDelivery] = []

@@ -17,6 +17,7 @@ extension DeviceRuntime {
         liveActivityRequester = requester
         for slot in apps.values.sorted(by: { $0.id < $1.id }) {
             if slot.wantsPushToStart { liveActivityRequester?(.activityToken(topic: slot.id, .pushToStart), true) }
+            if slot.wantsWidgetPushes { liveActivityRequester?(.widgets(topic: slot.id), true) }
             perform(slot, slot.activities.standingRequests)
             webPushStandingRequests(slot)
         }

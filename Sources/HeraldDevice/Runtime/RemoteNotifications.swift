@@ -34,6 +34,8 @@ extension DeviceRuntime {
                 receive(notification) { acknowledge?(id) }
             case .activityTokenIssued(let topic, let activity, let token): gatewayIssued(activityToken: token, topic: topic, activity: activity)
             case .activityTokenUnregistered: break
+            case .widgetTokenIssued(let topic, let token): gatewayIssued(widgetToken: token, topic: topic)
+            case .widgetTokenUnregistered: break
             case .subscribed(let topic, let channel, let token): gatewaySubscribed(topic: topic, channel: channel, token: token)
             case .unsubscribed(let topic, let channel): gatewayUnsubscribed(topic: topic, channel: channel)
             case .webPushSubscribed(let topic, let subscription, let endpoint, let token):
@@ -97,6 +99,7 @@ extension DeviceRuntime {
         let now = clock.nowMilliseconds()
         if push.pushType == .liveactivity { return receiveLiveActivity(slot, push, now: now) }
         if push.pushType == .webpush { return receiveWebPush(slot, push, now: now) }
+        if push.pushType == .widgets { return receiveWidgetPush(slot, push, now: now) }
         if SilentPushes.isSilent(push.payload) {
             // Woken, launched, held over budget or not delivered: decided now.
             defer {

@@ -195,6 +195,10 @@ struct SavedApp: Codable {
     /// Held for the scheduled summary, and when it is due (absent in state saved before they existed).
     var summaryHeld: [Delivered]?
     var summaryDue: Int64?
+    /// Widget pushes: configured, the token, the day's reloads (absent in state saved before them).
+    var wantsWidgetPushes: Bool?
+    var widgetToken: String?
+    var widgetBudget: WidgetReloadBudget?
 
     struct SavedWebPushMessage: Codable {
         var scope: String
@@ -230,6 +234,9 @@ struct SavedApp: Codable {
         webPushInbox = slot.webPushInbox.map { SavedWebPushMessage(scope: $0.scope, id: $0.id, data: Base64URL.encode($0.data), declarative: $0.declarative) }
         summaryHeld = slot.summaryHeld.isEmpty ? nil : slot.summaryHeld.map(Delivered.init)
         summaryDue = slot.summaryDue
+        wantsWidgetPushes = slot.wantsWidgetPushes ? true : nil
+        widgetToken = slot.widgetToken?.description
+        widgetBudget = slot.widgetBudget.recent.isEmpty ? nil : slot.widgetBudget
     }
 
     /// Puts the state back into a fresh slot. A pending request whose fire time passed while the
@@ -284,6 +291,9 @@ struct SavedApp: Codable {
         }
         // A summary time that passed while the runtime was stopped is due at once.
         slot.summaryDue = slot.summaryHeld.isEmpty ? nil : summaryDue
+        slot.wantsWidgetPushes = wantsWidgetPushes ?? false
+        slot.widgetToken = widgetToken.flatMap { DeviceToken(hex: $0) }
+        slot.widgetBudget = widgetBudget ?? WidgetReloadBudget()
         slot.scheduler.setLocation(authorized: locationAuthorized)
     }
 }

@@ -121,6 +121,8 @@ struct DeviceSession {
         case (_, .unregister(let topic)): return .unregister(TokenScope(bundleID: topic))
         case (_, .registerActivity(let topic, let activity)): return register(TokenScope(bundleID: topic, activity: activity))
         case (_, .unregisterActivity(let topic, let activity)): return .unregister(TokenScope(bundleID: topic, activity: activity))
+        case (_, .registerWidgets(let topic)): return register(TokenScope(bundleID: topic, kind: .widgets))
+        case (_, .unregisterWidgets(let topic)): return .unregister(TokenScope(bundleID: topic, kind: .widgets))
         case (_, .subscribe(let topic, let channel)):
             guard DeviceProtocol.isValidTopic(topic), let id = BroadcastChannelID(channel) else {
                 return .reply(.error(code: .invalidTopic, message: "\"\(topic)\" is not a bundle id"))

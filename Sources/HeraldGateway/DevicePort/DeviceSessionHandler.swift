@@ -248,6 +248,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         case .app: .registered(topic: scope.bundleID, token: token)
         case .pushToStart: .registeredActivity(topic: scope.bundleID, activity: .pushToStart, token: token)
         case .activity(let id): .registeredActivity(topic: scope.bundleID, activity: .activity(id), token: token)
+        case .widgets: .registeredWidgets(topic: scope.bundleID, token: token)
         case .channel(let id): .subscribed(topic: scope.bundleID, channel: id, token: token)
         case .webPush(let subscription, _):
             .webPushSubscribed(topic: scope.bundleID, subscription: subscription, endpoint: (webPushOrigin ?? "") + "/wpush/" + token.hex, token: token)
@@ -327,6 +328,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
                 case .app: handler.send(.unregistered(topic: scope.bundleID, atMilliseconds: at), flush: true)
                 case .pushToStart: handler.send(.unregisteredActivity(topic: scope.bundleID, activity: .pushToStart, atMilliseconds: at), flush: true)
                 case .activity(let id): handler.send(.unregisteredActivity(topic: scope.bundleID, activity: .activity(id), atMilliseconds: at), flush: true)
+                case .widgets: handler.send(.unregisteredWidgets(topic: scope.bundleID, atMilliseconds: at), flush: true)
                 case .channel(let id): handler.send(.unsubscribed(topic: scope.bundleID, channel: id), flush: true)
                 case .webPush(let subscription, _): handler.send(.webPushUnsubscribed(topic: scope.bundleID, subscription: subscription), flush: true)
                 }

@@ -1,0 +1,97 @@
+import HeraldCore
+
+/// How many widget reloads pushes may cause per app: a rolling day's budget. Apple gives no
+/// number for widget pushes beyond "the system may throttle" them; it says a frequently viewed
+/// widget "typically receives 40 to 70 refreshes a day" (WidgetKit, *Keeping a widget up to
+/// date*), and Herald takes the top of that range as the budget for push-driven reloads.
+public struct WidgetReloadBudget: Sendable, Hashable, Codable {
+    public static let reloadsPerDay = 70
+    public static let windowMilliseconds: Int64 = 86_400_000
+
+    /// Reload instants within the last day, oldest first.
+    public private(set) var recent: [Int64] = []
+
+    public init() {}
+
+    /// Takes one reload at `now` if the budget allows it.
+    public mutating func take(now: Int64) -> Bool {
+        recent.removeAll { $0 <= now - Self.windowMilliseconds || $0 > now }
+        guard recent.count < Self.reloadsPerDay else { return false }
+        recent.append(now)
+        return true
+    }
+
+    /// Reloads left now.
+    public func remaining(now: Int64) -> Int {
+        Self.reloadsPerDay - recent.filter { $0 > now - Self.windowMilliseconds && $0 <= now }.count
+    }
+
+    /// When the next reload becomes possible (nil: now).
+    public func nextAvailable(now: Int64) -> Int64? {
+        let live = recent.filter { $0 > now - Self.windowMilliseconds && $0 <= now }
+        guard live.count >= Self.reloadsPerDay, let oldest = live.first else { return nil }
+        return oldest + Self.windowMilliseconds
+    }
+}
+
+/// What happened to an app's widgets.
+public enum WidgetEvent: Sendable, Hashable {
+    /// The app's widget push token, to give its provider (`WidgetPushHandler.pushTokenDidChange`).
+    case token(DeviceToken)
+    /// A `widgets` push reloaded the app's widgets; `remaining` reloads are left in the day's budget.
+    case reloaded(apnsID: String, remaining: Int)
+    /// A `widgets` push did not reload them, and why.
+    case refused(apnsID: String, reason: String)
+}
+
+/// Widget pushes (iOS 26, WidgetKit `WidgetPushHandler`): an app whose widgets are configured for
+/// pushes gets a widget push token; a `widgets` push (`{"aps":{"content-changed":true}}` on
+/// `<bundle>.push-type.widgets`) reloads its widgets, within ``WidgetReloadBudget``.
+extension DeviceRuntime {
+    /// The app configures (or stops configuring) its widgets with a push handler: the token is
+    /// asked for now or once connected, and given up when `enabled` is false.
+    public func configureWidgetPushes(app appID: String, enabled: Bool) throws(RuntimeError) {
+        let slot = try slot(appID)
+        guard slot.wantsWidgetPushes != enabled else {
+            if enabled, let token = slot.widgetToken { emit(.widgets(app: appID, .token(token))) }
+            return
+        }
+        slot.wantsWidgetPushes = enabled
+        if !enabled { slot.widgetToken = nil }
+        save(slot)
+        liveActivityRequester?(.widgets(topic: appID), enabled)
+    }
+
+    /// The gateway issued the app's widget push token.
+    func gatewayIssued(widgetToken token: DeviceToken, topic: String) {
+        guard let slot = apps[topic], slot.wantsWidgetPushes else { return }
+        let changed = slot.widgetToken != token
+        slot.widgetToken = token
+        if changed {
+            emit(.widgets(app: topic, .token(token)))
+            save(slot)
+        }
+    }
+
+    /// A `widgets` push: reloads the app's widgets if it configured them for pushes, the payload
+    /// says their content changed, and the day's budget allows; the outcome is an event either way.
+    func receiveWidgetPush(_ slot: AppSlot, _ push: DeviceNotification, now: Int64) {
+        let id = push.apnsID.description
+        defer {
+            concludeRemote(slot, id: id)
+            save(slot)
+        }
+        guard slot.wantsWidgetPushes else {
+            return emit(.widgets(app: slot.id, .refused(apnsID: id, reason: "the app's widgets are not configured for pushes")))
+        }
+        guard case .object(let root) = push.payload, case .object(let aps)? = root["aps"], aps["content-changed"] == .bool(true) else {
+            return emit(.widgets(app: slot.id, .refused(apnsID: id, reason: "the payload is not {\"aps\":{\"content-changed\":true}}")))
+        }
+        guard slot.widgetBudget.take(now: now) else {
+            let next = slot.widgetBudget.nextAvailable(now: now).map { " until \(PlanFormat.utcString($0))" } ?? ""
+            return emit(.widgets(app: slot.id, .refused(
+                apnsID: id, reason: "over the budget of \(WidgetReloadBudget.reloadsPerDay) widget reloads a day\(next)")))
+        }
+        emit(.widgets(app: slot.id, .reloaded(apnsID: id, remaining: slot.widgetBudget.remaining(now: now))))
+    }
+}
