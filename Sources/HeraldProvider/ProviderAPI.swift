@@ -22,7 +22,9 @@ public struct ProviderAPI: APIProtocol {
         let filter = RegistrationFilter(topic: q.topic, user: q.user, tag: q.tag, language: q.language, zone: q.zone)
         let limit = try Self.limit(q.limit)
         let page = try await service.registrations(filter, after: q.after, limit: limit)
-        return .ok(.init(body: .json(.init(items: page.map(Self.registration), next: page.count == limit ? page.last?.token : nil))))
+        let badges = try await service.badges(of: page)
+        return .ok(.init(body: .json(.init(
+            items: page.map { Self.registration($0, badge: badges[$0.token]) }, next: page.count == limit ? page.last?.token : nil))))
     }
 
     public func register(_ input: Operations.Register.Input) async throws -> Operations.Register.Output {
@@ -41,11 +43,22 @@ public struct ProviderAPI: APIProtocol {
             language: try Self.required(r.language, "language", maximumBytes: 64), timeZone: try Self.required(r.timeZone, "timeZone", maximumBytes: 64),
             userID: try Self.bounded(r.userId, "userId", maximumBytes: 256), tags: try Self.strings(r.tags, "tags", maximumCount: 64, maximumBytes: 64),
             webPush: webPush)
-        return .ok(.init(body: .json(Self.registration(registration))))
+        return .ok(.init(body: .json(Self.registration(registration, badge: try await service.badges(of: [registration])[registration.token]))))
     }
 
     public func getRegistration(_ input: Operations.GetRegistration.Input) async throws -> Operations.GetRegistration.Output {
-        .ok(.init(body: .json(Self.registration(try await service.registration(token: input.path.token)))))
+        let registration = try await service.registration(token: input.path.token)
+        return .ok(.init(body: .json(Self.registration(registration, badge: try await service.badges(of: [registration])[registration.token]))))
+    }
+
+    public func setBadge(_ input: Operations.SetBadge.Input) async throws -> Operations.SetBadge.Output {
+        var value = 0
+        if case .json(let body)? = input.body, let badge = body.badge {
+            guard (0...BadgeCount.maximum).contains(badge) else { throw ProviderError(.invalid, "\"badge\" must be from 0 to \(BadgeCount.maximum)") }
+            value = badge
+        }
+        let registration = try await service.setBadge(token: input.path.token, to: value)
+        return .ok(.init(body: .json(Self.registration(registration, badge: value))))
     }
 
     public func deleteRegistration(_ input: Operations.DeleteRegistration.Input) async throws -> Operations.DeleteRegistration.Output {
@@ -257,8 +270,14 @@ extension ProviderAPI {
             }
             data = try JSONReader.parseObject(Array(JSONEncoder().encode(custom)))
         }
-        if let badge = body.badge, !(0...Int(Int32.max)).contains(badge) {
-            throw ProviderError(.invalid, "\"badge\" must be from 0 to \(Int32.max)")
+        if let badge = body.badge, !(0...BadgeCount.maximum).contains(badge) {
+            throw ProviderError(.invalid, "\"badge\" must be from 0 to \(BadgeCount.maximum)")
+        }
+        if let increment = body.badgeIncrement {
+            guard (1...BadgeCount.maximumIncrement).contains(increment) else {
+                throw ProviderError(.invalid, "\"badgeIncrement\" must be from 1 to \(BadgeCount.maximumIncrement) (to lower a count, set it: \"badge\", or POST /v1/registrations/{token}/badge)")
+            }
+            guard body.badge == nil else { throw ProviderError(.invalid, "give \"badge\" (set the count) or \"badgeIncrement\" (add to it), not both") }
         }
         if let priority = body.priority, !(1...10).contains(priority) { throw ProviderError(.invalid, "\"priority\" must be from 1 to 10") }
         if let expiration = body.expiration, !(0...Int64(UInt32.max)).contains(expiration) {
@@ -286,8 +305,8 @@ extension ProviderAPI {
                 attributes: try object(live.attributes?.additionalProperties, "attributes"),
                 inputPushToken: live.inputPushToken ?? false, inputPushChannel: live.inputPushChannel)
         }
-        if case .none = message, body.badge == nil, sound == nil, !contentAvailable, liveActivity == nil {
-            throw ProviderError(.invalid, "say something: \"template\", \"alert\", \"locKey\", \"badge\", \"sound\", \"contentAvailable\": true or \"liveActivity\"")
+        if case .none = message, body.badge == nil, body.badgeIncrement == nil, sound == nil, !contentAvailable, liveActivity == nil {
+            throw ProviderError(.invalid, "say something: \"template\", \"alert\", \"locKey\", \"badge\", \"badgeIncrement\", \"sound\", \"contentAvailable\": true or \"liveActivity\"")
         }
         return SendRequest(
             target: target, message: message, badge: body.badge, sound: sound, contentAvailable: contentAvailable,
@@ -298,7 +317,7 @@ extension ProviderAPI {
             url: try body.url.map { page throws in
                 try ProviderService.checkPage(page, "url")
                 return page
-            })
+            }, badgeIncrement: body.badgeIncrement)
     }
 
     static let weekdayNames = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
@@ -347,10 +366,10 @@ extension ProviderAPI {
 extension ProviderAPI {
     static func date(_ milliseconds: Int64) -> Date { Date(timeIntervalSince1970: TimeInterval(milliseconds) / 1000) }
 
-    static func registration(_ r: Registration) -> Components.Schemas.Registration {
+    static func registration(_ r: Registration, badge: Int?) -> Components.Schemas.Registration {
         .init(
             token: r.token, topic: r.topic, language: r.language, timeZone: r.timeZone, userId: r.userID, tags: r.tags, registeredAt: r.registeredAt,
-            webPush: r.webPush.map { .init(endpoint: $0.endpoint, url: $0.url) })
+            badge: badge ?? 0, webPush: r.webPush.map { .init(endpoint: $0.endpoint, url: $0.url) })
     }
 
     static func template(_ t: MessageTemplate) -> Components.Schemas.Template {

@@ -118,7 +118,11 @@ public struct SendRequest: Sendable, Hashable, Codable {
     public var target: SendTarget
     public var message: SendMessage
     /// The topic for token and user targets that match several apps; defaults to each registration's.
+    /// Sets each recipient's badge count to this and sends it.
     public var badge: Int?
+    /// Adds this to each recipient's badge count (``Registration/badgeKey``, counted once per
+    /// key) and sends each its new count; not with ``badge``.
+    public var badgeIncrement: Int?
     public var sound: String?
     public var contentAvailable: Bool
     public var category: String?
@@ -139,8 +143,9 @@ public struct SendRequest: Sendable, Hashable, Codable {
     public init(target: SendTarget, message: SendMessage, badge: Int? = nil, sound: String? = nil, contentAvailable: Bool = false,
                 category: String? = nil, threadID: String? = nil, data: [String: JSONValue] = [:], pushType: String? = nil,
                 priority: Int? = nil, expiration: Int64? = nil, collapseID: String? = nil, idempotencyKey: String? = nil,
-                liveActivity: LiveActivitySend? = nil, url: String? = nil) {
+                liveActivity: LiveActivitySend? = nil, url: String? = nil, badgeIncrement: Int? = nil) {
         self.url = url
+        self.badgeIncrement = badgeIncrement
         (self.target, self.message, self.badge, self.sound, self.contentAvailable, self.category, self.threadID, self.data,
          self.pushType, self.priority, self.expiration, self.collapseID, self.idempotencyKey) =
             (target, message, badge, sound, contentAvailable, category, threadID, data, pushType, priority, expiration, collapseID, idempotencyKey)

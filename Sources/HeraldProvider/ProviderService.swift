@@ -66,6 +66,22 @@ public actor ProviderService {
         return found
     }
 
+    /// The badge count each registration shows, by token.
+    public nonisolated func badges(of registrations: [Registration]) async throws(ProviderError) -> [String: Int] {
+        let counts = try await Self.reading { try await store.badges(keys: registrations.map(\.badgeKey)) }
+        return registrations.reduce(into: [:]) { found, r in found[r.token] = counts[r.badgeKey] ?? 0 }
+    }
+
+    /// Sets the badge count a registration shows (its user's, or its own): the app was opened.
+    public func setBadge(token: String, to value: Int) async throws(ProviderError) -> Registration {
+        guard (0...BadgeCount.maximum).contains(value) else { throw ProviderError(.invalid, "\"badge\" must be from 0 to \(BadgeCount.maximum)") }
+        let registration = try await registration(token: token)
+        do { try await store.setBadges(keys: [registration.badgeKey], to: value) } catch {
+            throw ProviderError(.internalFailure, "could not store the badge count: \(error)")
+        }
+        return registration
+    }
+
     /// How many registrations there are by language, time zone and topic.
     public nonisolated func registrationCounts() async throws(ProviderError) -> RegistrationCounts {
         try await Self.reading { try await store.registrationCounts() }
@@ -326,7 +342,16 @@ public actor ProviderService {
     func deliver(_ request: SendRequest, to targets: [Registration], template: MessageTemplate?, id: String = UUID().uuidString.lowercased(),
                  createdAt: Int64? = nil) async throws -> SendReport {
         let createdAt = createdAt ?? clock.nowMilliseconds()
-        let plans = try targets.map { registration in try plan(request, for: registration, template: template) }
+        // Badge counts: set, or counted once per key (a user's devices share one), before planning.
+        var counts: [String: Int] = [:]
+        if let badge = request.badge {
+            try await store.setBadges(keys: targets.map(\.badgeKey), to: badge)
+        } else if let increment = request.badgeIncrement {
+            counts = try await store.incrementBadges(keys: targets.map(\.badgeKey), by: increment)
+        }
+        let plans = try targets.map { registration in
+            try plan(request, for: registration, template: template, badge: request.badge ?? counts[registration.badgeKey])
+        }
         // The client bounds the wire; this bounds the tasks waiting for it.
         let (sender, webPushSender) = (self.sender, self.webPushSender)
         let results = try await concurrentMap(plans.map(\.notification), limit: sendConcurrency) { outgoing -> Outcome in
@@ -430,7 +455,8 @@ public actor ProviderService {
         return String(result.reason.prefix(256))
     }
 
-    private func plan(_ request: SendRequest, for registration: Registration, template: MessageTemplate?) throws -> Plan {
+    /// `badge`: the absolute number this registration gets (the request's, or its counted one).
+    private func plan(_ request: SendRequest, for registration: Registration, template: MessageTemplate?, badge: Int?) throws -> Plan {
         var aps = APS()
         var language: String?
         switch request.message {
@@ -449,7 +475,7 @@ public actor ProviderService {
             aps.alert = APS.Alert.localized(key: key, arguments: arguments, titleKey: titleKey, titleArguments: titleArguments)
         case .none: break
         }
-        aps.badge = request.badge
+        aps.badge = badge
         aps.sound = request.sound.map(APS.Sound.named)
         aps.category = request.category
         aps.threadID = request.threadID
@@ -458,7 +484,7 @@ public actor ProviderService {
         let notification = NotificationPayload(aps: aps, custom: request.data)
         let payload = try notification.encoded()
         if let webPush = registration.webPush {
-            return Plan(registration: registration, language: language, notification: webPushPlan(request, to: webPush, alert: aps.alert, payload: payload))
+            return Plan(registration: registration, language: language, notification: webPushPlan(request, to: webPush, alert: aps.alert, badge: badge, payload: payload))
         }
         if request.liveActivity != nil {
             // Checked as the device checks it: what ActivityKit would drop is refused here, with why.
@@ -483,7 +509,7 @@ public actor ProviderService {
     /// alert and a page to open (the send's `url`, else the registration's), the same JSON as an
     /// APNs payload otherwise (the page's service worker reads it). `TTL` from `expiration`,
     /// `Urgency` from `priority` (10 normal, 5 low, 1 very-low), `Topic` from `collapseId`.
-    private func webPushPlan(_ request: SendRequest, to recipient: WebPushRecipient, alert: APS.Alert?, payload: [UInt8]) -> Outgoing {
+    private func webPushPlan(_ request: SendRequest, to recipient: WebPushRecipient, alert: APS.Alert?, badge: Int?, payload: [UInt8]) -> Outgoing {
         guard request.liveActivity == nil else { return .refused("a Live Activity push goes to APNs tokens only, not to a Web Push subscription") }
         guard let keys = WebPushSubscriptionKeys(p256dh: recipient.p256dh, auth: recipient.auth) else {
             return .refused("the registration's Web Push keys are not a P-256 key and auth secret")
@@ -493,7 +519,7 @@ public actor ProviderService {
             let lines = [subtitle, body].compactMap { $0 }.filter { !$0.isEmpty }
             let message = DeclarativeWebPushMessage(
                 title: title ?? lines.first ?? "", navigate: page, body: title == nil ? lines.dropFirst().first : (lines.isEmpty ? nil : lines.joined(separator: "\n")),
-                tag: request.threadID, silent: request.sound == nil, appBadge: request.badge.map(Int64.init),
+                tag: request.threadID, silent: request.sound == nil, appBadge: badge.map(Int64.init),
                 data: request.data.isEmpty ? nil : .object(request.data))
             plaintext = message.encoded()
         }

@@ -12,6 +12,8 @@ public struct ProviderSpec: Sendable {
     public struct Operation: Sendable {
         public var queryParameters: [String: JSONValue]
         public var body: JSONValue?
+        /// `requestBody.required`: an operation whose body is optional takes none at all.
+        public var bodyRequired = true
     }
 
     public let operations: [String: Operation]
@@ -46,7 +48,9 @@ public struct ProviderSpec: Sendable {
                     where parameter["in"]?.stringValue == "query" {
                         if let name = parameter["name"]?.stringValue { query[name] = parameter["schema"] ?? .object([:]) }
                     }
-                    operations[id] = Operation(queryParameters: query, body: operation["requestBody"]?["content"]?["application/json"]?["schema"])
+                    operations[id] = Operation(
+                        queryParameters: query, body: operation["requestBody"]?["content"]?["application/json"]?["schema"],
+                        bodyRequired: operation["requestBody"]?["required"] == .bool(true))
                 }
             }
         }
@@ -80,7 +84,8 @@ public struct ProviderSpec: Sendable {
 
     /// Reads `operationID`'s JSON body strictly and checks it against its schema.
     public func checkBody(_ operationID: String, _ bytes: [UInt8]) throws(ProviderError) {
-        guard let schema = operations[operationID]?.body else { return }
+        guard let operation = operations[operationID], let schema = operation.body else { return }
+        if bytes.isEmpty, !operation.bodyRequired { return }
         let value: JSONValue
         do { value = try JSONReader.parse(bytes) } catch {
             throw ProviderError(.invalid, "the body must be a JSON object (RFC 8259): \(error)")

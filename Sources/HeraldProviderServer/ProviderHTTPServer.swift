@@ -182,6 +182,8 @@ struct SpecCheck: ServerMiddleware {
         // The body is already whole and at most ProviderHTTP.maximumBody (BodyLimitMiddleware).
         let bytes = try await [UInt8](collecting: body, upTo: ProviderHTTP.maximumBody)
         try spec.checkBody(operationID, bytes)
+        // An operation whose body is optional, called without one: no body, not an empty document.
+        if bytes.isEmpty, spec.operations[operationID]?.bodyRequired == false { return try await next(request, nil, metadata) }
         return try await next(request, HTTPBody(bytes), metadata)
     }
 }

@@ -37,6 +37,11 @@ final class PausingStore: ProviderStore {
 
     func upsert(_ registrations: [Registration]) async throws { await answer("upsert", try await inner.upsert(registrations)) }
     func deleteRegistration(_ token: String) async throws -> Bool { await answer("deleteRegistration", try await inner.deleteRegistration(token)) }
+    func badges(keys: [String]) async throws -> [String: Int] { await answer("badges", try await inner.badges(keys: keys)) }
+    func setBadges(keys: [String], to value: Int) async throws { await answer("setBadges", try await inner.setBadges(keys: keys, to: value)) }
+    func incrementBadges(keys: [String], by increment: Int) async throws -> [String: Int] {
+        await answer("incrementBadges", try await inner.incrementBadges(keys: keys, by: increment))
+    }
     func prune(_ token: String, unregisteredAt at: Int64) async throws -> Bool { await answer("prune", try await inner.prune(token, unregisteredAt: at)) }
     func registration(token: String) async throws -> Registration? { await answer("registration", try await inner.registration(token: token)) }
     func registrations(for target: SendTarget, zone: String?) async throws -> [Registration]? {

@@ -198,6 +198,69 @@ struct ProviderServiceTests {
         try await gateway.stop()
     }
 
+    @Test("badge counts: sends increment per user (a user's devices share one count) or per device, set them, leave them; the app resets its count; each device gets the absolute number; hostile counts are refused by name")
+    func badgeCounts() async throws {
+        let stack = try await Stack.start()
+        let (gateway, server, base) = (stack.gateway, stack.server, stack.base)
+        defer { Task { await server.close() } }
+        let phone = try await Phone.start(gateway, provider: base, language: "en", zone: "Europe/Paris", user: "ana")
+        let tablet = try await Phone.start(gateway, provider: base, language: "en", zone: "Europe/Paris", user: "ana")
+        let other = try await Phone.start(gateway, provider: base, language: "en", zone: "Europe/Paris", user: "ben")
+        try await eventually("three registrations") { [phone, tablet, other].allSatisfy { $0.app.registered.withLock { $0 } == 1 } }
+        func badges(_ p: Phone) -> [Int?] { p.shown.items.withLock { $0.map(\.content.badge) } }
+        func send(_ body: String) async throws -> Int { try await Self.http("POST", base + "/v1/sends", body).status }
+        func arrived(_ count: Int) async throws {
+            try await eventually("\(count) notifications each") { [phone, tablet, other].allSatisfy { $0.shown.items.withLock { $0.count } >= count } }
+        }
+
+        #expect(try await send(#"{"to":{"segment":{"topic":"com.example.app"}},"alert":{"body":"one"},"badgeIncrement":1}"#) == 200)
+        try await arrived(1)
+        #expect(try await send(#"{"to":{"user":"ana"},"alert":{"body":"two"},"badgeIncrement":2}"#) == 200)
+        #expect(try await send(#"{"to":{"user":"ben"},"alert":{"body":"two"},"badgeIncrement":2}"#) == 200)
+        try await arrived(2)
+        #expect(try await send(#"{"to":{"segment":{"topic":"com.example.app"}},"alert":{"body":"no badge"}}"#) == 200)
+        try await arrived(3)
+        #expect(badges(phone) == [1, 3, nil] && badges(tablet) == [1, 3, nil] && badges(other) == [1, 3, nil])
+
+        // Ana opens the app on her phone: it resets her count (both devices share it).
+        let phoneToken = try #require(try await stack.service.store.registrations(user: "ana").first?.token)
+        let reset = try await Self.http("POST", base + "/v1/registrations/\(phoneToken)/badge", "")
+        #expect(reset.status == 200 && reset.json?["badge"] == .int(0), "\(reset.status) \(String(describing: reset.json))")
+        #expect(try await send(#"{"to":{"segment":{"topic":"com.example.app"}},"alert":{"body":"after"},"badgeIncrement":1}"#) == 200)
+        try await arrived(4)
+        #expect(badges(phone).last == 1 && badges(tablet).last == 1 && badges(other).last == 4)
+        let listed = try await Self.http("GET", base + "/v1/registrations?user=ben")
+        #expect(listed.json?["items"]?.arrayValue?.first?["badge"] == .int(4))
+        // Setting the number sets the count.
+        #expect(try await send(#"{"to":{"user":"ben"},"alert":{"body":"set"},"badge":10}"#) == 200)
+        #expect(try await send(#"{"to":{"user":"ben"},"alert":{"body":"plus"},"badgeIncrement":5}"#) == 200)
+        try await eventually("ben's two") { other.shown.items.withLock { $0.count } >= 6 }
+        #expect(badges(other).suffix(2) == [10, 15])
+        let set = try await Self.http("POST", base + "/v1/registrations/\(phoneToken)/badge", #"{"badge":7}"#)
+        #expect(set.json?["badge"] == .int(7))
+
+        // Hostile counts: refused, naming the field; nothing sent.
+        for (body, field) in [
+            (#"{"to":{"user":"ana"},"badgeIncrement":-1}"#, "badgeIncrement"), (#"{"to":{"user":"ana"},"badgeIncrement":0}"#, "badgeIncrement"),
+            (#"{"to":{"user":"ana"},"badgeIncrement":10001}"#, "badgeIncrement"), (#"{"to":{"user":"ana"},"badge":2147483648}"#, "badge"),
+            (#"{"to":{"user":"ana"},"badge":1,"badgeIncrement":1}"#, "badgeIncrement"),
+        ] {
+            let answer = try await Self.http("POST", base + "/v1/sends", body)
+            #expect(answer.status == 400 && (answer.json?["error"]?.stringValue ?? "").contains(field), "\(body): \(String(describing: answer.json))")
+        }
+        for body in [#"{"badge":2147483648}"#, #"{"badge":-5}"#, #"{"badge":"zero"}"#] {
+            let answer = try await Self.http("POST", base + "/v1/registrations/\(phoneToken)/badge", body)
+            #expect(answer.status == 400 && (answer.json?["error"]?.stringValue ?? "").contains("badge"), "\(body): \(String(describing: answer.json))")
+        }
+        #expect(try await Self.http("POST", base + "/v1/registrations/00ff/badge").status == 404)
+        // At the top, a count stays there.
+        #expect(try await Self.http("POST", base + "/v1/registrations/\(phoneToken)/badge", #"{"badge":2147483647}"#).status == 200)
+        #expect(try await send(#"{"to":{"user":"ana"},"alert":{"body":"top"},"badgeIncrement":10000}"#) == 200)
+        try await eventually("the top") { phone.shown.items.withLock { $0.last?.content.body } == "top" }
+        #expect(badges(phone).last == 2147483647)
+        for p in [phone, tablet, other] { await p.stop() }
+    }
+
     @Test("503 from the gateway (faults injected on its admin port): the send is retried with the same apns-id and arrives once")
     func retryOn503WithoutDuplicates() async throws {
         let gateway = try await TestGateway.start { $0.faultInjection = true }
@@ -473,7 +536,7 @@ struct ProviderServiceTests {
                 "OpenAPIDocument.swift is stale: run scripts/generate-openapi.sh")
         let json = try await Self.http("GET", base + "/openapi.json")
         #expect(json.json?["info"]?["title"]?.stringValue == "Herald provider service")
-        #expect(ProviderSpec.current.operations.count == 23)
+        #expect(ProviderSpec.current.operations.count == 24)
 
         func error(_ method: String, _ path: String, _ body: String? = nil, headers: [String: String] = [:]) async throws -> (Int, String) {
             let answer = try await Self.http(method, base + path, body, headers: headers)

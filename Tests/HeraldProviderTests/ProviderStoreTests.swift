@@ -67,6 +67,21 @@ struct ProviderStoreTests {
         #expect(try await store.registrationCount() == 2)
     }
 
+    @Test("badge counts: absent is 0, set, incremented once per key in one step, held at Int32.max", arguments: Kind.allCases)
+    func badges(kind: Kind) async throws {
+        let store = try kind.make()
+        #expect(try await store.badges(keys: ["user:a", "token:bb"]) == [:])
+        #expect(try await store.incrementBadges(keys: ["user:a", "user:a", "token:bb"], by: 2) == ["user:a": 2, "token:bb": 2])
+        #expect(try await store.incrementBadges(keys: ["user:a"], by: 3) == ["user:a": 5])
+        try await store.setBadges(keys: ["token:bb"], to: 0)
+        #expect(try await store.badges(keys: ["user:a", "token:bb", "user:z"]) == ["user:a": 5, "token:bb": 0])
+        try await store.setBadges(keys: ["user:a"], to: BadgeCount.maximum - 1)
+        #expect(try await store.incrementBadges(keys: ["user:a"], by: 10_000) == ["user:a": BadgeCount.maximum])
+        #expect(try await store.incrementBadges(keys: ["user:a"], by: 1) == ["user:a": BadgeCount.maximum])
+        #expect(try await store.incrementBadges(keys: [], by: 1) == [:])
+        #expect(Self.registration("cc", user: "u1").badgeKey == "user:u1" && Self.registration("cc").badgeKey == "token:cc")
+    }
+
     @Test("templates: by id, paged in byte order, deleted once", arguments: Kind.allCases)
     func templates(kind: Kind) async throws {
         let store = try kind.make()

@@ -19,6 +19,7 @@ public final class InMemoryProviderStore: ProviderStore {
     }
     private struct State {
         var registrations: [String: Registration] = [:]
+        var badges: [String: Int] = [:]
         var templates: [String: MessageTemplate] = [:]
         var sends: [String: SendRow] = [:]
         /// Idempotency key → send id.
@@ -43,6 +44,24 @@ public final class InMemoryProviderStore: ProviderStore {
 
     public func upsert(_ registrations: [Registration]) async throws {
         state.withLock { s in for r in registrations { s.registrations[r.token] = r } }
+    }
+
+    public func badges(keys: [String]) async throws -> [String: Int] {
+        state.withLock { s in keys.reduce(into: [:]) { found, key in if let count = s.badges[key] { found[key] = count } } }
+    }
+
+    public func setBadges(keys: [String], to value: Int) async throws {
+        state.withLock { s in for key in keys { s.badges[key] = value } }
+    }
+
+    public func incrementBadges(keys: [String], by increment: Int) async throws -> [String: Int] {
+        state.withLock { s in
+            Set(keys).reduce(into: [:]) { counts, key in
+                let count = BadgeCount.adding(increment, to: s.badges[key] ?? 0)
+                s.badges[key] = count
+                counts[key] = count
+            }
+        }
     }
 
     public func deleteRegistration(_ token: String) async throws -> Bool {

@@ -30,6 +30,17 @@ public protocol ProviderStore: Sendable {
     func registrationCounts() async throws -> RegistrationCounts
     func registrationCount() async throws -> Int
 
+    // MARK: badge counts
+
+    /// Badge counts by key (``Registration/badgeKey``: a user's, or a registration's own); a key
+    /// never set is 0 and absent from the answer.
+    func badges(keys: [String]) async throws -> [String: Int]
+    /// Sets each key's count to `value`, in one step.
+    func setBadges(keys: [String], to value: Int) async throws
+    /// Adds `increment` to each key's count in one step, stopping at ``BadgeCount/maximum``;
+    /// returns the new counts.
+    func incrementBadges(keys: [String], by increment: Int) async throws -> [String: Int]
+
     // MARK: templates
 
     func put(_ template: MessageTemplate) async throws
@@ -81,6 +92,21 @@ extension ProviderStore {
     public func registrations(user: String, zone: String? = nil) async throws -> [Registration] {
         try await registrations(for: .user(user), zone: zone) ?? []
     }
+}
+
+/// A badge count's bounds: what an app's icon badge can show (`aps.badge` is an Int32 on the device).
+public enum BadgeCount {
+    public static let maximum = Int(Int32.max)
+    /// The most one send may add.
+    public static let maximumIncrement = 10_000
+
+    static func adding(_ increment: Int, to count: Int) -> Int { min(maximum, max(0, count) + increment) }
+}
+
+extension Registration {
+    /// Whose badge count this registration shows: its user's (`user:<id>`: every device of a user
+    /// shows one count) or, without a user, its own (`token:<token>`).
+    public var badgeKey: String { userID.map { "user:" + $0 } ?? "token:" + token }
 }
 
 /// Bounds every store keeps the same.

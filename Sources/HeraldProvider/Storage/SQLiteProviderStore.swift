@@ -85,6 +85,9 @@ public final class SQLiteProviderStore: ProviderStore {
             // The subscription (endpoint, keys, url) as JSON; NULL for an APNs token.
             try db.execute(sql: "ALTER TABLE registrations ADD COLUMN web_push TEXT")
         }
+        migrator.registerMigration("v5: badge counts") { db in
+            try db.execute(sql: "CREATE TABLE badges (key TEXT PRIMARY KEY NOT NULL, count INTEGER NOT NULL) WITHOUT ROWID")
+        }
         return migrator
     }
 
@@ -94,6 +97,41 @@ public final class SQLiteProviderStore: ProviderStore {
         try await writer.write { db in
             // INSERT OR REPLACE: the table has no rowid for GRDB's upsert to return.
             for r in registrations { try RegistrationRecord(r).insert(db, onConflict: .replace) }
+        }
+    }
+
+    public func badges(keys: [String]) async throws -> [String: Int] {
+        guard !keys.isEmpty else { return [:] }
+        return try await writer.read { db in
+            var found: [String: Int] = [:]
+            let unique = Array(Set(keys))
+            for start in stride(from: 0, to: unique.count, by: 500) {
+                let chunk = Array(unique[start..<min(unique.count, start + 500)])
+                let rows = try Row.fetchAll(db, sql: "SELECT key, count FROM badges WHERE key IN (\(databaseQuestionMarks(count: chunk.count)))",
+                                            arguments: StatementArguments(chunk))
+                for row in rows { found[row["key"]] = row["count"] }
+            }
+            return found
+        }
+    }
+
+    public func setBadges(keys: [String], to value: Int) async throws {
+        try await writer.write { db in
+            let statement = try db.cachedStatement(sql: "INSERT INTO badges (key, count) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET count = excluded.count")
+            for key in Set(keys) { try statement.execute(arguments: [key, value]) }
+        }
+    }
+
+    public func incrementBadges(keys: [String], by increment: Int) async throws -> [String: Int] {
+        try await writer.write { db in
+            let statement = try db.cachedStatement(sql: """
+                INSERT INTO badges (key, count) VALUES (?1, min(?2, ?3)) ON CONFLICT(key) DO UPDATE SET count = min(count + ?2, ?3) RETURNING count
+                """)
+            var counts: [String: Int] = [:]
+            for key in Set(keys) {
+                counts[key] = try Int.fetchOne(statement, arguments: [key, increment, BadgeCount.maximum]) ?? 0
+            }
+            return counts
         }
     }
 

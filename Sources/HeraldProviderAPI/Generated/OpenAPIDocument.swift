@@ -129,6 +129,28 @@ public enum OpenAPIDocument {
           responses:
             "204": {description: deleted}
             default: {$ref: "#/components/responses/Error"}
+      /v1/registrations/{token}/badge:
+        parameters:
+          - {name: token, in: path, required: true, schema: {type: string}}
+        post:
+          operationId: setBadge
+          tags: [registrations]
+          summary: >-
+            Set the badge count this registration shares (its user's when it has a userId, else its
+            own) — what an app calls when it is opened (badge 0, the default) or has read some items.
+            Sends nothing; the next send that counts (badgeIncrement) starts from it.
+          requestBody:
+            required: false
+            content:
+              application/json:
+                schema: {$ref: "#/components/schemas/BadgeInput"}
+          responses:
+            "200":
+              description: the registration, with its badge count
+              content:
+                application/json:
+                  schema: {$ref: "#/components/schemas/Registration"}
+            default: {$ref: "#/components/responses/Error"}
       /v1/templates:
         get:
           operationId: listTemplates
@@ -434,6 +456,7 @@ public enum OpenAPIDocument {
             userId: {type: string}
             tags: {type: array, items: {type: string}}
             registeredAt: {type: integer, format: int64, description: ms since 1970}
+            badge: {type: integer, minimum: 0, maximum: 2147483647, description: "the badge count it shares (its user's when it has a userId, else its own): what the last send that set or counted it sent"}
             webPush:
               type: object
               description: "a Web Push subscription's registration (its keys are not shown)"
@@ -454,6 +477,10 @@ public enum OpenAPIDocument {
                 p256dh: {type: string, description: "the user agent's P-256 public key, base64url", maxLength: 200}
                 auth: {type: string, description: "its 16-byte auth secret, base64url", maxLength: 64}
             url: {type: string, description: "the page a notification opens (Declarative Web Push navigate), unless a send names one", maxLength: 2048}
+        BadgeInput:
+          type: object
+          properties:
+            badge: {type: integer, minimum: 0, maximum: 2147483647, description: "the count from now on; default 0"}
         RegistrationPage:
           type: object
           required: [items]
@@ -540,7 +567,8 @@ public enum OpenAPIDocument {
                 args: {type: array, items: {$ref: "#/components/schemas/FormatArgument"}}
                 titleKey: {type: string}
                 titleArgs: {type: array, items: {$ref: "#/components/schemas/FormatArgument"}}
-            badge: {type: integer, minimum: 0, maximum: 2147483647}
+            badge: {type: integer, minimum: 0, maximum: 2147483647, description: "sets each recipient's badge count to this number and sends it"}
+            badgeIncrement: {type: integer, minimum: 1, maximum: 10000, description: "adds this to each recipient's badge count (a user's devices share their user's count, counted once per send) and sends each its new count as an absolute badge; counts stop at 2147483647. Not with badge"}
             sound: {type: string}
             contentAvailable: {type: boolean}
             category: {type: string}
@@ -918,6 +946,50 @@ public enum OpenAPIDocument {
             "responses": {
               "204": {
                 "description": "deleted"
+              },
+              "default": {
+                "$ref": "#/components/responses/Error"
+              }
+            }
+          }
+        },
+        "/v1/registrations/{token}/badge": {
+          "parameters": [
+            {
+              "name": "token",
+              "in": "path",
+              "required": true,
+              "schema": {
+                "type": "string"
+              }
+            }
+          ],
+          "post": {
+            "operationId": "setBadge",
+            "tags": [
+              "registrations"
+            ],
+            "summary": "Set the badge count this registration shares (its user's when it has a userId, else its own) — what an app calls when it is opened (badge 0, the default) or has read some items. Sends nothing; the next send that counts (badgeIncrement) starts from it.",
+            "requestBody": {
+              "required": false,
+              "content": {
+                "application/json": {
+                  "schema": {
+                    "$ref": "#/components/schemas/BadgeInput"
+                  }
+                }
+              }
+            },
+            "responses": {
+              "200": {
+                "description": "the registration, with its badge count",
+                "content": {
+                  "application/json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/Registration"
+                    }
+                  }
+                }
               },
               "default": {
                 "$ref": "#/components/responses/Error"
@@ -1666,6 +1738,12 @@ public enum OpenAPIDocument {
                 "format": "int64",
                 "description": "ms since 1970"
               },
+              "badge": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 2147483647,
+                "description": "the badge count it shares (its user's when it has a userId, else its own): what the last send that set or counted it sent"
+              },
               "webPush": {
                 "type": "object",
                 "description": "a Web Push subscription's registration (its keys are not shown)",
@@ -1719,6 +1797,17 @@ public enum OpenAPIDocument {
                 "type": "string",
                 "description": "the page a notification opens (Declarative Web Push navigate), unless a send names one",
                 "maxLength": 2048
+              }
+            }
+          },
+          "BadgeInput": {
+            "type": "object",
+            "properties": {
+              "badge": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 2147483647,
+                "description": "the count from now on; default 0"
               }
             }
           },
@@ -1966,7 +2055,14 @@ public enum OpenAPIDocument {
               "badge": {
                 "type": "integer",
                 "minimum": 0,
-                "maximum": 2147483647
+                "maximum": 2147483647,
+                "description": "sets each recipient's badge count to this number and sends it"
+              },
+              "badgeIncrement": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 10000,
+                "description": "adds this to each recipient's badge count (a user's devices share their user's count, counted once per send) and sends each its new count as an absolute badge; counts stop at 2147483647. Not with badge"
               },
               "sound": {
                 "type": "string"

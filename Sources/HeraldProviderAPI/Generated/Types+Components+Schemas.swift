@@ -112,6 +112,10 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/Registration/registeredAt`.
             public var registeredAt: Swift.Int64
+            /// the badge count it shares (its user's when it has a userId, else its own): what the last send that set or counted it sent
+            ///
+            /// - Remark: Generated from `#/components/schemas/Registration/badge`.
+            public var badge: Swift.Int?
             /// a Web Push subscription's registration (its keys are not shown)
             ///
             /// - Remark: Generated from `#/components/schemas/Registration/webPush`.
@@ -151,6 +155,7 @@ extension Components {
             ///   - userId:
             ///   - tags:
             ///   - registeredAt: ms since 1970
+            ///   - badge: the badge count it shares (its user's when it has a userId, else its own): what the last send that set or counted it sent
             ///   - webPush: a Web Push subscription's registration (its keys are not shown)
             public init(
                 token: Swift.String,
@@ -160,6 +165,7 @@ extension Components {
                 userId: Swift.String? = nil,
                 tags: [Swift.String],
                 registeredAt: Swift.Int64,
+                badge: Swift.Int? = nil,
                 webPush: Components.Schemas.Registration.WebPushPayload? = nil
             ) {
                 self.token = token
@@ -169,6 +175,7 @@ extension Components {
                 self.userId = userId
                 self.tags = tags
                 self.registeredAt = registeredAt
+                self.badge = badge
                 self.webPush = webPush
             }
             public enum CodingKeys: String, CodingKey {
@@ -179,6 +186,7 @@ extension Components {
                 case userId
                 case tags
                 case registeredAt
+                case badge
                 case webPush
             }
         }
@@ -242,6 +250,23 @@ extension Components {
                 case endpoint
                 case keys
                 case url
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/BadgeInput`.
+        public struct BadgeInput: Codable, Hashable, Sendable {
+            /// the count from now on; default 0
+            ///
+            /// - Remark: Generated from `#/components/schemas/BadgeInput/badge`.
+            public var badge: Swift.Int?
+            /// Creates a new `BadgeInput`.
+            ///
+            /// - Parameters:
+            ///   - badge: the count from now on; default 0
+            public init(badge: Swift.Int? = nil) {
+                self.badge = badge
+            }
+            public enum CodingKeys: String, CodingKey {
+                case badge
             }
         }
         /// - Remark: Generated from `#/components/schemas/RegistrationPage`.
@@ -662,8 +687,14 @@ extension Components {
             }
             /// - Remark: Generated from `#/components/schemas/SendInput/locKey`.
             public var locKey: Components.Schemas.SendInput.LocKeyPayload?
+            /// sets each recipient's badge count to this number and sends it
+            ///
             /// - Remark: Generated from `#/components/schemas/SendInput/badge`.
             public var badge: Swift.Int?
+            /// adds this to each recipient's badge count (a user's devices share their user's count, counted once per send) and sends each its new count as an absolute badge; counts stop at 2147483647. Not with badge
+            ///
+            /// - Remark: Generated from `#/components/schemas/SendInput/badgeIncrement`.
+            public var badgeIncrement: Swift.Int?
             /// - Remark: Generated from `#/components/schemas/SendInput/sound`.
             public var sound: Swift.String?
             /// - Remark: Generated from `#/components/schemas/SendInput/contentAvailable`.
@@ -719,7 +750,8 @@ extension Components {
             ///   - template:
             ///   - alert:
             ///   - locKey:
-            ///   - badge:
+            ///   - badge: sets each recipient's badge count to this number and sends it
+            ///   - badgeIncrement: adds this to each recipient's badge count (a user's devices share their user's count, counted once per send) and sends each its new count as an absolute badge; counts stop at 2147483647. Not with badge
             ///   - sound:
             ///   - contentAvailable:
             ///   - category:
@@ -738,6 +770,7 @@ extension Components {
                 alert: Components.Schemas.Text? = nil,
                 locKey: Components.Schemas.SendInput.LocKeyPayload? = nil,
                 badge: Swift.Int? = nil,
+                badgeIncrement: Swift.Int? = nil,
                 sound: Swift.String? = nil,
                 contentAvailable: Swift.Bool? = nil,
                 category: Swift.String? = nil,
@@ -756,6 +789,7 @@ extension Components {
                 self.alert = alert
                 self.locKey = locKey
                 self.badge = badge
+                self.badgeIncrement = badgeIncrement
                 self.sound = sound
                 self.contentAvailable = contentAvailable
                 self.category = category
@@ -775,6 +809,7 @@ extension Components {
                 case alert
                 case locKey
                 case badge
+                case badgeIncrement
                 case sound
                 case contentAvailable
                 case category

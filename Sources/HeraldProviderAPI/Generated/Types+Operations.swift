@@ -616,6 +616,162 @@ public enum Operations {
             }
         }
     }
+    /// Set the badge count this registration shares (its user's when it has a userId, else its own) — what an app calls when it is opened (badge 0, the default) or has read some items. Sends nothing; the next send that counts (badgeIncrement) starts from it.
+    ///
+    /// - Remark: HTTP `POST /v1/registrations/{token}/badge`.
+    /// - Remark: Generated from `#/paths//v1/registrations/{token}/badge/post(setBadge)`.
+    public enum SetBadge {
+        public static let id: Swift.String = "setBadge"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/registrations/{token}/badge/POST/path`.
+            public struct Path: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/registrations/{token}/badge/POST/path/token`.
+                public var token: Swift.String
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - token:
+                public init(token: Swift.String) {
+                    self.token = token
+                }
+            }
+            public var path: Operations.SetBadge.Input.Path
+            /// - Remark: Generated from `#/paths/v1/registrations/{token}/badge/POST/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SetBadge.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.SetBadge.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.SetBadge.Input.Headers
+            /// - Remark: Generated from `#/paths/v1/registrations/{token}/badge/POST/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/registrations/{token}/badge/POST/requestBody/content/application\/json`.
+                case json(Components.Schemas.BadgeInput)
+            }
+            public var body: Operations.SetBadge.Input.Body?
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            public init(
+                path: Operations.SetBadge.Input.Path,
+                headers: Operations.SetBadge.Input.Headers = .init(),
+                body: Operations.SetBadge.Input.Body? = nil
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/registrations/{token}/badge/POST/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/registrations/{token}/badge/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.Registration)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.Registration {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.SetBadge.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.SetBadge.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// the registration, with its badge count
+            ///
+            /// - Remark: Generated from `#/paths//v1/registrations/{token}/badge/post(setBadge)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.SetBadge.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.SetBadge.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// what is wrong and how to fix it: 400 a request the API does not take, 401 no or a wrong token, 404 nothing there, 409 a conflict with what is stored, 413 a body over 1 MiB, 415 a body that is not JSON, 422 an Idempotency-Key reused with another request, 502 the gateway did not answer
+            ///
+            /// - Remark: Generated from `#/paths//v1/registrations/{token}/badge/post(setBadge)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses._Error)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            public var `default`: Components.Responses._Error {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
     /// List templates in id order
     ///
     /// - Remark: HTTP `GET /v1/templates`.

@@ -37,6 +37,11 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `DELETE /v1/registrations/{token}`.
     /// - Remark: Generated from `#/paths//v1/registrations/{token}/delete(deleteRegistration)`.
     func deleteRegistration(_ input: Operations.DeleteRegistration.Input) async throws -> Operations.DeleteRegistration.Output
+    /// Set the badge count this registration shares (its user's when it has a userId, else its own) — what an app calls when it is opened (badge 0, the default) or has read some items. Sends nothing; the next send that counts (badgeIncrement) starts from it.
+    ///
+    /// - Remark: HTTP `POST /v1/registrations/{token}/badge`.
+    /// - Remark: Generated from `#/paths//v1/registrations/{token}/badge/post(setBadge)`.
+    func setBadge(_ input: Operations.SetBadge.Input) async throws -> Operations.SetBadge.Output
     /// List templates in id order
     ///
     /// - Remark: HTTP `GET /v1/templates`.
@@ -166,6 +171,21 @@ extension APIProtocol {
         try await deleteRegistration(Operations.DeleteRegistration.Input(
             path: path,
             headers: headers
+        ))
+    }
+    /// Set the badge count this registration shares (its user's when it has a userId, else its own) — what an app calls when it is opened (badge 0, the default) or has read some items. Sends nothing; the next send that counts (badgeIncrement) starts from it.
+    ///
+    /// - Remark: HTTP `POST /v1/registrations/{token}/badge`.
+    /// - Remark: Generated from `#/paths//v1/registrations/{token}/badge/post(setBadge)`.
+    public func setBadge(
+        path: Operations.SetBadge.Input.Path,
+        headers: Operations.SetBadge.Input.Headers = .init(),
+        body: Operations.SetBadge.Input.Body? = nil
+    ) async throws -> Operations.SetBadge.Output {
+        try await setBadge(Operations.SetBadge.Input(
+            path: path,
+            headers: headers,
+            body: body
         ))
     }
     /// List templates in id order
