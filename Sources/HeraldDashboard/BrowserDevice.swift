@@ -39,6 +39,15 @@ public enum BrowserDevice {
         <p class="muted">The actions shown for a notification whose <span class="mono">aps.category</span> names a category (as an app registers them with its notification center). JSON: category → actions.</p>
         <textarea id="categories" rows="4" cols="80" spellcheck="false"></textarea>
         <p><button type="button" id="save-categories" class="secondary">Save categories</button> <span id="categories-state" class="muted"></span></p>
+        <h2>Focus</h2>
+        <p class="muted">While a Focus is on, notifications of apps it does not allow are listed here silently: no browser notification. Time-sensitive notifications break through when it allows them, critical ones always; passive ones are never presented.</p>
+        <form class="filters" id="focus-form">
+        <label><input type="checkbox" id="focus-on"> Focus on</label>
+        <label>name<input id="focus-name" value="Work" size="12"></label>
+        <label>allowed apps (topics, comma-separated)<input id="focus-allowed" size="40"></label>
+        <label><input type="checkbox" id="focus-time-sensitive" checked> time-sensitive notifications break through</label>
+        <button type="submit" id="save-focus" class="secondary">Save Focus</button> <span id="focus-state" class="muted" data-active=""></span>
+        </form>
         <h2>Notification center</h2>
         <div class="center" id="center"></div>
         <p class="muted" id="log"></p>
@@ -348,13 +357,49 @@ enum BrowserDeviceScript {
             apnsId, topic: frame.topic, at: Date.now(), pushType: frame['push-type'], priority: frame.priority,
             alert: text, category: typeof aps.category === 'string' ? aps.category : null,
             badge: Number.isInteger(aps.badge) ? aps.badge : null, sound: aps.sound ?? null,
-            silent: !text, response: null,
+            silent: !text, response: null, attention: attention(frame.topic, aps),
           });
           if (!entry) return;
           await trimStores();
-          if (!entry.silent) present(entry);
+          if (!entry.silent && entry.attention.presented) present(entry);
           await showCenter();
           await showApps();
+        }
+
+        // ---- Focus and interruption levels (docs/device-runtime.md) -------------------------------
+        // A page holds no entitlements: time-sensitive is honoured as asked; critical cannot play
+        // through the system's mute from a browser, and breaks through the Focus like time-sensitive.
+        const levels = ['passive', 'active', 'time-sensitive', 'critical'];
+        function focusSettings() {
+          try { return JSON.parse(localStorage.getItem('herald-focus') ?? 'null') ?? { on: false, name: 'Work', allowed: [], timeSensitive: true }; }
+          catch { return { on: false, name: 'Work', allowed: [], timeSensitive: true }; }
+        }
+        function attention(topic, aps) {
+          const level = levels.includes(aps['interruption-level']) ? aps['interruption-level'] : 'active';
+          const focus = focusSettings();
+          const result = { level, focus: focus.on ? focus.name : null, through: null, silenced: false, presented: level !== 'passive' };
+          if (!focus.on) return result;
+          if (level === 'critical') result.through = 'critical';
+          else if (level === 'time-sensitive' && focus.timeSensitive) result.through = 'time-sensitive';
+          else if (focus.allowed.includes(topic)) result.through = 'allowed-app';
+          else { result.silenced = true; result.presented = false; }
+          return result;
+        }
+        function showFocus() {
+          const focus = focusSettings();
+          $('focus-on').checked = focus.on;
+          $('focus-name').value = focus.name;
+          $('focus-allowed').value = focus.allowed.join(', ');
+          $('focus-time-sensitive').checked = focus.timeSensitive;
+          $('focus-state').dataset.active = focus.on ? focus.name : '';
+          $('focus-state').textContent = focus.on ? `${focus.name} is on` : 'no Focus';
+        }
+        function saveFocus(event) {
+          event.preventDefault();
+          const name = $('focus-name').value.trim().slice(0, 64) || 'Focus';
+          const allowed = $('focus-allowed').value.split(',').map((t) => t.trim()).filter(Boolean).slice(0, 1000);
+          localStorage.setItem('herald-focus', JSON.stringify({ on: $('focus-on').checked, name, allowed, timeSensitive: $('focus-time-sensitive').checked }));
+          showFocus();
         }
 
         // Save first, ack after: the notification survives a closed tab; a repeat (an apns-id
@@ -470,8 +515,16 @@ enum BrowserDeviceScript {
             banner.dataset.apnsId = entry.apnsId;
             const app = document.createElement('div');
             app.className = 'app';
-            app.textContent = `${entry.topic} · ${new Date(entry.at).toLocaleTimeString()}${entry.silent ? ' · background (not shown)' : ''}`;
+            const a = entry.attention;
+            const how = !a ? '' : a.silenced ? ` · silenced by ${a.focus}` : a.through ? ` · ${a.level}, through ${a.focus} (${a.through})`
+              : a.level !== 'active' ? ` · ${a.level}` : '';
+            app.textContent = `${entry.topic} · ${new Date(entry.at).toLocaleTimeString()}${entry.silent ? ' · background (not shown)' : ''}${how}`;
             banner.append(app);
+            if (a) {
+              banner.dataset.level = a.level;
+              banner.dataset.silenced = String(a.silenced);
+              if (a.through) banner.dataset.through = a.through;
+            }
             if (entry.pushType === 'webpush' && !entry.alert) {
               const line = document.createElement('div');
               line.className = 'body webpush-message';
@@ -535,6 +588,8 @@ enum BrowserDeviceScript {
             const topic = $('topic').value.trim();
             if (topic) send({ type: 'register', topic });
           });
+          showFocus();
+          $('focus-form').addEventListener('submit', saveFocus);
           $('ask-permission').onclick = async () => { if ('Notification' in window) await Notification.requestPermission(); showPermission(); };
           $('forget').onclick = async () => {
             db.close();

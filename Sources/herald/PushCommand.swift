@@ -92,6 +92,9 @@ struct PushCommand: AsyncParsableCommand {
         @Option(help: "thread-id: notifications with the same one are grouped.")
         var threadID: String?
 
+        @Option(help: ArgumentHelp("interruption-level: passive, active, time-sensitive or critical (Focus and the summary follow it).", valueName: "LEVEL"))
+        var interruptionLevel: String?
+
         @Flag(help: "content-available: 1 (a background update; with no alert, badge or sound it is silent).")
         var contentAvailable = false
 
@@ -184,7 +187,10 @@ struct PushCommand: AsyncParsableCommand {
             }
             if let channel, BroadcastChannelID(channel) == nil { throw ValidationError("--channel must be a channel id (base64 of 16 bytes, as the channel port gave it); got '\(channel)'") }
             let flags = alert != nil || title != nil || subtitle != nil || badge != nil || sound != nil || category != nil
-                || threadID != nil || contentAvailable || mutableContent || !data.isEmpty || event != nil
+                || threadID != nil || contentAvailable || mutableContent || !data.isEmpty || event != nil || interruptionLevel != nil
+            if let interruptionLevel, APS.InterruptionLevel(known: interruptionLevel) == nil {
+                throw ValidationError("--interruption-level must be passive, active, time-sensitive or critical, not \"\(interruptionLevel)\"")
+            }
             if payload != nil && flags { throw ValidationError("give either --payload FILE or payload flags (--alert, --badge, …), not both") }
             if payload == nil && !flags { throw ValidationError("give the payload: --alert TEXT (and other payload flags) or --payload FILE") }
             if channel != nil && (!tokens.isEmpty || tokensFile != nil) { throw ValidationError("--channel broadcasts to the channel's subscribers: give no --token or --tokens") }
@@ -209,6 +215,7 @@ struct PushCommand: AsyncParsableCommand {
             aps.sound = sound.map(APS.Sound.named)
             aps.category = category
             aps.threadID = threadID
+            aps.interruptionLevel = interruptionLevel.flatMap(APS.InterruptionLevel.init(known:))
             if contentAvailable { aps.contentAvailable = 1 }
             if mutableContent { aps.mutableContent = 1 }
             if let event {

@@ -126,6 +126,7 @@ def browser_device(driver, ports, admin, push):
                                              for e in d["events"] if e["status"] == "acked") >= 2)
     banners = driver.find_elements(By.CSS_SELECTOR, f".banner[data-apns-id='{apns_id}']")
     check("the repeat is not shown twice", len(banners) == 1, len(banners))
+    browser_device_focus(driver, wait, push, token)
     browser_device_webpush(driver, ports, wait)
     # Unregister from the page: the token joins the feedback list.
     driver.find_element(By.CSS_SELECTOR, f"tr[data-topic='{TOPIC}'] button").click()
@@ -134,6 +135,33 @@ def browser_device(driver, ports, admin, push):
     globals()["BROWSER_TOKEN"] = token
     globals()["BROWSER_APNS_ID"] = apns_id
     globals()["BROWSER_DEVICE_ID"] = device_id
+
+
+def browser_device_focus(driver, wait, push, token):
+    """A Focus set on the page: another app's alert is silenced; time-sensitive breaks through; passive never shows."""
+    driver.find_element(By.ID, "focus-on").click()
+    allowed = driver.find_element(By.ID, "focus-allowed")
+    allowed.clear()
+    allowed.send_keys("com.example.other")
+    driver.find_element(By.ID, "save-focus").click()
+    wait.until(lambda d: d.find_element(By.ID, "focus-state").get_attribute("data-active") == "Work")
+    quiet = push(token, "--alert", "Lunch menu")
+    urgent = push(token, "--alert", "Your ride is here", "--interruption-level", "time-sensitive")
+    banner = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, f".banner[data-apns-id='{urgent}']")))
+    silenced = driver.find_element(By.CSS_SELECTOR, f".banner[data-apns-id='{quiet}']")
+    presented = [p["apnsId"] for p in driver.execute_script("return window.heraldPresented")]
+    check("Focus on: an app it does not allow is listed silently, no browser notification",
+          silenced.get_attribute("data-silenced") == "true" and "silenced by Work" in silenced.text and quiet not in presented, silenced.text)
+    check("Focus on: a time-sensitive push breaks through and is presented",
+          banner.get_attribute("data-through") == "time-sensitive" and urgent in presented, banner.text)
+    shot(driver, "browser-device-focus")
+    driver.find_element(By.ID, "focus-on").click()
+    driver.find_element(By.ID, "save-focus").click()
+    wait.until(lambda d: d.find_element(By.ID, "focus-state").get_attribute("data-active") == "")
+    passive = push(token, "--alert", "Weekly digest", "--interruption-level", "passive")
+    banner = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, f".banner[data-apns-id='{passive}']")))
+    presented = [p["apnsId"] for p in driver.execute_script("return window.heraldPresented")]
+    check("passive: listed, never presented", banner.get_attribute("data-level") == "passive" and passive not in presented, banner.text)
 
 
 def browser_device_webpush(driver, ports, wait):

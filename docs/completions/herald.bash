@@ -385,9 +385,9 @@ _herald_device() {
 
 _herald_device_run() {
     repeating_flags=()
-    non_repeating_flags=(--json --desktop --unifiedpush --live-activities --version -h --help)
-    repeating_options=(--gateway --app --legacy-app --bundle --language)
-    non_repeating_options=(--data-dir --ca --time-zone --prompts --enrollment-secret-file --agent-socket --log-level --log-format)
+    non_repeating_flags=(--json --desktop --unifiedpush --live-activities --widgets --version -h --help)
+    repeating_options=(--gateway --app --legacy-app --bundle --language --entitlements)
+    non_repeating_options=(--data-dir --ca --time-zone --prompts --enrollment-secret-file --agent-socket --log-level --focus --log-format)
     __herald_offer_flags_options 0
 
     # Offer option value completions
@@ -426,6 +426,12 @@ _herald_device_run() {
         return
         ;;
     '--log-level')
+        return
+        ;;
+    '--entitlements')
+        return
+        ;;
+    '--focus')
         return
         ;;
     '--log-format')
@@ -1101,7 +1107,7 @@ _herald_push_send() {
     repeating_flags=()
     non_repeating_flags=(--receipt --content-available --mutable-content --input-push-token --progress --no-progress --version -h --help)
     repeating_options=(--token --data)
-    non_repeating_options=(--gateway --ca --key --key-id --team --cert --cert-key --topic --webpush --vapid-key --vapid-subject --ttl --urgency --webpush-topic --navigate --tokens --alert --title --subtitle --badge --sound --category --thread-id --payload --event --content-state --timestamp --stale-date --dismissal-date --relevance-score --attributes-type --attributes --input-push-channel --channel --priority --expiration --collapse-id --push-type --apns-id --concurrency --connections --attempts --timeout)
+    non_repeating_options=(--gateway --ca --key --key-id --team --cert --cert-key --topic --webpush --vapid-key --vapid-subject --ttl --urgency --webpush-topic --navigate --tokens --alert --title --subtitle --badge --sound --category --thread-id --interruption-level --payload --event --content-state --timestamp --stale-date --dismissal-date --relevance-score --attributes-type --attributes --input-push-channel --channel --priority --expiration --collapse-id --push-type --apns-id --concurrency --connections --attempts --timeout)
     __herald_offer_flags_options 0
 
     # Offer option value completions
@@ -1176,6 +1182,9 @@ _herald_push_send() {
         return
         ;;
     '--thread-id')
+        return
+        ;;
+    '--interruption-level')
         return
         ;;
     '--data')

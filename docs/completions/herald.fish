@@ -34,7 +34,7 @@ function __herald_parse_tokens -S
             __herald_parse_subcommand 0 'version' 'h/help'
             switch $unparsed_tokens[1]
             case 'run'
-                __herald_parse_subcommand 0 'data-dir=' 'gateway=+' 'ca=' 'app=+' 'legacy-app=+' 'bundle=+' 'time-zone=' 'language=+' 'prompts=' 'enrollment-secret-file=' 'agent-socket=' 'json' 'desktop' 'log-level=' 'unifiedpush' 'live-activities' 'log-format=' 'version' 'h/help'
+                __herald_parse_subcommand 0 'data-dir=' 'gateway=+' 'ca=' 'app=+' 'legacy-app=+' 'bundle=+' 'time-zone=' 'language=+' 'prompts=' 'enrollment-secret-file=' 'agent-socket=' 'json' 'desktop' 'log-level=' 'unifiedpush' 'live-activities' 'widgets' 'entitlements=+' 'focus=' 'log-format=' 'version' 'h/help'
             case 'unregister'
                 __herald_parse_subcommand 0 'data-dir=' 'app=' 'gateway=' 'ca=' 'version' 'h/help'
             case 'plan'
@@ -100,7 +100,7 @@ function __herald_parse_tokens -S
             __herald_parse_subcommand 0 'version' 'h/help'
             switch $unparsed_tokens[1]
             case 'send'
-                __herald_parse_subcommand 0 'gateway=' 'ca=' 'key=' 'key-id=' 'team=' 'cert=' 'cert-key=' 'topic=' 'webpush=' 'vapid-key=' 'vapid-subject=' 'ttl=' 'urgency=' 'webpush-topic=' 'navigate=' 'receipt' 'token=+' 'tokens=' 'alert=' 'title=' 'subtitle=' 'badge=' 'sound=' 'category=' 'thread-id=' 'content-available' 'mutable-content' 'data=+' 'payload=' 'event=' 'content-state=' 'timestamp=' 'stale-date=' 'dismissal-date=' 'relevance-score=' 'attributes-type=' 'attributes=' 'input-push-token' 'input-push-channel=' 'channel=' 'priority=' 'expiration=' 'collapse-id=' 'push-type=' 'apns-id=' 'concurrency=' 'connections=' 'attempts=' 'progress' 'no-progress' 'timeout=' 'version' 'h/help'
+                __herald_parse_subcommand 0 'gateway=' 'ca=' 'key=' 'key-id=' 'team=' 'cert=' 'cert-key=' 'topic=' 'webpush=' 'vapid-key=' 'vapid-subject=' 'ttl=' 'urgency=' 'webpush-topic=' 'navigate=' 'receipt' 'token=+' 'tokens=' 'alert=' 'title=' 'subtitle=' 'badge=' 'sound=' 'category=' 'thread-id=' 'interruption-level=' 'content-available' 'mutable-content' 'data=+' 'payload=' 'event=' 'content-state=' 'timestamp=' 'stale-date=' 'dismissal-date=' 'relevance-score=' 'attributes-type=' 'attributes=' 'input-push-token' 'input-push-channel=' 'channel=' 'priority=' 'expiration=' 'collapse-id=' 'push-type=' 'apns-id=' 'concurrency=' 'connections=' 'attempts=' 'progress' 'no-progress' 'timeout=' 'version' 'h/help'
             end
         case 'channels'
             __herald_parse_subcommand 0 'version' 'h/help'
@@ -275,6 +275,9 @@ complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options 
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" log-level' -l 'log-level' -d 'Log level for diagnostics on standard error.' -rfka ''
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" unifiedpush' -l 'unifiedpush' -d 'Be a UnifiedPush distributor on the session bus (org.unifiedpush.Distributor.herald): Linux apps that support UnifiedPush get Web Push endpoints on the gateway and their messages through it (docs/web-push.md).'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" live-activities' -l 'live-activities' -d 'Ask the gateway for each app\'s Live Activity push-to-start token (printed as activity-push-to-start-token).'
+complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" widgets' -l 'widgets' -d 'Configure each app\'s widgets for pushes: the gateway issues a widget push token (printed as widget-token); widgets pushes reload them.'
+complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run"' -l 'entitlements' -d 'Entitlements an app holds, TOPIC=LIST with LIST of critical-alert and time-sensitive, comma-separated (what its provisioning profile would grant).' -rfka ''
+complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" focus' -l 'focus' -d 'A JSON file of Focus modes and the scheduled summary (docs/device-agent.md) to set now; saved in DIR for later runs.' -rfka ''
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" log-format' -l 'log-format' -d 'How logs on standard error are written: text (for people) or json (one object a line, for a log collector).' -rfka 'text json'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" version' -l 'version' -d 'Show the version.'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" h help' -s 'h' -l 'help' -d 'Show help information.'
@@ -470,6 +473,7 @@ complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options 
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald push send" sound' -l 'sound' -d 'A sound file name, or default.' -rfka ''
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald push send" category' -l 'category' -d 'The notification\'s category (its actions).' -rfka ''
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald push send" thread-id' -l 'thread-id' -d 'thread-id: notifications with the same one are grouped.' -rfka ''
+complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald push send" interruption-level' -l 'interruption-level' -d 'interruption-level: passive, active, time-sensitive or critical (Focus and the summary follow it).' -rfka ''
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald push send" content-available' -l 'content-available' -d 'content-available: 1 (a background update; with no alert, badge or sound it is silent).'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald push send" mutable-content' -l 'mutable-content' -d 'mutable-content: 1 (the app\'s service extension may change it).'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald push send"' -l 'data' -d 'A custom key beside aps: KEY=JSON (e.g. id=42, or name="\\"Ana\\""). Repeat for more.' -rfka ''

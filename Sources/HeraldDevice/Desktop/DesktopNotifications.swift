@@ -105,7 +105,8 @@ public final class DesktopNotifications: Sendable {
 
     private func show(app: String, _ notification: DeliveredNotification) async {
         let content = notification.content
-        let summary = content.title.flatMap { $0.isEmpty ? nil : $0 } ?? app
+        // A message from a person shows the person (a communication notification).
+        let summary = content.communication?.senderName ?? content.title.flatMap { $0.isEmpty ? nil : $0 } ?? app
         let text = [content.subtitle, content.body].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: "\n")
         var actions = ["default", "Open"]
         var keys: [String: String] = [:]
@@ -115,7 +116,8 @@ public final class DesktopNotifications: Sendable {
             actions += [key, action.title]
         }
         var hints: [DBusValue: DBusValue] = [
-            .string("urgency"): .variant(.byte(content.interruptionLevel.breaksThroughFocus ? 2 : 1)),
+            // The level the device applied (time-sensitive and critical only with their entitlements).
+            .string("urgency"): .variant(.byte(notification.attention.level.breaksThroughFocus ? 2 : 1)),
             .string("desktop-entry"): .variant(.string("herald")),
         ]
         if let sound = notification.playedSound {
