@@ -33,6 +33,8 @@ python3 Tests/liveactivity/liveactivity.py "$(swift build --show-bin-path)/heral
 # The notification center as Apple ships it: Focus, interruption levels, critical alerts,
 # communication notifications, the scheduled summary, pushed with httpx (docs/device-runtime.md).
 python3 Tests/focus/focus.py "$(swift build --show-bin-path)/herald"
+# herald backup under load and herald restore, their refusals, a full disk (docs/operations.md).
+python3 Tests/operations/backup.py "$(swift build --show-bin-path)/herald"
 # Web Push from the application server's side: herald push send --webpush checked by independent
 # code (http_ece decrypts, cryptography verifies the VAPID token) (docs/web-push.md).
 python3 Tests/webpush/sender.py "$(swift build --show-bin-path)/herald"

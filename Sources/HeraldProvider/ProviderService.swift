@@ -300,7 +300,7 @@ public actor ProviderService {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let bytes = (try? encoder.encode(request)) ?? Data()
-        return SHA256.hash(data: bytes).map { byte in (byte < 16 ? "0" : "") + String(byte, radix: 16) }.joined()
+        return Hex.encode(SHA256.hash(data: bytes))
     }
 
     private func perform(_ request: SendRequest, fingerprint: String?) async throws -> SendReport {

@@ -173,13 +173,13 @@ _herald() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    gateway|device|provider|keys|feedback|tokens|devices|held|receipts|push|channels|bench|help)
+    gateway|device|provider|keys|feedback|tokens|devices|held|receipts|push|channels|backup|restore|bench|help)
         # Offer subcommand argument completions
         "_herald_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'gateway device provider keys feedback tokens devices held receipts push channels bench help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'gateway device provider keys feedback tokens devices held receipts push channels backup restore bench help' -- "${cur}"))
         ;;
     esac
 }
@@ -1424,6 +1424,45 @@ _herald_channels_delete() {
         return
         ;;
     '--channel')
+        return
+        ;;
+    esac
+}
+
+_herald_backup() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--data-dir --database --out)
+    __herald_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--data-dir')
+        return
+        ;;
+    '--database')
+        return
+        ;;
+    '--out')
+        return
+        ;;
+    esac
+}
+
+_herald_restore() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--from --data-dir)
+    __herald_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--from')
+        return
+        ;;
+    '--data-dir')
         return
         ;;
     esac

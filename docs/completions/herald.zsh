@@ -61,6 +61,8 @@ _herald() {
             'receipts:See what became of a notification.'
             'push:Send notifications as a provider does.'
             'channels:Manage an app'\''s broadcast channels (Live Activity broadcasts) on a channel management port.'
+            'backup:Copy a gateway'\''s data directory while it runs: its SQLite store as one consistent snapshot, its TLS files and the rest.'
+            'restore:Restore a herald backup into an empty data directory (never over a live or used one).'
             'bench:Benchmarks support (see docs/benchmarks.md).'
             'help:Show subcommand help information.'
         )
@@ -68,7 +70,7 @@ _herald() {
         ;;
     arg)
         case "${words[1]}" in
-        gateway|device|provider|keys|feedback|tokens|devices|held|receipts|push|channels|bench|help)
+        gateway|device|provider|keys|feedback|tokens|devices|held|receipts|push|channels|backup|restore|bench|help)
             "_herald_${words[1]}" && ret=0
             ;;
         esac
@@ -910,6 +912,33 @@ _herald_channels_delete() {
         '--cert-key[The push certificate'\''s private key (PEM).]:PEM:'
         '--topic[The app'\''s bundle id.]:topic:'
         '--channel[The channel id.]:channel:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_backup() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--data-dir[The gateway'\''s data directory (its SQLite database and TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
+        '--database[A PostgreSQL database several gateway nodes share, postgres\://USER\[\:PASSWORD\]@HOST\[\:PORT\]/DB\[?sslmode=disable|prefer|require\], instead of the SQLite database in --data-dir (docs/cluster.md).]:URL:'
+        '--out[The backup directory to create (it must not exist).]:OUT:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_restore() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--from[The backup directory herald backup wrote.]:BACKUP:'
+        '--data-dir[The data directory to restore into\: new, or empty.]:DIR:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )

@@ -1,0 +1,215 @@
+import ArgumentParser
+import Crypto
+import Foundation
+import HeraldCore
+import HeraldStoreSQLite
+
+/// What a backup directory lists: every file it holds, with its size, mode and SHA-256.
+struct BackupManifest: Codable {
+    struct File: Codable {
+        var path: String
+        var bytes: Int
+        var mode: Int
+        var sha256: String
+    }
+    var format = 1
+    var created: String
+    var files: [File]
+
+    static let name = "MANIFEST.json"
+    /// A manifest is small; a larger file is not one.
+    static let maximumBytes = 1 << 20
+}
+
+struct BackupCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "backup",
+        abstract: "Copy a gateway's data directory while it runs: its SQLite store as one consistent snapshot, its TLS files and the rest.",
+        discussion: """
+            The store is copied with SQLite's online backup (one read transaction: the gateway keeps
+            accepting and delivering meanwhile); the other files of the data directory (the TLS CA and
+            certificates with their keys, …) are copied as they are. OUT is a new directory with a
+            MANIFEST.json of every file's SHA-256, which herald restore checks. A backup that fails (a
+            full disk) leaves nothing at OUT. A PostgreSQL store is backed up with pg_dump (docs/operations.md).
+
+            Example: herald backup --data-dir ./herald-data --out /backups/herald-2026-11-28
+            """)
+
+    @OptionGroup var directory: DataDirectoryOptions
+
+    @Option(help: ArgumentHelp("The backup directory to create (it must not exist).", valueName: "OUT"))
+    var out: String
+
+    func run() async throws {
+        if let url = directory.databaseURL {
+            throw ValidationError("--database \(url.prefix(40))…: a PostgreSQL store is backed up with pg_dump -Fc and restored with pg_restore into an empty database (docs/operations.md); herald backup copies a --data-dir")
+        }
+        let source = directory.dataDirectory
+        guard FileManager.default.fileExists(atPath: directory.databasePath) else {
+            throw ValidationError("--data-dir \(source) has no herald.sqlite: it is not a gateway's data directory")
+        }
+        let target = (out as NSString).standardizingPath
+        guard !FileManager.default.fileExists(atPath: target) else { throw ValidationError("--out \(target) exists already; give a new directory") }
+        do {
+            try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
+        } catch {
+            throw ValidationError("cannot create --out \(target): \(error.localizedDescription)")
+        }
+        do {
+            let manifest = try Self.copy(from: source, to: target)
+            let total = manifest.files.reduce(0) { $0 + $1.bytes }
+            printLineFlushed("backed up \(source) to \(target): \(manifest.files.count) files, \(total) bytes (restore: herald restore --from \(target) --data-dir EMPTY_DIR)")
+        } catch {
+            try? FileManager.default.removeItem(atPath: target)
+            printError("herald: backup failed, nothing was kept at \(target): \(error)")
+            throw ExitCode(1)
+        }
+    }
+
+    /// Copies the store, then every other file; writes the manifest last.
+    static func copy(from source: String, to target: String) throws -> BackupManifest {
+        let database = "herald.sqlite"
+        try SQLiteBackup.copy(databaseAt: (source as NSString).appendingPathComponent(database), to: (target as NSString).appendingPathComponent(database))
+        var files = [try entry(database, in: target, mode: 0o600)]
+        let skipped: Set<String> = ["herald.lock", database, database + "-wal", database + "-shm", database + "-journal"]
+        guard let walker = FileManager.default.enumerator(atPath: source) else { throw BackupError("cannot read \(source)") }
+        var others: [String] = []
+        while let relative = walker.nextObject() as? String {
+            guard !skipped.contains(relative) else { continue }
+            let path = (source as NSString).appendingPathComponent(relative)
+            let attributes = try FileManager.default.attributesOfItem(atPath: path)
+            guard attributes[.type] as? FileAttributeType == .typeRegular else { continue }  // directories come with their files; no links
+            others.append(relative)
+        }
+        for relative in others.sorted() {
+            let from = (source as NSString).appendingPathComponent(relative)
+            let to = (target as NSString).appendingPathComponent(relative)
+            try FileManager.default.createDirectory(atPath: (to as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            let mode = (try FileManager.default.attributesOfItem(atPath: from)[.posixPermissions] as? Int) ?? 0o600
+            try writeExclusively(try read(from), to: to, mode: mode)
+            files.append(try entry(relative, in: target, mode: mode))
+        }
+        let manifest = BackupManifest(created: ISO8601DateFormatter().string(from: Date()), files: files)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        try writeExclusively(encoder.encode(manifest), to: (target as NSString).appendingPathComponent(BackupManifest.name), mode: 0o600)
+        return manifest
+    }
+
+    static func entry(_ relative: String, in directory: String, mode: Int) throws -> BackupManifest.File {
+        let bytes = try read((directory as NSString).appendingPathComponent(relative))
+        return BackupManifest.File(path: relative, bytes: bytes.count, mode: mode, sha256: Hex.encode(SHA256.hash(data: bytes)))
+    }
+
+    static func read(_ path: String) throws -> Data {
+        guard let data = FileManager.default.contents(atPath: path) else { throw BackupError("cannot read \(path)") }
+        return data
+    }
+
+    /// Writes a new file (never over an existing one), with `mode`; a short write (a full disk) throws.
+    static func writeExclusively(_ data: Data, to path: String, mode: Int) throws {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode_t(mode & 0o777))
+        guard descriptor >= 0 else { throw BackupError("cannot create \(path): \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        try data.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let written = write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+                guard written > 0 else { throw BackupError("cannot write \(path): \(String(cString: strerror(errno)))") }
+                offset += written
+            }
+        }
+        guard fsync(descriptor) == 0 else { throw BackupError("cannot write \(path): \(String(cString: strerror(errno)))") }
+    }
+}
+
+struct RestoreCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "restore",
+        abstract: "Restore a herald backup into an empty data directory (never over a live or used one).",
+        discussion: """
+            Checks every file of the backup against its MANIFEST.json and the store's integrity
+            (PRAGMA integrity_check) before copying anything; then herald gateway --data-dir DIR starts
+            from it, with the same CA and certificates as the gateway that was backed up.
+
+            Example: herald restore --from /backups/herald-2026-11-28 --data-dir ./herald-data
+            """)
+
+    @Option(help: ArgumentHelp("The backup directory herald backup wrote.", valueName: "BACKUP"))
+    var from: String
+
+    @Option(name: .customLong("data-dir"), help: ArgumentHelp("The data directory to restore into: new, or empty.", valueName: "DIR"))
+    var dataDirectory: String
+
+    func run() async throws {
+        let backup = (from as NSString).standardizingPath
+        let target = (dataDirectory as NSString).standardizingPath
+        let manifest = try Self.check(backup)
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: target, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else { throw ValidationError("--data-dir \(target) is a file, not a directory") }
+            let present = (try? FileManager.default.contentsOfDirectory(atPath: target)) ?? []
+            guard present.isEmpty else {
+                throw ValidationError("--data-dir \(target) is not empty (it holds \(present.sorted().prefix(3).joined(separator: ", "))): restore only into an empty directory; stop its gateway and move the directory away first")
+            }
+        }
+        // Held while restoring: a gateway started on the directory meanwhile is refused.
+        try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
+        try DirectoryLock.hold((target as NSString).appendingPathComponent("herald.lock"), whenHeld: "a herald gateway started on --data-dir \(target) meanwhile; stop it")
+        do {
+            for file in manifest.files {
+                let to = (target as NSString).appendingPathComponent(file.path)
+                try FileManager.default.createDirectory(atPath: (to as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                try BackupCommand.writeExclusively(try BackupCommand.read((backup as NSString).appendingPathComponent(file.path)), to: to, mode: file.mode)
+            }
+        } catch {
+            printError("herald: restore failed part way: \(error); empty \(target) before trying again")
+            throw ExitCode(1)
+        }
+        printLineFlushed("restored \(backup) (\(manifest.created)) into \(target): \(manifest.files.count) files; start it with herald gateway --data-dir \(target)")
+    }
+
+    /// Reads the manifest (bounded), refuses a path that leaves the backup, and checks every file's
+    /// size and SHA-256 and the store's integrity.
+    static func check(_ backup: String) throws -> BackupManifest {
+        let path = (backup as NSString).appendingPathComponent(BackupManifest.name)
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw ValidationError("--from \(backup) has no \(BackupManifest.name): it is not a herald backup")
+        }
+        let bytes = (try? handle.read(upToCount: BackupManifest.maximumBytes + 1)) ?? Data()
+        try? handle.close()
+        guard bytes.count <= BackupManifest.maximumBytes else { throw ValidationError("\(path) is larger than 1 MiB: it is not a herald backup manifest") }
+        let manifest: BackupManifest
+        do { manifest = try JSONReader.decode(BackupManifest.self, from: Array(bytes)) } catch {
+            throw ValidationError("\(path) is not a herald backup manifest: \(error)")
+        }
+        guard manifest.format == 1 else { throw ValidationError("\(path) is backup format \(manifest.format); this herald reads format 1") }
+        guard manifest.files.contains(where: { $0.path == "herald.sqlite" }) else { throw ValidationError("\(path) lists no herald.sqlite") }
+        for file in manifest.files {
+            let parts = file.path.split(separator: "/", omittingEmptySubsequences: false)
+            guard !file.path.hasPrefix("/"), !parts.contains(where: { $0 == ".." || $0 == "." || $0.isEmpty }), file.path.utf8.count <= 1_024,
+                  (0...0o777).contains(file.mode) else {
+                throw ValidationError("\(path) lists \"\(file.path.prefix(80))\": a backup's files stay inside it, with a mode of 0 to 777 (octal)")
+            }
+            let data: Data
+            do { data = try BackupCommand.read((backup as NSString).appendingPathComponent(file.path)) } catch {
+                throw ValidationError("the backup is incomplete: \(file.path) is missing")
+            }
+            guard data.count == file.bytes, Hex.encode(SHA256.hash(data: data)) == file.sha256 else {
+                throw ValidationError("the backup is damaged: \(file.path) does not match its SHA-256 in \(BackupManifest.name)")
+            }
+        }
+        let problems: [String]
+        do { problems = try SQLiteBackup.integrityProblems(databaseAt: (backup as NSString).appendingPathComponent("herald.sqlite")) } catch {
+            throw ValidationError("the backup's store: \(error)")
+        }
+        guard problems.isEmpty else { throw ValidationError("the backup's store fails its integrity check: \(problems.prefix(3).joined(separator: "; "))") }
+        return manifest
+    }
+}
+
+struct BackupError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
