@@ -35,6 +35,8 @@ python3 Tests/liveactivity/liveactivity.py "$(swift build --show-bin-path)/heral
 python3 Tests/focus/focus.py "$(swift build --show-bin-path)/herald"
 # herald backup under load and herald restore, their refusals, a full disk (docs/operations.md).
 python3 Tests/operations/backup.py "$(swift build --show-bin-path)/herald"
+# --config FILE.yaml and HERALD_* variables: precedence, --print-config, hostile files (docs/operations.md).
+python3 Tests/operations/config.py "$(swift build --show-bin-path)/herald"
 # Web Push from the application server's side: herald push send --webpush checked by independent
 # code (http_ece decrypts, cryptography verifies the VAPID token) (docs/web-push.md).
 python3 Tests/webpush/sender.py "$(swift build --show-bin-path)/herald"

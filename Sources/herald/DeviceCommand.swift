@@ -169,6 +169,8 @@ struct DeviceRunCommand: AsyncParsableCommand {
 
     @OptionGroup var logging: LogFormatOption
 
+    @OptionGroup var configuration: ConfigurationOptions
+
     func validate() throws {
         if apps.isEmpty && legacyApps.isEmpty && !unifiedpush { throw ValidationError("give at least one --app TOPIC (an app's bundle id), or --unifiedpush") }
         for app in apps + legacyApps where !DeviceProtocol.isValidTopic(app) {

@@ -160,6 +160,8 @@ struct GatewayRunCommand: AsyncParsableCommand {
 
     @OptionGroup var logging: LogFormatOption
 
+    @OptionGroup var configuration: ConfigurationOptions
+
     func validate() throws {
         if (tlsCert == nil) != (tlsKey == nil) {
             throw ValidationError("give both --tls-cert and --tls-key, or neither (a development certificate is then created)")

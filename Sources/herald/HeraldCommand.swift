@@ -29,7 +29,26 @@ struct HeraldCommand: AsyncParsableCommand {
     /// command's usage, as a parse error does, not the root command's.
     static func main() async {
         let command: any ParsableCommand
-        do { command = try parseAsRoot() } catch { exit(withError: error) }
+        // --config FILE.yaml and HERALD_* variables become flags before parsing (Settings).
+        let settings: Settings
+        do {
+            settings = try Settings.layer(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
+        } catch {
+            FileHandle.standardError.write(Data("Error: \((error as? ValidationError)?.message ?? "\(error)")\n".utf8))
+            Foundation.exit(ExitCode.validationFailure.rawValue)
+        }
+        do { command = try parseAsRoot(settings.arguments) } catch {
+            // A value the file or the environment gave: the message says which.
+            let message = fullMessage(for: error)
+            let explained = settings.explain(message)
+            guard explained != message else { exit(withError: error) }
+            FileHandle.standardError.write(Data((explained + "\n").utf8))
+            Foundation.exit(exitCode(for: error).rawValue)
+        }
+        if settings.printConfig {
+            print(settings.report)
+            Foundation.exit(0)
+        }
         do {
             var running = command
             if var async = running as? any AsyncParsableCommand { try await async.run() } else { try running.run() }

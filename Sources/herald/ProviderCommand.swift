@@ -61,6 +61,8 @@ struct ProviderCommand: AsyncParsableCommand {
 
     @OptionGroup var logging: LogFormatOption
 
+    @OptionGroup var configuration: ConfigurationOptions
+
     func validate() throws {
         try credentials.validateCredentials()
         guard let url = URLComponents(string: gateway), url.scheme == "https" || url.scheme == "http", url.host != nil else {

@@ -209,9 +209,9 @@ _herald_gateway() {
 
 _herald_gateway_run() {
     repeating_flags=()
-    non_repeating_flags=(--enable-faults --version -h --help)
+    non_repeating_flags=(--enable-faults --print-config --version -h --help)
     repeating_options=()
-    non_repeating_options=(--data-dir --database --provider-port --h2c-port --admin-port --admin-host --enrollment-secret-file --provider-idle-timeout --provider-connections-per-address --device-connections-per-address --device-handshakes-per-address --device-reconnect-rate --handshake-timeout --device-port --webpush-port --webpush-origin --channel-port --feedback-port --feedback-client-ca --provider-client-ca --device-ping-interval --device-idle-timeout --store-timeout --background-per-hour --inactivity-days --receipt-days --host --environment --tls-cert --tls-key --token-burst --token-rate --offline-queue --durability --node-id --node-lease --cluster-sweep --cross-node-hints --log-level --log-format)
+    non_repeating_options=(--data-dir --database --provider-port --h2c-port --admin-port --admin-host --enrollment-secret-file --provider-idle-timeout --provider-connections-per-address --device-connections-per-address --device-handshakes-per-address --device-reconnect-rate --handshake-timeout --device-port --webpush-port --webpush-origin --channel-port --feedback-port --feedback-client-ca --provider-client-ca --device-ping-interval --device-idle-timeout --store-timeout --background-per-hour --inactivity-days --receipt-days --host --environment --tls-cert --tls-key --token-burst --token-rate --offline-queue --durability --node-id --node-lease --cluster-sweep --cross-node-hints --log-level --log-format --config)
     __herald_offer_flags_options 0
 
     # Offer option value completions
@@ -339,6 +339,9 @@ _herald_gateway_run() {
         __herald_add_completions -W 'text'$'\n''json'
         return
         ;;
+    '--config')
+        return
+        ;;
     esac
 }
 
@@ -385,9 +388,9 @@ _herald_device() {
 
 _herald_device_run() {
     repeating_flags=()
-    non_repeating_flags=(--json --desktop --unifiedpush --live-activities --widgets --version -h --help)
+    non_repeating_flags=(--json --desktop --unifiedpush --live-activities --widgets --print-config --version -h --help)
     repeating_options=(--gateway --app --legacy-app --bundle --language --entitlements)
-    non_repeating_options=(--data-dir --ca --time-zone --prompts --enrollment-secret-file --agent-socket --log-level --focus --log-format)
+    non_repeating_options=(--data-dir --ca --time-zone --prompts --enrollment-secret-file --agent-socket --log-level --focus --log-format --config)
     __herald_offer_flags_options 0
 
     # Offer option value completions
@@ -436,6 +439,9 @@ _herald_device_run() {
         ;;
     '--log-format')
         __herald_add_completions -W 'text'$'\n''json'
+        return
+        ;;
+    '--config')
         return
         ;;
     esac
@@ -494,9 +500,9 @@ _herald_device_plan() {
 
 _herald_provider() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(--print-config --version -h --help)
     repeating_options=()
-    non_repeating_options=(--data-dir --port --api-token-file --host --gateway --ca --key --key-id --team --cert --cert-key --default-language --concurrency --missed-window --feedback-interval --vapid-key --vapid-subject --log-level --log-format)
+    non_repeating_options=(--data-dir --port --api-token-file --host --gateway --ca --key --key-id --team --cert --cert-key --default-language --concurrency --missed-window --feedback-interval --vapid-key --vapid-subject --log-level --log-format --config)
     __herald_offer_flags_options 0
 
     # Offer option value completions
@@ -558,6 +564,9 @@ _herald_provider() {
         ;;
     '--log-format')
         __herald_add_completions -W 'text'$'\n''json'
+        return
+        ;;
+    '--config')
         return
         ;;
     esac

@@ -26,7 +26,7 @@ function __herald_parse_tokens -S
             __herald_parse_subcommand 0 'version' 'h/help'
             switch $unparsed_tokens[1]
             case 'run'
-                __herald_parse_subcommand 0 'data-dir=' 'database=' 'provider-port=' 'h2c-port=' 'admin-port=' 'admin-host=' 'enable-faults' 'enrollment-secret-file=' 'provider-idle-timeout=' 'provider-connections-per-address=' 'device-connections-per-address=' 'device-handshakes-per-address=' 'device-reconnect-rate=' 'handshake-timeout=' 'device-port=' 'webpush-port=' 'webpush-origin=' 'channel-port=' 'feedback-port=' 'feedback-client-ca=' 'provider-client-ca=' 'device-ping-interval=' 'device-idle-timeout=' 'store-timeout=' 'background-per-hour=' 'inactivity-days=' 'receipt-days=' 'host=' 'environment=' 'tls-cert=' 'tls-key=' 'token-burst=' 'token-rate=' 'offline-queue=' 'durability=' 'node-id=' 'node-lease=' 'cluster-sweep=' 'cross-node-hints=' 'log-level=' 'log-format=' 'version' 'h/help'
+                __herald_parse_subcommand 0 'data-dir=' 'database=' 'provider-port=' 'h2c-port=' 'admin-port=' 'admin-host=' 'enable-faults' 'enrollment-secret-file=' 'provider-idle-timeout=' 'provider-connections-per-address=' 'device-connections-per-address=' 'device-handshakes-per-address=' 'device-reconnect-rate=' 'handshake-timeout=' 'device-port=' 'webpush-port=' 'webpush-origin=' 'channel-port=' 'feedback-port=' 'feedback-client-ca=' 'provider-client-ca=' 'device-ping-interval=' 'device-idle-timeout=' 'store-timeout=' 'background-per-hour=' 'inactivity-days=' 'receipt-days=' 'host=' 'environment=' 'tls-cert=' 'tls-key=' 'token-burst=' 'token-rate=' 'offline-queue=' 'durability=' 'node-id=' 'node-lease=' 'cluster-sweep=' 'cross-node-hints=' 'log-level=' 'log-format=' 'config=' 'print-config' 'version' 'h/help'
             case 'watch'
                 __herald_parse_subcommand 0 'admin=' 'topic=' 'json' 'version' 'h/help'
             end
@@ -34,14 +34,14 @@ function __herald_parse_tokens -S
             __herald_parse_subcommand 0 'version' 'h/help'
             switch $unparsed_tokens[1]
             case 'run'
-                __herald_parse_subcommand 0 'data-dir=' 'gateway=+' 'ca=' 'app=+' 'legacy-app=+' 'bundle=+' 'time-zone=' 'language=+' 'prompts=' 'enrollment-secret-file=' 'agent-socket=' 'json' 'desktop' 'log-level=' 'unifiedpush' 'live-activities' 'widgets' 'entitlements=+' 'focus=' 'log-format=' 'version' 'h/help'
+                __herald_parse_subcommand 0 'data-dir=' 'gateway=+' 'ca=' 'app=+' 'legacy-app=+' 'bundle=+' 'time-zone=' 'language=+' 'prompts=' 'enrollment-secret-file=' 'agent-socket=' 'json' 'desktop' 'log-level=' 'unifiedpush' 'live-activities' 'widgets' 'entitlements=+' 'focus=' 'log-format=' 'config=' 'print-config' 'version' 'h/help'
             case 'unregister'
                 __herald_parse_subcommand 0 'data-dir=' 'app=' 'gateway=' 'ca=' 'version' 'h/help'
             case 'plan'
                 __herald_parse_subcommand 0 'requests=' 'from=' 'until=' 'time-zone=' 'events=' 'version' 'h/help'
             end
         case 'provider'
-            __herald_parse_subcommand 0 'data-dir=' 'port=' 'api-token-file=' 'host=' 'gateway=' 'ca=' 'key=' 'key-id=' 'team=' 'cert=' 'cert-key=' 'default-language=' 'concurrency=' 'missed-window=' 'feedback-interval=' 'vapid-key=' 'vapid-subject=' 'log-level=' 'log-format=' 'version' 'h/help'
+            __herald_parse_subcommand 0 'data-dir=' 'port=' 'api-token-file=' 'host=' 'gateway=' 'ca=' 'key=' 'key-id=' 'team=' 'cert=' 'cert-key=' 'default-language=' 'concurrency=' 'missed-window=' 'feedback-interval=' 'vapid-key=' 'vapid-subject=' 'log-level=' 'log-format=' 'config=' 'print-config' 'version' 'h/help'
         case 'keys'
             __herald_parse_subcommand 0 'version' 'h/help'
             switch $unparsed_tokens[1]
@@ -253,6 +253,8 @@ complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options 
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald gateway run" cross-node-hints' -l 'cross-node-hints' -d 'Cluster: hint the node holding a device when a push for it is stored (on), or rely on the sweep alone (off: slower, still correct).' -rfka 'on off'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald gateway run" log-level' -l 'log-level' -d 'Log level: trace, debug, info, notice, warning, error, critical.' -rfka ''
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald gateway run" log-format' -l 'log-format' -d 'How logs on standard error are written: text (for people) or json (one object a line, for a log collector).' -rfka 'text json'
+complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald gateway run" config' -l 'config' -d 'A YAML file of settings: the flags\' long names as keys (provider-port: 2197; lists for repeatable flags; true/false for switches). HERALD_* environment variables (HERALD_PROVIDER_PORT=2197; HERALD_CONFIG for the file) override it, flags override both (docs/operations.md).' -rfka ''
+complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald gateway run" print-config' -l 'print-config' -d 'Print the effective settings and where each came from (secrets masked), then exit.'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald gateway run" version' -l 'version' -d 'Show the version.'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald gateway run" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald gateway watch" admin' -l 'admin' -d 'The gateway\'s admin port.' -rfka ''
@@ -285,6 +287,8 @@ complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options 
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run"' -l 'entitlements' -d 'Entitlements an app holds, TOPIC=LIST with LIST of critical-alert and time-sensitive, comma-separated (what its provisioning profile would grant).' -rfka ''
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" focus' -l 'focus' -d 'A JSON file of Focus modes and the scheduled summary (docs/device-agent.md) to set now; saved in DIR for later runs.' -rfka ''
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" log-format' -l 'log-format' -d 'How logs on standard error are written: text (for people) or json (one object a line, for a log collector).' -rfka 'text json'
+complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" config' -l 'config' -d 'A YAML file of settings: the flags\' long names as keys (provider-port: 2197; lists for repeatable flags; true/false for switches). HERALD_* environment variables (HERALD_PROVIDER_PORT=2197; HERALD_CONFIG for the file) override it, flags override both (docs/operations.md).' -rfka ''
+complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" print-config' -l 'print-config' -d 'Print the effective settings and where each came from (secrets masked), then exit.'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" version' -l 'version' -d 'Show the version.'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device run" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald device unregister" data-dir' -l 'data-dir' -d 'The device\'s data directory (its key, its gateway, its apps\' last tokens). Created if missing.' -rfka ''
@@ -319,6 +323,8 @@ complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options 
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald provider" vapid-subject' -l 'vapid-subject' -d 'Web Push: the VAPID sub claim, a contact for the push service\'s operator.' -rfka ''
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald provider" log-level' -l 'log-level' -d 'Log level for diagnostics on standard error.' -rfka 'trace debug info notice warning error critical'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald provider" log-format' -l 'log-format' -d 'How logs on standard error are written: text (for people) or json (one object a line, for a log collector).' -rfka 'text json'
+complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald provider" config' -l 'config' -d 'A YAML file of settings: the flags\' long names as keys (provider-port: 2197; lists for repeatable flags; true/false for switches). HERALD_* environment variables (HERALD_PROVIDER_PORT=2197; HERALD_CONFIG for the file) override it, flags override both (docs/operations.md).' -rfka ''
+complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald provider" print-config' -l 'print-config' -d 'Print the effective settings and where each came from (secrets masked), then exit.'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald provider" version' -l 'version' -d 'Show the version.'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald provider" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'herald' -n '__herald_should_offer_completions_for_flags_or_options "herald keys" version' -l 'version' -d 'Show the version.'

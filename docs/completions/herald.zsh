@@ -156,6 +156,8 @@ _herald_gateway_run() {
         '--cross-node-hints[Cluster\: hint the node holding a device when a push for it is stored (on), or rely on the sweep alone (off\: slower, still correct).]:cross-node-hints:{__herald_complete "${___cross_node_hints[@]}"}'
         '--log-level[Log level\: trace, debug, info, notice, warning, error, critical.]:log-level:'
         '--log-format[How logs on standard error are written\: text (for people) or json (one object a line, for a log collector).]:log-format:{__herald_complete "${___log_format[@]}"}'
+        '--config[A YAML file of settings\: the flags'\'' long names as keys (provider-port\: 2197; lists for repeatable flags; true/false for switches). HERALD_* environment variables (HERALD_PROVIDER_PORT=2197; HERALD_CONFIG for the file) override it, flags override both (docs/operations.md).]:FILE.yaml:'
+        '--print-config[Print the effective settings and where each came from (secrets masked), then exit.]'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )
@@ -232,6 +234,8 @@ _herald_device_run() {
         '*--entitlements[Entitlements an app holds, TOPIC=LIST with LIST of critical-alert and time-sensitive, comma-separated (what its provisioning profile would grant).]:TOPIC=LIST:'
         '--focus[A JSON file of Focus modes and the scheduled summary (docs/device-agent.md) to set now; saved in DIR for later runs.]:FILE:'
         '--log-format[How logs on standard error are written\: text (for people) or json (one object a line, for a log collector).]:log-format:{__herald_complete "${___log_format[@]}"}'
+        '--config[A YAML file of settings\: the flags'\'' long names as keys (provider-port\: 2197; lists for repeatable flags; true/false for switches). HERALD_* environment variables (HERALD_PROVIDER_PORT=2197; HERALD_CONFIG for the file) override it, flags override both (docs/operations.md).]:FILE.yaml:'
+        '--print-config[Print the effective settings and where each came from (secrets masked), then exit.]'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )
@@ -295,6 +299,8 @@ _herald_provider() {
         '--vapid-subject[Web Push\: the VAPID sub claim, a contact for the push service'\''s operator.]:mailto\:…|https\://…:'
         '--log-level[Log level for diagnostics on standard error.]:log-level:{__herald_complete "${___log_level[@]}"}'
         '--log-format[How logs on standard error are written\: text (for people) or json (one object a line, for a log collector).]:log-format:{__herald_complete "${___log_format[@]}"}'
+        '--config[A YAML file of settings\: the flags'\'' long names as keys (provider-port\: 2197; lists for repeatable flags; true/false for switches). HERALD_* environment variables (HERALD_PROVIDER_PORT=2197; HERALD_CONFIG for the file) override it, flags override both (docs/operations.md).]:FILE.yaml:'
+        '--print-config[Print the effective settings and where each came from (secrets masked), then exit.]'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )

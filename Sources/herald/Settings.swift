@@ -1,0 +1,242 @@
+import ArgumentParser
+import Foundation
+import HeraldCore
+import Yams
+
+/// `--config FILE.yaml` and `HERALD_*` environment variables for the long-running commands
+/// (`gateway`, `provider`, `device run`; docs/operations.md).
+///
+/// The settings are the commands' own flags, read from ArgumentParser's description of them (one
+/// definition: a key is a flag's long name, `provider-port: 2197`; a repeatable flag takes a list;
+/// a flag without a value takes `true` or `false`). Before the command line is parsed, what the
+/// file and the environment set is added to it as flags, so that the parser checks every value
+/// as it checks a typed one. Precedence: the command line, then the environment, then the file,
+/// then the defaults.
+///
+/// Not swift-configuration: its providers cannot list a file's keys, so an unknown key could not be
+/// refused, and it would be a second definition of settings that ArgumentParser already defines.
+struct Settings {
+    /// The commands that take `--config`.
+    static let commands: [[String]] = [["gateway", "run"], ["provider"], ["device", "run"]]
+    /// A configuration file is small; a larger one (or `/dev/zero`) is refused before reading it.
+    static let maximumFileBytes = 1 << 20
+    static let environmentPrefix = "HERALD_"
+
+    /// One of a command's flags.
+    struct Option {
+        var name: String
+        var takesValue: Bool
+        var repeating: Bool
+        var defaultValue: String?
+        var environmentName: String { Settings.environmentPrefix + name.uppercased().replacingOccurrences(of: "-", with: "_") }
+    }
+
+    /// Where a setting came from.
+    enum Origin: CustomStringConvertible {
+        case commandLine, environment(String), file(String), defaultValue
+        var description: String {
+            switch self {
+            case .commandLine: "command line"
+            case .environment(let name): "environment \(name)"
+            case .file(let path): "file \(path)"
+            case .defaultValue: "default"
+            }
+        }
+    }
+
+    /// The command line to parse, and where each setting came from (for `--print-config` and errors).
+    var arguments: [String]
+    var settings: [(name: String, values: [String], origin: Origin)] = []
+    var printConfig = false
+
+    /// The command line with the file's and the environment's settings added (unchanged for a
+    /// command that takes no `--config`).
+    static func layer(_ arguments: [String], environment: [String: String]) throws -> Settings {
+        guard let (path, options) = command(of: arguments) else { return Settings(arguments: arguments) }
+        var result = Settings(arguments: arguments)
+        let byLong = Dictionary(options.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        // What the command line gives (long names; short ones are not used by these commands).
+        var given: [String: [String]] = [:]
+        var configPath: String?
+        var index = path.count
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument == "--" { break }
+            if argument.hasPrefix("--") {
+                let body = argument.dropFirst(2)
+                let name = String(body.split(separator: "=", maxSplits: 1).first ?? "")
+                var value = "true"
+                if byLong[name]?.takesValue == true {
+                    if let eq = body.firstIndex(of: "=") { value = String(body[body.index(after: eq)...]) } else if index + 1 < arguments.count { value = arguments[index + 1] }
+                }
+                given[name, default: []].append(value)
+                if name == "config" {
+                    if let eq = body.firstIndex(of: "=") { configPath = String(body[body.index(after: eq)...]) } else if index + 1 < arguments.count { configPath = arguments[index + 1] }
+                }
+                if name == "print-config" { result.printConfig = true }
+            }
+            index += 1
+        }
+        if configPath == nil, let fromEnvironment = environment[environmentPrefix + "CONFIG"], !fromEnvironment.isEmpty {
+            configPath = fromEnvironment
+            result.arguments += ["--config", fromEnvironment]
+        }
+        let file = try configPath.map { try read($0, options: byLong, command: path.joined(separator: " ")) } ?? [:]
+        for option in options where !["config", "print-config", "help", "version"].contains(option.name) {
+            let values: [String]
+            let origin: Origin
+            if let values = given[option.name] {
+                result.settings.append((option.name, values, .commandLine))
+                continue
+            } else if let raw = environment[option.environmentName] {
+                values = try environmentValues(raw, option)
+                origin = .environment(option.environmentName)
+            } else if let fromFile = file[option.name] {
+                values = fromFile
+                origin = .file(configPath ?? "")
+            } else {
+                if let value = option.defaultValue { result.settings.append((option.name, [value], .defaultValue)) }
+                continue
+            }
+            result.settings.append((option.name, values, origin))
+            if option.takesValue {
+                for value in values { result.arguments += ["--\(option.name)", value] }
+            } else if values == ["true"] {
+                result.arguments.append("--\(option.name)")
+            }
+        }
+        return result
+    }
+
+    /// The command a command line runs, when it takes `--config`, with its flags.
+    static func command(of arguments: [String]) -> (path: [String], options: [Option])? {
+        var path = arguments.prefix { !$0.hasPrefix("-") }.prefix(2).map { $0 }
+        if path == ["gateway"] || (path.first == "gateway" && path.count == 2 && path[1] != "run" && path[1] != "watch") {
+            path = ["gateway"]  // gateway's default subcommand is run
+        }
+        let resolved = path == ["gateway"] ? ["gateway", "run"] : path
+        guard let wanted = commands.first(where: { resolved.starts(with: $0) }) else { return nil }
+        guard let info = commandInfo(wanted) else { return nil }
+        return (path == ["gateway"] ? ["gateway"] : wanted, info)
+    }
+
+    /// The options of a command, from ArgumentParser's own description of it.
+    static func commandInfo(_ path: [String]) -> [Option]? {
+        guard case .object(let root)? = try? JSONReader.parse(Array(HeraldCommand._dumpHelp().utf8), limits: JSONLimits(maximumBytes: 16 << 20, maximumDepth: 64)),
+              var node = root["command"] else { return nil }
+        for name in path {
+            guard case .array(let children)? = node["subcommands"], let child = children.first(where: { $0["commandName"]?.stringValue == name }) else { return nil }
+            node = child
+        }
+        guard case .array(let arguments)? = node["arguments"] else { return nil }
+        return arguments.compactMap { argument -> Option? in
+            guard let kind = argument["kind"]?.stringValue, kind == "option" || kind == "flag",
+                  case .array(let names)? = argument["names"],
+                  let long = names.first(where: { $0["kind"]?.stringValue == "long" })?["name"]?.stringValue else { return nil }
+            return Option(name: long, takesValue: kind == "option", repeating: argument["isRepeating"] == .bool(true),
+                          defaultValue: argument["defaultValue"]?.stringValue)
+        }
+    }
+
+    /// Reads and checks a YAML file: a mapping of the command's flag names to values.
+    static func read(_ path: String, options: [String: Option], command: String) throws -> [String: [String]] {
+        var status = stat()
+        guard stat(path, &status) == 0 else { throw ValidationError("--config \(path): \(String(cString: strerror(errno)))") }
+        guard (status.st_mode & S_IFMT) == S_IFREG else { throw ValidationError("--config \(path) is not a regular file") }
+        guard status.st_size <= maximumFileBytes else { throw ValidationError("--config \(path) is \(status.st_size) bytes; a configuration file is at most 1 MiB") }
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw ValidationError("--config \(path) cannot be read") }
+        let data = (try? handle.read(upToCount: maximumFileBytes + 1)) ?? Data()
+        try? handle.close()
+        guard data.count <= maximumFileBytes else { throw ValidationError("--config \(path) is larger than 1 MiB") }
+        guard let text = String(data: data, encoding: .utf8) else { throw ValidationError("--config \(path) is not UTF-8 text") }
+        let document: Any?
+        do { document = try Yams.load(yaml: text) } catch { throw ValidationError("--config \(path) is not YAML: \(error)") }
+        guard let document else { return [:] }  // an empty file sets nothing
+        guard let mapping = document as? [String: Any] else { throw ValidationError("--config \(path): the file must be a mapping of settings (key: value)") }
+        var values: [String: [String]] = [:]
+        for (key, value) in mapping {
+            guard let option = options[key], !["config", "print-config", "help", "version"].contains(key) else {
+                let known = options.keys.filter { !["config", "print-config", "help", "version"].contains($0) }.sorted()
+                throw ValidationError("--config \(path): unknown key \"\(key.prefix(64))\"; herald \(command) takes \(known.joined(separator: ", "))")
+            }
+            func scalar(_ item: Any) throws -> String {
+                switch item {
+                case let text as String: return text
+                case let number as Int: return String(number)
+                case let number as Double: return String(number)
+                case let flag as Bool: return String(flag)
+                default: throw ValidationError("--config \(path): key \"\(key)\" must be a string, a number or true/false")
+                }
+            }
+            if !option.takesValue {
+                guard let flag = value as? Bool else { throw ValidationError("--config \(path): key \"\(key)\" is a switch: true or false") }
+                values[key] = [String(flag)]
+            } else if let list = value as? [Any] {
+                guard option.repeating else { throw ValidationError("--config \(path): key \"\(key)\" takes one value, not a list") }
+                values[key] = try list.map(scalar)
+            } else {
+                values[key] = [try scalar(value)]
+            }
+        }
+        return values
+    }
+
+    /// An environment variable's value: a repeatable flag's values comma-separated, a switch's
+    /// `true`/`false` (`1`/`0`, `yes`/`no`).
+    static func environmentValues(_ raw: String, _ option: Option) throws -> [String] {
+        if !option.takesValue {
+            switch raw.lowercased() {
+            case "true", "1", "yes": return ["true"]
+            case "false", "0", "no", "": return ["false"]
+            default: throw ValidationError("\(option.environmentName)=\(raw.prefix(40)): a switch takes true or false")
+            }
+        }
+        guard raw.utf8.count <= 64 * 1024 else { throw ValidationError("\(option.environmentName) is longer than 64 KiB") }
+        return option.repeating ? raw.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } : [raw]
+    }
+
+    /// `--print-config`: every setting, its value and where it came from, secrets masked.
+    var report: String {
+        settings.map { setting in
+            let shown = setting.values.map { Self.masked(setting.name, $0) }.joined(separator: ", ")
+            return "\(setting.name) = \(shown)  (\(setting.origin))"
+        }.joined(separator: "\n")
+    }
+
+    static func masked(_ name: String, _ value: String) -> String {
+        if (name.contains("secret") || name.contains("password")) && !name.hasSuffix("-file") { return "********" }
+        // A database URL's password.
+        if let at = value.firstIndex(of: "@"), let scheme = value.range(of: "://"), scheme.upperBound < at,
+           let colon = value[scheme.upperBound..<at].firstIndex(of: ":") {
+            return String(value[..<value.index(after: colon)]) + "********" + String(value[at...])
+        }
+        return value
+    }
+
+    /// Names the setting a parse error is about, when it came from the file or the environment.
+    func explain(_ message: String) -> String {
+        for setting in settings {
+            switch setting.origin {
+            case .environment, .file:
+                if message.contains("'--\(setting.name)'") || message.contains("'--\(setting.name) ") {
+                    var lines = message.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+                    lines[0] += " (from the \(setting.origin))"
+                    return lines.joined(separator: "\n")
+                }
+            default: continue
+            }
+        }
+        return message
+    }
+}
+
+/// `--config` and `--print-config`, on the commands that take them (so they are in their help).
+struct ConfigurationOptions: ParsableArguments {
+    @Option(help: ArgumentHelp(
+        "A YAML file of settings: the flags' long names as keys (provider-port: 2197; lists for repeatable flags; true/false for switches). HERALD_* environment variables (HERALD_PROVIDER_PORT=2197; HERALD_CONFIG for the file) override it, flags override both (docs/operations.md).",
+        valueName: "FILE.yaml"))
+    var config: String?
+
+    @Flag(help: "Print the effective settings and where each came from (secrets masked), then exit.")
+    var printConfig = false
+}
