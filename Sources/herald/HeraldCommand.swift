@@ -20,7 +20,7 @@ struct HeraldCommand: AsyncParsableCommand {
         version: HeraldVersion.current,
         subcommands: [
             GatewayCommand.self, DeviceCommand.self, ProviderCommand.self, KeysCommand.self, FeedbackCommand.self, TokensCommand.self,
-            DevicesCommand.self, HeldCommand.self, ReceiptsCommand.self, PushCommand.self, ChannelsCommand.self, BackupCommand.self, RestoreCommand.self, BenchCommand.self,
+            DevicesCommand.self, HeldCommand.self, ReceiptsCommand.self, PushCommand.self, ChannelsCommand.self, BackupCommand.self, RestoreCommand.self, DoctorCommand.self, BenchCommand.self,
         ]
     )
 

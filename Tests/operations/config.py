@@ -97,8 +97,59 @@ token-burst: 50
                                      ("a symlink to /dev/zero", os.path.join(work, "zero.yaml"), "is not a regular file")]:
             result = herald("gateway", "--config", path)
             check(f"refused, naming what to fix: {name}", result.returncode == 64 and expected in result.stderr, result.stderr[:300])
+        doctor(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def expired_certificate(directory):
+    """A self-signed certificate that expired yesterday, and its key (PEM files)."""
+    import datetime
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "old.example")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key()).serial_number(1)
+            .not_valid_before(now - datetime.timedelta(days=400)).not_valid_after(now - datetime.timedelta(days=1)).sign(key, hashes.SHA256()))
+    cert_path, key_path = os.path.join(directory, "old.pem"), os.path.join(directory, "old-key.pem")
+    write(cert_path, cert.public_bytes(serialization.Encoding.PEM).decode())
+    write(key_path, key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode())
+    return cert_path, key_path
+
+
+def doctor(work):
+    """herald doctor: one line per check, exit 1 on a failure."""
+    data = os.path.join(work, "doctor-data")
+    fresh = herald("doctor", "--data-dir", data, "--provider-port", "0", "--device-port", "0")
+    check("doctor on a new configuration: every check ok, exit 0", fresh.returncode == 0 and "FAIL" not in fresh.stdout
+          and "will be created" in fresh.stdout, fresh.stdout + fresh.stderr)
+    gateway = start([HERALD, "gateway", "--data-dir", data, "--provider-port", "0", "--device-port", "0", "--host", "127.0.0.1",
+                     "--log-level", "error"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    port = json.loads(gateway.stdout.readline())["provider_port"]
+    busy = herald("doctor", "--data-dir", data, "--provider-port", str(port))
+    lines = busy.stdout.splitlines()
+    check("doctor: a port in use fails, the running gateway is a warning, the store passes its integrity check",
+          busy.returncode == 1 and any(line.startswith("FAIL") and f":{port} is in use" in line for line in lines)
+          and any(line.startswith("warn") and "running on it" in line for line in lines)
+          and any(line.startswith("ok") and "integrity check" in line for line in lines), busy.stdout)
+    gateway.terminate()
+    gateway.wait(timeout=30)
+    tls = os.path.join(data, "tls")
+    mismatch = herald("doctor", "--data-dir", data, "--provider-port", "0", "--tls-cert", os.path.join(tls, "server.pem"),
+                      "--tls-key", os.path.join(tls, "ca-key.pem"))
+    check("doctor: a key that is not the certificate's fails", mismatch.returncode == 1 and "is not the key of" in mismatch.stdout, mismatch.stdout)
+    cert, key = expired_certificate(work)
+    expired = herald("doctor", "--data-dir", data, "--provider-port", "0", "--tls-cert", cert, "--tls-key", key)
+    check("doctor: an expired certificate fails, with its date", expired.returncode == 1 and "expired on" in expired.stdout, expired.stdout)
+    broken = os.path.join(work, "broken")
+    os.makedirs(broken)
+    write(os.path.join(broken, "herald.sqlite"), "this is not a database" * 100)
+    bad = herald("doctor", "--data-dir", broken, "--provider-port", "0")
+    check("doctor: a store that is not a database fails", bad.returncode == 1 and any(line.startswith("FAIL  store") for line in bad.stdout.splitlines()),
+          bad.stdout)
 
 
 if __name__ == "__main__":

@@ -173,13 +173,13 @@ _herald() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    gateway|device|provider|keys|feedback|tokens|devices|held|receipts|push|channels|backup|restore|bench|help)
+    gateway|device|provider|keys|feedback|tokens|devices|held|receipts|push|channels|backup|restore|doctor|bench|help)
         # Offer subcommand argument completions
         "_herald_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'gateway device provider keys feedback tokens devices held receipts push channels backup restore bench help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'gateway device provider keys feedback tokens devices held receipts push channels backup restore doctor bench help' -- "${cur}"))
         ;;
     esac
 }
@@ -1475,6 +1475,14 @@ _herald_restore() {
         return
         ;;
     esac
+}
+
+_herald_doctor() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __herald_offer_flags_options -1
 }
 
 _herald_bench() {

@@ -63,6 +63,7 @@ _herald() {
             'channels:Manage an app'\''s broadcast channels (Live Activity broadcasts) on a channel management port.'
             'backup:Copy a gateway'\''s data directory while it runs: its SQLite store as one consistent snapshot, its TLS files and the rest.'
             'restore:Restore a herald backup into an empty data directory (never over a live or used one).'
+            'doctor:Check a gateway'\''s configuration before starting it: ports, certificates, data directory, store, clock.'
             'bench:Benchmarks support (see docs/benchmarks.md).'
             'help:Show subcommand help information.'
         )
@@ -70,7 +71,7 @@ _herald() {
         ;;
     arg)
         case "${words[1]}" in
-        gateway|device|provider|keys|feedback|tokens|devices|held|receipts|push|channels|backup|restore|bench|help)
+        gateway|device|provider|keys|feedback|tokens|devices|held|receipts|push|channels|backup|restore|doctor|bench|help)
             "_herald_${words[1]}" && ret=0
             ;;
         esac
@@ -945,6 +946,18 @@ _herald_restore() {
     local -ar arg_specs=(
         '--from[The backup directory herald backup wrote.]:BACKUP:'
         '--data-dir[The data directory to restore into\: new, or empty.]:DIR:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_doctor() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '*:gateway-flags:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )

@@ -1,0 +1,197 @@
+import ArgumentParser
+import Crypto
+import Foundation
+import HeraldStoreSQLite
+import SwiftASN1
+import X509
+
+/// `herald doctor`: checks a gateway's configuration before it is started, one line per check.
+struct DoctorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "doctor",
+        abstract: "Check a gateway's configuration before starting it: ports, certificates, data directory, store, clock.",
+        discussion: """
+            Takes what herald gateway takes (its flags, --config FILE.yaml, HERALD_* variables) and
+            checks, one line each: the ports are free to bind; the TLS certificate and key (given,
+            or the development ones in the data directory) are readable, match, and are not expired
+            or near their end; the client CAs are readable; the data directory is writable and no
+            gateway holds it; the SQLite store passes its integrity check (or a PostgreSQL store is
+            reachable); the clock is sane. Exit status 0 when nothing failed (warnings allowed), 1
+            otherwise.
+
+            Example: herald doctor --config /etc/herald/gateway.yaml
+            """)
+
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("herald gateway's flags (and --config FILE.yaml).", valueName: "gateway-flags"))
+    var gatewayArguments: [String] = []
+
+    /// Days before expiry from which a certificate is a warning.
+    static let expiryWarningDays = 14
+
+    enum Status: String { case ok = "ok  ", warn = "warn", fail = "FAIL" }
+
+    func run() async throws {
+        let settings = try Settings.layer(["gateway"] + gatewayArguments, environment: ProcessInfo.processInfo.environment)
+        let gateway: GatewayRunCommand
+        do { gateway = try GatewayRunCommand.parse(Array(settings.arguments.dropFirst())) } catch {
+            Self.line(.fail, "configuration", GatewayRunCommand.message(for: error))
+            throw ExitCode(1)
+        }
+        var failed = false
+        func report(_ status: Status, _ check: String, _ detail: String) {
+            if status == .fail { failed = true }
+            Self.line(status, check, detail)
+        }
+        report(.ok, "configuration", "parses (\(settings.settings.filter { if case .defaultValue = $0.origin { false } else { true } }.count) settings given)")
+
+        // The clock: certificates, tokens and receipts all read it.
+        let now = Date()
+        if now < Date(timeIntervalSince1970: 1_735_689_600) || now > Date(timeIntervalSince1970: 4_102_444_800) {
+            report(.fail, "clock", "the system clock reads \(ISO8601DateFormatter().string(from: now)): set it (provider tokens and certificates are checked against it)")
+        } else {
+            report(.ok, "clock", ISO8601DateFormatter().string(from: now))
+        }
+
+        // The data directory.
+        let data = gateway.data
+        if data.dataDirectoryArgument != nil {
+            let dir = data.dataDirectory
+            Self.checkDirectory(dir, report)
+            if let databaseURL = data.databaseURL {
+                report(.warn, "store", "PostgreSQL \(Settings.masked("database", databaseURL)): reachability and migrations are checked when the gateway starts (herald doctor does not connect yet)")
+            } else if FileManager.default.fileExists(atPath: data.databasePath) {
+                do {
+                    let problems = try SQLiteBackup.integrityProblems(databaseAt: data.databasePath)
+                    report(problems.isEmpty ? .ok : .fail, "store", problems.isEmpty ? "\(data.databasePath) passes its integrity check" : problems.prefix(3).joined(separator: "; "))
+                } catch {
+                    report(.fail, "store", "\(error)")
+                }
+            } else {
+                report(.ok, "store", "\(data.databasePath) will be created at the first start")
+            }
+        }
+
+        // Ports.
+        let ports: [(String, Int?, String)] = [
+            ("provider-port", gateway.providerPort, gateway.host), ("device-port", gateway.devicePort, gateway.host),
+            ("webpush-port", gateway.webpushPort, gateway.host), ("channel-port", gateway.channelPort, gateway.host),
+            ("feedback-port", gateway.feedbackPort, gateway.host), ("admin-port", gateway.adminPort, gateway.adminHost),
+            ("h2c-port", gateway.h2cPort, "127.0.0.1"),
+        ]
+        for (name, port, host) in ports {
+            guard let port else { continue }
+            if port == 0 { report(.ok, name, "0: a free port is chosen at start"); continue }
+            if let problem = Self.bindProblem(host: host, port: port) {
+                report(.fail, name, "\(host):\(port) \(problem)")
+            } else {
+                report(.ok, name, "\(host):\(port) is free")
+            }
+        }
+
+        // TLS.
+        let tlsDirectory = (data.dataDirectory as NSString).appendingPathComponent("tls")
+        if let cert = gateway.tlsCert, let key = gateway.tlsKey {
+            Self.checkCertificate(cert: cert, key: key, check: "tls", now: now, report)
+        } else if data.dataDirectoryArgument != nil {
+            let cert = (tlsDirectory as NSString).appendingPathComponent("server.pem")
+            if FileManager.default.fileExists(atPath: cert) {
+                Self.checkCertificate(cert: cert, key: (tlsDirectory as NSString).appendingPathComponent("server-key.pem"), check: "tls (development)", now: now, report)
+            } else {
+                report(.ok, "tls (development)", "a development CA and certificate for localhost are made at the first start")
+            }
+        }
+        for (name, path) in [("provider-client-ca", gateway.providerClientCa), ("feedback-client-ca", gateway.feedbackClientCa)] {
+            guard let path else { continue }
+            do {
+                let certificates = try Self.certificates(path)
+                report(.ok, name, "\(path): \(certificates.count) certificate\(certificates.count == 1 ? "" : "s")")
+            } catch {
+                report(.fail, name, "\(path): \(error)")
+            }
+        }
+        if let secret = gateway.enrollmentSecretFile {
+            report(FileManager.default.isReadableFile(atPath: secret) ? .ok : .fail, "enrollment-secret-file", FileManager.default.isReadableFile(atPath: secret) ? "\(secret) is readable" : "\(secret) cannot be read")
+        }
+        if failed { throw ExitCode(1) }
+    }
+
+    static func line(_ status: Status, _ check: String, _ detail: String) {
+        printLineFlushed("\(status.rawValue)  \(check): \(detail)")
+    }
+
+    static func checkDirectory(_ dir: String, _ report: (Status, String, String) -> Void) {
+        var isDirectory: ObjCBool = false
+        if !FileManager.default.fileExists(atPath: dir, isDirectory: &isDirectory) {
+            let parent = (dir as NSString).deletingLastPathComponent
+            report(FileManager.default.isWritableFile(atPath: parent) ? .ok : .fail, "data-dir",
+                   FileManager.default.isWritableFile(atPath: parent) ? "\(dir) will be created" : "\(dir) does not exist and \(parent) is not writable")
+            return
+        }
+        guard isDirectory.boolValue else { return report(.fail, "data-dir", "\(dir) is a file, not a directory") }
+        let probe = (dir as NSString).appendingPathComponent(".herald-doctor-\(getpid())")
+        guard FileManager.default.createFile(atPath: probe, contents: Data("x".utf8)) else {
+            return report(.fail, "data-dir", "\(dir) is not writable by this user (uid \(getuid()))")
+        }
+        try? FileManager.default.removeItem(atPath: probe)
+        // A running gateway holds the directory's lock.
+        let lock = (dir as NSString).appendingPathComponent("herald.lock")
+        let descriptor = open(lock, O_RDONLY | O_CLOEXEC)
+        if descriptor >= 0 {
+            defer { close(descriptor) }
+            if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+                return report(.warn, "data-dir", "\(dir) is writable; a herald gateway is running on it now (its ports will show as in use)")
+            }
+            flock(descriptor, LOCK_UN)
+        }
+        report(.ok, "data-dir", "\(dir) is writable")
+    }
+
+    /// Why `host:port` cannot be bound now, or nil when it can.
+    static func bindProblem(host: String, port: Int) -> String? {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
+        var result: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &result) == 0, let info = result else { return "cannot be resolved" }
+        defer { freeaddrinfo(result) }
+        let descriptor = socket(info.pointee.ai_family, info.pointee.ai_socktype, info.pointee.ai_protocol)
+        guard descriptor >= 0 else { return "cannot be opened: \(String(cString: strerror(errno)))" }
+        defer { close(descriptor) }
+        var yes: Int32 = 1
+        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        guard bind(descriptor, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 else {
+            let error = errno
+            return error == EADDRINUSE ? "is in use" : error == EACCES ? "needs privileges (a port below 1024: CAP_NET_BIND_SERVICE)" : "cannot be bound: \(String(cString: strerror(error)))"
+        }
+        return nil
+    }
+
+    static func certificates(_ path: String) throws -> [Certificate] {
+        guard let data = FileManager.default.contents(atPath: path), data.count <= 1 << 20 else { throw BackupError("cannot be read (or is over 1 MiB)") }
+        let documents = try PEMDocument.parseMultiple(pemString: String(decoding: data, as: UTF8.self))
+        let certificates = try documents.filter { $0.discriminator == "CERTIFICATE" }.map { try Certificate(pemDocument: $0) }
+        guard !certificates.isEmpty else { throw BackupError("holds no certificate") }
+        return certificates
+    }
+
+    static func checkCertificate(cert: String, key: String, check: String, now: Date, _ report: (Status, String, String) -> Void) {
+        let leaf: Certificate
+        do { leaf = try certificates(cert)[0] } catch { return report(.fail, check, "\(cert): \(error)") }
+        guard let keyData = FileManager.default.contents(atPath: key), keyData.count <= 1 << 20 else { return report(.fail, check, "\(key) cannot be read") }
+        let privateKey: Certificate.PrivateKey
+        do { privateKey = try Certificate.PrivateKey(pemEncoded: String(decoding: keyData, as: UTF8.self)) } catch {
+            return report(.fail, check, "\(key) is not a private key in PEM: \(error)")
+        }
+        guard privateKey.publicKey == leaf.publicKey else { return report(.fail, check, "\(key) is not the key of \(cert)") }
+        let days = Int(leaf.notValidAfter.timeIntervalSince(now) / 86_400)
+        if leaf.notValidAfter < now {
+            report(.fail, check, "\(cert) expired on \(ISO8601DateFormatter().string(from: leaf.notValidAfter))")
+        } else if leaf.notValidBefore > now {
+            report(.fail, check, "\(cert) is not valid before \(ISO8601DateFormatter().string(from: leaf.notValidBefore)) (is the clock right?)")
+        } else if days < expiryWarningDays {
+            report(.warn, check, "\(cert) expires in \(days) days (\(ISO8601DateFormatter().string(from: leaf.notValidAfter))): renew it")
+        } else {
+            report(.ok, check, "\(cert) matches its key, valid until \(ISO8601DateFormatter().string(from: leaf.notValidAfter)) (\(days) days)")
+        }
+    }
+}
