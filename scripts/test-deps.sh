@@ -27,6 +27,10 @@ command -v Xvfb >/dev/null || need_apt+=(xvfb)
 # Firefox as a Web Push user agent (Tests/webpush/firefox.py): its profile's CA store needs certutil.
 command -v firefox-esr >/dev/null || need_apt+=(firefox-esr)
 command -v certutil >/dev/null || need_apt+=(libnss3-tools)
+# The Debian package's check (scripts/package-check.sh): strip/readelf, systemd-analyze, adduser.
+command -v strip >/dev/null && command -v readelf >/dev/null || need_apt+=(binutils)
+command -v systemd-analyze >/dev/null || need_apt+=(systemd)
+command -v adduser >/dev/null || need_apt+=(adduser)
 if [ ${#need_apt[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Builds the Debian package of Herald and prints its path last (docs/operations.md):
+#
+#   scripts/package-deb.sh            # release-builds herald first (or reuses $HERALD_BIN)
+#
+# The package holds a stripped herald in /usr/lib/herald with the Swift runtime libraries it
+# links (found through its $ORIGIN run path, so the machine needs no Swift toolchain), the
+# /usr/bin/herald link, herald-gateway.service and herald-provider.service (a `herald` system user,
+# StateDirectory, ConfigurationDirectory and systemd's hardening), the user unit
+# herald-device.service, /etc/herald/gateway.yaml and provider.yaml (conffiles), the man page, shell
+# completions and the operator docs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+HERALD=$(scripts/bench-build.sh)
+version=$("$HERALD" --version | sed -e 's/-/~/')
+arch=$(dpkg --print-architecture)
+out=${PACKAGE_OUT:-$root/.build/package}
+stage=$(mktemp -d /tmp/herald-deb.XXXXXX)
+trap 'rm -rf "$stage"' EXIT
+
+install -d "$stage/DEBIAN" "$stage/usr/lib/herald" "$stage/usr/bin" "$stage/lib/systemd/system" "$stage/usr/lib/systemd/user" \
+    "$stage/etc/herald" "$stage/usr/share/man/man1" "$stage/usr/share/doc/herald" \
+    "$stage/usr/share/bash-completion/completions" "$stage/usr/share/zsh/vendor-completions" "$stage/usr/share/fish/vendor_completions.d"
+
+# The binary, stripped, and the Swift runtime libraries it needs from the toolchain.
+install -m 0755 "$HERALD" "$stage/usr/lib/herald/herald"
+strip --strip-unneeded "$stage/usr/lib/herald/herald"
+ldd "$HERALD" | awk '$3 ~ /^\// {print $3}' | while read -r library; do
+    case "$library" in
+        */swift/*) install -m 0644 "$library" "$stage/usr/lib/herald/" && strip --strip-unneeded "$stage/usr/lib/herald/$(basename "$library")" ;;
+    esac
+done
+ln -s ../lib/herald/herald "$stage/usr/bin/herald"
+
+install -m 0644 packaging/systemd/herald-gateway.service packaging/systemd/herald-provider.service "$stage/lib/systemd/system/"
+install -m 0644 packaging/systemd/herald-device.service "$stage/usr/lib/systemd/user/"
+install -m 0644 packaging/etc/gateway.yaml packaging/etc/provider.yaml "$stage/etc/herald/"
+gzip -9n < docs/man/herald.1 > "$stage/usr/share/man/man1/herald.1.gz"
+install -m 0644 docs/completions/herald.bash "$stage/usr/share/bash-completion/completions/herald"
+install -m 0644 docs/completions/herald.zsh "$stage/usr/share/zsh/vendor-completions/_herald"
+install -m 0644 docs/completions/herald.fish "$stage/usr/share/fish/vendor_completions.d/herald.fish"
+install -m 0644 docs/operations.md docs/provider-service.md docs/device-runtime.md "$stage/usr/share/doc/herald/"
+
+# Shared libraries the binary needs from Debian itself.
+depends="libc6, libstdc++6, libgcc-s1, libsqlite3-0, zlib1g, adduser"
+size=$(du -sk "$stage" | cut -f1)
+cat > "$stage/DEBIAN/control" <<CONTROL
+Package: herald
+Version: $version
+Architecture: $arch
+Maintainer: Herald <herald@localhost>
+Installed-Size: $size
+Depends: $depends
+Section: net
+Priority: optional
+Homepage: https://github.com/herald-push/herald
+Description: self-hostable push notification system (APNs protocol, Web Push)
+ A push gateway that speaks the APNs provider protocol, a device runtime that does what a
+ phone's notification center does, and a provider service that registers, localizes,
+ schedules and sends. Units: herald-gateway.service, herald-provider.service, and the user
+ unit herald-device.service.
+CONTROL
+printf '/etc/herald/gateway.yaml\n/etc/herald/provider.yaml\n' > "$stage/DEBIAN/conffiles"
+cat > "$stage/DEBIAN/postinst" <<'SCRIPT'
+#!/bin/sh
+set -e
+if [ "$1" = configure ]; then
+    getent group herald >/dev/null || addgroup --system --quiet herald
+    getent passwd herald >/dev/null || adduser --system --quiet --ingroup herald --no-create-home --home /var/lib/herald --shell /usr/sbin/nologin herald
+    if [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
+fi
+SCRIPT
+cat > "$stage/DEBIAN/prerm" <<'SCRIPT'
+#!/bin/sh
+set -e
+if [ -d /run/systemd/system ] && [ "$1" = remove ]; then
+    systemctl stop herald-gateway.service herald-provider.service 2>/dev/null || true
+fi
+SCRIPT
+cat > "$stage/DEBIAN/postrm" <<'SCRIPT'
+#!/bin/sh
+set -e
+if [ "$1" = purge ]; then
+    rm -rf /var/lib/herald /var/lib/herald-provider /var/lib/private/herald /var/lib/private/herald-provider
+    getent passwd herald >/dev/null && deluser --system --quiet herald 2>/dev/null || true
+    getent group herald >/dev/null && delgroup --system --quiet herald 2>/dev/null || true
+fi
+if [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
+SCRIPT
+chmod 0755 "$stage/DEBIAN/postinst" "$stage/DEBIAN/prerm" "$stage/DEBIAN/postrm"
+
+mkdir -p "$out"
+package="$out/herald_${version}_${arch}.deb"
+dpkg-deb --root-owner-group -Zxz --build "$stage" "$package" >/dev/null
+echo "$package"
