@@ -37,6 +37,8 @@ python3 Tests/focus/focus.py "$(swift build --show-bin-path)/herald"
 python3 Tests/operations/backup.py "$(swift build --show-bin-path)/herald"
 # --config FILE.yaml and HERALD_* variables: precedence, --print-config, hostile files (docs/operations.md).
 python3 Tests/operations/config.py "$(swift build --show-bin-path)/herald"
+# SIGHUP: certificate rotation with a device connected across it (docs/operations.md).
+python3 Tests/operations/reload.py "$(swift build --show-bin-path)/herald"
 # Web Push from the application server's side: herald push send --webpush checked by independent
 # code (http_ece decrypts, cryptography verifies the VAPID token) (docs/web-push.md).
 python3 Tests/webpush/sender.py "$(swift build --show-bin-path)/herald"

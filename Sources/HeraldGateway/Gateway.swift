@@ -19,6 +19,7 @@ public final class Gateway: Service, Sendable {
     private let logger: Logger
     private let group: EventLoopGroup
     private let portsPromise: EventLoopPromise<GatewayPorts>
+    private let tls = GatewayTLS()
 
     public init(
         configuration: GatewayConfiguration, store: any GatewayStore, clock: any WallClock = SystemWallClock(),
@@ -39,6 +40,12 @@ public final class Gateway: Service, Sendable {
     public var ports: GatewayPorts {
         get async throws { try await portsPromise.futureResult.get() }
     }
+
+    /// Reads the TLS certificate, key and client CA files again and installs them on every TLS port
+    /// for the connections that come next (open ones keep theirs). When any file does not make a
+    /// context, nothing changes and the error says why. Returns how many contexts were replaced.
+    @discardableResult
+    public func reloadTLS() throws -> Int { try tls.reload() }
 
     /// Binds one listener, saying which port failed if it cannot.
     private func listening<Listener>(_ name: String, host: String, port: Int, _ bind: () async throws -> Listener) async throws -> Listener {
@@ -106,7 +113,7 @@ public final class Gateway: Service, Sendable {
         var feedbackListener: LegacyFeedbackListener?
         var admin: AdminServer?
         do {
-            let tls = try configuration.makeProviderTLSContext()
+            let tls = self.tls.add(try ReloadableTLSContext { [configuration] in try configuration.makeProviderTLSContext() })
             let main = try await listening("provider", host: configuration.host, port: configuration.providerPort) {
                 try await APNsPortListener.bind(host: configuration.host, port: configuration.providerPort, tls: tls, providerPort: providerPort, group: group)
             }
@@ -121,7 +128,7 @@ public final class Gateway: Service, Sendable {
                 ports.h2cPort = h2c.port
             }
             if let port = configuration.devicePort {
-                let deviceTLS = try configuration.makeTLSContext(applicationProtocols: ["http/1.1"])
+                let deviceTLS = self.tls.add(try ReloadableTLSContext { [configuration] in try configuration.makeTLSContext(applicationProtocols: ["http/1.1"]) })
                 let listener = try await listening("device", host: configuration.host, port: port) {
                     try await DeviceListener.bind(host: configuration.host, port: port, tls: deviceTLS, devicePort: devicePort, group: group)
                 }
@@ -129,7 +136,7 @@ public final class Gateway: Service, Sendable {
                 ports.devicePort = listener.port
             }
             if let port = configuration.webPushPort {
-                let webPushTLS = try configuration.makeTLSContext(applicationProtocols: ["h2", "http/1.1"])
+                let webPushTLS = self.tls.add(try ReloadableTLSContext { [configuration] in try configuration.makeTLSContext(applicationProtocols: ["h2", "http/1.1"]) })
                 let listener = try await listening("webpush", host: configuration.host, port: port) {
                     try await WebPushListener.bind(host: configuration.host, port: port, tls: webPushTLS, webPushPort: webPushPort, group: group)
                 }
@@ -147,7 +154,7 @@ public final class Gateway: Service, Sendable {
                 ports.channelPort = listener.port
             }
             if let port = configuration.feedbackPort {
-                let feedbackTLS = try configuration.makeFeedbackTLSContext()
+                let feedbackTLS = self.tls.add(try ReloadableTLSContext { [configuration] in try configuration.makeFeedbackTLSContext() })
                 let listener = try await listening("feedback", host: configuration.host, port: port) {
                     try await LegacyFeedbackListener.bind(
                         host: configuration.host, port: port, tls: feedbackTLS,

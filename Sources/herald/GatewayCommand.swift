@@ -7,6 +7,7 @@ import HeraldStoreSQLite
 import Logging
 import NIOCore
 import ServiceLifecycle
+import UnixSignals
 
 /// `herald gateway`: runs the gateway (`run`, the default) or watches a running one (`watch`).
 struct GatewayCommand: AsyncParsableCommand {
@@ -31,7 +32,8 @@ struct GatewayRunCommand: AsyncParsableCommand {
               {"admin_port":9090,"ca":"DIR/tls/ca.pem","device_port":2198,"h2c_port":8080,"provider_port":2197,...}
             Port 0 lets the system choose. Without --tls-cert/--tls-key it creates a development CA and a
             server certificate for localhost and 127.0.0.1 in DIR/tls (kept across restarts); give clients
-            the CA, e.g. `curl --cacert DIR/tls/ca.pem`. SIGTERM or SIGINT drains and stops it gracefully.
+            the CA, e.g. `curl --cacert DIR/tls/ca.pem`. SIGTERM or SIGINT drains and stops it gracefully;
+            SIGHUP reads the TLS certificate and key files again for new connections.
             `herald gateway watch --admin http://127.0.0.1:9090` follows what happens to notifications live.
 
             Example: herald gateway run --data-dir ./herald-data --provider-port 2197 --device-port 2198 --admin-port 9090
@@ -272,6 +274,20 @@ struct GatewayRunCommand: AsyncParsableCommand {
         }
 
         let gateway = Gateway(configuration: configuration, store: store, clock: clock, logger: logger)
+        // SIGHUP: the TLS files are read again for new connections; open ones stay (docs/operations.md).
+        let reloads = Task {
+            for await _ in await UnixSignalsSequence(trapping: .sighup) {
+                do {
+                    let count = try gateway.reloadTLS()
+                    logger.notice("SIGHUP: TLS reloaded", metadata: ["contexts": "\(count)"])
+                    printError("herald: SIGHUP: reloaded the TLS certificate and key of \(count) port\(count == 1 ? "" : "s"); connections already open keep theirs")
+                } catch {
+                    logger.error("SIGHUP: TLS not reloaded", metadata: ["error": "\(error)"])
+                    printError("herald: SIGHUP: the TLS files could not be loaded, the running ones stay: \(error)")
+                }
+            }
+        }
+        defer { reloads.cancel() }
         // Shut down in reverse order: the gateway drains and commits first, then checkpointing stops.
         var services: [any Service] = [HeapReturner(interval: .seconds(10))]
         if case .sqlite(let sqlite) = opened { services.append(SQLiteCheckpointer(store: sqlite, logger: logger)) }

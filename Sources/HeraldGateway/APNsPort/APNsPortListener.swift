@@ -21,7 +21,7 @@ final class APNsPortListener: Sendable {
     }
 
     static func bind(
-        host: String, port: Int, tls: NIOSSLContext?, providerPort: APNsPort, group: EventLoopGroup
+        host: String, port: Int, tls: ReloadableTLSContext?, providerPort: APNsPort, group: EventLoopGroup
     ) async throws -> APNsPortListener {
         let connections = Locked([ObjectIdentifier: APNsPortConnection]())
         let metrics = providerPort.metrics
@@ -39,7 +39,7 @@ final class APNsPortListener: Sendable {
                 return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     if let tls {
-                        try sync.addHandler(NIOSSLServerHandler(context: tls))
+                        try sync.addHandler(NIOSSLServerHandler(context: tls.current))
                         try sync.addHandler(ConnectionDeadline(timeout: limits.handshakeTimeout, milestone: .tlsHandshake) {
                             metrics.recordPeerClosed(port: "provider", reason: "handshake_timeout")
                         })

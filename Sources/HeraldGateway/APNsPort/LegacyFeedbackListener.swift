@@ -26,13 +26,13 @@ final class LegacyFeedbackListener: Sendable {
     }
 
     static func bind(
-        host: String, port: Int, tls: NIOSSLContext, context: Context, handshakeTimeout: TimeAmount, group: EventLoopGroup
+        host: String, port: Int, tls: ReloadableTLSContext, context: Context, handshakeTimeout: TimeAmount, group: EventLoopGroup
     ) async throws -> LegacyFeedbackListener {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls))
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.current))
                     try channel.pipeline.syncOperations.addHandler(ConnectionDeadline(timeout: handshakeTimeout, milestone: .tlsHandshake))
                     try channel.pipeline.syncOperations.addHandler(FeedbackHandler(context: context))
                 }

@@ -21,7 +21,7 @@ final class DeviceListener: Sendable {
         self.connections = connections
     }
 
-    static func bind(host: String, port: Int, tls: NIOSSLContext, devicePort: DevicePort, group: EventLoopGroup) async throws -> DeviceListener {
+    static func bind(host: String, port: Int, tls: ReloadableTLSContext, devicePort: DevicePort, group: EventLoopGroup) async throws -> DeviceListener {
         let connections = OpenConnections()
         let gate = HandshakeGate(limit: devicePort.limits.deviceHandshakesInFlight, perAddress: devicePort.limits.deviceHandshakesInFlightPerAddress)
         let pageResponder = DevicePortPage.router().buildResponder()
@@ -72,7 +72,7 @@ final class DeviceListener: Sendable {
                     try sync.addHandler(ConnectionDeadline(
                         timeout: limits.deviceFirstBytesTimeout, milestone: .firstBytes,
                         onExpiry: { metrics.recordPeerClosed(port: "device", reason: "silent_after_accept") }))
-                    try sync.addHandler(NIOSSLServerHandler(context: tls))
+                    try sync.addHandler(NIOSSLServerHandler(context: tls.current))
                     try sync.configureHTTPServerPipeline(
                         withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }), withErrorHandling: true)
                     try sync.addHandler(ResponderHandler(responder: pageResponder, logger: devicePort.logger))

@@ -25,7 +25,7 @@ final class WebPushListener: Sendable {
         self.connections = connections
     }
 
-    static func bind(host: String, port: Int, tls: NIOSSLContext, webPushPort: WebPushPort, group: EventLoopGroup) async throws -> WebPushListener {
+    static func bind(host: String, port: Int, tls: ReloadableTLSContext, webPushPort: WebPushPort, group: EventLoopGroup) async throws -> WebPushListener {
         let connections = OpenConnections()
         let limits = webPushPort.limits, metrics = webPushPort.metrics
         let bootstrap = ServerBootstrap(group: group)
@@ -42,7 +42,7 @@ final class WebPushListener: Sendable {
                 }
                 return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(NIOSSLServerHandler(context: tls))
+                    try sync.addHandler(NIOSSLServerHandler(context: tls.current))
                     try sync.addHandler(ConnectionDeadline(timeout: limits.handshakeTimeout, milestone: .tlsHandshake) {
                         metrics.recordPeerClosed(port: "webpush", reason: "handshake_timeout")
                     })
