@@ -472,6 +472,12 @@ enum BrowserDeviceScript {
           const apps = await transaction(['apps'], 'readonly', (tx) => request(tx.objectStore('apps').getAll()));
           const rows = $('app-rows');
           rows.replaceChildren();
+          if (!apps.length) {
+            const cell = rows.insertRow().insertCell();
+            cell.colSpan = 5;
+            cell.className = 'muted';
+            cell.textContent = 'No app yet: give a topic (bundle id) above and Register; its token appears here.';
+          }
           for (const app of apps) {
             const row = rows.insertRow();
             row.dataset.topic = app.topic;
@@ -509,6 +515,12 @@ enum BrowserDeviceScript {
           const known = categories();
           const center = $('center');
           center.replaceChildren();
+          if (!entries.length) {
+            const empty = document.createElement('p');
+            empty.className = 'muted';
+            empty.textContent = 'Nothing yet: notifications sent to the apps of this device appear here.';
+            center.append(empty);
+          }
           for (const entry of entries) {
             const banner = document.createElement('div');
             banner.className = 'banner';
@@ -567,7 +579,8 @@ enum BrowserDeviceScript {
         }
 
         function showPermission() {
-          $('permission').textContent = 'Notification' in window ? Notification.permission : 'not supported';
+          const wording = { default: 'not asked yet', granted: 'granted', denied: 'denied (allow them in the site settings)' };
+          $('permission').textContent = 'Notification' in window ? (wording[Notification.permission] ?? Notification.permission) : 'not supported';
         }
 
         async function start() {

@@ -8,7 +8,30 @@ enum DashboardScripts {
         "graphs.js": graphs,
         "device.js": BrowserDeviceScript.source,
         "timeline.js": timeline,
+        "send-form.js": sendForm,
     ]
+
+    /// The send form: only the fields of the chosen target are shown, and a count stops being
+    /// sendable as soon as the form changes (the server refuses it anyway: it recounts).
+    static let sendForm = """
+        const form = document.getElementById('send-form');
+        const target = form?.querySelector('select[name=target]');
+        function showTarget() {
+          for (const label of form.querySelectorAll('label[data-for]')) label.hidden = !label.dataset.for.split(' ').includes(target.value);
+        }
+        if (form && target) {
+          target.addEventListener('change', showTarget);
+          showTarget();
+          const send = document.getElementById('send');
+          const count = document.getElementById('recipient-count');
+          form.addEventListener('input', () => {
+            if (!send || send.disabled) return;
+            send.disabled = true;
+            if (count) count.textContent = 'The form changed since the count: count the recipients again.';
+          });
+        }
+
+        """
 
     /// Every `<time data-ms>` shown in the reader's own time zone (the server wrote UTC).
     static let times = """

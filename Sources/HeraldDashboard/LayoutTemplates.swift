@@ -15,6 +15,7 @@ enum LayoutTemplates {
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <title>{{title}} · {{product}}</title>
         <link rel="stylesheet" href="/assets/dashboard.css">
+        <link rel="icon" href="/assets/favicon.svg" type="image/svg+xml">
         <script type="module" src="/assets/times.js"></script>
         {{#scripts}}<script type="module" src="/assets/{{.}}"></script>
         {{/scripts}}
@@ -51,6 +52,7 @@ public enum DashboardAssets {
     public static func asset(named name: String) -> Asset? {
         switch name {
         case "dashboard.css": return Asset(body: stylesheet, contentType: "text/css; charset=utf-8")
+        case "favicon.svg": return Asset(body: favicon, contentType: "image/svg+xml")
         default:
             guard let script = DashboardScripts.all[name] else { return nil }
             return Asset(body: script, contentType: "text/javascript; charset=utf-8")
@@ -67,6 +69,11 @@ public enum DashboardAssets {
         ("referrer-policy", "same-origin"),
         ("cache-control", "no-store"),
     ]
+
+    /// A bell: the product's icon (SVG, no bytes to encode).
+    static let favicon = """
+        <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="7" fill="#0a64c8"/>        <path d="M16 6a7 7 0 0 0-7 7v5l-2 3v1h18v-1l-2-3v-5a7 7 0 0 0-7-7zm-3 17a3 3 0 0 0 6 0z" fill="#fff"/></svg>
+        """
 
     static let stylesheet = """
         :root { --fg: #1d1d1f; --muted: #6e6e73; --line: #d2d2d7; --accent: #0a64c8; --bg: #f5f5f7; --ok: #1a7f37; --bad: #c62828; --warn: #a15c00; }
@@ -91,7 +98,13 @@ public enum DashboardAssets {
         .state-active, .status-acked, .status-200 { color: var(--ok); }
         .state-unregistered, .state-expired, .status-dropped, .status-expired, .status-failed { color: var(--bad); }
         .status-stored, .status-replaced, .status-sent, .status-pending { color: var(--warn); }
-        form.filters { display: flex; gap: .6em; align-items: end; flex-wrap: wrap; margin-bottom: 1em; }
+        form.filters, div.filters { display: flex; gap: .6em; align-items: end; flex-wrap: wrap; margin-bottom: 1em; }
+        div.filters label { flex: 0 1 auto; }
+        .counts span { display: inline-block; margin-right: 1.2em; }
+        .status-failure, .counts .failure { color: var(--bad); }
+        h2 .muted { font-size: .8em; font-weight: normal; }
+        .axis { display: flex; justify-content: space-between; color: var(--muted); font-size: 12px; }
+        [hidden] { display: none !important; }
         label { display: flex; flex-direction: column; gap: .2em; color: var(--muted); font-size: 12px; }
         input, select, textarea, button { font: inherit; padding: .35em .5em; border: 1px solid var(--line); border-radius: 6px; background: #fff; color: var(--fg); }
         button { background: var(--accent); color: #fff; border-color: var(--accent); cursor: pointer; }

@@ -58,10 +58,10 @@ public enum ProviderPages {
         </form>
         <p class="muted">Each language a registration has, and each translation: the text a device in that language gets, with the fallback ({{fallback}}, the provider's default language) where the template has no translation.</p>
         {{#items}}<section class="template" data-template="{{id}}">
-        <h2>{{id}} <span class="muted">({{argumentCount}} arguments)</span></h2>
+        <h2>{{id}} <span class="muted">({{argumentsText}})</span></h2>
         <div class="preview">
         {{#previews}}<div class="banner" data-language="{{language}}" data-used="{{used}}">
-        <div class="app">{{language}}{{#fallback}} → <span class="fallback">falls back to {{used}}</span>{{/fallback}}{{#registrations}} · {{registrations}} registrations{{/registrations}}</div>
+        <div class="app">{{language}}{{#fallback}} → <span class="fallback">falls back to {{used}}</span>{{/fallback}}{{#registrationsText}} · {{registrationsText}}{{/registrationsText}}</div>
         {{#title}}<div class="title">{{title}}</div>{{/title}}{{#subtitle}}<div class="subtitle">{{subtitle}}</div>{{/subtitle}}<div class="body">{{body}}</div>
         </div>{{/previews}}
         </div></section>{{/items}}
@@ -75,10 +75,10 @@ public enum ProviderPages {
         <h2>To</h2>
         <div class="filters">
         <label>who<select name="target"><option value="segment"{{#segment}} selected{{/segment}}>a topic's registrations (segment)</option><option value="user"{{#user}} selected{{/user}}>a user's devices</option><option value="token"{{#token}} selected{{/token}}>one token</option></select></label>
-        <label>topic (segment)<input name="topic" value="{{form.topic}}" placeholder="com.example.app"></label>
-        <label>tags, all of (comma-separated)<input name="tags" value="{{form.tags}}"></label>
-        <label>languages, one of (comma-separated)<input name="languages" value="{{form.languages}}" placeholder="fr, de"></label>
-        <label>user id or token<input name="recipient" value="{{form.recipient}}"></label>
+        <label data-for="segment"{{^segment}} hidden{{/segment}}>topic (segment)<input name="topic" value="{{form.topic}}" placeholder="com.example.app"></label>
+        <label data-for="segment"{{^segment}} hidden{{/segment}}>tags, all of (comma-separated)<input name="tags" value="{{form.tags}}"></label>
+        <label data-for="segment"{{^segment}} hidden{{/segment}}>languages, one of (comma-separated)<input name="languages" value="{{form.languages}}" placeholder="fr, de"></label>
+        <label data-for="user token"{{#segment}} hidden{{/segment}}>user id or token<input name="recipient" value="{{form.recipient}}"></label>
         </div>
         <h2>Message</h2>
         <div class="filters">
@@ -92,8 +92,9 @@ public enum ProviderPages {
         </div>
         <p><button type="submit" name="step" value="count" id="count">Count recipients</button></p>
         {{#counted}}<input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="idempotency" value="{{idempotency}}">
-        <p class="notice" id="recipient-count" data-count="{{recipients}}">This send reaches <strong>{{recipients}}</strong> registrations.</p>
-        <p><button type="submit" formmethod="post" formaction="/dashboard/send" id="send" {{^recipients}}disabled{{/recipients}}>Send to {{recipients}} registrations</button></p>{{/counted}}
+        <input type="hidden" name="countedTarget" value="{{countedTarget}}"><input type="hidden" name="counted" value="{{recipients}}">
+        <p class="notice" id="recipient-count" data-count="{{recipients}}">{{#sendable}}This send reaches <strong>{{recipientsText}}</strong>.{{/sendable}}{{^sendable}}No registration matches: there is nobody to send to.{{/sendable}}</p>
+        <p><button type="submit" formmethod="post" formaction="/dashboard/send" id="send"{{^sendable}} disabled{{/sendable}}>Send to {{recipientsText}}</button></p>{{/counted}}
         </form>
 
         """
@@ -106,7 +107,8 @@ public enum ProviderPages {
         {{#zones}}<div class="zone-row" data-zone="{{zone}}"><div>{{zone}} <span class="muted">({{recipients}})</span></div><div class="zone-track">{{#runs}}<span class="tick" data-ms="{{dueAt}}" title="{{dueAtText}}"></span>{{/runs}}</div></div>{{/zones}}
         {{^zones}}<p class="muted">nothing due in the coming {{days}} days</p>{{/zones}}
         </div>
-        <ul class="runs">{{#next}}<li>{{zone}}: <time data-ms="{{dueAt}}">{{dueAtText}}</time> ({{local}} local), {{recipients}} registrations</li>{{/next}}</ul>
+        <div class="axis"><time data-ms="{{from}}">{{fromText}}</time><time data-ms="{{to}}">{{toText}}</time></div>
+        <ul class="runs">{{#next}}<li>{{zone}}: <time data-ms="{{dueAt}}">{{dueAtText}}</time> ({{local}} local), {{recipientsText}}</li>{{/next}}</ul>
         </section>{{/items}}
         {{^items}}<p class="muted" id="no-schedules">No schedules: POST /v1/schedules (docs/provider-service.md).</p>{{/items}}
 
@@ -115,7 +117,7 @@ public enum ProviderPages {
     static let reports = """
         <table id="reports"><thead><tr><th>send</th><th>started</th><th>state</th><th>outcomes</th><th>schedule</th></tr></thead><tbody>
         {{#items}}<tr data-send="{{id}}"><td class="mono"><a href="/dashboard/reports/{{id}}">{{id}}</a></td><td><time data-ms="{{createdAt}}">{{createdAtText}}</time></td><td>{{state}}</td>
-        <td>{{#counts}}<span class="status-{{key}}">{{key}}: {{count}}</span> {{/counts}}</td><td class="mono">{{scheduleId}}</td></tr>{{/items}}
+        <td class="counts">{{#counts}}<span class="status-{{key}}{{#failure}} failure{{/failure}}">{{key}}: {{count}}</span>{{/counts}}</td><td class="mono">{{scheduleId}}</td></tr>{{/items}}
         {{^items}}<tr><td colspan="5" class="muted">no sends yet</td></tr>{{/items}}
         </tbody></table>
 
@@ -123,10 +125,10 @@ public enum ProviderPages {
 
     static let report = """
         <p>Started <time data-ms="{{createdAt}}">{{createdAtText}}</time>{{#scheduleId}}, a run of schedule <span class="mono">{{scheduleId}}</span>{{/scheduleId}}.
-        {{#counts}}<span class="status-{{key}}">{{key}}: {{count}}</span> {{/counts}}</p>
+        <span class="counts">{{#counts}}<span class="status-{{key}}{{#failure}} failure{{/failure}}">{{key}}: {{count}}</span>{{/counts}}</span></p>
         {{#receiptError}}<p class="message">{{receiptError}}</p>{{/receiptError}}
         <table id="deliveries"><thead><tr><th>token</th><th>language</th><th>status</th><th>apns-id</th><th>attempts</th><th>receipt now</th></tr></thead><tbody>
-        {{#deliveries}}<tr data-token="{{token}}"><td class="mono">{{token}}</td><td>{{language}}</td><td class="status-{{status}}">{{status}} {{reason}}{{error}}</td><td class="mono">{{apnsId}}</td><td>{{attempts}}</td><td class="receipt status-{{receipt}}" data-receipt="{{receipt}}">{{receipt}}</td></tr>{{/deliveries}}
+        {{#deliveries}}<tr data-token="{{token}}"><td class="mono">{{token}}</td><td>{{language}}</td><td class="status-{{status}}{{#failure}} status-failure{{/failure}}">{{status}} {{reason}}{{error}}</td><td class="mono">{{apnsId}}</td><td>{{attempts}}</td><td class="receipt status-{{receipt}}" data-receipt="{{receipt}}">{{receipt}}</td></tr>{{/deliveries}}
         </tbody></table>
         {{#hasPruned}}<p>Pruned (410 Unregistered): {{#pruned}}<span class="mono">{{.}}</span> {{/pruned}}</p>{{/hasPruned}}
 

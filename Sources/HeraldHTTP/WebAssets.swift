@@ -33,8 +33,13 @@ public enum WebResponse {
                  body: .init(byteBuffer: ByteBuffer(string: body ?? "see \(location)\n")))
     }
 
-    /// `GET /assets/<name>`: the dashboards' stylesheet and scripts, or 404.
+    /// `GET /assets/<name>`: the dashboards' stylesheet, scripts and icon, or 404; and
+    /// `GET /favicon.ico` (the icon, where a browser looks first).
     public static func registerAssets<Context: RequestContext>(on router: Router<Context>) {
+        router.get("favicon.ico") { _, _ in
+            let icon = DashboardAssets.asset(named: "favicon.svg")!
+            return page(.ok, icon.body, type: icon.contentType)
+        }
         router.get("assets/:name") { _, context in
             guard let name = context.parameters.get("name"), let asset = DashboardAssets.asset(named: name) else {
                 return text(.notFound, "no such asset")

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HTTPTypes
 import HeraldCore
@@ -147,10 +148,10 @@ struct ProviderDashboard: Sendable {
                 ]
                 if let title = text.title { preview["title"] = LocalizedFormat.format(title, placeholders) }
                 if let subtitle = text.subtitle { preview["subtitle"] = LocalizedFormat.format(subtitle, placeholders) }
-                if let count = registered[language] { preview["registrations"] = count }
+                if let count = registered[language] { preview["registrationsText"] = Self.count(count, "registration") }
                 return preview
             }
-            return ["id": template.id, "argumentCount": template.argumentCount, "previews": previews]
+            return ["id": template.id, "argumentsText": Self.count(template.argumentCount, "argument"), "previews": previews]
         }
         return render("templates", "Templates", "/dashboard/templates", ["items": items, "fallback": fallback, "args": form.args ?? ""])
     }
@@ -173,6 +174,16 @@ struct ProviderDashboard: Sendable {
         var category: String?
         var csrf: String?
         var idempotency: String?
+        /// What the count was of: a digest of the target it counted, and how many it found.
+        var countedTarget: String?
+        var counted: String?
+    }
+
+    /// A digest of the send's target as the REST API reads it: what a count is bound to.
+    static func targetDigest(_ target: SendTarget) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return Hex.encode(SHA256.hash(data: (try? encoder.encode(target)) ?? Data()))
     }
 
     /// The form as the REST API's `POST /v1/sends` body, so it goes through the same checks (the
@@ -208,16 +219,20 @@ struct ProviderDashboard: Sendable {
         let query = request.uri.query ?? ""
         let form = (try? URLEncodedFormDecoder().decode(SendForm.self, from: query)) ?? SendForm()
         var context = try await formContext(form, session: session)
-        guard !query.isEmpty, form.target != nil else { return render("send", "Send", "/dashboard/send", context) }
+        guard !query.isEmpty, form.target != nil else { return render("send", "Send", "/dashboard/send", context, scripts: ["send-form.js"]) }
         do {
             let request = try ProviderRequestBodies.send(Self.sendBody(form, idempotencyKey: nil))
-            context["recipients"] = try await service.recipientCount(request.target)
+            let recipients = try await service.recipientCount(request.target)
+            context["recipients"] = recipients
+            context["recipientsText"] = Self.count(recipients, "registration")
+            context["sendable"] = recipients > 0
+            context["countedTarget"] = Self.targetDigest(request.target)
             context["counted"] = true
             context["idempotency"] = DashboardSessions.randomHex(bytes: 16)
         } catch let error as ProviderError {
             context["message"] = error.message
         }
-        return render("send", "Send", "/dashboard/send", context)
+        return render("send", "Send", "/dashboard/send", context, scripts: ["send-form.js"])
     }
 
     private func formContext(_ form: SendForm, session: DashboardSessions.Session) async throws -> [String: Any] {
@@ -241,8 +256,29 @@ struct ProviderDashboard: Sendable {
         }
         // The count page's key: submitting the same form twice sends once.
         let key = form.idempotency.flatMap { $0.count == 32 && $0.allSatisfy { $0.isASCII && $0.isHexDigit } ? "dashboard-\($0)" : nil }
-        let sendRequest = try ProviderRequestBodies.send(Self.sendBody(form, idempotencyKey: key))
-        let (report, _) = try await service.send(sendRequest)
+        // What is sent is what was counted: a form changed after its count (another target), or
+        // registrations that changed meanwhile, are counted again instead of sent.
+        func again(_ message: String) async throws -> Response {
+            var context = try await formContext(form, session: session)
+            context["message"] = message
+            return render("send", "Send", "/dashboard/send", context, scripts: ["send-form.js"])
+        }
+        let sendRequest: SendRequest
+        do { sendRequest = try ProviderRequestBodies.send(Self.sendBody(form, idempotencyKey: key)) } catch let error as ProviderError {
+            return try await again(error.message)
+        }
+        guard let counted = form.counted.flatMap(Int.init), form.countedTarget == Self.targetDigest(sendRequest.target) else {
+            return try await again("The recipients changed since they were counted: count them again before sending.")
+        }
+        let now = try await service.recipientCount(sendRequest.target)
+        guard now == counted else {
+            return try await again("This send now reaches \(Self.count(now, "registration")), not the \(counted) counted: count again before sending.")
+        }
+        guard now > 0 else { return try await again("No registration matches: there is nobody to send to.") }
+        let report: SendReport
+        do { (report, _) = try await service.send(sendRequest) } catch {
+            return try await again(error.message)
+        }
         return WebResponse.redirect("/dashboard/reports/\(report.id)")
     }
 
@@ -261,16 +297,17 @@ struct ProviderDashboard: Sendable {
             for run in planned { byZone[run.zone, default: []].append(run) }
             let zones = byZone.keys.sorted().map { zone -> [String: Any] in
                 let runs = byZone[zone] ?? []
-                return ["zone": zone, "recipients": runs.first?.recipients ?? 0,
+                return ["zone": zone, "recipients": Self.count(runs.first?.recipients ?? 0, "registration"),
                         "runs": runs.map { ["dueAt": $0.dueAt, "dueAtText": DashboardValue.timeText(milliseconds: $0.dueAt)] }]
             }
             let next = planned.prefix(12).map { run -> [String: Any] in
                 ["zone": run.zone, "dueAt": run.dueAt, "dueAtText": DashboardValue.timeText(milliseconds: run.dueAt),
-                 "local": Self.localTime(run.dueAt, zone: run.zone), "recipients": run.recipients]
+                 "local": Self.localTime(run.dueAt, zone: run.zone), "recipientsText": Self.count(run.recipients, "registration")]
             }
             items.append([
                 "id": schedule.id, "state": schedule.state.rawValue, "timing": Self.describe(schedule.timing),
                 "summary": Self.describe(schedule.send), "zones": zones, "next": next, "from": now, "to": now + span,
+                "fromText": DashboardValue.timeText(milliseconds: now), "toText": DashboardValue.timeText(milliseconds: now + span),
             ])
         }
         return render("schedules", "Schedules", "/dashboard/schedules", [
@@ -330,7 +367,7 @@ struct ProviderDashboard: Sendable {
         let items = sends.map { send -> [String: Any] in
             var item: [String: Any] = [
                 "id": send.id, "createdAt": send.createdAt, "createdAtText": DashboardValue.timeText(milliseconds: send.createdAt),
-                "state": send.state.rawValue, "counts": send.counts.sorted { $0.key < $1.key }.map { ["key": $0.key, "count": $0.value] },
+                "state": send.state.rawValue, "counts": Self.outcomes(send.counts),
             ]
             if let schedule = send.scheduleID { item["scheduleId"] = schedule }
             return item
@@ -342,14 +379,17 @@ struct ProviderDashboard: Sendable {
         let report = try await service.report(id: id)
         var context: [String: Any] = [
             "createdAt": report.createdAt, "createdAtText": DashboardValue.timeText(milliseconds: report.createdAt),
-            "counts": report.counts.sorted { $0.key < $1.key }.map { ["key": $0.key, "count": $0.value] },
+            "counts": Self.outcomes(report.counts),
             "pruned": report.pruned, "hasPruned": !report.pruned.isEmpty,
         ]
         if let schedule = report.scheduleID { context["scheduleId"] = schedule }
         var receipts: [String: String] = [:]
         do { receipts = try await service.receipts(sendIDs: [id]) } catch { context["receiptError"] = error.message }
         context["deliveries"] = report.deliveries.map { d -> [String: Any] in
-            var row: [String: Any] = ["token": d.token, "status": d.status, "attempts": d.attempts, "receipt": receipts[d.token] ?? "—"]
+            var row: [String: Any] = [
+                "token": d.token, "status": d.status, "attempts": d.attempts, "receipt": receipts[d.token] ?? "—",
+                "failure": !(200..<300).contains(d.status),
+            ]
             if let language = d.language { row["language"] = language }
             if let reason = d.reason { row["reason"] = reason }
             if let apnsID = d.apnsID { row["apnsId"] = apnsID }
@@ -360,6 +400,14 @@ struct ProviderDashboard: Sendable {
     }
 
     // MARK: helpers
+
+    /// "1 registration", "2 registrations".
+    static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
+
+    /// A report's outcome counts, failures marked ("accepted" is the only success).
+    static func outcomes(_ counts: [String: Int]) -> [[String: Any]] {
+        counts.sorted { $0.key < $1.key }.map { ["key": $0.key, "count": $0.value, "failure": $0.key != "accepted"] }
+    }
 
     /// Non-empty lines of a text area (template arguments), at most 64.
     static func lines(_ text: String?) -> [String] {

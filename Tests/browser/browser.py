@@ -14,7 +14,7 @@ Against a running gateway and provider (started here, ports from the OS):
     language and zone, a template's preview per language with the fallback, the send form's
     recipient count, a send whose report appears with its receipts, a schedule's timeline.
 """
-import json, os, subprocess, sys, tempfile, time, urllib.request
+import json, os, ssl, subprocess, sys, tempfile, time, urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from harness import check, read, run, start, wait_for  # noqa: E402
@@ -268,7 +268,7 @@ def provider_pages(driver, work, ports, ca, key, key_id):
     auth = {"Authorization": f"Bearer {api_token}", "Content-Type": "application/json"}
 
     def api(method, path, body):
-        request = urllib.request.Request(base + path, method=method, data=json.dumps(body).encode(), headers=auth)
+        request = urllib.request.Request(base + path, method=method, data=None if body is None else json.dumps(body).encode(), headers=auth)
         with urllib.request.urlopen(request, timeout=20) as response:
             return json.loads(response.read() or b"null")
 
@@ -333,6 +333,41 @@ def provider_pages(driver, work, ports, ca, key, key_id):
     wait.until(EC.presence_of_element_located((By.ID, "send"))).click()
     wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#deliveries tr[data-token]"))
     check("submitting the same form twice sends once", driver.current_url == report_url, (driver.current_url, report_url))
+
+    # A count is bound to what it counted: a form changed after it is counted again, not sent.
+    driver.get(base + "/dashboard/send")
+    driver.find_element(By.NAME, "topic").send_keys(TOPIC)
+    driver.find_element(By.NAME, "body").send_keys("Hello")
+    driver.find_element(By.ID, "count").click()
+    wait.until(EC.presence_of_element_located((By.ID, "recipient-count")))
+    driver.find_element(By.NAME, "languages").send_keys("fr")
+    check("changing the form after the count disables its send button", not driver.find_element(By.ID, "send").is_enabled())
+    sends_before = len(api("GET", "/v1/sends", None)["items"])
+    driver.execute_script("document.getElementById('send').disabled = false")
+    driver.find_element(By.ID, "send").click()
+    message = wait.until(EC.presence_of_element_located((By.ID, "message")))
+    check("a form changed after its count is not sent: the page asks to count again, with the form and the sign-out",
+          "count them again" in message.text and driver.find_elements(By.ID, "send-form") and driver.find_elements(By.CSS_SELECTOR, "form.logout")
+          and len(api("GET", "/v1/sends", None)["items"]) == sends_before, message.text)
+    # A count of 0: nothing to send.
+    topic = driver.find_element(By.NAME, "topic")
+    topic.clear()
+    topic.send_keys("com.example.nobody")
+    driver.find_element(By.ID, "count").click()
+    count = wait.until(EC.presence_of_element_located((By.ID, "recipient-count")))
+    check("a count of 0 says so and leaves the send button disabled", count.get_attribute("data-count") == "0" and "nobody" in count.text
+          and not driver.find_element(By.ID, "send").is_enabled(), count.text)
+    Select(driver.find_element(By.NAME, "target")).select_by_value("user")
+    hidden = [label.get_attribute("data-for") for label in driver.find_elements(By.CSS_SELECTOR, "label[data-for]") if not label.is_displayed()]
+    check("sending to a user hides the segment's fields", hidden == ["segment"] * 3, hidden)
+    shot(driver, "provider-send-user")
+
+    icons = []
+    for url in [base + "/favicon.ico", f"http://127.0.0.1:{ports['admin_port']}/favicon.ico", f"https://localhost:{ports['device_port']}/favicon.ico"]:
+        context = ssl.create_default_context(cafile=ca) if url.startswith("https") else None
+        with urllib.request.urlopen(url, timeout=10, context=context) as response:
+            icons.append((response.status, response.headers.get("content-type")))
+    check("/favicon.ico is an icon on the provider, admin and device ports", icons == [(200, "image/svg+xml")] * 3, icons)
 
     driver.get(base + "/dashboard/reports")
     check("reports page lists the send", report_url.rsplit("/", 1)[1] in driver.find_element(By.ID, "reports").text)
