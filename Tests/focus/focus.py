@@ -20,7 +20,6 @@ Usage: focus.py PATH/TO/herald
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ import tempfile
 import httpx
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from agent import Agent  # noqa: E402
 from apns import load_key, provider_jwt  # noqa: E402
 from harness import check, json_events as events, start, wait_for, run  # noqa: E402
 
@@ -35,47 +35,6 @@ HERALD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".build/debug/her
 TEAM = "TEAM123456"
 MAIL, GAMES, NEWS, ALARM, CHAT = "com.example.mail", "com.example.games", "com.example.news", "com.example.alarm", "com.example.chat"
 ANA = "+33612345678"
-
-
-class Agent:
-    """One connection to a device's agent socket: requests answered in order, callbacks kept."""
-
-    def __init__(self, path):
-        self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.socket.connect(path)
-        self.socket.settimeout(20)
-        self.buffer = b""
-        self.callbacks = []
-        self.number = 0
-
-    def _line(self):
-        while b"\n" not in self.buffer:
-            chunk = self.socket.recv(1 << 20)
-            if not chunk:
-                raise AssertionError("the agent closed the connection")
-            self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        return json.loads(line)
-
-    def ask(self, op, **fields):
-        self.number += 1
-        self.socket.sendall((json.dumps({"id": self.number, "op": op, **fields}) + "\n").encode())
-        while True:
-            message = self._line()
-            if message.get("id") == self.number and "event" not in message:
-                return message
-            self.callbacks.append(message)
-
-    def callback(self, event):
-        while True:
-            for message in self.callbacks:
-                if message.get("event") == event:
-                    self.callbacks.remove(message)
-                    return message
-            self.callbacks.append(self._line())
-
-    def close(self):
-        self.socket.close()
 
 
 def delivered(log, apns_id):
@@ -118,8 +77,7 @@ def main():
 
         # Every app asks for authorization (the alarm app for critical alerts too), in the background.
         for topic in topics:
-            app = Agent(sock)
-            app.ask("hello", app=topic, state="background")
+            app = Agent(sock, topic)
             options = ["alert", "sound", "badge"] + (["criticalAlert"] if topic in (ALARM, GAMES) else [])
             app.ask("requestAuthorization", options=options)
             app.close()
@@ -158,8 +116,7 @@ def main():
         check("time-sensitive from an app without the entitlement is active", attention["level"] == "active", attention)
 
         # --- Communication notifications through the service extension.
-        extension = Agent(sock)
-        extension.ask("hello", app=CHAT, state="background", serviceExtension=True)
+        extension = Agent(sock, CHAT, serviceExtension=True)
 
         calls = {}
 
@@ -168,7 +125,7 @@ def main():
 
         def message(sender, handle, avatar="ana.png"):
             apns_id = push(CHAT, {"alert": {"title": "New message", "body": "(encrypted)"}, "mutable-content": 1, "sound": "default"})
-            call = extension.callback("serviceExtension")
+            call = extension.take("serviceExtension")
             calls[apns_id] = call["callback"]
             answer = extension.ask("complete", callback=call["callback"], content={"aps": {"alert": {"title": sender, "body": "Lunch?"}, "sound": "default"}},
                                    communication={"sender": {"name": sender, "handle": handle, "avatar": avatar}, "conversation": "lunch"})
@@ -251,8 +208,7 @@ def main():
         ]:
             answer = user.ask("device", focus=focus)
             check(f"hostile Focus settings are refused naming the field: {name}", not answer["ok"] and field in answer["error"], answer.get("error", "")[:200])
-        regions = Agent(sock)
-        regions.ask("hello", app=MAIL, state="background")
+        regions = Agent(sock, MAIL)
         answers = [regions.ask("add", request={"id": f"r{i}", "content": {"body": "here"},
                                               "trigger": {"type": "location", "latitude": 48.85 + i / 100, "longitude": 2.35, "radius": 100}})
                    for i in range(21)]

@@ -23,7 +23,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from harness import check, json_events, read, run, start, wait_for  # noqa: E402
-from device_agent import Agent  # noqa: E402
+from agent import Agent  # noqa: E402
 from useragent import refusal  # noqa: E402
 
 import pywebpush

@@ -21,7 +21,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from harness import check, json_events, read, run, start, wait_for  # noqa: E402
-from device_agent import Agent  # noqa: E402
+from agent import Agent  # noqa: E402
 
 HERALD = os.path.abspath(sys.argv[1])
 WORK = tempfile.mkdtemp(prefix="herald-webpush-provider-")

@@ -1,5 +1,5 @@
-"""An app on a running `herald device run`, over its agent socket (docs/device-agent.md), and the
-JSON events the device prints: what Tests/webpush/device.py and provider.py drive."""
+"""An app on a running `herald device run`, over its agent socket (docs/device-agent.md): what
+Tests/webpush/device.py, provider.py and Tests/focus/focus.py drive."""
 import json
 import socket
 import threading
@@ -9,16 +9,18 @@ class Agent:
     """One app connection on the device's agent socket: requests answered by id, and the events
     the runtime sends the app collected as they come."""
 
-    def __init__(self, path, app, state="background"):
+    def __init__(self, path, app=None, state="background", **hello_fields):
         self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.socket.connect(path)
         self.events, self.answers, self.number = [], {}, 0
         self.lock = threading.Condition()
         threading.Thread(target=self._read, daemon=True).start()
         # In the background, as a chat app is most of the time: what the device presents is
-        # then its own decision, not the app's willPresent answer.
-        hello = self.call({"op": "hello", "app": app, "state": state})
-        assert hello.get("ok"), hello
+        # then its own decision, not the app's willPresent answer. Without an app: the person
+        # holding the device (`user` and `device` messages).
+        if app is not None:
+            hello = self.call({"op": "hello", "app": app, "state": state, **hello_fields})
+            assert hello.get("ok"), hello
 
     def _read(self):
         buffer = b""
@@ -49,6 +51,19 @@ class Agent:
             if not self.lock.wait_for(lambda: number in self.answers, timeout=15):
                 raise AssertionError(f"no answer to {message}")
             return self.answers.pop(number)
+
+    def ask(self, op, **fields):
+        """A request and its answer, `ok` or not."""
+        return self.call({"op": op, **fields})
+
+    def take(self, kind, timeout=15):
+        """The oldest callback of `kind` not taken yet, waiting for it."""
+        with self.lock:
+            if not self.lock.wait_for(lambda: any(e.get("event") == kind for e in self.events), timeout=timeout):
+                raise AssertionError(f"no {kind} callback")
+            found = next(e for e in self.events if e.get("event") == kind)
+            self.events.remove(found)
+            return found
 
     def event(self, kind, where=lambda e: True):
         with self.lock:
