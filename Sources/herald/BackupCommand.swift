@@ -1,6 +1,7 @@
 import ArgumentParser
 import Crypto
 import Foundation
+import HeraldDevice
 import HeraldCore
 import HeraldStoreSQLite
 
@@ -56,7 +57,7 @@ struct BackupCommand: AsyncParsableCommand {
             throw ValidationError("cannot create --out \(target): \(error.localizedDescription)")
         }
         do {
-            let manifest = try Self.copy(from: source, to: target)
+            let manifest = try Self.copy(from: source, to: target, createdAtMilliseconds: SystemWallClock().nowMilliseconds())
             let total = manifest.files.reduce(0) { $0 + $1.bytes }
             printLineFlushed("backed up \(source) to \(target): \(manifest.files.count) files, \(total) bytes (restore: herald restore --from \(target) --data-dir EMPTY_DIR)")
         } catch {
@@ -66,13 +67,13 @@ struct BackupCommand: AsyncParsableCommand {
         }
     }
 
-    /// Copies the store, then every other file; writes the manifest last.
-    static func copy(from source: String, to target: String) throws -> BackupManifest {
+    /// Copies the store, then every other file; writes the manifest last (dated `createdAtMilliseconds`).
+    static func copy(from source: String, to target: String, createdAtMilliseconds: Int64) throws -> BackupManifest {
         let database = "herald.sqlite"
         try SQLiteBackup.copy(databaseAt: (source as NSString).appendingPathComponent(database), to: (target as NSString).appendingPathComponent(database))
         var files = [try entry(database, in: target, mode: 0o600)]
         let skipped: Set<String> = ["herald.lock", database, database + "-wal", database + "-shm", database + "-journal"]
-        guard let walker = FileManager.default.enumerator(atPath: source) else { throw BackupError("cannot read \(source)") }
+        guard let walker = FileManager.default.enumerator(atPath: source) else { throw CommandFileError("cannot read \(source)") }
         var others: [String] = []
         while let relative = walker.nextObject() as? String {
             guard !skipped.contains(relative) else { continue }
@@ -89,7 +90,7 @@ struct BackupCommand: AsyncParsableCommand {
             try writeExclusively(try read(from), to: to, mode: mode)
             files.append(try entry(relative, in: target, mode: mode))
         }
-        let manifest = BackupManifest(created: ISO8601DateFormatter().string(from: Date()), files: files)
+        let manifest = BackupManifest(created: PlanFormat.utcString(createdAtMilliseconds), files: files)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         try writeExclusively(encoder.encode(manifest), to: (target as NSString).appendingPathComponent(BackupManifest.name), mode: 0o600)
@@ -102,24 +103,24 @@ struct BackupCommand: AsyncParsableCommand {
     }
 
     static func read(_ path: String) throws -> Data {
-        guard let data = FileManager.default.contents(atPath: path) else { throw BackupError("cannot read \(path)") }
+        guard let data = FileManager.default.contents(atPath: path) else { throw CommandFileError("cannot read \(path)") }
         return data
     }
 
     /// Writes a new file (never over an existing one), with `mode`; a short write (a full disk) throws.
     static func writeExclusively(_ data: Data, to path: String, mode: Int) throws {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode_t(mode & 0o777))
-        guard descriptor >= 0 else { throw BackupError("cannot create \(path): \(String(cString: strerror(errno)))") }
+        guard descriptor >= 0 else { throw CommandFileError("cannot create \(path): \(String(cString: strerror(errno)))") }
         defer { close(descriptor) }
         try data.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {
                 let written = write(descriptor, raw.baseAddress! + offset, raw.count - offset)
-                guard written > 0 else { throw BackupError("cannot write \(path): \(String(cString: strerror(errno)))") }
+                guard written > 0 else { throw CommandFileError("cannot write \(path): \(String(cString: strerror(errno)))") }
                 offset += written
             }
         }
-        guard fsync(descriptor) == 0 else { throw BackupError("cannot write \(path): \(String(cString: strerror(errno)))") }
+        guard fsync(descriptor) == 0 else { throw CommandFileError("cannot write \(path): \(String(cString: strerror(errno)))") }
     }
 }
 
@@ -208,7 +209,8 @@ struct RestoreCommand: AsyncParsableCommand {
     }
 }
 
-struct BackupError: Error, CustomStringConvertible {
+/// A file a command reads or writes that does not do (backup, restore, doctor), in words.
+struct CommandFileError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
 }

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Crypto
 import Foundation
+import HeraldDevice
+import HeraldCore
 import HeraldStoreSQLite
 import SwiftASN1
 import X509
@@ -25,6 +27,12 @@ struct DoctorCommand: AsyncParsableCommand {
     @Argument(parsing: .allUnrecognized, help: ArgumentHelp("herald gateway's flags (and --config FILE.yaml).", valueName: "gateway-flags"))
     var gatewayArguments: [String] = []
 
+    /// Where the time comes from (the system's; tests of the checks pass instants).
+    var clock: any WallClock { SystemWallClock() }
+
+    /// 2025-01-01 to 2099-12-31: a clock outside is wrong.
+    static let saneClock: ClosedRange<Int64> = 1_735_689_600_000...4_102_444_800_000
+
     /// Days before expiry from which a certificate is a warning.
     static let expiryWarningDays = 14
 
@@ -45,11 +53,12 @@ struct DoctorCommand: AsyncParsableCommand {
         report(.ok, "configuration", "parses (\(settings.settings.filter { if case .defaultValue = $0.origin { false } else { true } }.count) settings given)")
 
         // The clock: certificates, tokens and receipts all read it.
-        let now = Date()
-        if now < Date(timeIntervalSince1970: 1_735_689_600) || now > Date(timeIntervalSince1970: 4_102_444_800) {
-            report(.fail, "clock", "the system clock reads \(ISO8601DateFormatter().string(from: now)): set it (provider tokens and certificates are checked against it)")
+        let nowMilliseconds = clock.nowMilliseconds()
+        let now = Date(timeIntervalSince1970: Double(nowMilliseconds) / 1000)
+        if !Self.saneClock.contains(nowMilliseconds) {
+            report(.fail, "clock", "the system clock reads \(PlanFormat.utcString(nowMilliseconds)): set it (provider tokens and certificates are checked against it)")
         } else {
-            report(.ok, "clock", ISO8601DateFormatter().string(from: now))
+            report(.ok, "clock", PlanFormat.utcString(nowMilliseconds))
         }
 
         // The data directory.
@@ -167,10 +176,10 @@ struct DoctorCommand: AsyncParsableCommand {
     }
 
     static func certificates(_ path: String) throws -> [Certificate] {
-        guard let data = FileManager.default.contents(atPath: path), data.count <= 1 << 20 else { throw BackupError("cannot be read (or is over 1 MiB)") }
+        guard let data = FileManager.default.contents(atPath: path), data.count <= 1 << 20 else { throw CommandFileError("cannot be read (or is over 1 MiB)") }
         let documents = try PEMDocument.parseMultiple(pemString: String(decoding: data, as: UTF8.self))
         let certificates = try documents.filter { $0.discriminator == "CERTIFICATE" }.map { try Certificate(pemDocument: $0) }
-        guard !certificates.isEmpty else { throw BackupError("holds no certificate") }
+        guard !certificates.isEmpty else { throw CommandFileError("holds no certificate") }
         return certificates
     }
 
