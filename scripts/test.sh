@@ -35,6 +35,8 @@ python3 Tests/liveactivity/liveactivity.py "$(swift build --show-bin-path)/heral
 python3 Tests/focus/focus.py "$(swift build --show-bin-path)/herald"
 # herald backup under load and herald restore, their refusals, a full disk (docs/operations.md).
 python3 Tests/operations/backup.py "$(swift build --show-bin-path)/herald"
+# A PostgreSQL store: herald doctor on it, pg_dump and pg_restore round trip (docs/operations.md).
+python3 Tests/operations/postgres.py "$(swift build --show-bin-path)/herald"
 # --config FILE.yaml and HERALD_* variables: precedence, --print-config, hostile files (docs/operations.md).
 python3 Tests/operations/config.py "$(swift build --show-bin-path)/herald"
 # SIGHUP: certificate rotation with a device connected across it (docs/operations.md).

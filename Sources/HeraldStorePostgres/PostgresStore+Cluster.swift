@@ -10,7 +10,7 @@ import PostgresNIO
 extension PostgresStore: ClusterStore {
     @discardableResult
     public func renewLease(node: String, startedAtMilliseconds: Int64, untilMilliseconds: Int64) async throws -> Bool {
-        try await transaction(relaxed: true) { c in
+        try await transaction(relaxed: true, on: control) { c in
             // The update finds the row unless it was reaped (or never written): reaping deletes
             // the node and its presence in one transaction, so a row found means presence intact.
             for try await _ in try await c.query("""
@@ -48,14 +48,14 @@ extension PostgresStore: ClusterStore {
     }
 
     public func endLease(node: String) async throws {
-        try await transaction(relaxed: true) { c in
+        try await transaction(relaxed: true, on: control) { c in
             try await c.query("DELETE FROM presence WHERE node_id = \(node)", logger: logger)
             try await c.query("DELETE FROM nodes WHERE node_id = \(node)", logger: logger)
         }
     }
 
     public func reapExpiredNodes(nowMilliseconds: Int64) async throws -> [String] {
-        try await transaction(relaxed: true) { c in
+        try await transaction(relaxed: true, on: control) { c in
             var reaped: [String] = []
             for try await node in try await c.query(
                 "DELETE FROM nodes WHERE lease_until_ms < \(nowMilliseconds) RETURNING node_id", logger: logger).decode(String.self) {
@@ -70,7 +70,7 @@ extension PostgresStore: ClusterStore {
 
     public func liveNodes(nowMilliseconds: Int64) async throws -> [NodeRecord] {
         var nodes: [NodeRecord] = []
-        for try await (id, started, until) in try await client.query(
+        for try await (id, started, until) in try await control.query(
             "SELECT node_id, started_at_ms, lease_until_ms FROM nodes WHERE lease_until_ms >= \(nowMilliseconds) ORDER BY node_id",
             logger: logger).decode((String, Int64, Int64).self) {
             nodes.append(NodeRecord(nodeID: id, startedAtMilliseconds: started, leaseUntilMilliseconds: until))

@@ -204,7 +204,7 @@ extension PostgresStore {
     }
 
     public func checkReachable() async throws {
-        for try await _ in try await client.query("SELECT 1", logger: logger) {}
+        for try await _ in try await control.query("SELECT 1", logger: logger) {}
     }
 
     public func storedNotificationCount() async throws -> Int {

@@ -22,15 +22,22 @@ import PostgresNIO
 /// in token order), so store-and-forward replacement and unregistration are serialized per token
 /// across nodes; everything else is one statement or one transaction.
 public final class PostgresStore: GatewayStore, Sendable {
-    /// The connection pool and the task running it. Replaced when it stops answering while the
-    /// database answers (``recoverConnections()``).
+    /// The connection pools and the task running them. Replaced when they stop answering while
+    /// the database answers (``recoverConnections()``).
     private struct Pool {
+        /// Pushes, deliveries, registrations: everything but the cluster's own bookkeeping.
         var client: PostgresClient
+        /// The node's lease, reaping and the health probe: a lane of their own (two
+        /// connections), so that a lease is never lost, nor a node reported down, because its
+        /// data traffic fills the main pool.
+        var control: PostgresClient
         var runner: Task<Void, Never>
     }
     private let pool: Locked<Pool>
     /// The pool queries go through now.
     var client: PostgresClient { pool.withLock { $0.client } }
+    /// The pool of the cluster's bookkeeping and the health probe.
+    var control: PostgresClient { pool.withLock { $0.control } }
     let logger: Logger
     private let clientConfiguration: PostgresClient.Configuration
     /// A recovery under way, and when the last one ended (one per 10 s at most).
@@ -60,20 +67,94 @@ public final class PostgresStore: GatewayStore, Sendable {
             host: url.host, port: url.port, username: url.user, password: url.password, database: url.database, tls: tls)
         configuration.options.maximumConnections = 16
         configuration.options.connectTimeout = .seconds(5)
-        // Every commit waits for the disk unless a transaction says otherwise (`relaxed`), even
-        // on a server configured with synchronous_commit off: a 200 means durable.
-        configuration.options.additionalStartupParameters = [("synchronous_commit", "on")]
+        configuration.options.additionalStartupParameters = Self.sessionSettings
         clientConfiguration = configuration
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        listenerConfiguration = PostgresConnection.Configuration(
-            host: url.host, port: url.port, username: url.user, password: url.password, database: url.database, tls: connectionTLS)
+        listenerConfiguration = Self.connectionConfiguration(url, tls: connectionTLS)
         let (started, signal) = AsyncStream<Void>.makeStream()
-        let runner = Task { [client] in
-            signal.finish()
-            await client.run()
-        }
-        pool = Locked(Pool(client: client, runner: runner))
+        pool = Locked(Self.makePool(configuration, logger: logger) { signal.finish() })
         self.started = started
+    }
+
+    /// A single connection's configuration (outside the pools), 5 s to connect.
+    private static func connectionConfiguration(_ url: PostgresURL, tls: PostgresConnection.Configuration.TLS) -> PostgresConnection.Configuration {
+        var configuration = PostgresConnection.Configuration(
+            host: url.host, port: url.port, username: url.user, password: url.password, database: url.database, tls: tls)
+        configuration.options.connectTimeout = .seconds(5)
+        return configuration
+    }
+
+    /// The schema version a database is at, as `herald doctor` reports it.
+    public struct SchemaVersion: Sendable, Equatable {
+        /// The newest migration applied; nil when Herald never ran on this database.
+        public var applied: Int?
+        /// The newest migration this build of Herald knows.
+        public var current: Int
+    }
+
+    /// Reads the schema version of the database at `url` over one connection of its own,
+    /// changing nothing (``connect(_:logger:)`` migrates; this only looks). Throws when the
+    /// database cannot be reached or refuses the login, in the server's words.
+    public static func schemaVersion(_ url: PostgresURL, logger: Logger) async throws -> SchemaVersion {
+        let tls: PostgresConnection.Configuration.TLS
+        do {
+            switch url.tls {
+            case .disable: tls = .disable
+            case .prefer: tls = try .prefer(.init(configuration: .makeClientConfiguration()))
+            case .require: tls = try .require(.init(configuration: .makeClientConfiguration()))
+            }
+        } catch {
+            throw PostgresStoreError("cannot make a TLS context for \(url): \(error)")
+        }
+        let current = migrations.last?.version ?? 0
+        do {
+            let connection = try await PostgresConnection.connect(
+                on: MultiThreadedEventLoopGroup.singleton.any(), configuration: connectionConfiguration(url, tls: tls), id: 0, logger: logger
+            ).get()
+            defer { Task { try? await connection.close() } }
+            var exists = false
+            for try await found in try await connection.query(
+                "SELECT to_regclass('herald_migrations') IS NOT NULL", logger: logger).decode(Bool.self) { exists = found }
+            guard exists else { return SchemaVersion(applied: nil, current: current) }
+            var applied: Int?
+            for try await version in try await connection.query(
+                "SELECT max(version) FROM herald_migrations", logger: logger).decode(Int?.self) { applied = version }
+            return SchemaVersion(applied: applied, current: current)
+        } catch {
+            throw PostgresStoreError("cannot use the database \(url): \(explain(error))")
+        }
+    }
+
+    /// What every session of Herald's sets at its start.
+    ///
+    /// - `synchronous_commit = on`: every commit waits for the disk unless a transaction says
+    ///   otherwise (`relaxed`), even on a server configured with it off: a 200 means durable.
+    /// - `idle_in_transaction_session_timeout`: a transaction whose client went silent (a node
+    ///   frozen, partitioned or killed mid-transaction) is ended by the server after 15 s, so the
+    ///   rows it locked (a registration, a node's lease) cannot block the other nodes for longer.
+    /// - `lock_timeout`: no statement waits more than 10 s for a lock; it fails and is retried
+    ///   (a push answered 503) instead of holding a pooled connection indefinitely.
+    static let sessionSettings: [(String, String)] = [
+        ("synchronous_commit", "on"),
+        ("idle_in_transaction_session_timeout", "15000"),
+        ("lock_timeout", "10000"),
+    ]
+
+    /// Two pools on one configuration, and the task running both (`started` runs first).
+    private static func makePool(
+        _ configuration: PostgresClient.Configuration, logger: Logger, started: @escaping @Sendable () -> Void = {}
+    ) -> Pool {
+        var controlConfiguration = configuration
+        controlConfiguration.options.maximumConnections = 2
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let control = PostgresClient(configuration: controlConfiguration, backgroundLogger: logger)
+        let runner = Task { [client, control] in
+            started()
+            await withDiscardingTaskGroup { group in
+                group.addTask { await client.run() }
+                group.addTask { await control.run() }
+            }
+        }
+        return Pool(client: client, control: control, runner: runner)
     }
 
     /// Finishes when the client's run loop has started (a query before it only logs a warning).
@@ -149,10 +230,13 @@ public final class PostgresStore: GatewayStore, Sendable {
         }
         guard mayRun else { return }
         defer { recovery.withLock { $0 = (false, .now()) } }
-        let client = self.client, logger = self.logger
+        let (client, control) = pool.withLock { ($0.client, $0.control) }, logger = self.logger
         do {
-            try await withDeadline(.seconds(5)) { for try await _ in try await client.query("SELECT 1", logger: logger) {} }
-            logger.notice("the connection pool answers: left as it is")
+            try await withDeadline(.seconds(5)) {
+                for try await _ in try await client.query("SELECT 1", logger: logger) {}
+                for try await _ in try await control.query("SELECT 1", logger: logger) {}
+            }
+            logger.notice("the connection pools answer: left as they are")
             return
         } catch {}
         do {
@@ -162,15 +246,14 @@ public final class PostgresStore: GatewayStore, Sendable {
             logger.notice("the database does not answer a connection of its own either", metadata: ["error": "\(Self.explain(error))"])
             return
         }
-        let fresh = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
-        let runner = Task { await fresh.run() }
+        let fresh = Self.makePool(clientConfiguration, logger: logger)
         let old = pool.withLock { pool in
-            defer { pool = Pool(client: fresh, runner: runner) }
+            defer { pool = fresh }
             return pool
         }
         // What waits on the old pool fails now, and is retried by its caller on the new one.
         old.runner.cancel()
-        logger.warning("the database answers but the connection pool did not for 5 s: the pool was replaced", metadata: ["database": "\(url)"])
+        logger.warning("the database answers but a connection pool did not for 5 s: the pools were replaced", metadata: ["database": "\(url)"])
     }
 
     // MARK: schema
@@ -236,7 +319,9 @@ public final class PostgresStore: GatewayStore, Sendable {
     private static let migrationLock: Int64 = 0x4845_5241_4C44  // "HERALD"
 
     private func migrate() async throws {
-        try await client.withTransaction(logger: logger) { connection in
+        try await transaction { connection in
+            // Another node may be migrating (a long index build): wait for it however long.
+            try await connection.query("SET LOCAL lock_timeout = 0", logger: logger)
             try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
             try await connection.query("""
                 CREATE TABLE IF NOT EXISTS herald_migrations (
@@ -275,22 +360,48 @@ public final class PostgresStore: GatewayStore, Sendable {
         return environment
     }
 
-    /// Runs `body` in one transaction. An error thrown by `body` is rethrown as it is (after the
-    /// rollback); a failed commit or rollback as the driver reports it. With `relaxed`, the commit
-    /// does not wait for the disk: for records whose loss in a database crash only causes a repeat.
+    /// Runs `body` in one transaction on a connection of `pool` (the main pool by default). An
+    /// error thrown by `body` or by the database is rethrown as it is, after the rollback. With
+    /// `relaxed`, the commit does not wait for the disk: for records whose loss in a database
+    /// crash only causes a repeat.
+    ///
+    /// A connection whose transaction state is unknown — `BEGIN`, `COMMIT` or `ROLLBACK` failed —
+    /// is closed rather than returned to the pool: reused, it would run the next caller's
+    /// statements inside a transaction left open (holding its locks, or refusing everything as
+    /// aborted). The pool opens a fresh one.
     @discardableResult
     func transaction<T: Sendable>(
-        relaxed: Bool = false, _ body: @Sendable (PostgresConnection) async throws -> T
+        relaxed: Bool = false, on pool: PostgresClient? = nil, _ body: @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
-        do {
-            return try await client.withTransaction(logger: logger) { connection in
-                if relaxed { try await connection.query("SET LOCAL synchronous_commit = off", logger: logger) }
-                return try await body(connection)
+        let logger = self.logger
+        return try await (pool ?? client).withConnection { connection in
+            do {
+                try await connection.query("BEGIN", logger: logger)
+            } catch {
+                await Self.discard(connection)
+                throw error
             }
-        } catch let error as PostgresTransactionError {
-            if let closureError = error.closureError, error.rollbackError == nil { throw closureError }
-            throw error
+            let value: T
+            do {
+                if relaxed { try await connection.query("SET LOCAL synchronous_commit = off", logger: logger) }
+                value = try await body(connection)
+            } catch {
+                do { try await connection.query("ROLLBACK", logger: logger) } catch { await Self.discard(connection) }
+                throw error
+            }
+            do {
+                try await connection.query("COMMIT", logger: logger)
+            } catch {
+                await Self.discard(connection)
+                throw error
+            }
+            return value
         }
+    }
+
+    /// Closes a connection that must not be reused (its pool replaces it).
+    private static func discard(_ connection: PostgresConnection) async {
+        try? await connection.close()
     }
 
     // MARK: keys and topics

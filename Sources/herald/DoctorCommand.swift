@@ -3,7 +3,9 @@ import Crypto
 import Foundation
 import HeraldDevice
 import HeraldCore
+import HeraldStorePostgres
 import HeraldStoreSQLite
+import Logging
 import SwiftASN1
 import X509
 
@@ -18,7 +20,7 @@ struct DoctorCommand: AsyncParsableCommand {
             or the development ones in the data directory) are readable, match, and are not expired
             or near their end; the client CAs are readable; the data directory is writable and no
             gateway holds it; the SQLite store passes its integrity check (or a PostgreSQL store is
-            reachable); the clock is sane. Exit status 0 when nothing failed (warnings allowed), 1
+            reachable and its schema not newer than this herald's); the clock is sane. Exit status 0 when nothing failed (warnings allowed), 1
             otherwise.
 
             Example: herald doctor --config /etc/herald/gateway.yaml
@@ -66,8 +68,8 @@ struct DoctorCommand: AsyncParsableCommand {
         if data.dataDirectoryArgument != nil {
             let dir = data.dataDirectory
             Self.checkDirectory(dir, report)
-            if let databaseURL = data.databaseURL {
-                report(.warn, "store", "PostgreSQL \(Settings.masked("database", databaseURL)): reachability and migrations are checked when the gateway starts (herald doctor does not connect yet)")
+            if data.databaseURL != nil {
+                // Checked below.
             } else if FileManager.default.fileExists(atPath: data.databasePath) {
                 do {
                     let problems = try SQLiteBackup.integrityProblems(databaseAt: data.databasePath)
@@ -78,6 +80,11 @@ struct DoctorCommand: AsyncParsableCommand {
             } else {
                 report(.ok, "store", "\(data.databasePath) will be created at the first start")
             }
+        }
+
+        if let databaseURL = data.databaseURL {
+            let (status, detail) = await Self.checkPostgres(databaseURL)
+            report(status, "store", detail)
         }
 
         // Ports.
@@ -122,6 +129,29 @@ struct DoctorCommand: AsyncParsableCommand {
             report(FileManager.default.isReadableFile(atPath: secret) ? .ok : .fail, "enrollment-secret-file", FileManager.default.isReadableFile(atPath: secret) ? "\(secret) is readable" : "\(secret) cannot be read")
         }
         if failed { throw ExitCode(1) }
+    }
+
+    /// A PostgreSQL store: reachable, and its schema what this herald expects (read only: the
+    /// gateway migrates at its start, so an older schema is a warning, a newer one a failure).
+    static func checkPostgres(_ databaseURL: String) async -> (Status, String) {
+        let url: PostgresURL
+        do { url = try PostgresURL(databaseURL) } catch { return (.fail, "--database: \(error)") }
+        let version: PostgresStore.SchemaVersion
+        do {
+            version = try await PostgresStore.schemaVersion(url, logger: Logger(label: "herald.doctor") { _ in SwiftLogNoOpLogHandler() })
+        } catch {
+            return (.fail, "\(error)")
+        }
+        switch version.applied {
+        case nil:
+            return (.ok, "PostgreSQL \(url) answers; Herald's schema (version \(version.current)) is created at the first start")
+        case let applied? where applied < version.current:
+            return (.warn, "PostgreSQL \(url) answers; its schema is version \(applied), migrated to \(version.current) when the gateway starts (back it up first: pg_dump)")
+        case let applied? where applied > version.current:
+            return (.fail, "PostgreSQL \(url): its schema is version \(applied), newer than this herald knows (\(version.current)): upgrade herald")
+        default:
+            return (.ok, "PostgreSQL \(url) answers; its schema is current (version \(version.current))")
+        }
     }
 
     static func line(_ status: Status, _ check: String, _ detail: String) {

@@ -392,11 +392,20 @@ async def main(work):
                     break
                 await asyncio.sleep(0.1)
             back = {n.name: next((round(t - healed, 1) for t, node in provider.answers if t > healed and node == n.name), None) for n in nodes}
-            if healthy_at is None and os.environ.get("HERALD_FAULTS_DIAGNOSE"):
+            if healthy_at is None:
+                # What a failure needs to be understood later (CI keeps only this output): the
+                # database's sessions and locks, and the nodes' last warnings.
                 out = await asyncio.to_thread(subprocess.run, ["psql", pg.url(), "-c",
-                    "SELECT application_name, state, wait_event_type, wait_event, now() - query_start AS age, left(query, 80) FROM pg_stat_activity WHERE datname = 'herald'"],
+                    "SELECT pid, state, wait_event_type, wait_event, now() - xact_start AS in_xact, now() - query_start AS age, left(query, 80) "
+                    "FROM pg_stat_activity WHERE datname = 'herald'", "-c",
+                    "SELECT l.pid, l.locktype, l.mode, l.granted, c.relname FROM pg_locks l LEFT JOIN pg_class c ON c.oid = l.relation "
+                    "WHERE NOT l.granted OR c.relname IN ('nodes', 'presence', 'device_tokens')"],
                     capture_output=True, text=True)
                 print(out.stdout, out.stderr, flush=True)
+                for n in nodes:
+                    with open(n.log.name, "rb") as f:
+                        lines = [l for l in f.read().decode(errors="replace").splitlines() if " error " in l or " warning " in l]
+                    print(f"--- node {n.name}: its last warnings and errors", *lines[-15:], sep="\n", flush=True)
             stats = provider.stats.get(name, {})
             arrived = sum(1 for x in mine if devices[provider.answered[x][0]].arrived.get(x))
             shown = sum(1 for x in mine if devices[provider.answered[x][0]].shown.get(x))

@@ -170,7 +170,10 @@ public final class NotificationIntake: Sendable {
         } catch {
             let answered = finishCommitting()
             logger.error("could not commit a batch of notifications", metadata: ["count": "\(batch.count)", "error": "\(error)"])
-            if !answered { complete(batch, with: Array(repeating: .failure(APNsRejection(.internalServerError)), count: batch.count)) }
+            // The store refused or lost the commit (a database restarting, a connection cut):
+            // the provider retries, as for a stalled commit (the same apns-id replaces what
+            // a commit lost in flight may have stored).
+            if !answered { complete(batch, with: Array(repeating: .failure(APNsRejection(.serviceUnavailable)), count: batch.count)) }
         }
     }
 
