@@ -44,12 +44,17 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/swift-openapi-hummingbird.git", from: "2.1.0"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        // Traces (docs/operations.md, "Tracing"): the API everywhere, the OTLP/HTTP exporter in the
+        // executable only (its gRPC exporter, and gRPC's build time, left out by the trait).
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         // No I/O: tokens, topics, headers, payloads, reasons, validation, ES256 provider tokens.
         .target(
             name: "HeraldCore",
             dependencies: [
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -121,6 +126,7 @@ let package = Package(
             name: "HeraldGateway",
             dependencies: [
                 "HeraldCore", "HeraldStore", "HeraldNIO", "HeraldDashboard", "HeraldHTTP",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -157,6 +163,7 @@ let package = Package(
             name: "HeraldClient",
             dependencies: [
                 "HeraldCore", "HeraldNIO",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -183,6 +190,7 @@ let package = Package(
             name: "HeraldProvider",
             dependencies: [
                 "HeraldCore", "HeraldClient", "HeraldProviderAPI",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -199,6 +207,7 @@ let package = Package(
             name: "HeraldProviderServer",
             dependencies: [
                 "HeraldCore", "HeraldProvider", "HeraldProviderAPI", "HeraldDashboard", "HeraldHTTP",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
@@ -218,12 +227,21 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // What operators hand Herald besides flags and the network: configuration files and
+        // backup manifests, read strictly and bounded (the executable does the file I/O).
+        .target(
+            name: "HeraldOperations",
+            dependencies: [
+                "HeraldCore",
+                .product(name: "Yams", package: "Yams"),
+            ]
+        ),
         // The fuzz targets (every reader of outside input), driven by libFuzzer in Fuzz/ and
         // replayed over the committed corpora and crashers by the test suite.
         .target(
             name: "HeraldFuzzing",
             dependencies: [
-                "HeraldCore", "HeraldDevice", "HeraldProvider",
+                "HeraldCore", "HeraldDevice", "HeraldProvider", "HeraldOperations",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -231,9 +249,8 @@ let package = Package(
             name: "herald",
             dependencies: [
                 "HeraldCore", "HeraldStore", "HeraldStoreSQLite", "HeraldStorePostgres", "HeraldGateway", "HeraldClient", "HeraldDevice", "HeraldProvider",
-                "HeraldProviderServer",
+                "HeraldProviderServer", "HeraldOperations",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Yams", package: "Yams"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Logging", package: "swift-log"),
@@ -244,6 +261,8 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "OTel", package: "swift-otel"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         .testTarget(

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../Fuzz"
 SECONDS_PER_TARGET=${1:-30}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(provider-token provider-request device-frames remote-content agent-line rest-body plan-file sound-file dbus-stream live-activity broadcast-request announcement-journal query-string webpush-request webpush-body browser-push-frames declarative-push webpush-stored dbus-unifiedpush focus-settings)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(provider-token provider-request device-frames remote-content agent-line rest-body plan-file sound-file dbus-stream live-activity broadcast-request announcement-journal query-string webpush-request webpush-body browser-push-frames declarative-push webpush-stored dbus-unifiedpush focus-settings config-file backup-manifest traceparent)
 swift build -c release --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address >/dev/null
 BIN="$(swift build -c release --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address --show-bin-path)/herald-fuzz"
 SCRATCH=$(mktemp -d /tmp/herald-fuzz.XXXXXX)

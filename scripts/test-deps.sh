@@ -49,6 +49,9 @@ command -v schemathesis >/dev/null && python3 -c 'import yaml' 2>/dev/null ||
 # jeepney is the UnifiedPush test's connector (an app on the session bus).
 python3 -c 'import http_ece, py_vapid, pywebpush, jeepney' 2>/dev/null ||
   python3 -m pip install -q --disable-pip-version-check http-ece py-vapid pywebpush jeepney
+# opentelemetry-proto decodes what Herald exports over OTLP (Tests/operations/traces.py).
+python3 -c 'import opentelemetry.proto' 2>/dev/null ||
+  python3 -m pip install -q --disable-pip-version-check opentelemetry-proto
 # selenium drives chromium (Tests/browser); Pillow takes the desktop test's screenshot.
 python3 -c 'import selenium, PIL' 2>/dev/null ||
   python3 -m pip install -q --disable-pip-version-check selenium pillow

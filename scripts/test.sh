@@ -39,6 +39,9 @@ python3 Tests/operations/backup.py "$(swift build --show-bin-path)/herald"
 python3 Tests/operations/postgres.py "$(swift build --show-bin-path)/herald"
 # --config FILE.yaml and HERALD_* variables: precedence, --print-config, hostile files (docs/operations.md).
 python3 Tests/operations/config.py "$(swift build --show-bin-path)/herald"
+# OpenTelemetry: one push's trace across herald provider and herald gateway, received by an OTLP
+# receiver in the test (docs/operations.md, "Tracing").
+python3 Tests/operations/traces.py "$(swift build --show-bin-path)/herald"
 # SIGHUP: certificate rotation with a device connected across it (docs/operations.md).
 python3 Tests/operations/reload.py "$(swift build --show-bin-path)/herald"
 # Web Push from the application server's side: herald push send --webpush checked by independent

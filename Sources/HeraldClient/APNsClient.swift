@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import Tracing
 import NIOCore
 import NIOPosix
 
@@ -224,7 +225,7 @@ public final class APNsClient: Sendable {
         while attempt < configuration.retry.maximumAttempts {
             try Task.checkCancellation()
             attempt += 1
-            result = await sendOnce(notification)
+            result = Traces.isEnabled ? await sendOnceTraced(notification, attempt: attempt) : await sendOnce(notification)
             result.attempts = attempt
             let decision: APNsRetryPolicy.Decision = result.status == 0
                 ? .retryAfterBackoff : APNsRetryPolicy.decide(status: result.status, reason: result.reason)
@@ -241,8 +242,24 @@ public final class APNsClient: Sendable {
         return result
     }
 
-    private func sendOnce(_ n: APNsNotification) async -> APNsResult {
-        var headers: [(name: String, value: String)] = []
+    /// One attempt as a client span in the current trace (``Traces``); its `traceparent` goes
+    /// with the request, so the gateway's spans join the trace.
+    private func sendOnceTraced(_ n: APNsNotification, attempt: Int) async -> APNsResult {
+        await withSpan("apns.send", ofKind: .client) { span in
+            span.attributes["apns.topic"] = n.topic
+            span.attributes["herald.attempt"] = attempt
+            let result = await sendOnce(n, trace: Traces.carrier(of: span.context))
+            span.attributes["http.response.status_code"] = result.status
+            if let apnsID = result.apnsID { span.attributes["apns.id"] = apnsID }
+            if result.status != 200 {
+                span.setStatus(SpanStatus(code: .error, message: result.reason?.rawValue ?? result.transportError ?? "status \(result.status)"))
+            }
+            return result
+        }
+    }
+
+    private func sendOnce(_ n: APNsNotification, trace: Traces.Carrier? = nil) async -> APNsResult {
+        var headers: [(name: String, value: String)] = trace?.headers ?? []
         do {
             if let tokens { headers.append(("authorization", try tokens.authorization())) }
         } catch {

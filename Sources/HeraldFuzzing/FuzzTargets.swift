@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HeraldCore
 import HeraldDevice
+import HeraldOperations
 import HeraldProvider
 
 /// The fuzz targets: each takes arbitrary bytes and feeds them to one of Herald's readers of
@@ -30,7 +31,47 @@ public enum FuzzTargets {
         "webpush-stored": webPushStored,
         "dbus-unifiedpush": dbusUnifiedPush,
         "focus-settings": focusSettings,
+        "config-file": configFile,
+        "backup-manifest": backupManifest,
+        "traceparent": traceparent,
     ]
+
+    /// A `--config FILE.yaml` as the long-running commands read it, against a set of keys like
+    /// `herald gateway`'s (a value, a repeatable one, a switch): accepted values are the flags'.
+    @Sendable public static func configFile(_ data: [UInt8]) {
+        let keys: [String: ConfigurationFile.Key] = [
+            "data-dir": .init(takesValue: true, repeating: false), "app": .init(takesValue: true, repeating: true),
+            "enable-faults": .init(takesValue: false, repeating: false), "provider-port": .init(takesValue: true, repeating: false),
+        ]
+        guard let values = try? ConfigurationFile.parse(String(decoding: data, as: UTF8.self), keys: keys, command: "gateway", source: "fuzz.yaml") else { return }
+        for (key, items) in values {
+            precondition(keys[key] != nil, "a key the command does not take was accepted")
+            precondition(items.count == 1 || keys[key]?.repeating == true, "a list was accepted for a single value")
+        }
+    }
+
+    /// A backup's `MANIFEST.json` as `herald restore` reads it: what is accepted names only
+    /// files inside the backup, and reads back what it writes.
+    @Sendable public static func backupManifest(_ data: [UInt8]) {
+        guard let manifest = try? BackupManifest.read(data, source: "MANIFEST.json") else { return }
+        for file in manifest.files {
+            precondition(!file.path.hasPrefix("/") && !file.path.split(separator: "/").contains(".."), "a path outside the backup was accepted")
+        }
+        let encoder = JSONEncoder()
+        guard let written = try? encoder.encode(manifest) else { preconditionFailure("an accepted manifest cannot be written") }
+        precondition((try? BackupManifest.read(Array(written), source: "again")) == manifest, "a backup manifest does not read back")
+    }
+
+    /// A `traceparent`/`tracestate` pair as the provider port reads it while tracing is on:
+    /// what is accepted is W3C's form and names its trace.
+    @Sendable public static func traceparent(_ data: [UInt8]) {
+        let text = String(decoding: data, as: UTF8.self)
+        let (parent, state) = text.firstIndex(of: "\n").map { (String(text[..<$0]), String(text[text.index(after: $0)...])) } ?? (text, nil)
+        guard let carrier = Traces.Carrier(traceparent: parent, tracestate: state) else { return }
+        precondition(carrier.traceparent.utf8.count == 55 && carrier.traceID.utf8.count == 32, "a malformed traceparent was accepted")
+        precondition((carrier.tracestate?.utf8.count ?? 0) <= Traces.Carrier.maximumHeaderBytes, "an oversized tracestate was kept")
+        precondition(Traces.Carrier(traceparent: carrier.traceparent, tracestate: carrier.tracestate) == carrier, "a traceparent does not read back")
+    }
 
     /// A Focus settings file (`herald device run --focus`, the agent's `device` message, the saved
     /// `focus.json`): read, asked which Focus is on and when the next summary is, written back.

@@ -2,6 +2,8 @@ import Crypto
 import Foundation
 import HeraldClient
 import HeraldCore
+import Logging
+import Tracing
 
 /// Sends one notification and says what became of it; `APNsClient` is the real one. A Herald
 /// gateway also answers the feedback list and receipts; other senders throw for them.
@@ -255,7 +257,36 @@ public actor ProviderService {
     /// send's report without sending again (`replayed` true). Two requests with the same key at
     /// once send once. The same key with another request is refused (422); a key whose send a
     /// restart interrupted is refused (409), since some of its pushes may have gone out.
+    ///
+    /// With tracing on (``Traces``), the send is a span (`provider.send`) in the trace of the
+    /// request that asked for it, and each push it makes a child of it.
     public func send(_ request: SendRequest) async throws(ProviderError) -> (report: SendReport, replayed: Bool) {
+        guard Traces.isEnabled else { return Self.logged(try await answer(request)) }
+        do {
+            return try await withSpan("provider.send") { span in
+                span.attributes["herald.target"] = Self.describe(request.target)
+                let answer = try await self.answer(request)
+                span.attributes["herald.send.id"] = answer.report.id
+                span.attributes["herald.send.deliveries"] = answer.report.deliveries.count
+                span.attributes["herald.send.replayed"] = answer.replayed
+                return Self.logged(answer)
+            }
+        } catch let error as ProviderError { throw error } catch { throw ProviderError(.internalFailure, "\(error)") }
+    }
+
+    /// One log line per send (with its trace's ids while tracing is on).
+    private static let sendLogger = Logger(label: "herald.provider.send")
+
+    private static func logged(_ answer: (report: SendReport, replayed: Bool)) -> (report: SendReport, replayed: Bool) {
+        let accepted = answer.report.deliveries.filter { (200..<300).contains($0.status) }.count
+        sendLogger.info("send finished", metadata: [
+            "send": "\(answer.report.id)", "deliveries": "\(answer.report.deliveries.count)", "accepted": "\(accepted)",
+            "pruned": "\(answer.report.pruned.count)", "replayed": "\(answer.replayed)",
+        ])
+        return answer
+    }
+
+    private func answer(_ request: SendRequest) async throws(ProviderError) -> (report: SendReport, replayed: Bool) {
         do {
             guard let key = request.idempotencyKey else { return (try await perform(request, fingerprint: nil), false) }
             let fingerprint = Self.fingerprint(request)

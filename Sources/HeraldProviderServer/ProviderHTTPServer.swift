@@ -25,6 +25,8 @@ public enum ProviderHTTP {
     /// `/health` and the spec are public.
     public static func router(service: ProviderService, apiToken: String) throws -> Router<BasicRequestContext> {
         let router = Router()
+        // Traced (Traces): a server span per request, in the trace of its `traceparent`.
+        if Traces.isEnabled { router.add(middleware: TracingMiddleware()) }
         router.add(middleware: ErrorShapeMiddleware())
         router.add(middleware: BearerTokenMiddleware(apiToken: apiToken))
         router.add(middleware: BodyLimitMiddleware(maximum: maximumBody))

@@ -47,11 +47,17 @@ public struct StoredNotification: Sendable, Hashable {
     /// The payload exactly as the provider sent it.
     public var payload: [UInt8]
     public var receivedAtMilliseconds: Int64
+    /// The trace of the request that brought it (``Traces``), while tracing is on: kept in memory
+    /// with the notification so that its delivery joins that trace; never stored (one loaded from
+    /// the store after a restart, or on another node, is delivered without a span).
+    public var trace: Traces.Carrier?
 
     public init(
         id: NotificationID, token: DeviceToken, bundleID: String, pushType: PushType, priority: Priority,
-        expiration: Expiration, collapseID: CollapseID?, payload: [UInt8], receivedAtMilliseconds: Int64
+        expiration: Expiration, collapseID: CollapseID?, payload: [UInt8], receivedAtMilliseconds: Int64,
+        trace: Traces.Carrier? = nil
     ) {
+        self.trace = trace
         self.id = id
         self.token = token
         self.bundleID = bundleID

@@ -3,24 +3,8 @@ import Crypto
 import Foundation
 import HeraldDevice
 import HeraldCore
+import HeraldOperations
 import HeraldStoreSQLite
-
-/// What a backup directory lists: every file it holds, with its size, mode and SHA-256.
-struct BackupManifest: Codable {
-    struct File: Codable {
-        var path: String
-        var bytes: Int
-        var mode: Int
-        var sha256: String
-    }
-    var format = 1
-    var created: String
-    var files: [File]
-
-    static let name = "MANIFEST.json"
-    /// A manifest is small; a larger file is not one.
-    static let maximumBytes = 1 << 20
-}
 
 struct BackupCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -179,19 +163,9 @@ struct RestoreCommand: AsyncParsableCommand {
         }
         let bytes = (try? handle.read(upToCount: BackupManifest.maximumBytes + 1)) ?? Data()
         try? handle.close()
-        guard bytes.count <= BackupManifest.maximumBytes else { throw ValidationError("\(path) is larger than 1 MiB: it is not a herald backup manifest") }
         let manifest: BackupManifest
-        do { manifest = try JSONReader.decode(BackupManifest.self, from: Array(bytes)) } catch {
-            throw ValidationError("\(path) is not a herald backup manifest: \(error)")
-        }
-        guard manifest.format == 1 else { throw ValidationError("\(path) is backup format \(manifest.format); this herald reads format 1") }
-        guard manifest.files.contains(where: { $0.path == "herald.sqlite" }) else { throw ValidationError("\(path) lists no herald.sqlite") }
+        do { manifest = try BackupManifest.read(Array(bytes), source: path) } catch { throw ValidationError(error.description) }
         for file in manifest.files {
-            let parts = file.path.split(separator: "/", omittingEmptySubsequences: false)
-            guard !file.path.hasPrefix("/"), !parts.contains(where: { $0 == ".." || $0 == "." || $0.isEmpty }), file.path.utf8.count <= 1_024,
-                  (0...0o777).contains(file.mode) else {
-                throw ValidationError("\(path) lists \"\(file.path.prefix(80))\": a backup's files stay inside it, with a mode of 0 to 777 (octal)")
-            }
             let data: Data
             do { data = try BackupCommand.read((backup as NSString).appendingPathComponent(file.path)) } catch {
                 throw ValidationError("the backup is incomplete: \(file.path) is missing")

@@ -161,6 +161,7 @@ struct GatewayRunCommand: AsyncParsableCommand {
     var logLevel: String = "info"
 
     @OptionGroup var logging: LogFormatOption
+    @OptionGroup var tracing: TracingOptions
 
     @OptionGroup var configuration: ConfigurationOptions
 
@@ -210,6 +211,7 @@ struct GatewayRunCommand: AsyncParsableCommand {
 
     func run() async throws {
         AllocatorTuning.applyForServer()
+        let tracer = try tracing.start(serviceName: "herald-gateway")
         logging.logFormat.bootstrap()
         var logger = Logger(label: "herald.gateway")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
@@ -289,7 +291,8 @@ struct GatewayRunCommand: AsyncParsableCommand {
         }
         defer { reloads.cancel() }
         // Shut down in reverse order: the gateway drains and commits first, then checkpointing stops.
-        var services: [any Service] = [HeapReturner(interval: .seconds(10))]
+        // The trace exporter first, so that it stops last and flushes what the others recorded.
+        var services: [any Service] = (tracer.map { [$0] } ?? []) + [HeapReturner(interval: .seconds(10))]
         if case .sqlite(let sqlite) = opened { services.append(SQLiteCheckpointer(store: sqlite, logger: logger)) }
         services.append(gateway)
         let group = ServiceGroup(configuration: .init(

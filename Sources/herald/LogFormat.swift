@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HeraldCore
 import Logging
+import OTel
 
 /// `--log-format`: how the long-running commands (`gateway run`, `device run`, `provider`) write
 /// their logs on standard error.
@@ -12,11 +13,14 @@ enum LogFormat: String, ExpressibleByArgument, CaseIterable {
     /// `{"label":"herald.gateway","level":"info","message":"…","metadata":{…},"time":"2026-11-24T09:00:00.123Z"}`.
     case json
 
-    /// Installs the process's log handler (once, before the first logger is made).
+    /// Installs the process's log handler (once, before the first logger is made). While
+    /// tracing is on (``Traces``), each record made inside a span carries its `trace_id` and
+    /// `span_id`.
     func bootstrap() {
+        let traced: Logger.MetadataProvider? = Traces.isEnabled ? OTel.makeLoggingMetadataProvider() : nil
         switch self {
-        case .text: LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
-        case .json: LoggingSystem.bootstrap { JSONLogHandler(label: $0) }
+        case .text: LoggingSystem.bootstrap({ StreamLogHandler.standardError(label: $0, metadataProvider: $1) }, metadataProvider: traced)
+        case .json: LoggingSystem.bootstrap({ JSONLogHandler(label: $0, metadataProvider: $1) }, metadataProvider: traced)
         }
     }
 }
@@ -35,6 +39,13 @@ struct JSONLogHandler: LogHandler {
     var clock: any WallClock = SystemWallClock()
     var logLevel: Logger.Level = .info
     var metadata: Logger.Metadata = [:]
+    /// Metadata of the task's context (the trace ids of its span): merged into every record.
+    var metadataProvider: Logger.MetadataProvider?
+
+    init(label: String, metadataProvider: Logger.MetadataProvider? = nil) {
+        self.label = label
+        self.metadataProvider = metadataProvider
+    }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
@@ -51,7 +62,9 @@ struct JSONLogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
-        var merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
+        var merged = metadata
+        if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
+        merged.merge(event.metadata ?? [:]) { _, new in new }
         if let error = event.error { merged["error"] = "\(error)" }
         let (level, message, source) = (event.level, event.message, event.source)
         let formatter = ISO8601DateFormatter()

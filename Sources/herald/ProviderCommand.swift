@@ -60,6 +60,7 @@ struct ProviderCommand: AsyncParsableCommand {
     var logLevel: Logger.Level = .warning
 
     @OptionGroup var logging: LogFormatOption
+    @OptionGroup var tracing: TracingOptions
 
     @OptionGroup var configuration: ConfigurationOptions
 
@@ -103,6 +104,7 @@ struct ProviderCommand: AsyncParsableCommand {
         }
         let tokenPathJSON = String(decoding: try JSONEncoder().encode(tokenPath), as: UTF8.self)
         let listening = Locked(false)  // whether the REST API got as far as listening
+        let tracer = try tracing.start(serviceName: "herald-provider")
         logging.logFormat.bootstrap()
         var httpLogger = Logger(label: "herald.provider.http")
         httpLogger.logLevel = logLevel
@@ -115,7 +117,8 @@ struct ProviderCommand: AsyncParsableCommand {
         // Shut down in reverse order: the REST API stops accepting and finishes the requests under
         // way first, then the runner stops the schedules and closes the gateway connections.
         let group = ServiceGroup(configuration: .init(
-            services: [ProviderRunner(service: service, client: client, webPushClient: webPushClient), api], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            services: (tracer.map { [$0] } ?? []) + [ProviderRunner(service: service, client: client, webPushClient: webPushClient), api],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do { try await group.run() } catch where !listening.withLock({ $0 }) {
             throw ValidationError("cannot listen on \(host):\(port) (--port, --host): \(error)")
         }

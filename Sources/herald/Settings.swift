@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldCore
-import Yams
+import HeraldOperations
 
 /// `--config FILE.yaml` and `HERALD_*` environment variables for the long-running commands
 /// (`gateway`, `provider`, `device run`; docs/operations.md).
@@ -19,7 +19,7 @@ struct Settings {
     /// The commands that take `--config`.
     static let commands: [[String]] = [["gateway", "run"], ["provider"], ["device", "run"]]
     /// A configuration file is small; a larger one (or `/dev/zero`) is refused before reading it.
-    static let maximumFileBytes = 1 << 20
+    static let maximumFileBytes = ConfigurationFile.maximumBytes
     static let environmentPrefix = "HERALD_"
 
     /// One of a command's flags.
@@ -149,36 +149,10 @@ struct Settings {
         try? handle.close()
         guard data.count <= maximumFileBytes else { throw ValidationError("--config \(path) is larger than 1 MiB") }
         guard let text = String(data: data, encoding: .utf8) else { throw ValidationError("--config \(path) is not UTF-8 text") }
-        let document: Any?
-        do { document = try Yams.load(yaml: text) } catch { throw ValidationError("--config \(path) is not YAML: \(error)") }
-        guard let document else { return [:] }  // an empty file sets nothing
-        guard let mapping = document as? [String: Any] else { throw ValidationError("--config \(path): the file must be a mapping of settings (key: value)") }
-        var values: [String: [String]] = [:]
-        for (key, value) in mapping {
-            guard let option = options[key], !["config", "print-config", "help", "version"].contains(key) else {
-                let known = options.keys.filter { !["config", "print-config", "help", "version"].contains($0) }.sorted()
-                throw ValidationError("--config \(path): unknown key \"\(key.prefix(64))\"; herald \(command) takes \(known.joined(separator: ", "))")
-            }
-            func scalar(_ item: Any) throws -> String {
-                switch item {
-                case let text as String: return text
-                case let number as Int: return String(number)
-                case let number as Double: return String(number)
-                case let flag as Bool: return String(flag)
-                default: throw ValidationError("--config \(path): key \"\(key)\" must be a string, a number or true/false")
-                }
-            }
-            if !option.takesValue {
-                guard let flag = value as? Bool else { throw ValidationError("--config \(path): key \"\(key)\" is a switch: true or false") }
-                values[key] = [String(flag)]
-            } else if let list = value as? [Any] {
-                guard option.repeating else { throw ValidationError("--config \(path): key \"\(key)\" takes one value, not a list") }
-                values[key] = try list.map(scalar)
-            } else {
-                values[key] = [try scalar(value)]
-            }
+        let keys = options.mapValues { ConfigurationFile.Key(takesValue: $0.takesValue, repeating: $0.repeating) }
+        do { return try ConfigurationFile.parse(text, keys: keys, command: command, source: path) } catch {
+            throw ValidationError(error.description)
         }
-        return values
     }
 
     /// An environment variable's value: a repeatable flag's values comma-separated, a switch's

@@ -211,7 +211,7 @@ _herald_gateway_run() {
     repeating_flags=()
     non_repeating_flags=(--enable-faults --print-config --version -h --help)
     repeating_options=()
-    non_repeating_options=(--data-dir --database --provider-port --h2c-port --admin-port --admin-host --enrollment-secret-file --provider-idle-timeout --provider-connections-per-address --device-connections-per-address --device-handshakes-per-address --device-reconnect-rate --handshake-timeout --device-port --webpush-port --webpush-origin --channel-port --feedback-port --feedback-client-ca --provider-client-ca --device-ping-interval --device-idle-timeout --store-timeout --background-per-hour --inactivity-days --receipt-days --host --environment --tls-cert --tls-key --token-burst --token-rate --offline-queue --durability --node-id --node-lease --cluster-sweep --cross-node-hints --log-level --log-format --config)
+    non_repeating_options=(--data-dir --database --provider-port --h2c-port --admin-port --admin-host --enrollment-secret-file --provider-idle-timeout --provider-connections-per-address --device-connections-per-address --device-handshakes-per-address --device-reconnect-rate --handshake-timeout --device-port --webpush-port --webpush-origin --channel-port --feedback-port --feedback-client-ca --provider-client-ca --device-ping-interval --device-idle-timeout --store-timeout --background-per-hour --inactivity-days --receipt-days --host --environment --tls-cert --tls-key --token-burst --token-rate --offline-queue --durability --node-id --node-lease --cluster-sweep --cross-node-hints --log-level --log-format --otlp-endpoint --config)
     __herald_offer_flags_options 0
 
     # Offer option value completions
@@ -337,6 +337,9 @@ _herald_gateway_run() {
         ;;
     '--log-format')
         __herald_add_completions -W 'text'$'\n''json'
+        return
+        ;;
+    '--otlp-endpoint')
         return
         ;;
     '--config')
@@ -502,7 +505,7 @@ _herald_provider() {
     repeating_flags=()
     non_repeating_flags=(--print-config --version -h --help)
     repeating_options=()
-    non_repeating_options=(--data-dir --port --api-token-file --host --gateway --ca --key --key-id --team --cert --cert-key --default-language --concurrency --missed-window --feedback-interval --vapid-key --vapid-subject --log-level --log-format --config)
+    non_repeating_options=(--data-dir --port --api-token-file --host --gateway --ca --key --key-id --team --cert --cert-key --default-language --concurrency --missed-window --feedback-interval --vapid-key --vapid-subject --log-level --log-format --otlp-endpoint --config)
     __herald_offer_flags_options 0
 
     # Offer option value completions
@@ -564,6 +567,9 @@ _herald_provider() {
         ;;
     '--log-format')
         __herald_add_completions -W 'text'$'\n''json'
+        return
+        ;;
+    '--otlp-endpoint')
         return
         ;;
     '--config')

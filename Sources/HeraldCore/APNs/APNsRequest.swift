@@ -13,6 +13,10 @@ public struct APNsRequestHead: Sendable {
     /// Broadcasts and channel management: `apns-channel-id` and `apns-request-id`.
     public var channelID: String?
     public var requestID: String?
+    /// W3C Trace Context (read only while tracing is on, ``Traces``): the first of each is kept;
+    /// a malformed one is ignored (the push starts a trace of its own), never refused.
+    public var traceparent: String?
+    public var tracestate: String?
     /// Set by the transport when a header that may appear once appeared again.
     public var hasDuplicateHeaders = false
 
@@ -35,7 +39,14 @@ public struct APNsRequestHead: Sendable {
             return true
         }
         // Most headers a provider sends are ones Herald reads; others are skipped on their first byte.
-        guard let first = name.utf8.first, first == UInt8(ascii: ":") || first == UInt8(ascii: "a") else { return true }
+        let first = name.utf8.first
+        guard first == UInt8(ascii: ":") || first == UInt8(ascii: "a") else {
+            if first == UInt8(ascii: "t"), Traces.isEnabled {
+                if name == "traceparent", traceparent == nil { traceparent = value }
+                if name == "tracestate", tracestate == nil { tracestate = value }
+            }
+            return true
+        }
         switch name {
         case ":method": return set(&method)
         case ":path": return set(&path)

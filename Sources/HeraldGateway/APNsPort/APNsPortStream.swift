@@ -4,6 +4,7 @@ import HeraldNIO
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
+import Tracing
 
 /// Answers one provider request (one HTTP/2 stream): collects its headers and body, validates
 /// them in Herald's fixed order, hands an accepted notification to the intake, and answers
@@ -37,6 +38,8 @@ final class APNsPortStream {
     private var apnsID: NotificationID?
     /// Broadcast and channel answers carry `apns-request-id` instead of `apns-id`.
     private var requestID: NotificationID?
+    /// The request's span while tracing is on (``Traces``): from the complete request to its answer.
+    private var span: (any Span)?
 
     init(id: HTTP2StreamID, port: APNsPort, connection: APNsPortConnection) {
         self.id = id
@@ -69,6 +72,7 @@ final class APNsPortStream {
     private func requestComplete(context: ChannelHandlerContext) {
         guard !isComplete else { return }
         isComplete = true
+        if Traces.isEnabled { startSpan() }
         if connection.isDraining { return respond(context: context, APNsRejection(.shutdown)) }
         // Step 1: what the request asks for, from its head alone.
         let routed = APNsPortRoute.route(head, body: body, role: port.role)
@@ -199,12 +203,18 @@ final class APNsPortStream {
         if let fault = port.faults.take(topic: pushHeaders.bundleID) { return respond(context: context, fault) }
         let apnsID = self.apnsID ?? NotificationID.timeOrdered(atMilliseconds: now, using: &connection.ids)
         self.apnsID = apnsID
-        let notification = StoredNotification(
+        var notification = StoredNotification(
             id: apnsID, token: target.token, bundleID: pushHeaders.bundleID, pushType: pushHeaders.pushType,
             priority: pushHeaders.priority, expiration: pushHeaders.expiration, collapseID: pushHeaders.collapseID,
             payload: bytes, receivedAtMilliseconds: now)
+        // Traced: the delivery joins this request's trace; the commit is a span of its own.
+        let commit = span.map { span in
+            notification.trace = Traces.carrier(of: span.context)
+            return InstrumentationSystem.tracer.startSpan("intake.commit", context: span.context)
+        }
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         port.intake.submit(notification, on: context.eventLoop).whenComplete { result in
+            commit?.end()
             let (handler, context) = loopBound.value
             switch result {
             case .success(.stored), .success(.discarded): handler.respondOK(context: context)
@@ -337,6 +347,27 @@ final class APNsPortStream {
         }
     }
 
+    // MARK: traces
+
+    /// The request's span, in the trace its `traceparent` names (a new one without).
+    private func startSpan() {
+        let parent = Traces.context(from: Traces.Carrier(traceparent: head.traceparent, tracestate: head.tracestate))
+        let span = InstrumentationSystem.tracer.startSpan("apns.request", context: parent, ofKind: .server)
+        if let topic = head.topic { span.attributes["apns.topic"] = topic }
+        if let pushType = head.pushType { span.attributes["apns.push_type"] = pushType }
+        self.span = span
+    }
+
+    /// Ends the request's span with its answer.
+    private func endSpan(status: Int, reason: APNsReason? = nil) {
+        guard let span else { return }
+        self.span = nil
+        span.attributes["http.response.status_code"] = status
+        if let apnsID { span.attributes["apns.id"] = apnsID.description }
+        if let reason { span.setStatus(SpanStatus(code: .error, message: reason.rawValue)) }
+        span.end()
+    }
+
     // MARK: answers
 
     /// A push's device token, for the live feed.
@@ -370,6 +401,7 @@ final class APNsPortStream {
         hasResponded = true
         port.metrics.acceptedPushes.increment()
         port.metrics.recordResponse(status: 200, reason: nil)
+        if span != nil { endSpan(status: 200) }
         let headers = responseHeaders(status: "200")
         send(.headers(.init(headers: headers, endStream: true)), context: context, flush: true)
     }
@@ -380,6 +412,7 @@ final class APNsPortStream {
         guard !hasResponded, !isClosed else { return }
         hasResponded = true
         port.metrics.recordResponse(status: status, reason: nil)
+        if span != nil { endSpan(status: status) }
         var headers = responseHeaders(status: String(status))
         for (name, value) in extra { headers.add(name: name, value: value, indexing: .nonIndexable) }
         guard let body else {
@@ -401,8 +434,11 @@ final class APNsPortStream {
         guard !hasResponded, !isClosed else { return }
         hasResponded = true
         port.metrics.recordResponse(status: rejection.status, reason: rejection.reason)
+        let traceID = span.flatMap { Traces.carrier(of: $0.context)?.traceID }
+        if span != nil { endSpan(status: rejection.status, reason: rejection.reason) }
         port.logger.debug("provider request refused", metadata: [
             "status": "\(rejection.status)", "reason": "\(rejection.reason.rawValue)", "why": "\(rejection.detail ?? "-")",
+            "trace_id": "\(traceID ?? "-")",
         ])
         port.feed.publish {
             DeliveryFeed.Event(

@@ -24,6 +24,8 @@ struct DeviceSession {
         var seq: Int64
         var sentAtMilliseconds: Int64
         var topic: String
+        /// The trace the push came with (tracing on): its delivery span is recorded at the ack.
+        var trace: Traces.Carrier? = nil
     }
 
     /// What a frame from the device asks of the handler.
@@ -210,7 +212,7 @@ struct DeviceSession {
            let nextAt = throttle.take(deviceID: delivery.deviceID, topic: n.bundleID, nowMilliseconds: now) {
             return hold(delivery, until: nextAt)
         }
-        inFlight[n.id, default: []].append(Sent(seq: delivery.seq, sentAtMilliseconds: now, topic: n.bundleID))
+        inFlight[n.id, default: []].append(Sent(seq: delivery.seq, sentAtMilliseconds: now, topic: n.bundleID, trace: n.trace))
         inFlightSeqs.insert(delivery.seq)
         return .send
     }

@@ -64,6 +64,22 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         port.cluster?.release(deviceID: deviceID, connection: connectionID)
         port.metrics.connectedDevices.decrement()
         port.recorder.record(unacked.map { DeliveryEvent.sent(seq: $0.seq, atMilliseconds: $0.sentAtMilliseconds) })
+        let now = port.clock.nowMilliseconds()
+        for sent in unacked {
+            guard let trace = sent.trace else { continue }
+            Self.recordDeliverySpan(trace, nil, sent, deviceID: deviceID, until: now,
+                                    failure: "the device's connection closed before it acked (the push stays held and is sent again)")
+        }
+    }
+
+    /// The `device.delivery` span of a traced push: from its write on the device's connection to
+    /// the device's ack (or the connection's end), a child of the provider request that brought it.
+    private static func recordDeliverySpan(
+        _ trace: Traces.Carrier, _ apnsID: NotificationID?, _ sent: DeviceSession.Sent, deviceID: String?, until now: Int64, failure: String?
+    ) {
+        var attributes = [("herald.device", deviceID ?? "-"), ("apns.topic", sent.topic), ("herald.seq", String(sent.seq))]
+        if let apnsID { attributes.append(("apns.id", apnsID.description)) }
+        Traces.record("device.delivery", parent: trace, kind: .producer, from: sent.sentAtMilliseconds, to: now, attributes: attributes, failure: failure)
     }
 
     /// Sends an error frame, then closes the WebSocket (close code 1008, or 1009 for size).
@@ -414,6 +430,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
             port.feed.publish { DeliveryFeed.Event(event: .acked, at: now, apnsId: ack.apnsID.description, topic: sent.topic, device: deviceID) }
             events.append(.acked(seq: sent.seq, sentAtMilliseconds: sent.sentAtMilliseconds, ackedAtMilliseconds: now))
             port.metrics.deviceAckSeconds.record(milliseconds: now - sent.sentAtMilliseconds)
+            if let trace = sent.trace { Self.recordDeliverySpan(trace, ack.apnsID, sent, deviceID: deviceID, until: now, failure: nil) }
         }
         port.metrics.deviceAcks.increment(by: Int64(events.count))
         port.recorder.record(events)
