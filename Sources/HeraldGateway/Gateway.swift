@@ -34,6 +34,7 @@ public final class Gateway: Service, Sendable {
         self.group = eventLoopGroup
         self.logger = logger
         self.portsPromise = eventLoopGroup.any().makePromise(of: GatewayPorts.self)
+        self.limiters = (TokenRateLimiter(configuration: configuration.tokenRateLimit), TokenRateLimiter(configuration: configuration.tokenRateLimit))
     }
 
     /// The ports, once every listener is bound. Throws if start-up failed.
@@ -47,6 +48,19 @@ public final class Gateway: Service, Sendable {
     @discardableResult
     public func reloadTLS() throws -> Int { try tls.reload() }
 
+    /// The per-token rate limits of the provider port and the Web Push port.
+    private let limiters: (apns: TokenRateLimiter, webPush: TokenRateLimiter)
+
+    /// The per-token rate limit now (nil: none).
+    public var tokenRateLimit: TokenRateLimiter.Configuration? { limiters.apns.configuration }
+
+    /// Replaces the per-token rate limit of the provider and Web Push ports while the gateway
+    /// runs (SIGHUP): the pushes that come next are counted against it.
+    public func reloadTokenRateLimit(_ limit: TokenRateLimiter.Configuration?) {
+        limiters.apns.reconfigure(limit)
+        limiters.webPush.reconfigure(limit)
+    }
+
     /// Binds one listener, saying which port failed if it cannot.
     private func listening<Listener>(_ name: String, host: String, port: Int, _ bind: () async throws -> Listener) async throws -> Listener {
         do { return try await bind() } catch { throw GatewayListenError(listener: name, host: host, port: port, underlying: error) }
@@ -57,7 +71,7 @@ public final class Gateway: Service, Sendable {
         let health = GatewayHealth()
         let feed = DeliveryFeed()
         let recorder = DeliveryRecorder(store: store, logger: logger)
-        let limiter = configuration.tokenRateLimit.map(TokenRateLimiter.init(configuration:))
+        let limiter = limiters.apns
         var cluster: ClusterNode?
         if let clusterConfiguration = configuration.cluster {
             guard let clusterStore = store as? any ClusterStore else {
@@ -92,7 +106,7 @@ public final class Gateway: Service, Sendable {
         let webPushPort = WebPushPort(
             environment: configuration.environment, clock: clock, store: store, intake: intake, registry: registry, recorder: recorder,
             subscriptions: webPushSubscriptions,
-            limiter: configuration.tokenRateLimit.map(TokenRateLimiter.init(configuration:)), publicOrigin: configuration.webPushOrigin,
+            limiter: limiters.webPush, publicOrigin: configuration.webPushOrigin,
             pingInterval: configuration.devicePingInterval, idleTimeout: configuration.deviceIdleTimeout, metrics: metrics, logger: logger,
             limits: configuration.limits, connectionsPerAddress: ConnectionsPerAddress(limit: configuration.limits.deviceConnectionsPerAddress),
             feed: feed, cluster: cluster)

@@ -191,8 +191,8 @@ struct DeviceRunCommand: AsyncParsableCommand {
 
     func run() async throws {
         logging.logFormat.bootstrap()
-        var logger = Logger(label: "herald.device")
-        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .warning
+        let logger = Logger(label: "herald.device")
+        ProcessLogLevel.level = Logger.Level(rawValue: logLevel) ?? .warning
 
         let dir = directory.path
         try directory.lock()

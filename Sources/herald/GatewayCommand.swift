@@ -209,12 +209,71 @@ struct GatewayRunCommand: AsyncParsableCommand {
         }
     }
 
+    /// `--token-burst` and `--token-rate` as the limiter takes them (nil: no limit).
+    var tokenRateLimit: TokenRateLimiter.Configuration? {
+        tokenBurst == 0 ? nil : .init(burst: tokenBurst, perSecond: tokenRate)
+    }
+
+    /// The settings SIGHUP applies while the gateway runs; any other change needs a restart.
+    static let reloadable: Set<String> = ["log-level", "token-burst", "token-rate"]
+
+    /// SIGHUP: reads the settings again — the same command line, the `--config` file as it is now,
+    /// the environment — and, only if they are all valid, reloads the TLS files of every port
+    /// (new handshakes use them, open connections keep theirs), then applies the log level and
+    /// the per-token rate limit. Other changed settings are named as needing a restart. When
+    /// anything fails, nothing changes and the message says why. Returns the settings in force.
+    static func reload(gateway: Gateway, running: Settings?, logger: Logger) -> Settings? {
+        let fresh: Settings
+        let command: GatewayRunCommand
+        do {
+            fresh = try Settings.layer(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
+            guard let parsed = try HeraldCommand.parseAsRoot(fresh.arguments) as? GatewayRunCommand else {
+                throw ValidationError("the command line no longer names herald gateway run")
+            }
+            command = parsed
+        } catch {
+            let why = (error as? ValidationError)?.message ?? HeraldCommand.message(for: error)
+            logger.error("SIGHUP: the settings are not valid; nothing was reloaded", metadata: ["error": "\(why)"])
+            printError("herald: SIGHUP: nothing reloaded, the running settings stay: \(why)")
+            return running
+        }
+        let count: Int
+        do { count = try gateway.reloadTLS() } catch {
+            logger.error("SIGHUP: TLS not reloaded; nothing was reloaded", metadata: ["error": "\(error)"])
+            printError("herald: SIGHUP: nothing reloaded, the running settings stay: the TLS files could not be loaded: \(error)")
+            return running
+        }
+        let level = Logger.Level(rawValue: command.logLevel) ?? .info
+        let previousLevel = ProcessLogLevel.level
+        ProcessLogLevel.level = level
+        let limit = command.tokenRateLimit
+        let previousLimit = gateway.tokenRateLimit
+        gateway.reloadTokenRateLimit(limit)
+        func values(_ settings: Settings?) -> [String: [String]] {
+            Dictionary((settings?.settings ?? []).map { ($0.name, $0.values) }, uniquingKeysWith: { a, _ in a })
+        }
+        let before = values(running), after = values(fresh)
+        let needRestart = Set(before.keys).union(after.keys).filter { before[$0] != after[$0] && !reloadable.contains($0) }.sorted()
+        func describe(_ limit: TokenRateLimiter.Configuration?) -> String {
+            limit.map { "burst \($0.burst), \($0.perSecond)/s" } ?? "none"
+        }
+        var said = "reloaded the TLS certificate and key of \(count) port\(count == 1 ? "" : "s") (connections already open keep theirs)"
+        said += "; log level \(previousLevel.rawValue) -> \(level.rawValue); per-token rate limit \(describe(previousLimit)) -> \(describe(limit))"
+        if !needRestart.isEmpty { said += "; changed but applied only at a restart: \(needRestart.joined(separator: ", "))" }
+        logger.notice("SIGHUP: settings reloaded", metadata: [
+            "tls_contexts": "\(count)", "log_level": "\(level.rawValue)", "token_rate_limit": "\(describe(limit))",
+            "restart_needed_for": "\(needRestart.joined(separator: ","))",
+        ])
+        printError("herald: SIGHUP: " + said)
+        return fresh
+    }
+
     func run() async throws {
         AllocatorTuning.applyForServer()
         let tracer = try tracing.start(serviceName: "herald-gateway")
         logging.logFormat.bootstrap()
-        var logger = Logger(label: "herald.gateway")
-        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        ProcessLogLevel.level = Logger.Level(rawValue: logLevel) ?? .info
+        let logger = Logger(label: "herald.gateway")
 
         try data.lockForGateway()
         let opened = try await data.openStore(durability: durability, logger: logger)
@@ -246,7 +305,7 @@ struct GatewayRunCommand: AsyncParsableCommand {
         configuration.limits.deviceConnectionsPerAddress = deviceConnectionsPerAddress
         configuration.limits.deviceReconnectRate = deviceReconnectRate
         configuration.limits.deviceHandshakesInFlightPerAddress = deviceHandshakesPerAddress
-        configuration.tokenRateLimit = tokenBurst == 0 ? nil : .init(burst: tokenBurst, perSecond: tokenRate)
+        configuration.tokenRateLimit = tokenRateLimit
         configuration.storePolicy = StorePolicy(maximumPerApp: offlineQueue)
         configuration.devicePort = devicePort
         configuration.webPushPort = webpushPort
@@ -276,17 +335,12 @@ struct GatewayRunCommand: AsyncParsableCommand {
         }
 
         let gateway = Gateway(configuration: configuration, store: store, clock: clock, logger: logger)
-        // SIGHUP: the TLS files are read again for new connections; open ones stay (docs/operations.md).
+        // SIGHUP: the settings and the TLS files are read again (docs/operations.md).
+        let started = try? Settings.layer(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
         let reloads = Task {
+            var running = started
             for await _ in await UnixSignalsSequence(trapping: .sighup) {
-                do {
-                    let count = try gateway.reloadTLS()
-                    logger.notice("SIGHUP: TLS reloaded", metadata: ["contexts": "\(count)"])
-                    printError("herald: SIGHUP: reloaded the TLS certificate and key of \(count) port\(count == 1 ? "" : "s"); connections already open keep theirs")
-                } catch {
-                    logger.error("SIGHUP: TLS not reloaded", metadata: ["error": "\(error)"])
-                    printError("herald: SIGHUP: the TLS files could not be loaded, the running ones stay: \(error)")
-                }
+                running = Self.reload(gateway: gateway, running: running, logger: logger)
             }
         }
         defer { reloads.cancel() }

@@ -3,6 +3,7 @@ import Foundation
 import HeraldCore
 import Logging
 import OTel
+import Synchronization
 
 /// `--log-format`: how the long-running commands (`gateway run`, `device run`, `provider`) write
 /// their logs on standard error.
@@ -19,10 +20,56 @@ enum LogFormat: String, ExpressibleByArgument, CaseIterable {
     func bootstrap() {
         let traced: Logger.MetadataProvider? = Traces.isEnabled ? OTel.makeLoggingMetadataProvider() : nil
         switch self {
-        case .text: LoggingSystem.bootstrap({ StreamLogHandler.standardError(label: $0, metadataProvider: $1) }, metadataProvider: traced)
-        case .json: LoggingSystem.bootstrap({ JSONLogHandler(label: $0, metadataProvider: $1) }, metadataProvider: traced)
+        case .text:
+            LoggingSystem.bootstrap({ ProcessLevelHandler(StreamLogHandler.standardError(label: $0, metadataProvider: $1)) }, metadataProvider: traced)
+        case .json:
+            LoggingSystem.bootstrap({ ProcessLevelHandler(JSONLogHandler(label: $0, metadataProvider: $1)) }, metadataProvider: traced)
         }
     }
+}
+
+/// The process's log level: `--log-level` sets it at start, and SIGHUP may change it while the
+/// process runs (`herald gateway`, docs/operations.md). Every logger made by the bootstrapped
+/// handlers follows it, unless that logger was given a level of its own (a quiet one).
+enum ProcessLogLevel {
+    private static let raw = Atomic<UInt8>(Self.code(.info))
+
+    static var level: Logger.Level {
+        get { Logger.Level.allCases.first { code($0) == raw.load(ordering: .relaxed) } ?? .info }
+        set { raw.store(code(newValue), ordering: .relaxed) }
+    }
+
+    private static func code(_ level: Logger.Level) -> UInt8 { UInt8(Logger.Level.allCases.firstIndex(of: level) ?? 2) }
+}
+
+/// A log handler whose level is the process's (``ProcessLogLevel``) until one is set on it.
+struct ProcessLevelHandler: LogHandler {
+    private var base: any LogHandler
+    private var ownLevel: Logger.Level?
+
+    init(_ base: any LogHandler) { self.base = base }
+
+    var logLevel: Logger.Level {
+        get { ownLevel ?? ProcessLogLevel.level }
+        set { ownLevel = newValue }
+    }
+
+    var metadata: Logger.Metadata {
+        get { base.metadata }
+        set { base.metadata = newValue }
+    }
+
+    var metadataProvider: Logger.MetadataProvider? {
+        get { base.metadataProvider }
+        set { base.metadataProvider = newValue }
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { base[metadataKey: key] }
+        set { base[metadataKey: key] = newValue }
+    }
+
+    func log(event: LogEvent) { base.log(event: event) }
 }
 
 /// The `--log-format` option, shared by the long-running commands.

@@ -106,14 +106,13 @@ struct ProviderCommand: AsyncParsableCommand {
         let listening = Locked(false)  // whether the REST API got as far as listening
         let tracer = try tracing.start(serviceName: "herald-provider")
         logging.logFormat.bootstrap()
-        var httpLogger = Logger(label: "herald.provider.http")
-        httpLogger.logLevel = logLevel
+        let httpLogger = Logger(label: "herald.provider.http")
+        ProcessLogLevel.level = logLevel
         let api = try ProviderHTTP.application(service: service, host: host, port: port, apiToken: apiToken, logger: httpLogger) { port in
             listening.withLock { $0 = true }
             printLineFlushed(#"{"api_token_file":\#(tokenPathJSON),"port":\#(port)}"#)
         }
-        var logger = Logger(label: "herald.provider")
-        logger.logLevel = logLevel
+        let logger = Logger(label: "herald.provider")
         // Shut down in reverse order: the REST API stops accepting and finishes the requests under
         // way first, then the runner stops the schedules and closes the gateway connections.
         let group = ServiceGroup(configuration: .init(

@@ -97,7 +97,7 @@ struct APNsPortRouteTests {
                 store: store, policy: .default, environment: .development, clock: clock, maximumBatchSize: 64,
                 health: GatewayHealth(), registry: registry, recorder: recorder, feed: feed, metrics: metrics, logger: logger)
             let port = APNsPort(
-                environment: .development, clock: clock, directory: ProviderKeyDirectory(store: store, clock: clock), limiter: nil,
+                environment: .development, clock: clock, directory: ProviderKeyDirectory(store: store, clock: clock), limiter: TokenRateLimiter(configuration: nil),
                 intake: intake, store: store, inactivityPeriodMilliseconds: 86_400_000, metrics: metrics, logger: logger,
                 faults: GatewayFaults(), limits: GatewayLimits(), connectionsPerAddress: ConnectionsPerAddress(limit: 100), feed: feed)
             connection = APNsPortConnection(channel: channel, environment: .development)

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Certificate rotation without a restart: SIGHUP (docs/operations.md).
+"""Reload without a restart: SIGHUP (docs/operations.md).
 
-A gateway on --tls-cert/--tls-key (a certificate from CA one) with a device connected. The files
-are replaced by a certificate from CA two and the gateway gets SIGHUP: a new connection is served
-the new certificate, the device's connection stays up (no reconnection) and a push still reaches
-it. Then the certificate file is replaced by garbage and SIGHUP again: the gateway says why it
-kept the running certificate, new connections still get the second one, and it keeps serving.
+A gateway on --tls-cert/--tls-key (a certificate from CA one) and a --config file (log level
+warning, a per-token limit of 2 pushes) with a device connected. The files are replaced by a
+certificate from CA two and the gateway gets SIGHUP: a new connection is served the new
+certificate, the device's connection stays up (no reconnection) and a push still reaches it.
+The per-token limit answers 429; the file is changed (no limit, log level debug, and a setting
+that needs a restart) and SIGHUP again: the push goes through, debug lines appear, and the
+gateway names the setting it did not apply. Then a file with an unknown key, and a certificate
+file replaced by garbage: each SIGHUP is refused, saying why, nothing changes, and it keeps serving.
 
 Usage: reload.py PATH/TO/herald
 """
@@ -78,8 +81,11 @@ def main():
         shutil.copy(key_one, key)
         data = os.path.join(work, "data")
         err = os.path.join(work, "gateway.err")
-        gateway = start([HERALD, "gateway", "--data-dir", data, "--provider-port", "0", "--device-port", "0", "--h2c-port", "0",
-                         "--host", "127.0.0.1", "--tls-cert", cert, "--tls-key", key, "--log-level", "warning"],
+        config = os.path.join(work, "gateway.yaml")
+        with open(config, "w") as f:
+            f.write("log-level: warning\ntoken-burst: 2\ntoken-rate: 0.001\n")
+        gateway = start([HERALD, "gateway", "--config", config, "--data-dir", data, "--provider-port", "0", "--device-port", "0", "--h2c-port", "0",
+                         "--host", "127.0.0.1", "--tls-cert", cert, "--tls-key", key],
                         stdout=subprocess.PIPE, stderr=open(err, "w"), text=True)
         ports = json.loads(gateway.stdout.readline())
         check("the gateway serves the first certificate", served_certificate(ports["device_port"]) == one)
@@ -108,10 +114,42 @@ def main():
               sent.returncode == 0 and got["payload"]["aps"]["alert"] == "after the rotation"
               and "disconnected" not in kinds and "reconnected" not in kinds, (sent.stderr, kinds))
 
+        def push(topic=TOPIC):
+            return subprocess.run([HERALD, "push", "send", "--gateway", f"http://127.0.0.1:{ports['h2c_port']}", "--key", key_path,
+                                   "--key-id", key_id, "--team", "TEAM123456", "--topic", topic, "--token", token, "--alert", "again"],
+                                  capture_output=True, text=True)
+        limited = [push(), push()]
+        check("the file's per-token limit (burst 2) answers the third push to the token 429",
+              limited[0].returncode == 0 and limited[1].returncode != 0 and "TooManyRequests" in limited[1].stdout + limited[1].stderr,
+              [(r.returncode, r.stdout[-200:], r.stderr[-200:]) for r in limited])
+        with open(config, "w") as f:
+            f.write("log-level: debug\ntoken-burst: 0\noffline-queue: 50\n")
+        gateway.send_signal(signal.SIGHUP)
+        wait_for("the second reload", lambda: read(err).count("SIGHUP: reloaded") >= 2)
+        said = [line for line in read(err).splitlines() if "SIGHUP: reloaded" in line][-1]
+        check("SIGHUP applies the file's new log level and rate limit, and names what needs a restart",
+              "log level warning -> debug" in said and "per-token rate limit burst 2, 0.001/s -> none" in said
+              and "applied only at a restart: offline-queue" in said, said)
+        unlimited = push()
+        check("... the token's next push goes through (no limit now)", unlimited.returncode == 0, (unlimited.stdout, unlimited.stderr))
+        refused = push(topic="com.example.not-its-topic")
+        wait_for("a debug line", lambda: "provider request refused" in read(err))
+        check("... and debug lines are written now (a refused push is logged)", refused.returncode != 0)
+
+        with open(config, "w") as f:
+            f.write("log-level: warning\ntoken-burst: 2\nno-such-setting: 1\n")
+        gateway.send_signal(signal.SIGHUP)
+        wait_for("the refused settings", lambda: "nothing reloaded, the running settings stay" in read(err))
+        again = push()
+        check("a file with an unknown key on SIGHUP is refused, naming the key, and nothing changes (still no limit)",
+              "unknown key \"no-such-setting\"" in read(err) and again.returncode == 0 and gateway.poll() is None, read(err)[-400:])
+
+        with open(config, "w") as f:
+            f.write("log-level: debug\ntoken-burst: 0\n")
         with open(cert, "w") as f:
             f.write("-----BEGIN CERTIFICATE-----\ngarbage\n-----END CERTIFICATE-----\n")
         gateway.send_signal(signal.SIGHUP)
-        wait_for("the refused reload", lambda: "could not be loaded, the running ones stay" in read(err))
+        wait_for("the refused reload", lambda: "the TLS files could not be loaded" in read(err))
         check("a garbage certificate on SIGHUP is refused, saying why, and the running one stays",
               gateway.poll() is None and served_certificate(ports["device_port"]) == two, read(err)[-300:])
     finally:

@@ -9,7 +9,7 @@ struct APNsPort: Sendable {
     var environment: APNsEnvironment
     var clock: any WallClock
     var directory: ProviderKeyDirectory
-    var limiter: TokenRateLimiter?
+    var limiter: TokenRateLimiter
     var intake: NotificationIntake
     var store: any GatewayStore
     /// A device not connected for this long has its tokens in the feedback list.

@@ -197,7 +197,7 @@ final class APNsPortStream {
             return respond(context: context, rejection)
         }
         let now = port.clock.nowMilliseconds()
-        if let limiter = port.limiter, !limiter.allow(target.token, nowMilliseconds: now) {
+        if !port.limiter.allow(target.token, nowMilliseconds: now) {
             return respond(context: context, APNsRejection(.tooManyRequests))
         }
         if let fault = port.faults.take(topic: pushHeaders.bundleID) { return respond(context: context, fault) }

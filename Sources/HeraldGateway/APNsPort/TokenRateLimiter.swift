@@ -1,7 +1,13 @@
 import HeraldCore
 
+import Synchronization
+
 /// The per-token rate limit of the provider port (`429 TooManyRequests`): a token bucket per
 /// device token that holds `burst` pushes and refills at `perSecond`. Time comes from the caller.
+///
+/// Without a configuration it limits nothing (`--token-burst 0`), at the cost of one atomic
+/// load a push. ``reconfigure(_:)`` changes it while the gateway runs (SIGHUP): buckets are
+/// kept, and refill and cap at the new figures from the next push on.
 public final class TokenRateLimiter: Sendable {
     public struct Configuration: Sendable, Hashable {
         /// Pushes a token may receive in a burst.
@@ -28,14 +34,28 @@ public final class TokenRateLimiter: Sendable {
         /// The nodes the limit is divided among: in a cluster each node enforces 1/n of it, so a
         /// token's pushes spread over n nodes get the configured limit in all (docs/cluster.md).
         var share = 1
+        var configuration: Configuration?
     }
 
-    private let configuration: Configuration
     private let state = Locked(State())
+    /// Whether a limit is configured: read without the lock on every push.
+    private let isLimiting = Atomic<Bool>(false)
 
-    public init(configuration: Configuration) {
-        precondition(configuration.burst >= 1 && configuration.perSecond > 0)
-        self.configuration = configuration
+    public init(configuration: Configuration?) {
+        reconfigure(configuration)
+    }
+
+    /// The limit now (nil: none).
+    public var configuration: Configuration? { state.withLock { $0.configuration } }
+
+    /// Replaces the limit (nil: none; every bucket is then forgotten).
+    public func reconfigure(_ configuration: Configuration?) {
+        if let configuration { precondition(configuration.burst >= 1 && configuration.perSecond > 0) }
+        state.withLock { state in
+            state.configuration = configuration
+            if configuration == nil { state.buckets = [:] }
+        }
+        isLimiting.store(configuration != nil, ordering: .relaxed)
     }
 
     /// Divides the limit among `nodes` live gateway nodes.
@@ -45,7 +65,9 @@ public final class TokenRateLimiter: Sendable {
 
     /// Takes one push from the token's bucket. Returns `false` when the bucket is empty.
     public func allow(_ token: DeviceToken, nowMilliseconds: Int64) -> Bool {
-        state.withLock { state in
+        guard isLimiting.load(ordering: .relaxed) else { return true }
+        return state.withLock { state in
+            guard let configuration = state.configuration else { return true }
             let nodes = Double(state.share)
             let burst = max(1, Double(configuration.burst) / nodes)
             let rate = configuration.perSecond / nodes / 1000

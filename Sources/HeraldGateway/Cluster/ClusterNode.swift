@@ -52,7 +52,7 @@ final class ClusterNode: Sendable {
     private let clock: any WallClock
     private let logger: Logger
     private let metrics: GatewayMetrics
-    private let limiter: TokenRateLimiter?
+    private let limiter: TokenRateLimiter
     private let startedAt: Int64
     private let health: GatewayHealth
     /// The bound on one renewal or presence query.
@@ -67,7 +67,7 @@ final class ClusterNode: Sendable {
 
     init(
         configuration: ClusterConfiguration, store: any ClusterStore, registry: DeviceRegistry, recorder: DeliveryRecorder,
-        limiter: TokenRateLimiter?, clock: any WallClock, health: GatewayHealth, storeTimeout: TimeAmount,
+        limiter: TokenRateLimiter, clock: any WallClock, health: GatewayHealth, storeTimeout: TimeAmount,
         metrics: GatewayMetrics, logger: Logger
     ) {
         self.health = health
@@ -126,7 +126,7 @@ final class ClusterNode: Sendable {
             (try await store.reapExpiredNodes(nowMilliseconds: now), try await store.liveNodes(nowMilliseconds: now).count)
         }
         if !reaped.isEmpty { logger.warning("nodes whose lease ran out were removed", metadata: ["nodes": "\(reaped)"]) }
-        limiter?.setShare(max(1, live))
+        limiter.setShare(max(1, live))
         metrics.clusterNodes.set(Double(live))
         return continued
     }

@@ -112,7 +112,7 @@ struct WebPushExchange {
                 return eventLoop.makeSucceededFuture(refuse(.init(error.status, "VAPID: \(error)")))
             }
         }
-        if let limiter = port.limiter, !limiter.allow(push.token, nowMilliseconds: now) {
+        if !port.limiter.allow(push.token, nowMilliseconds: now) {
             return eventLoop.makeSucceededFuture(refuse(.init(429, "too many messages for this subscription; retry later"), retryAfter: 1))
         }
         let options = push.options

@@ -18,7 +18,7 @@ struct WebPushPort: Sendable {
     /// Message ids: unguessable, for their URL is the capability to read the receipt.
     var ids = Locked(NotificationID.BufferedSecureGenerator())
     /// The per-endpoint rate limit (429); `nil` turns it off.
-    var limiter: TokenRateLimiter?
+    var limiter: TokenRateLimiter
     /// The origin endpoints are issued under and VAPID's `aud` must name
     /// (`https://push.example.com`); `nil`: the `Host` the peer connected to.
     var publicOrigin: String?
