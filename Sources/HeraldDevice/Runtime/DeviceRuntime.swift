@@ -569,9 +569,9 @@ final class AppSlot {
         self.authorization = AppAuthorization(entitlements: bundle.entitlements)
     }
 
-    /// Critical alerts: the entitlement and the user's setting.
+    /// Critical alerts: the entitlement and the user's setting (Interruption's one rule).
     var criticalAlertsAllowed: Bool {
-        bundle.entitlements.contains(.criticalAlert) && authorization.settings.criticalAlert == .enabled
+        Interruption.effectiveLevel(.critical, entitlements: bundle.entitlements, settings: authorization.settings) == .critical
     }
 
     var appState: DeliveryByAppState.AppState {

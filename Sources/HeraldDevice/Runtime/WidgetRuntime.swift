@@ -13,9 +13,15 @@ public struct WidgetReloadBudget: Sendable, Hashable, Codable {
 
     public init() {}
 
+    /// The reloads that count at `now`: within the last day (one in the future, after the clock
+    /// went back, does not count).
+    private func live(at now: Int64) -> ArraySlice<Int64> {
+        recent.filter { $0 > now - Self.windowMilliseconds && $0 <= now }[...]
+    }
+
     /// Takes one reload at `now` if the budget allows it.
     public mutating func take(now: Int64) -> Bool {
-        recent.removeAll { $0 <= now - Self.windowMilliseconds || $0 > now }
+        recent = Array(live(at: now))
         guard recent.count < Self.reloadsPerDay else { return false }
         recent.append(now)
         return true
@@ -23,12 +29,12 @@ public struct WidgetReloadBudget: Sendable, Hashable, Codable {
 
     /// Reloads left now.
     public func remaining(now: Int64) -> Int {
-        Self.reloadsPerDay - recent.filter { $0 > now - Self.windowMilliseconds && $0 <= now }.count
+        Self.reloadsPerDay - live(at: now).count
     }
 
     /// When the next reload becomes possible (nil: now).
     public func nextAvailable(now: Int64) -> Int64? {
-        let live = recent.filter { $0 > now - Self.windowMilliseconds && $0 <= now }
+        let live = live(at: now)
         guard live.count >= Self.reloadsPerDay, let oldest = live.first else { return nil }
         return oldest + Self.windowMilliseconds
     }
