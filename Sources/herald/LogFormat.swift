@@ -32,14 +32,14 @@ enum LogFormat: String, ExpressibleByArgument, CaseIterable {
 /// process runs (`herald gateway`, docs/operations.md). Every logger made by the bootstrapped
 /// handlers follows it, unless that logger was given a level of its own (a quiet one).
 enum ProcessLogLevel {
-    private static let raw = Atomic<UInt8>(Self.code(.info))
+    /// The levels by code (read on every log call's level check: an index, no search).
+    private static let levels = Logger.Level.allCases
+    private static let raw = Atomic<Int>(levels.firstIndex(of: .info) ?? 0)
 
     static var level: Logger.Level {
-        get { Logger.Level.allCases.first { code($0) == raw.load(ordering: .relaxed) } ?? .info }
-        set { raw.store(code(newValue), ordering: .relaxed) }
+        get { levels[raw.load(ordering: .relaxed)] }
+        set { raw.store(levels.firstIndex(of: newValue) ?? 0, ordering: .relaxed) }
     }
-
-    private static func code(_ level: Logger.Level) -> UInt8 { UInt8(Logger.Level.allCases.firstIndex(of: level) ?? 2) }
 }
 
 /// A log handler whose level is the process's (``ProcessLogLevel``) until one is set on it.
