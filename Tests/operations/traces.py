@@ -116,7 +116,8 @@ def main():
         provider_dir = os.path.join(work, "provider")
         provider_out, provider_err = os.path.join(work, "provider.json"), os.path.join(work, "provider.log")
         start([HERALD, "provider", "--data-dir", provider_dir, "--port", "0", "--gateway", f"https://localhost:{ports['provider_port']}",
-               "--ca", ca, "--key", key_path, "--key-id", key_id, "--team", TEAM, "--otlp-endpoint", endpoint, "--log-format", "json"],
+               "--ca", ca, "--key", key_path, "--key-id", key_id, "--team", TEAM, "--otlp-endpoint", endpoint, "--log-format", "json",
+               "--log-level", "info"],
               stdout=open(provider_out, "w"), stderr=open(provider_err, "w"))
         started = json.loads(wait_for("the provider", lambda: read(provider_out).splitlines()[0] if read(provider_out).strip() else None))
         base = f"http://127.0.0.1:{started['port']}"
