@@ -51,18 +51,12 @@ public final class PostgresStore: GatewayStore, Sendable {
         self.url = url
         self.logger = logger
         let tls: PostgresClient.Configuration.TLS
-        let connectionTLS: PostgresConnection.Configuration.TLS
         switch url.tls {
-        case .disable:
-            tls = .disable
-            connectionTLS = .disable
-        case .prefer:
-            tls = .prefer(.makeClientConfiguration())
-            connectionTLS = try .prefer(.init(configuration: .makeClientConfiguration()))
-        case .require:
-            tls = .require(.makeClientConfiguration())
-            connectionTLS = try .require(.init(configuration: .makeClientConfiguration()))
+        case .disable: tls = .disable
+        case .prefer: tls = .prefer(.makeClientConfiguration())
+        case .require: tls = .require(.makeClientConfiguration())
         }
+        let connectionTLS = try Self.connectionTLS(url)
         var configuration = PostgresClient.Configuration(
             host: url.host, port: url.port, username: url.user, password: url.password, database: url.database, tls: tls)
         configuration.options.maximumConnections = 16
@@ -73,6 +67,16 @@ public final class PostgresStore: GatewayStore, Sendable {
         let (started, signal) = AsyncStream<Void>.makeStream()
         pool = Locked(Self.makePool(configuration, logger: logger) { signal.finish() })
         self.started = started
+    }
+
+    /// TLS for a single connection (outside the pools) as the URL's `sslmode` asks. Throws when
+    /// no client context can be made (no system trust roots).
+    private static func connectionTLS(_ url: PostgresURL) throws -> PostgresConnection.Configuration.TLS {
+        switch url.tls {
+        case .disable: .disable
+        case .prefer: try .prefer(.init(configuration: .makeClientConfiguration()))
+        case .require: try .require(.init(configuration: .makeClientConfiguration()))
+        }
     }
 
     /// A single connection's configuration (outside the pools), 5 s to connect.
@@ -96,13 +100,7 @@ public final class PostgresStore: GatewayStore, Sendable {
     /// database cannot be reached or refuses the login, in the server's words.
     public static func schemaVersion(_ url: PostgresURL, logger: Logger) async throws -> SchemaVersion {
         let tls: PostgresConnection.Configuration.TLS
-        do {
-            switch url.tls {
-            case .disable: tls = .disable
-            case .prefer: tls = try .prefer(.init(configuration: .makeClientConfiguration()))
-            case .require: tls = try .require(.init(configuration: .makeClientConfiguration()))
-            }
-        } catch {
+        do { tls = try connectionTLS(url) } catch {
             throw PostgresStoreError("cannot make a TLS context for \(url): \(error)")
         }
         let current = migrations.last?.version ?? 0

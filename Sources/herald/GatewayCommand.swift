@@ -232,7 +232,7 @@ struct GatewayRunCommand: AsyncParsableCommand {
             }
             command = parsed
         } catch {
-            let why = (error as? ValidationError)?.message ?? HeraldCommand.message(for: error)
+            let why = HeraldCommand.message(for: error)
             logger.error("SIGHUP: the settings are not valid; nothing was reloaded", metadata: ["error": "\(why)"])
             printError("herald: SIGHUP: nothing reloaded, the running settings stay: \(why)")
             return running

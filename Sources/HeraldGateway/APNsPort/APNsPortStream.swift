@@ -434,12 +434,12 @@ final class APNsPortStream {
         guard !hasResponded, !isClosed else { return }
         hasResponded = true
         port.metrics.recordResponse(status: rejection.status, reason: rejection.reason)
-        let traceID = span.flatMap { Traces.carrier(of: $0.context)?.traceID }
-        if span != nil { endSpan(status: rejection.status, reason: rejection.reason) }
+        // The metadata is built only when the line is written (debug): the trace id with it.
         port.logger.debug("provider request refused", metadata: [
             "status": "\(rejection.status)", "reason": "\(rejection.reason.rawValue)", "why": "\(rejection.detail ?? "-")",
-            "trace_id": "\(traceID ?? "-")",
+            "trace_id": "\(span.flatMap { Traces.carrier(of: $0.context)?.traceID } ?? "-")",
         ])
+        if span != nil { endSpan(status: rejection.status, reason: rejection.reason) }
         port.feed.publish {
             DeliveryFeed.Event(
                 event: .refused, at: port.clock.nowMilliseconds(), apnsId: apnsID?.description, topic: pushHeaders?.bundleID ?? head.topic,
