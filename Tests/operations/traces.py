@@ -181,6 +181,13 @@ def main():
         fresh = next(s for s in collector.spans if s["name"] == "apns.request" and s["attributes"].get("apns.id") == other)
         check("... and starts a trace of its own (a root span)", fresh["parent"] == "" and fresh["trace"] != TRACE_ID, fresh)
 
+        # A bad endpoint is refused before anything starts, naming the flag.
+        for bad in ["ftp://127.0.0.1:4318", "http://", "http://" + "a" * 3000, "127.0.0.1:4318"]:
+            refused = subprocess.run([HERALD, "gateway", "--data-dir", os.path.join(work, "refused"), "--otlp-endpoint", bad],
+                                     capture_output=True, text=True, timeout=60)
+            check(f"--otlp-endpoint {bad[:24]}… is refused, naming the flag (exit 64)",
+                  refused.returncode == 64 and "--otlp-endpoint must be an http:// or https:// URL" in refused.stderr, refused.stderr[-300:])
+
         # Off by default: a gateway without --otlp-endpoint exports nothing.
         before = collector.requests
         quiet = start([HERALD, "gateway", "--data-dir", os.path.join(work, "quiet"), "--provider-port", "0", "--device-port", "0"],
