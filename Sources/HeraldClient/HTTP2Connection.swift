@@ -76,15 +76,16 @@ public final class HTTP2Connection: Sendable {
             }
             return try NIOSSLContext(configuration: configuration)
         }
-        let serverName = tls?.serverName ?? (host.first?.isNumber == true || host.contains(":") ? nil : host)
+        let serverName = tls?.serverName ?? HostName.serverName(host)
         let observer = ConnectionObserver()
-        let authority = "\(host):\(port)"
+        let authority = HostName.authority(host, port: port)
+        let host = HostName.unbracketed(host)
         let handshake = group.any().makePromise(of: String?.self)
         let tablePromise = group.any().makePromise(of: NIOLoopBound<StreamTable>.self)
         let channel: Channel
         do {
             channel = try await ClientBootstrap(group: group)
-                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .channelOption(.tcpOption(.tcp_nodelay), value: 1)
                 .connectTimeout(.seconds(10))
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {

@@ -24,9 +24,11 @@ public struct DevelopmentCertificates: Sendable {
             serverKeyPath: (directory as NSString).appendingPathComponent("server-key.pem"))
         let fm = FileManager.default
         if fm.fileExists(atPath: files.caCertificatePath), fm.fileExists(atPath: files.serverCertificatePath),
-           fm.fileExists(atPath: files.serverKeyPath) {
+           fm.fileExists(atPath: files.serverKeyPath), namesEveryLoopbackName(files.serverCertificatePath) {
             return files
         }
+        // A server certificate an earlier Herald made (without ::1) is issued again by the same CA
+        // below, so that clients which trust the CA keep working over IPv6 too.
         try fm.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let caKeyPath = (directory as NSString).appendingPathComponent("ca-key.pem")
         let now = Date(timeIntervalSince1970: Double(clock.nowMilliseconds()) / 1000)
@@ -72,10 +74,7 @@ public struct DevelopmentCertificates: Sendable {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))
                 try ExtendedKeyUsage([.serverAuth])
-                SubjectAlternativeNames([
-                    .dnsName("localhost"),
-                    .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1])),
-                ])
+                SubjectAlternativeNames(loopbackNames)
             },
             issuerPrivateKey: Certificate.PrivateKey(caKey))
         try write(serverKey.pemRepresentation, to: files.serverKeyPath, mode: 0o600)
@@ -83,6 +82,23 @@ public struct DevelopmentCertificates: Sendable {
             try serverCertificate.serializeAsPEM().pemString + "\n" + caCertificate.serializeAsPEM().pemString + "\n",
             to: files.serverCertificatePath, mode: 0o644)
         return files
+    }
+
+    /// The names the development server certificate is valid for: `localhost`, `127.0.0.1`, `::1`.
+    static let loopbackNames: [GeneralName] = [
+        .dnsName("localhost"),
+        .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1])),
+        .ipAddress(ASN1OctetString(contentBytes: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1])),
+    ]
+
+    /// Whether the PEM certificate at `path` (the first of its chain) names every loopback name;
+    /// false when it cannot be read.
+    private static func namesEveryLoopbackName(_ path: String) -> Bool {
+        guard let pem = try? String(contentsOfFile: path, encoding: .utf8),
+              let first = try? PEMDocument.parseMultiple(pemString: pem).first,
+              let certificate = try? Certificate(derEncoded: first.derBytes),
+              let names = try? certificate.extensions.subjectAlternativeNames else { return false }
+        return loopbackNames.allSatisfy { names.contains($0) }
     }
 
     /// The subject attribute that names the app in a push certificate (Apple's: `UID=<bundle id>`).

@@ -136,7 +136,7 @@ public final class Gateway: Service, Sendable {
             if let h2cPort = configuration.h2cPort {
                 // Plaintext is for development on this machine only: never bound beyond loopback.
                 let h2c = try await listening("h2c", host: "127.0.0.1", port: h2cPort) {
-                    try await APNsPortListener.bind(host: "127.0.0.1", port: h2cPort, tls: nil, providerPort: providerPort, group: group)
+                    try await APNsPortListener.bind(host: "127.0.0.1", port: h2cPort, tls: nil, providerPort: providerPort, group: group, name: "h2c")
                 }
                 listeners.append(h2c)
                 ports.h2cPort = h2c.port
@@ -162,7 +162,7 @@ public final class Gateway: Service, Sendable {
                 var channelsPort = providerPort
                 channelsPort.role = .channels
                 let listener = try await listening("channel", host: configuration.host, port: port) {
-                    try await APNsPortListener.bind(host: configuration.host, port: port, tls: tls, providerPort: channelsPort, group: group)
+                    try await APNsPortListener.bind(host: configuration.host, port: port, tls: tls, providerPort: channelsPort, group: group, name: "channels")
                 }
                 listeners.append(listener)
                 ports.channelPort = listener.port

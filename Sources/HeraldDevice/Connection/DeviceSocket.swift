@@ -66,13 +66,14 @@ public final class DeviceSocket: Sendable {
         path: String, host: String, port: Int, tls: NIOSSLContext?, serverHostname: String?,
         group: EventLoopGroup, timeout: TimeAmount, acknowledgeOnReceipt: Bool, localAddress: SocketAddress?
     ) async throws -> DeviceSocket {
+        let host = HostName.unbracketed(host)
         let (events, continuation) = AsyncStream.makeStream(of: Event.self)
         let upgraded = group.any().makePromise(of: Void.self)
         var bootstrap = ClientBootstrap(group: group)
         if let localAddress { bootstrap = bootstrap.bind(to: localAddress) }
         bootstrap = bootstrap
             .connectTimeout(timeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
@@ -83,7 +84,7 @@ public final class DeviceSocket: Sendable {
                         continuation.yield(.timedOut(message))
                     })
                     if let tls {
-                        let hostname = serverHostname ?? (host.first?.isNumber == true ? nil : host)
+                        let hostname = serverHostname ?? HostName.serverName(host)
                         try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: hostname))
                     }
                     let request = UpgradeRequestHandler(path: path, host: host, port: port, upgraded: upgraded)
@@ -201,7 +202,7 @@ private final class UpgradeRequestHandler: ChannelInboundHandler, RemovableChann
 
     func channelActive(context: ChannelHandlerContext) {
         var headers = HTTPHeaders()
-        headers.add(name: "Host", value: "\(host):\(port)")
+        headers.add(name: "Host", value: HostName.authority(host, port: port))
         headers.add(name: "Content-Length", value: "0")
         let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers)
         context.write(wrapOutboundOut(.head(head)), promise: nil)

@@ -21,14 +21,20 @@ final class APNsPortListener: Sendable {
     }
 
     static func bind(
-        host: String, port: Int, tls: ReloadableTLSContext?, providerPort: APNsPort, group: EventLoopGroup
+        host: String, port: Int, tls: ReloadableTLSContext?, providerPort: APNsPort, group: EventLoopGroup,
+        name: String = "provider"
     ) async throws -> APNsPortListener {
         let connections = Locked([ObjectIdentifier: APNsPortConnection]())
         let metrics = providerPort.metrics
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(metrics.connectionSetup.reporter(port: name, logger: providerPort.logger))
+                }
+            }
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 16)
             .childChannelInitializer { channel in
                 let limits = providerPort.limits
@@ -68,6 +74,7 @@ final class APNsPortListener: Sendable {
                     connections.withLock { $0[id] = connection }
                     metrics.openConnections.increment()
                     connection.startIdleTimer()
+                    metrics.connectionSetup.succeeded(port: name)
                     channel.closeFuture.whenComplete { _ in
                         connections.withLock { $0[id] = nil }
                         metrics.openConnections.decrement()

@@ -122,7 +122,7 @@ struct AdminRoutes: Sendable {
         } catch {
             probe = error
         }
-        let problems = health.problems(probe: probe)
+        let problems = health.problems(probe: probe, connectionSetup: metrics.connectionSetup.problems())
         let answer = Answer(status: problems.isEmpty ? "ok" : "unavailable", problems: problems.isEmpty ? nil : problems)
         let body = (try? JSONEncoder().encode(answer)).map { String(decoding: $0, as: UTF8.self) } ?? #"{"status":"unavailable"}"#
         return WebResponse.json(problems.isEmpty ? .ok : .serviceUnavailable, body + "\n")
@@ -134,7 +134,8 @@ struct AdminRoutes: Sendable {
         } catch {
             logger.warning("could not count held notifications", metadata: ["error": "\(error)"])
         }
-        return WebResponse.plain(.ok, String(decoding: metrics.exposition(), as: UTF8.self), type: "text/plain; version=0.0.4; charset=utf-8")
+        return WebResponse.plain(.ok, String(decoding: metrics.exposition() + ProcessMetrics.exposition(component: "gateway"), as: UTF8.self),
+                                 type: "text/plain; version=0.0.4; charset=utf-8")
     }
 
     // MARK: inspection views and pages

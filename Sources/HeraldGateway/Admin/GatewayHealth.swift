@@ -33,8 +33,9 @@ final class GatewayHealth: Sendable {
 
     /// What stops this gateway from taking pushes now, in words; empty when healthy.
     /// `probe` is the result of the store's own bounded check, when one was made.
-    func problems(now: NIODeadline = .now(), probe: (any Error)?) -> [String] {
-        var problems: [String] = []
+    /// `connectionSetup` names the ports failing every connection (``ConnectionSetupWatch/problems()``).
+    func problems(now: NIODeadline = .now(), probe: (any Error)?, connectionSetup: [String] = []) -> [String] {
+        var problems: [String] = connectionSetup
         let since = storeStalledSince.load(ordering: .relaxed)
         if since != 0 {
             let milliseconds = max(0, (Int64(clamping: now.uptimeNanoseconds) - since) / 1_000_000)

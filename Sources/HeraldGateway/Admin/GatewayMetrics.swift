@@ -51,9 +51,16 @@ public final class GatewayMetrics: Sendable {
     private let peerCounters = Locked([String: Counter]())
     /// Requests answered 200: kept apart so the hot path takes no lock.
     private let okResponses: Counter
+    /// Connections accepted but not set up, by port (`/health` names a port that fails them all).
+    public let connectionSetup: ConnectionSetupWatch
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         self.registry = registry
+        connectionSetup = ConnectionSetupWatch { port in
+            registry.makeCounter(
+                descriptor: Self.name("connection_setup_failures", "total", "Connections accepted but not set up (a socket option or pipeline failed), by port"),
+                labels: [("port", port)])
+        }
         acceptedPushes = registry.makeCounter(
             descriptor: Self.name("pushes_accepted", "total", "Pushes answered 200 on the provider port"))
         storedNotifications = registry.makeCounter(

@@ -28,7 +28,12 @@ final class DeviceListener: Sendable {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(devicePort.metrics.connectionSetup.reporter(port: "device", logger: devicePort.logger))
+                }
+            }
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             // Large buffers (NIO SSL's) are resident only where written: 35 -> 32.5 KiB per idle device.
             .childChannelOption(.allocator, value: .lazyLargePages)
             // A device that does not read: past the high mark the session is closed (slow reader).
@@ -77,6 +82,7 @@ final class DeviceListener: Sendable {
                         withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }), withErrorHandling: true)
                     try sync.addHandler(ResponderHandler(responder: pageResponder, logger: devicePort.logger))
                     connections.track(channel)
+                    metrics.connectionSetup.succeeded(port: "device")
                 }
             }
         let serverChannel = try await bootstrap.bind(host: host, port: port).get()

@@ -31,7 +31,12 @@ final class WebPushListener: Sendable {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(metrics.connectionSetup.reporter(port: "webpush", logger: webPushPort.logger))
+                }
+            }
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 16)
             // A browser that does not read: past the high mark its session is closed.
             .childChannelOption(.writeBufferWaterMark, value: .init(low: limits.deviceOutboundBytes / 2, high: limits.deviceOutboundBytes))
@@ -55,6 +60,7 @@ final class WebPushListener: Sendable {
                         }
                     })
                     connections.track(channel)
+                    metrics.connectionSetup.succeeded(port: "webpush")
                 }
             }
         let serverChannel = try await bootstrap.bind(host: host, port: port).get()
