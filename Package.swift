@@ -249,7 +249,7 @@ let package = Package(
             name: "herald",
             dependencies: [
                 "HeraldCore", "HeraldStore", "HeraldStoreSQLite", "HeraldStorePostgres", "HeraldGateway", "HeraldClient", "HeraldDevice", "HeraldProvider",
-                "HeraldProviderServer", "HeraldOperations",
+                "HeraldProviderServer", "HeraldOperations", "HeraldHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

@@ -40,7 +40,7 @@ public enum ProviderHTTP {
             Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.yaml)))
         }
         router.get("metrics") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(bytes: try await service.metricsExposition())))
+            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(bytes: try await service.metricsExposition() + ProcessMetrics.exposition(component: "provider"))))
         }
         ProviderDashboard(service: service, apiToken: apiToken).register(on: router)
         try ProviderAPI(service: service).registerHandlers(

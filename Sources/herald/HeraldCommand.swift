@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldHTTP
 import HeraldStorePostgres
 
 @main
@@ -45,6 +46,10 @@ struct HeraldCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data((explained + "\n").utf8))
             Foundation.exit(exitCode(for: error).rawValue)
         }
+        if settings.settings.contains(where: { $0.name == "log-format" && $0.values.last == LogFormat.json.rawValue }) {
+            LogFormat.writesJSON.store(true, ordering: .relaxed)
+        }
+        for warning in settings.warnings { printError(warning) }
         if settings.printConfig {
             print(settings.report)
             Foundation.exit(0)
@@ -54,7 +59,7 @@ struct HeraldCommand: AsyncParsableCommand {
             if var async = running as? any AsyncParsableCommand { try await async.run() } else { try running.run() }
         } catch let error as ValidationError {
             let usage = usageString(for: type(of: command))
-            FileHandle.standardError.write(Data("Error: \(error.message)\n\(usage.isEmpty ? "" : "Usage: \(usage)\n")  See 'herald \(commandPath(type(of: command))) --help' for more information.\n".utf8))
+            FileHandle.standardError.write(Data("Error: \(settings.explain(error.message))\n\(usage.isEmpty ? "" : "Usage: \(usage)\n")  See 'herald \(commandPath(type(of: command))) --help' for more information.\n".utf8))
             Foundation.exit(exitCode(for: error).rawValue)
         } catch {
             exit(withError: error)
@@ -102,7 +107,3 @@ struct DataDirectoryOptions: ParsableArguments {
     }
 }
 
-/// Herald's version, printed by `herald --version`.
-enum HeraldVersion {
-    static let current = "0.14.0-dev"
-}
