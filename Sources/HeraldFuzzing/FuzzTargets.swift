@@ -44,9 +44,10 @@ public enum FuzzTargets {
             "enable-faults": .init(takesValue: false, repeating: false), "provider-port": .init(takesValue: true, repeating: false),
         ]
         guard let values = try? ConfigurationFile.parse(String(decoding: data, as: UTF8.self), keys: keys, command: "gateway", source: "fuzz.yaml") else { return }
-        for (key, items) in values {
+        for (key, setting) in values {
             precondition(keys[key] != nil, "a key the command does not take was accepted")
-            precondition(items.count == 1 || keys[key]?.repeating == true, "a list was accepted for a single value")
+            precondition(setting.values.count == 1 || keys[key]?.repeating == true, "a list was accepted for a single value")
+            precondition(setting.line >= 1, "a setting without its line")
         }
     }
 

@@ -33,12 +33,12 @@ struct Settings {
 
     /// Where a setting came from.
     enum Origin: CustomStringConvertible {
-        case commandLine, environment(String), file(String), defaultValue
+        case commandLine, environment(String), file(String, line: Int), defaultValue
         var description: String {
             switch self {
             case .commandLine: "command line"
             case .environment(let name): "environment \(name)"
-            case .file(let path): "file \(path)"
+            case .file(let path, let line): "file \(path) line \(line)"
             case .defaultValue: "default"
             }
         }
@@ -48,6 +48,9 @@ struct Settings {
     var arguments: [String]
     var settings: [(name: String, values: [String], origin: Origin)] = []
     var printConfig = false
+    /// `HERALD_*` variables that name no setting of any command (a mistyped name would otherwise
+    /// be ignored in silence), each with the nearest setting's variable.
+    var unknownVariables: [(name: String, nearest: String?)] = []
 
     /// The command line with the file's and the environment's settings added (unchanged for a
     /// command that takes no `--config`).
@@ -81,6 +84,7 @@ struct Settings {
             configPath = fromEnvironment
             result.arguments += ["--config", fromEnvironment]
         }
+        result.unknownVariables = unknownVariables(in: environment)
         let file = try configPath.map { try read($0, options: byLong, command: path.joined(separator: " ")) } ?? [:]
         for option in options where !["config", "print-config", "help", "version"].contains(option.name) {
             let values: [String]
@@ -92,10 +96,11 @@ struct Settings {
                 values = try environmentValues(raw, option)
                 origin = .environment(option.environmentName)
             } else if let fromFile = file[option.name] {
-                values = fromFile
-                origin = .file(configPath ?? "")
+                values = fromFile.values
+                origin = .file(configPath ?? "", line: fromFile.line)
             } else {
-                if let value = option.defaultValue { result.settings.append((option.name, [value], .defaultValue)) }
+                // Unset settings are listed too (`--print-config` shows every one).
+                result.settings.append((option.name, option.defaultValue.map { [$0] } ?? [], .defaultValue))
                 continue
             }
             result.settings.append((option.name, values, origin))
@@ -106,6 +111,50 @@ struct Settings {
             }
         }
         return result
+    }
+
+    /// Variables of Herald's own scripts and tests, not settings: never warned about.
+    static let scriptVariablePrefixes = [
+        "HERALD_TEST_", "HERALD_BENCH_", "HERALD_FUZZ_", "HERALD_FAULTS_", "HERALD_CLUSTER_", "HERALD_SCHEMATHESIS_",
+    ]
+    static let scriptVariables: Set<String> = ["HERALD_BIN", "HERALD_BINARY", "HERALD_BASE", "HERALD_REQUIRE_POSTGRES", "HERALD_CONFIG"]
+
+    /// The `HERALD_*` variables of `environment` that no command taking `--config` reads, with the
+    /// nearest one that it does (by edit distance, when close enough to be a typing slip).
+    static func unknownVariables(in environment: [String: String]) -> [(name: String, nearest: String?)] {
+        let candidates = environment.keys.filter { name in
+            name.hasPrefix(environmentPrefix) && !scriptVariables.contains(name)
+                && !scriptVariablePrefixes.contains { name.hasPrefix($0) }
+        }
+        guard !candidates.isEmpty else { return [] }
+        let known = Set(commands.flatMap { commandInfo($0) ?? [] }.map(\.environmentName))
+        return candidates.filter { !known.contains($0) }.sorted().map { name in
+            let nearest = known.map { ($0, editDistance(Array(name.utf8.prefix(128)), Array($0.utf8))) }
+                .min { $0.1 != $1.1 ? $0.1 < $1.1 : $0.0 < $1.0 }
+            return (name, nearest.flatMap { $0.1 <= max(2, $0.0.count / 4) ? $0.0 : nil })
+        }
+    }
+
+    /// Levenshtein distance, two rows.
+    static func editDistance(_ a: [UInt8], _ b: [UInt8]) -> Int {
+        guard !a.isEmpty else { return b.count }
+        var previous = Array(0...b.count), current = [Int](repeating: 0, count: b.count + 1)
+        for i in 1...a.count {
+            current[0] = i
+            for j in stride(from: 1, through: b.count, by: 1) {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            swap(&previous, &current)
+        }
+        return previous[b.count]
+    }
+
+    /// One warning line per unknown `HERALD_*` variable (empty when there is none).
+    var warnings: [String] {
+        unknownVariables.map { variable in
+            "herald: warning: \(variable.name.prefix(128)) is not a setting and is ignored"
+                + (variable.nearest.map { "; did you mean \($0)?" } ?? "")
+        }
     }
 
     /// The command a command line runs, when it takes `--config`, with its flags.
@@ -139,7 +188,7 @@ struct Settings {
     }
 
     /// Reads and checks a YAML file: a mapping of the command's flag names to values.
-    static func read(_ path: String, options: [String: Option], command: String) throws -> [String: [String]] {
+    static func read(_ path: String, options: [String: Option], command: String) throws -> [String: ConfigurationFile.Setting] {
         var status = stat()
         guard stat(path, &status) == 0 else { throw ValidationError("--config \(path): \(String(cString: strerror(errno)))") }
         guard (status.st_mode & S_IFMT) == S_IFREG else { throw ValidationError("--config \(path) is not a regular file") }
@@ -172,9 +221,21 @@ struct Settings {
     /// `--print-config`: every setting, its value and where it came from, secrets masked.
     var report: String {
         settings.map { setting in
-            let shown = setting.values.map { Self.masked(setting.name, $0) }.joined(separator: ", ")
+            let shown = setting.values.isEmpty ? "(unset)" : setting.values.map { Self.masked(setting.name, $0) }.joined(separator: ", ")
             return "\(setting.name) = \(shown)  (\(setting.origin))"
         }.joined(separator: "\n")
+    }
+
+    /// Whether `message` is about `--flag` (quoted by the parser, or named by a command's own check),
+    /// not about a longer flag that starts with the same words.
+    static func mentions(_ message: String, flag: String) -> Bool {
+        var rest = Substring(message)
+        while let found = rest.range(of: "--" + flag) {
+            let next = rest[found.upperBound...].first
+            if next.map({ !($0.isLetter || $0.isNumber || $0 == "-") }) ?? true { return true }
+            rest = rest[found.upperBound...]
+        }
+        return false
     }
 
     static func masked(_ name: String, _ value: String) -> String {
@@ -192,7 +253,8 @@ struct Settings {
         for setting in settings {
             switch setting.origin {
             case .environment, .file:
-                if message.contains("'--\(setting.name)'") || message.contains("'--\(setting.name) ") {
+                // The first line is the error; the usage below it names every flag.
+                if Self.mentions(String(message.prefix { $0 != "\n" }), flag: setting.name) {
                     var lines = message.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
                     lines[0] += " (from the \(setting.origin))"
                     return lines.joined(separator: "\n")
