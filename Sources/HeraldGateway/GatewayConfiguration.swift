@@ -104,16 +104,17 @@ public struct GatewayConfiguration: Sendable {
         configuration.applicationProtocols = ["h2"]
         if let caPath = providerClientCAPath {
             configuration.certificateVerification = .optionalVerification
-            configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caPath))
+            configuration.trustRoots = .certificates(try TLSFiles.certificates(caPath, what: "client CA (--provider-client-ca)"))
         }
         return try NIOSSLContext(configuration: configuration)
     }
 
-    /// The server certificate and key, TLS 1.2 or later: what every TLS port starts from.
+    /// The server certificate and key, TLS 1.2 or later: what every TLS port starts from. Every
+    /// error names the file, and a key that is not the certificate's says so.
     private func serverTLSConfiguration() throws -> TLSConfiguration {
-        let chain = try NIOSSLCertificate.fromPEMFile(tls.certificateChainPath).map { NIOSSLCertificateSource.certificate($0) }
-        let key = try NIOSSLPrivateKey(file: tls.privateKeyPath, format: .pem)
-        var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
+        let (certificates, key) = try tls.load()
+        var configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: certificates.map { .certificate($0) }, privateKey: .privateKey(key))
         configuration.minimumTLSVersion = .tlsv12
         // TLS 1.2 with forward secrecy and AEAD only; TLS 1.3's suites are all AEAD.
         configuration.cipherSuites = Self.tls12CipherSuites
@@ -136,7 +137,7 @@ extension GatewayConfiguration {
         }
         var configuration = try serverTLSConfiguration()
         configuration.certificateVerification = .noHostnameVerification
-        configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caPath))
+        configuration.trustRoots = .certificates(try TLSFiles.certificates(caPath, what: "feedback client CA (--feedback-client-ca)"))
         return try NIOSSLContext(configuration: configuration)
     }
 }

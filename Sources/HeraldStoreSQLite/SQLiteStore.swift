@@ -37,6 +37,7 @@ public final class SQLiteStore: GatewayStore {
     private let durability: Durability
 
     public init(path: String, durability: Durability = .full) throws {
+        try Self.checkIsHerald(path: path)
         self.path = path
         self.durability = durability
         var configuration = Configuration()

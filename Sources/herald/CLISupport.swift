@@ -110,6 +110,7 @@ extension DataDirectoryOptions {
 
 /// Writes a line to standard error.
 func printError(_ text: String) {
+    if LogFormat.writesJSON.load(ordering: .relaxed) { return JSONLogHandler.writeNotice(text) }
     FileHandle.standardError.write(Data((text + "\n").utf8))
 }
 

@@ -72,6 +72,7 @@ struct DoctorCommand: AsyncParsableCommand {
                 // Checked below.
             } else if FileManager.default.fileExists(atPath: data.databasePath) {
                 do {
+                    try SQLiteStore.checkIsHerald(path: data.databasePath)
                     let problems = try SQLiteBackup.integrityProblems(databaseAt: data.databasePath)
                     report(problems.isEmpty ? .ok : .fail, "store", problems.isEmpty ? "\(data.databasePath) passes its integrity check" : problems.prefix(3).joined(separator: "; "))
                 } catch {

@@ -243,6 +243,10 @@ struct GatewayRunCommand: AsyncParsableCommand {
             printError("herald: SIGHUP: nothing reloaded, the running settings stay: the TLS files could not be loaded: \(error)")
             return running
         }
+        if let warning = gateway.configuration.tls.expiryWarning(nowMilliseconds: SystemWallClock().nowMilliseconds()) {
+            logger.warning("TLS certificate", metadata: ["problem": "\(warning)"])
+            printError("herald: warning: " + warning)
+        }
         let level = Logger.Level(rawValue: command.logLevel) ?? .info
         let previousLevel = ProcessLogLevel.level
         ProcessLogLevel.level = level
@@ -270,8 +274,8 @@ struct GatewayRunCommand: AsyncParsableCommand {
 
     func run() async throws {
         AllocatorTuning.applyForServer()
+        logging.logFormat.bootstrap(traced: tracing.otlpEndpoint != nil)
         let tracer = try tracing.start(serviceName: "herald-gateway")
-        logging.logFormat.bootstrap()
         ProcessLogLevel.level = Logger.Level(rawValue: logLevel) ?? .info
         let logger = Logger(label: "herald.gateway")
 
@@ -287,6 +291,10 @@ struct GatewayRunCommand: AsyncParsableCommand {
             let certificates = try DevelopmentCertificates.loadOrCreate(in: data.dataDirectory, clock: clock)
             tls = .init(certificateChainPath: certificates.serverCertificatePath, privateKeyPath: certificates.serverKeyPath)
             caPath = certificates.caCertificatePath
+        }
+        if let warning = tls.expiryWarning(nowMilliseconds: clock.nowMilliseconds()) {
+            logger.warning("TLS certificate", metadata: ["problem": "\(warning)"])
+            printError("herald: warning: " + warning)
         }
 
         var configuration = GatewayConfiguration(tls: tls)

@@ -14,15 +14,21 @@ enum LogFormat: String, ExpressibleByArgument, CaseIterable {
     /// `{"label":"herald.gateway","level":"info","message":"…","metadata":{…},"time":"2026-11-24T09:00:00.123Z"}`.
     case json
 
-    /// Installs the process's log handler (once, before the first logger is made). While
-    /// tracing is on (``Traces``), each record made inside a span carries its `trace_id` and
-    /// `span_id`.
-    func bootstrap() {
-        let traced: Logger.MetadataProvider? = Traces.isEnabled ? OTel.makeLoggingMetadataProvider() : nil
+    /// Installs the process's log handler (once, before the first logger is made, the tracing
+    /// exporter's own included: its warnings are then lines of the same format). With
+    /// `traced` (an OTLP endpoint was given), each record made inside a span carries its
+    /// `trace_id` and `span_id`.
+    /// Whether the process writes JSON lines (set by ``bootstrap(traced:)``): `printError`'s
+    /// notices are then JSON records too, so that every line on standard error is JSON.
+    static let writesJSON = Atomic<Bool>(false)
+
+    func bootstrap(traced: Bool = false) {
+        let traced: Logger.MetadataProvider? = traced ? OTel.makeLoggingMetadataProvider() : nil
         switch self {
         case .text:
             LoggingSystem.bootstrap({ ProcessLevelHandler(StreamLogHandler.standardError(label: $0, metadataProvider: $1)) }, metadataProvider: traced)
         case .json:
+            Self.writesJSON.store(true, ordering: .relaxed)
             LoggingSystem.bootstrap({ ProcessLevelHandler(JSONLogHandler(label: $0, metadataProvider: $1)) }, metadataProvider: traced)
         }
     }
@@ -108,16 +114,27 @@ struct JSONLogHandler: LogHandler {
         var metadata: [String: String]?
     }
 
+    /// One of the command's own notices (`herald: …`) as a record, whatever the log level: a
+    /// notice is always written, as in text mode.
+    static func writeNotice(_ text: String) {
+        let message = text.hasPrefix("herald: ") ? String(text.dropFirst("herald: ".count)) : text
+        let level: Logger.Level = message.hasPrefix("warning: ") ? .warning : .notice
+        JSONLogHandler(label: "herald").write(level: level, message: message, source: "herald", metadata: [:])
+    }
+
     func log(event: LogEvent) {
         var merged = metadata
         if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
         merged.merge(event.metadata ?? [:]) { _, new in new }
         if let error = event.error { merged["error"] = "\(error)" }
-        let (level, message, source) = (event.level, event.message, event.source)
+        write(level: event.level, message: event.message.description, source: event.source, metadata: merged)
+    }
+
+    private func write(level: Logger.Level, message: String, source: String, metadata merged: Logger.Metadata) {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let record = Record(
-            time: formatter.string(from: Date(timeIntervalSince1970: Double(clock.nowMilliseconds()) / 1000)), level: level.rawValue, label: label, message: message.description, source: source,
+            time: formatter.string(from: Date(timeIntervalSince1970: Double(clock.nowMilliseconds()) / 1000)), level: level.rawValue, label: label, message: message, source: source,
             metadata: merged.isEmpty ? nil : merged.mapValues(\.description))
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

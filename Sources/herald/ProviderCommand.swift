@@ -104,8 +104,8 @@ struct ProviderCommand: AsyncParsableCommand {
         }
         let tokenPathJSON = String(decoding: try JSONEncoder().encode(tokenPath), as: UTF8.self)
         let listening = Locked(false)  // whether the REST API got as far as listening
+        logging.logFormat.bootstrap(traced: tracing.otlpEndpoint != nil)
         let tracer = try tracing.start(serviceName: "herald-provider")
-        logging.logFormat.bootstrap()
         let httpLogger = Logger(label: "herald.provider.http")
         ProcessLogLevel.level = logLevel
         let api = try ProviderHTTP.application(service: service, host: host, port: port, apiToken: apiToken, logger: httpLogger) { port in

@@ -37,6 +37,13 @@ struct TracingOptions: ParsableArguments {
         // A second, not five: a push's spans reach the collector about when the push does.
         configuration.traces.batchSpanProcessor.scheduleDelay = .seconds(1)
         configuration.diagnosticLogLevel = .warning
+        // The exporter's warnings through the process's log handler (JSON lines in JSON mode).
+        configuration.diagnosticLogger = .custom(Logger(label: "herald.otel"))
+        // A collector that hangs or is not there delays a stop by at most two of these (the
+        // export under way, then the final flush), not by AsyncHTTPClient's 10 s and the
+        // processor's 30 s: a batch a collector cannot take within 0.9 s is dropped, with a warning.
+        configuration.traces.otlpExporter.timeout = .milliseconds(900)
+        configuration.traces.batchSpanProcessor.exportTimeout = .milliseconds(900)
         let backend = try OTel.makeTracingBackend(configuration: configuration)
         InstrumentationSystem.bootstrap(backend.factory)
         Traces.enable()
