@@ -8,12 +8,17 @@ public struct BackupManifest: Codable, Sendable, Equatable {
         public var bytes: Int
         public var mode: Int
         public var sha256: String
+        /// Where a file from outside the data directory came from (the gateway's `--tls-cert`
+        /// and `--tls-key`): an absolute path that `herald restore` puts it back at. Absent for
+        /// the data directory's own files.
+        public var origin: String?
 
-        public init(path: String, bytes: Int, mode: Int, sha256: String) {
+        public init(path: String, bytes: Int, mode: Int, sha256: String, origin: String? = nil) {
             self.path = path
             self.bytes = bytes
             self.mode = mode
             self.sha256 = sha256
+            self.origin = origin
         }
     }
     public var format = 1
@@ -51,6 +56,13 @@ public struct BackupManifest: Codable, Sendable, Equatable {
             guard !file.path.hasPrefix("/"), !parts.contains(where: { $0 == ".." || $0 == "." || $0.isEmpty }), file.path.utf8.count <= 1_024,
                   (0...0o777).contains(file.mode), file.bytes >= 0 else {
                 throw Refusal(description: "\(source) lists \"\(file.path.prefix(80))\": a backup's files stay inside it, with a mode of 0 to 777 (octal)")
+            }
+            if let origin = file.origin {
+                let originParts = origin.split(separator: "/", omittingEmptySubsequences: true)
+                guard origin.hasPrefix("/"), origin.utf8.count <= 4_096, !originParts.isEmpty,
+                      !originParts.contains(where: { $0 == ".." || $0 == "." }), !origin.utf8.contains(0) else {
+                    throw Refusal(description: "\(source) lists \"\(file.path.prefix(80))\" from \"\(origin.prefix(80))\": a file's origin is an absolute path without . or .. parts")
+                }
             }
         }
         return manifest
