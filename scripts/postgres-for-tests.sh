@@ -5,7 +5,7 @@
 #   eval "$(scripts/postgres-for-tests.sh start)"   … tests …   scripts/postgres-for-tests.sh stop
 set -euo pipefail
 PORT=${HERALD_TEST_POSTGRES_PORT:-54329}
-DIR=${HERALD_TEST_POSTGRES_DIR:-/tmp/herald-test-postgres}
+DIR=${HERALD_TEST_POSTGRES_DIR:-/tmp/herald-test-postgres-$(id -u)}
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 as_postgres() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 

@@ -31,18 +31,41 @@ command -v certutil >/dev/null || need_apt+=(libnss3-tools)
 command -v strip >/dev/null && command -v readelf >/dev/null || need_apt+=(binutils)
 command -v systemd-analyze >/dev/null || need_apt+=(systemd)
 command -v adduser >/dev/null || need_apt+=(adduser)
+# patchelf sets the packaged binary's run path; dpkg-shlibdeps (dpkg-dev) its Depends' versions.
+command -v patchelf >/dev/null || need_apt+=(patchelf)
+command -v dpkg-shlibdeps >/dev/null || need_apt+=(dpkg-dev)
+# Running the suites as an ordinary user (scripts/as-test-user.sh): setfacl, and a Python of the
+# system's that a virtual environment can be made from (root's own Python is in root's home).
+if [ "$(id -u)" -eq 0 ]; then
+  command -v setfacl >/dev/null || need_apt+=(acl)
+  [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null || need_apt+=(python3 python3-venv)
+fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -q
   $sudo apt-get install -y -q "${need_apt[@]}"
 fi
+# As root, the suites' Python packages go into a virtual environment that the unprivileged test
+# user runs (/opt/herald-test-venv, read-only for it); otherwise into the Python on PATH.
+python3=python3
+if [ "$(id -u)" -eq 0 ]; then
+  venv=/opt/herald-test-venv
+  [ -x "$venv/bin/python3" ] || /usr/bin/python3 -m venv "$venv"
+  chmod -R a+rX "$venv"
+  python3="$venv/bin/python3"
+  # generate-openapi.sh (CI's first step, as root) reads the spec with PyYAML from root's Python.
+  python3 -c 'import yaml' 2>/dev/null || python3 -m pip install -q --disable-pip-version-check pyyaml
+fi
+# Every check and install below uses that Python.
+python3() { "$python3" "$@"; }
+
 # The independent clients of the compatibility and attack suites.
 python3 -c 'import httpx, h2, hyperframe, cryptography, websockets' 2>/dev/null ||
   python3 -m pip install -q --disable-pip-version-check 'httpx[http2]' cryptography websockets
 # schemathesis checks the provider's REST API against its spec (scripts/schemathesis.sh);
 # PyYAML reads the spec (scripts/generate-openapi.sh).
-command -v schemathesis >/dev/null && python3 -c 'import yaml' 2>/dev/null ||
+python3 -c 'import schemathesis, yaml' 2>/dev/null ||
   python3 -m pip install -q --disable-pip-version-check 'schemathesis>=4,<5' pyyaml
 # Web Push's independent implementations (Tests/webpush): http_ece decrypts RFC 8291 bodies,
 # py_vapid verifies VAPID tokens, pywebpush sends as Django/Mastodon-style servers do.
@@ -55,3 +78,5 @@ python3 -c 'import opentelemetry.proto' 2>/dev/null ||
 # selenium drives chromium (Tests/browser); Pillow takes the desktop test's screenshot.
 python3 -c 'import selenium, PIL' 2>/dev/null ||
   python3 -m pip install -q --disable-pip-version-check selenium pillow
+# What pip wrote is the test user's to read.
+[ "$python3" = python3 ] || chmod -R a+rX "$(dirname "$(dirname "$python3")")"

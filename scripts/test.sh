@@ -9,11 +9,15 @@
 # broadcast channels end to end (Tests/liveactivity), the dashboards and
 # the browser device in headless chromium (Tests/browser), and desktop notifications under a real
 # session bus and notification server (Tests/desktop). Screenshots go to .build/test-artifacts/.
-# Installs what it needs first (scripts/test-deps.sh: Debian and PyPI packages this machine lacks).
+# Installs what it needs first (scripts/test-deps.sh: Debian and PyPI packages this machine lacks),
+# then, when started as root, runs everything else as the ordinary user herald-test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/test-deps.sh
+# Root only installs: every suite runs as an ordinary user (scripts/as-test-user.sh says what it
+# grants that user, in one place).
+if [ "$(id -u)" -eq 0 ]; then exec scripts/as-test-user.sh scripts/test.sh "$@"; fi
 
 # A PostgreSQL server of its own: the store contract tests run against it too, and so does the
 # cluster test (three gateway nodes sharing it).
