@@ -48,7 +48,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 # As root, the suites' Python packages go into a virtual environment that the unprivileged test
 # user runs (/opt/herald-test-venv, read-only for it); otherwise into the Python on PATH.
-python3=python3
+python3=$(command -v python3)
 if [ "$(id -u)" -eq 0 ]; then
   venv=/opt/herald-test-venv
   [ -x "$venv/bin/python3" ] || /usr/bin/python3 -m venv "$venv"
@@ -79,4 +79,4 @@ python3 -c 'import opentelemetry.proto' 2>/dev/null ||
 python3 -c 'import selenium, PIL' 2>/dev/null ||
   python3 -m pip install -q --disable-pip-version-check selenium pillow
 # What pip wrote is the test user's to read.
-[ "$python3" = python3 ] || chmod -R a+rX "$(dirname "$(dirname "$python3")")"
+[ "$(id -u)" -ne 0 ] || chmod -R a+rX "$(dirname "$(dirname "$python3")")"
