@@ -9,6 +9,8 @@
 #     git and the root steps of CI after the tests see the tree as before), and each directory
 #     above the checkout that others cannot enter gets an ACL that lets this user enter it
 #     (traverse only);
+#   - the user's git trusts repositories other users own (safe.directory): SwiftPM clones the
+#     packages from root's copies in /opt/swift-packages, and the checkout stays root's;
 #   - the command runs with setpriv: the user's ids, no supplementary root groups, no
 #     capabilities in any set (an empty bounding set, as the packaged unit's
 #     CapabilityBoundingSet=), and no_new_privs.
@@ -22,6 +24,9 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 
 id -u "$name" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash --user-group "$name"
 home=$(getent passwd "$name" | cut -d: -f6)
+
+git config --file "$home/.gitconfig" safe.directory >/dev/null || git config --file "$home/.gitconfig" --add safe.directory '*'
+chown "$name:" "$home/.gitconfig"
 
 setfacl -R -m "u:$name:rwX" -m "d:u:$name:rwX" "$top"
 dir=$top
