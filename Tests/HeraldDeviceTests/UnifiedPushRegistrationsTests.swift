@@ -18,40 +18,56 @@ struct UnifiedPushRegistrationsTests {
         var registrations = UnifiedPushRegistrations()
         var made = 0
         func next() -> String { made += 1; return "0f8e3a52-6c1d-4b7e-9a2f-5d3c1b0e7a6\(made)" }
-        guard case .registered(let first, true) = registrations.register(
+        guard case .registered(let first, true, nil) = registrations.register(
             Self.args(["service": "org.example.App", "token": "t1", "vapid": Self.key, "description": "work account"]), makeSubscription: next) else {
             Issue.record("a valid registration was refused")
             return
         }
         #expect(first.subscription == "0f8e3a52-6c1d-4b7e-9a2f-5d3c1b0e7a61" && first.vapid == Self.key && first.description == "work account")
-        guard case .registered(let again, false) = registrations.register(Self.args(["service": "org.example.App", "token": "t1", "vapid": Self.key]), makeSubscription: next) else {
+        guard case .registered(let again, false, nil) = registrations.register(Self.args(["service": "org.example.App", "token": "t1", "vapid": Self.key]), makeSubscription: next) else {
             Issue.record("registering again was refused")
             return
         }
         #expect(again.subscription == first.subscription && made == 1)
 
-        let other = Base64URL.encode(Array(P256.Signing.PrivateKey().publicKey.x963Representation))
-        let refusals: [([String: DBusArgument], String)] = [
-            (Self.args(["token": "t2"]), "service"),
-            (Self.args(["service": "noDots", "token": "t2"]), "service"),
-            (Self.args(["service": "org.9example.App", "token": "t2"]), "service"),
-            (Self.args(["service": "org.example.App.voip", "token": "t2"]), "service"),
-            (["service": .string("org.example.App"), "token": .other], "token"),
-            (Self.args(["service": "org.example.App", "token": ""]), "token"),
-            (Self.args(["service": "org.example.App", "token": String(repeating: "t", count: 101)]), "token"),
-            (Self.args(["service": "org.example.App", "token": "t2", "description": String(repeating: "d", count: 101)]), "description"),
-            (Self.args(["service": "org.example.App", "token": "t2", "vapid": "AAAA"]), "vapid"),
-            (Self.args(["service": "org.other.App", "token": "t1", "vapid": Self.key]), "another service"),
-            (Self.args(["service": "org.example.App", "token": "t1", "vapid": other]), "another VAPID key"),
+        // Each refusal with the specification's answer: a malformed argument is a D-Bus
+        // InvalidArgs error, another app's token AccessDenied, an unusable VAPID key
+        // REGISTRATION_FAILED with VAPID_REQUIRED.
+        let invalid = UnifiedPushRegistrations.invalidArgs, denied = UnifiedPushRegistrations.accessDenied
+        let refusals: [([String: DBusArgument], String, String)] = [
+            (Self.args(["token": "t2"]), invalid, "service"),
+            (Self.args(["service": "noDots", "token": "t2"]), invalid, "service"),
+            (Self.args(["service": "org.9example.App", "token": "t2"]), invalid, "service"),
+            (Self.args(["service": "org.example.App.voip", "token": "t2"]), invalid, "service"),
+            (["service": .string("org.example.App"), "token": .other], invalid, "token"),
+            (Self.args(["service": "org.example.App", "token": ""]), invalid, "token"),
+            (Self.args(["service": "org.example.App", "token": String(repeating: "t", count: 101)]), invalid, "token"),
+            (Self.args(["service": "org.example.App", "token": "t2", "description": String(repeating: "d", count: 101)]), invalid, "description"),
+            (Self.args(["service": "org.example.App", "token": "t2", "vapid": "AAAA"]), "VAPID_REQUIRED", "vapid"),
+            (Self.args(["service": "org.other.App", "token": "t1", "vapid": Self.key]), denied, "another app"),
         ]
-        for (args, about) in refusals {
-            guard case .failed("INTERNAL_ERROR", let why) = registrations.register(args, makeSubscription: next) else {
-                Issue.record("accepted \(args)")
+        for (args, answer, about) in refusals {
+            let why: String
+            switch registrations.register(args, makeSubscription: next) {
+            case .refused(let error, let text) where error == answer: why = text
+            case .failed(let reason, let text) where reason == answer: why = text
+            case let other:
+                Issue.record("\(args): \(other), not \(answer)")
                 continue
             }
             #expect(why.contains(about), "\(why) does not name \(about)")
         }
         #expect(registrations.byToken.count == 1 && made == 1)
+
+        // The same token with another VAPID key: a new subscription replaces the old one.
+        let other = Base64URL.encode(Array(P256.Signing.PrivateKey().publicKey.x963Representation))
+        guard case .registered(let replacement, true, let replaced?) = registrations.register(
+            Self.args(["service": "org.example.App", "token": "t1", "vapid": other]), makeSubscription: next) else {
+            Issue.record("another VAPID key did not replace the subscription")
+            return
+        }
+        #expect(replaced.subscription == first.subscription && replacement.subscription != first.subscription
+            && replacement.vapid == other && replacement.description == "work account" && registrations.byToken.count == 1)
     }
 
     @Test("at most 64 registrations (ACTION_REQUIRED beyond); endpoints reach their registration; Unregister forgets it")

@@ -25,6 +25,8 @@ struct WebPushRouteTests {
         #expect(WebPushRoute.route(Self.head("DELETE", "/m/abc-123")) == .success(.deleteMessage(id: "abc-123")))
         #expect(WebPushRoute.route(Self.head("GET", "/m/abc-123")) == .success(.messageReceipt(id: "abc-123")))
         #expect(WebPushRoute.route(Self.head("GET", "/", [("upgrade", "WebSocket")])) == .success(.browserConnection))
+        // UnifiedPush's discovery: GET on an endpoint, whatever its subscription.
+        #expect(WebPushRoute.route(Self.head("GET", "/wpush/\(Self.endpoint)")) == .success(.discovery))
     }
 
     @Test("refusals in order: the path (404), the method (405), the length (411, 413), then the options (400)")
@@ -32,7 +34,7 @@ struct WebPushRouteTests {
         #expect(Self.refusal(Self.head("POST", "/wpush/short", length: 0))?.status == 404)
         #expect(Self.refusal(Self.head("POST", "/wpush/\(String(repeating: "zz", count: 32))", length: 0))?.status == 404)
         #expect(Self.refusal(Self.head("POST", "/wpush/\(Self.endpoint)/more", length: 0))?.status == 404)
-        #expect(Self.refusal(Self.head("GET", "/wpush/\(Self.endpoint)"))?.status == 405)
+        #expect(Self.refusal(Self.head("PUT", "/wpush/\(Self.endpoint)"))?.status == 405)
         #expect(Self.refusal(Self.head("POST", "/wpush/\(Self.endpoint)", [("ttl", "1")]))?.status == 411)
         #expect(Self.refusal(Self.head("POST", "/wpush/\(Self.endpoint)", [("ttl", "1"), ("content-encoding", "aes128gcm")], length: 4_097))?.status == 413)
         let noTTL = Self.refusal(Self.head("POST", "/wpush/\(Self.endpoint)", length: 0))

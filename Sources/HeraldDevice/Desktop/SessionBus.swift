@@ -420,10 +420,17 @@ final class SessionBus: Sendable {
     private let onSignal: @Sendable (DBusMessage) -> Void
     /// Method calls addressed to this connection (a service it serves); answered with
     /// ``reply(to:_:)`` or ``replyError(to:name:_:)``.
-    private let onMethodCall: @Sendable (DBusMessage) -> Void
+    private let onMethodCall: (@Sendable (DBusMessage) -> Void)?
+    /// The objects this connection exports: standard interfaces are answered here, and a call
+    /// no handler serves gets UnknownObject or UnknownMethod (never silence).
+    private let objects: DBusObjects
 
     /// Connects to the session bus named by `DBUS_SESSION_BUS_ADDRESS` (else `$XDG_RUNTIME_DIR/bus`).
-    init(onSignal: @escaping @Sendable (DBusMessage) -> Void = { _ in }, onMethodCall: @escaping @Sendable (DBusMessage) -> Void = { _ in }) throws {
+    init(
+        objects: DBusObjects = DBusObjects(), onSignal: @escaping @Sendable (DBusMessage) -> Void = { _ in },
+        onMethodCall: (@Sendable (DBusMessage) -> Void)? = nil
+    ) throws {
+        self.objects = objects
         self.onSignal = onSignal
         self.onMethodCall = onMethodCall
         let environment = ProcessInfo.processInfo.environment
@@ -557,7 +564,18 @@ final class SessionBus: Sendable {
                 continuation.resume(returning: message)
             }
         case .signal: onSignal(message)
-        case .methodCall: onMethodCall(message)
+        case .methodCall:
+            if let standard = objects.answer(message, machineID: DBusObjects.machineID) { return answer(standard, to: message) }
+            guard let onMethodCall else { return answer(objects.unknown(message), to: message) }
+            onMethodCall(message)
+        }
+    }
+
+    /// Answers `call` as ``DBusObjects`` said.
+    func answer(_ answer: DBusObjects.Answer, to call: DBusMessage) {
+        switch answer {
+        case .reply(let body): reply(to: call, body)
+        case .error(let name, let message): replyError(to: call, name: name, message)
         }
     }
 

@@ -38,41 +38,54 @@ public struct UnifiedPushRegistrations: Sendable {
     public enum RegisterOutcome: Sendable, Hashable {
         /// Registered (or already registered): the subscription is wanted from the gateway, and
         /// the connector gets `NewEndpoint` once the endpoint is known (at once if it is).
-        case registered(Registration, isNew: Bool)
-        /// `REGISTRATION_FAILED` with this reason (`INTERNAL_ERROR`, `ACTION_REQUIRED`,
-        /// `VAPID_REQUIRED`) and why, for the log.
+        /// `replaced` is the registration's previous subscription when the app registered the
+        /// same token with another VAPID key (that subscription and its endpoint go).
+        case registered(Registration, isNew: Bool, replaced: Registration? = nil)
+        /// `REGISTRATION_FAILED` with the specification's reason for it (`ACTION_REQUIRED`: the
+        /// user must act, here free registrations; `VAPID_REQUIRED`: a usable VAPID key is
+        /// needed) and why, for the log.
         case failed(reason: String, why: String)
+        /// The call itself is wrong, answered with a D-Bus error of this name
+        /// (`org.freedesktop.DBus.Error.InvalidArgs` for a malformed argument, `…AccessDenied`
+        /// for a token another app registered): no registration result, nothing to retry as is.
+        case refused(error: String, why: String)
     }
+
+    static let invalidArgs = "org.freedesktop.DBus.Error.InvalidArgs"
+    static let accessDenied = "org.freedesktop.DBus.Error.AccessDenied"
 
     /// `Register` with its arguments. `makeSubscription` names a new subscription's id.
     public mutating func register(_ args: [String: DBusArgument], makeSubscription: () -> String) -> RegisterOutcome {
         guard case .string(let service)? = args["service"], Self.isBusName(service), DeviceProtocol.isValidTopic(service) else {
-            return .failed(reason: "INTERNAL_ERROR", why: "\"service\" must be the connector's D-Bus name")
+            return .refused(error: Self.invalidArgs, why: "\"service\" must be the connector's D-Bus name")
         }
         guard case .string(let token)? = args["token"], !token.isEmpty, token.utf8.count <= Self.maximumTokenBytes else {
-            return .failed(reason: "INTERNAL_ERROR", why: "\"token\" must be a string of 1 to \(Self.maximumTokenBytes) bytes")
+            return .refused(error: Self.invalidArgs, why: "\"token\" must be a string of 1 to \(Self.maximumTokenBytes) bytes")
         }
         var description: String?
         if let value = args["description"] {
             guard case .string(let text) = value, text.utf8.count <= Self.maximumDescriptionBytes else {
-                return .failed(reason: "INTERNAL_ERROR", why: "\"description\" must be a string of at most \(Self.maximumDescriptionBytes) bytes")
+                return .refused(error: Self.invalidArgs, why: "\"description\" must be a string of at most \(Self.maximumDescriptionBytes) bytes")
             }
             description = text
         }
         var vapid: String?
         if let value = args["vapid"] {
             guard case .string(let text) = value, text.utf8.count <= 128, let key = Base64URL.decode(text[...]), ApplicationServerKey.isValid(key) else {
-                return .failed(reason: "INTERNAL_ERROR", why: "\"vapid\" must be a P-256 public key, uncompressed and base64url")
+                return .failed(reason: "VAPID_REQUIRED", why: "\"vapid\" must be a P-256 public key, uncompressed and base64url")
             }
             vapid = text
         }
         if var existing = byToken[token] {
             guard existing.service == service else {
-                return .failed(reason: "INTERNAL_ERROR", why: "the token is registered by another service")
+                return .refused(error: Self.accessDenied, why: "the token is another app's registration: choose a new random token")
             }
             guard existing.vapid.flatMap({ Base64URL.decode($0[...]) }) == vapid.flatMap({ Base64URL.decode($0[...]) }) else {
-                // Another key is another subscription: the old endpoint goes.
-                return .failed(reason: "INTERNAL_ERROR", why: "the token is registered with another VAPID key; unregister it first")
+                // Another key is another subscription: the old one (and its endpoint) goes.
+                let replacement = Registration(
+                    service: service, token: token, description: description ?? existing.description, vapid: vapid, subscription: makeSubscription())
+                byToken[token] = replacement
+                return .registered(replacement, isNew: true, replaced: existing)
             }
             existing.description = description ?? existing.description
             byToken[token] = existing
@@ -119,10 +132,14 @@ public struct UnifiedPushRegistrations: Sendable {
         }
     }
 
-    /// For the fuzz target `dbus-unifiedpush`: a message's bytes read as a D-Bus call and, when
-    /// it is one, carried out on an empty distributor.
+    /// For the fuzz target `dbus-unifiedpush`: a message's bytes read as a D-Bus call, answered
+    /// as a standard interface would, and, when it is a distributor call, carried out on an empty
+    /// distributor.
     public static func fuzz(_ bytes: [UInt8]) {
-        guard let message = try? DBusMessage.decode(bytes), let args = message.variantDictionary.map(DBusArgument.arguments) else { return }
+        guard let message = try? DBusMessage.decode(bytes) else { return }
+        // The standard interfaces every exported object answers (introspection, Peer, Properties).
+        _ = DBusObjects([UnifiedPushDistributor.path: UnifiedPushDistributor.introspection]).answer(message) { nil }
+        guard let args = message.variantDictionary.map(DBusArgument.arguments) else { return }
         var registrations = UnifiedPushRegistrations()
         _ = registrations.register(args) { "0f8e3a52-6c1d-4b7e-9a2f-5d3c1b0e7a64" }
         _ = registrations.unregister(args)
@@ -172,6 +189,11 @@ public final class UnifiedPushDistributor: Sendable {
 
     private let bus: Locked<SessionBus?>
     private let state: Locked<UnifiedPushRegistrations>
+    /// Messages a connector did not take, by registration token (at most
+    /// ``maximumPendingPerRegistration`` each, in arrival order): handed over again when the app
+    /// registers again, as it does at its start, not only at the gateway's next connection.
+    private let pending = Locked([String: [DeviceNotification]]())
+    static let maximumPendingPerRegistration = 64
     private let file: String
     private let connection: DeviceConnection
     private let onEvent: @Sendable (UnifiedPushEvent) -> Void
@@ -206,7 +228,7 @@ public final class UnifiedPushDistributor: Sendable {
             file: file, registrations: UnifiedPushRegistrations(saved), connection: connection, onEvent: onEvent, logger: logger)
         let bus: SessionBus
         do {
-            bus = try SessionBus(onMethodCall: { [weak distributor] call in distributor?.handle(call) })
+            bus = try SessionBus(objects: DBusObjects([path: Self.introspection]), onMethodCall: { [weak distributor] call in distributor?.handle(call) })
             try await bus.start(match: nil)
             try await bus.requestName(busName)
         } catch {
@@ -236,44 +258,101 @@ public final class UnifiedPushDistributor: Sendable {
 
     // MARK: calls from apps
 
+    /// What introspection shows at ``path`` (beside the standard interfaces).
+    static let introspection = """
+          <interface name="org.unifiedpush.Distributor2">
+            <method name="Register"><arg name="args" type="a{sv}" direction="in"/><arg name="res" type="a{sv}" direction="out"/></method>
+            <method name="Unregister"><arg name="args" type="a{sv}" direction="in"/><arg name="res" type="a{sv}" direction="out"/></method>
+          </interface>
+
+        """
+
     private func handle(_ call: DBusMessage) {
         guard let bus = bus.withLock({ $0 }) else { return }
-        guard call.path == Self.path, call.interface == Self.interface || call.interface == nil else {
-            return bus.replyError(to: call, name: "org.freedesktop.DBus.Error.UnknownMethod", "Herald serves \(Self.interface) at \(Self.path)")
+        guard call.path == Self.path, call.interface == Self.interface || call.interface == nil,
+              call.member == "Register" || call.member == "Unregister" else {
+            return bus.replyError(
+                to: call, name: "org.freedesktop.DBus.Error.UnknownMethod",
+                "Herald serves \(Self.interface) (Register, Unregister) at \(Self.path), not \((call.interface ?? "").prefix(128)).\((call.member ?? "").prefix(64))")
         }
         guard let dictionary = call.variantDictionary else {
-            return bus.replyError(to: call, name: "org.freedesktop.DBus.Error.InvalidArgs", "\(Self.interface) methods take one a{sv}")
+            return bus.replyError(to: call, name: UnifiedPushRegistrations.invalidArgs, "\(Self.interface) methods take one a{sv}")
         }
         let args = DBusArgument.arguments(dictionary)
-        switch call.member {
-        case "Register":
-            let outcome = state.withLock { $0.register(args) { UUID().uuidString.lowercased() } }
-            switch outcome {
-            case .failed(let reason, let why):
-                onEvent(.refused(service: dictionary["service"]?.stringValue, reason: reason, why: why))
-                bus.reply(to: call, [DBusMessage.variantDictionary(["success": .string("REGISTRATION_FAILED"), "reason": .string(reason)])])
-            case .registered(let registration, let isNew):
-                bus.reply(to: call, [DBusMessage.variantDictionary(["success": .string("REGISTRATION_SUCCEEDED")])])
-                if isNew { save() }
-                onEvent(.registered(service: registration.service, description: registration.description, endpoint: registration.endpoint))
-                want(registration)
-                // Registered again with a known endpoint: the connector gets it at once.
-                if let endpoint = registration.endpoint { newEndpoint(registration, endpoint) }
+        // Whose call it is: an app registers and unregisters only itself (the name it owns).
+        Task {
+            if call.member == "Register" {
+                await register(args, call: call, bus: bus)
+            } else {
+                await unregister(args, call: call, bus: bus)
             }
-        case "Unregister":
-            bus.reply(to: call)
-            guard let registration = state.withLock({ $0.unregister(args) }) else { return }
-            save()
-            connection.drop(.webPush(
-                topic: registration.service, subscription: registration.subscription,
-                applicationServerKey: registration.vapid.flatMap { Base64URL.decode($0[...]) }))
-            onEvent(.unregistered(service: registration.service))
-            bus.send(
-                destination: registration.service, path: Self.connectorPath, interface: Self.connectorInterface, member: "Unregistered",
-                [DBusMessage.variantDictionary(["token": .string(registration.token)])])
-        default:
-            bus.replyError(to: call, name: "org.freedesktop.DBus.Error.UnknownMethod", "\(Self.interface) has Register and Unregister")
         }
+    }
+
+    /// Whether `sender` (the caller's unique name) owns `service` on the bus now.
+    private func owns(_ sender: String?, _ service: String, bus: SessionBus) async -> Bool {
+        guard let sender, UnifiedPushRegistrations.isBusName(service) else { return false }
+        let answer = try? await bus.call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "GetNameOwner",
+            [.string(service)], timeout: .seconds(5))
+        return answer?.body.first?.stringValue == sender
+    }
+
+    private func register(_ args: [String: DBusArgument], call: DBusMessage, bus: SessionBus) async {
+        if case .string(let service)? = args["service"], UnifiedPushRegistrations.isBusName(service), !(await owns(call.sender, service, bus: bus)) {
+            let why = "the caller does not own \(service.prefix(255)) on the bus: an app registers only itself, from the name it owns"
+            onEvent(.refused(service: service, reason: UnifiedPushRegistrations.accessDenied, why: why))
+            return bus.replyError(to: call, name: UnifiedPushRegistrations.accessDenied, why)
+        }
+        let outcome = state.withLock { $0.register(args) { UUID().uuidString.lowercased() } }
+        let service: String? = if case .string(let service)? = args["service"] { service } else { nil }
+        switch outcome {
+        case .refused(let error, let why):
+            onEvent(.refused(service: service, reason: error, why: why))
+            bus.replyError(to: call, name: error, why)
+        case .failed(let reason, let why):
+            onEvent(.refused(service: service, reason: reason, why: why))
+            bus.reply(to: call, [DBusMessage.variantDictionary(["success": .string("REGISTRATION_FAILED"), "reason": .string(reason)])])
+        case .registered(let registration, let isNew, let replaced):
+            bus.reply(to: call, [DBusMessage.variantDictionary(["success": .string("REGISTRATION_SUCCEEDED")])])
+            if let replaced { drop(replaced) }
+            if isNew { save() }
+            onEvent(.registered(service: registration.service, description: registration.description, endpoint: registration.endpoint))
+            want(registration)
+            // Registered again with a known endpoint: the connector gets it at once, then what it
+            // missed while it was away.
+            if let endpoint = registration.endpoint { newEndpoint(registration, endpoint) }
+            let missed = pending.withLock { $0.removeValue(forKey: registration.token) ?? [] }
+            for push in missed { deliver(push, to: registration) }
+        }
+    }
+
+    private func unregister(_ args: [String: DBusArgument], call: DBusMessage, bus: SessionBus) async {
+        let empty = DBusMessage.variantDictionary([:])
+        guard case .string(let token)? = args["token"] else {
+            return bus.replyError(to: call, name: UnifiedPushRegistrations.invalidArgs, "Unregister takes {\"token\": s}")
+        }
+        guard let known = state.withLock({ $0.byToken[token] }) else { return bus.reply(to: call, [empty]) }
+        guard await owns(call.sender, known.service, bus: bus) else {
+            return bus.replyError(to: call, name: UnifiedPushRegistrations.accessDenied, "the token is another app's registration: an app unregisters only itself")
+        }
+        guard let registration = state.withLock({ $0.unregister(args) }) else { return bus.reply(to: call, [empty]) }
+        bus.reply(to: call, [empty])
+        save()
+        drop(registration)
+        onEvent(.unregistered(service: registration.service))
+        bus.send(
+            destination: registration.service, path: Self.connectorPath, interface: Self.connectorInterface, member: "Unregistered",
+            [DBusMessage.variantDictionary(["token": .string(registration.token)])])
+    }
+
+    /// Ends a registration's subscription on the gateway (its endpoint answers 410) and forgets
+    /// what was pending for it.
+    private func drop(_ registration: UnifiedPushRegistrations.Registration) {
+        pending.withLock { pending in pending[registration.token]?.removeAll { $0.token?.hex == registration.gatewayToken } }
+        connection.drop(.webPush(
+            topic: registration.service, subscription: registration.subscription,
+            applicationServerKey: registration.vapid.flatMap { Base64URL.decode($0[...]) }))
     }
 
     private func newEndpoint(_ registration: UnifiedPushRegistrations.Registration, _ endpoint: String) {
@@ -334,7 +413,13 @@ public final class UnifiedPushDistributor: Sendable {
                 onEvent(.message(service: registration.service, id: id.description, bytes: body.count))
                 connection.acknowledge(id)
             } catch {
-                // Not acked: the gateway keeps it and sends it again at the next connection.
+                // Not acked: the gateway keeps it and sends it again at the next connection; the
+                // distributor hands it over again as soon as the app registers again.
+                self.pending.withLock { pending in
+                    var list = pending[registration.token] ?? []
+                    if !list.contains(where: { $0.apnsID == id }) { list.append(push) }
+                    pending[registration.token] = Array(list.suffix(Self.maximumPendingPerRegistration))
+                }
                 onEvent(.notDelivered(service: registration.service, id: id.description, why: "the connector did not take it: \(error)"))
             }
         }

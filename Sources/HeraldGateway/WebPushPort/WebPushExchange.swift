@@ -59,6 +59,10 @@ struct WebPushExchange {
             return eventLoop.makeSucceededFuture(refuse(.init(501, "Herald does not withdraw accepted messages: they expire with their TTL, or a newer one with the same Topic replaces them")))
         case .success(.messageReceipt(let id)):
             return receipt(id, on: eventLoop)
+        case .success(.discovery):
+            port.metrics.recordWebPushResponse(status: 200)
+            return eventLoop.makeSucceededFuture(WebPushAnswer(
+                status: 200, headers: [("content-type", "application/json")], body: Array(#"{"unifiedpush":{"version":1}}"#.utf8)))
         case .success(.push(let endpoint, let options, let authorization, let cryptoKey)):
             guard let token = DeviceToken(bytes: endpoint.bytes) else { return eventLoop.makeSucceededFuture(refuse(.init(404, "no such subscription"))) }
             guard let origin = port.origin(host: request.host) else {

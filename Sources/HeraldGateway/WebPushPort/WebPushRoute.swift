@@ -9,9 +9,13 @@ import HeraldCore
 /// - `GET /m/<message id>`: the message's receipt (Herald's receipts: accepted, stored,
 ///   delivered, acked, expired…), the URL a `201`'s `Location` names;
 /// - `DELETE /m/<message id>`: withdraw a message not yet delivered (RFC 8030 §6.2);
+/// - `GET /wpush/<endpoint id>`: UnifiedPush's discovery (its server specification): the answer
+///   `{"unifiedpush":{"version":1}}` tells a sender (a Matrix push gateway, say) that the
+///   endpoint is a push server's, without saying whether the subscription exists;
 /// - `GET /` with `Upgrade: websocket`: a browser's connection (Mozilla's protocol).
 enum WebPushRoute: Hashable {
     case push(endpoint: WebPushEndpointID, options: WebPushOptions, authorization: String?, cryptoKey: String?)
+    case discovery
     case messageReceipt(id: String)
     case deleteMessage(id: String)
     case browserConnection
@@ -105,7 +109,8 @@ enum WebPushRoute: Hashable {
     private static func push(_ head: Head, endpoint hex: some Collection<UInt8>) -> Result<WebPushRoute, Refusal> {
         guard hex.count == 64, let token = DeviceToken(hexBytes: hex) else { return .failure(Refusal(404, "no such subscription")) }
         let endpoint = WebPushEndpointID(bytes: token.bytes)
-        guard head.method == "POST" else { return .failure(Refusal(405, "push messages are sent with POST")) }
+        if head.method == "GET" { return .success(.discovery) }
+        guard head.method == "POST" else { return .failure(Refusal(405, "push messages are sent with POST (GET answers UnifiedPush's discovery)")) }
         guard let length = head.contentLength else {
             return .failure(Refusal(411, "a push message needs a Content-Length (0 for a message without a body)"))
         }
