@@ -43,6 +43,9 @@ python3 Tests/operations/backup.py "$(swift build --show-bin-path)/herald"
 python3 Tests/operations/postgres.py "$(swift build --show-bin-path)/herald"
 # --config FILE.yaml and HERALD_* variables: precedence, --print-config, hostile files (docs/operations.md).
 python3 Tests/operations/config.py "$(swift build --show-bin-path)/herald"
+# As people run it: IPv6 and dual stack end to end, a YAML alias bomb, settings named by their
+# source, every log line JSON in JSON mode, a hanging collector at stop, foreign stores refused.
+python3 Tests/operations/unprivileged.py "$(swift build --show-bin-path)/herald"
 # OpenTelemetry: one push's trace across herald provider and herald gateway, received by an OTLP
 # receiver in the test (docs/operations.md, "Tracing").
 python3 Tests/operations/traces.py "$(swift build --show-bin-path)/herald"

@@ -1,3 +1,4 @@
+import CYaml
 import Yams
 
 /// What operators hand the long-running commands besides flags: the YAML file of
@@ -34,13 +35,19 @@ public enum ConfigurationFile {
     /// Reads the text of the file at `source` (its name, for messages) against the command's
     /// `keys`: each key's values as the flags would be given them. An empty file sets nothing.
     ///
-    /// The file is composed into YAML nodes and checked node by node; nothing is constructed
-    /// from it. Anchors and aliases are refused where they stand: a settings file needs none, and
-    /// expanding them first is how a few hundred bytes ("billion laughs") become gigabytes.
-    /// Every refusal names the file and the line.
+    /// Any anchor or alias is refused first, from the parser's events: a settings file needs
+    /// none, and expanding them (or hashing a key that is an alias) is how a few hundred bytes
+    /// ("billion laughs") become gigabytes or minutes. Then the file is composed into YAML
+    /// nodes and checked node by node; nothing is constructed from it. Every refusal names the
+    /// file and the line.
     public static func parse(_ text: String, keys: [String: Key], command: String, source: String) throws(Refusal) -> [String: Setting] {
         guard text.utf8.count <= maximumBytes else { throw Refusal(description: "--config \(source) is larger than 1 MiB") }
-        // The parser stays alive while its nodes are read: it owns their anchors.
+        // Anchors and aliases first, from libyaml's events, before Yams composes anything: a
+        // complex key that is an alias would be hashed through every level it refers to.
+        if let (line, name) = Self.firstAnchorOrAlias(text) {
+            throw Refusal(description: "--config \(source) line \(line): the anchor or alias \"\(name.prefix(64))\"; a settings file takes no anchors or aliases (write each value out)")
+        }
+        // The parser stays alive while its nodes are read.
         let parser: Parser
         let root: Node?
         do {
@@ -53,37 +60,30 @@ public enum ConfigurationFile {
             let line = node?.mark.map { " line \($0.line)" } ?? ""
             return Refusal(description: "--config \(source)\(line): \(message)")
         }
-        func checkNoAnchor(_ node: Node, _ name: String) throws(Refusal) {
-            if let anchor = node.anchor {
-                throw refuse(node, "key \"\(name.prefix(64))\" uses the anchor or alias \"\(anchor.rawValue.prefix(64))\"; a settings file takes no anchors or aliases (write the value out)")
-            }
-        }
         guard let root else { return [:] }
-        if case .scalar(let scalar) = root, scalar.tag.rawValue == Tag.Name.null.rawValue { return [:] }
+        // What a scalar is, as YAML reads it (the tag written, else the resolver's rules).
+        func kind(_ node: Node) -> Tag.Name { parser.resolver.resolveTag(of: node) }
+        if case .scalar = root, kind(root) == .null { return [:] }
         guard case .mapping(let mapping) = root else {
             throw refuse(root, "the file must be a mapping of settings (key: value)")
         }
-        try checkNoAnchor(root, "(the file)")
         var values: [String: Setting] = [:]
         for (keyNode, value) in mapping {
             let line = keyNode.mark?.line ?? 0
             guard case .scalar(let keyScalar) = keyNode else { throw refuse(keyNode, "a key must be a flag's name") }
-            try checkNoAnchor(keyNode, keyScalar.string)
             let name = keyScalar.string
             guard let key = keys[name], !reservedKeys.contains(name) else {
                 let known = keys.keys.filter { !reservedKeys.contains($0) }.sorted()
                 throw refuse(keyNode, "unknown key \"\(name.prefix(64))\"; herald \(command) takes \(known.joined(separator: ", "))")
             }
-            try checkNoAnchor(value, name)
             func scalar(_ item: Node) throws(Refusal) -> String {
-                try checkNoAnchor(item, name)
-                guard case .scalar(let scalar) = item, let text = Self.text(of: scalar) else {
+                guard case .scalar(let scalar) = item, let text = Self.text(of: scalar, kind: kind(item)) else {
                     throw refuse(item, "key \"\(name)\" must be a string, a number or true/false")
                 }
                 return text
             }
             if !key.takesValue {
-                guard case .scalar(let flag) = value, flag.tag.rawValue == Tag.Name.bool.rawValue, let bool = Bool.construct(from: flag) else {
+                guard case .scalar(let flag) = value, kind(value) == .bool, let bool = Bool.construct(from: flag) else {
                     throw refuse(value, "key \"\(name)\" is a switch: true or false")
                 }
                 values[name] = Setting(values: [String(bool)], line: line)
@@ -99,10 +99,39 @@ public enum ConfigurationFile {
         return values
     }
 
+    /// The line (from 1) and name of the first anchor or alias in `text`, read as libyaml's
+    /// event stream (linear in the text: an alias is one event, never followed); nil when there
+    /// is none or the text is not YAML (composing it says why).
+    static func firstAnchorOrAlias(_ text: String) -> (line: Int, name: String)? {
+        var parser = yaml_parser_t()
+        guard yaml_parser_initialize(&parser) == 1 else { return nil }
+        defer { yaml_parser_delete(&parser) }
+        let bytes = Array(text.utf8)
+        return bytes.withUnsafeBufferPointer { buffer -> (line: Int, name: String)? in
+            yaml_parser_set_input_string(&parser, buffer.baseAddress, buffer.count)
+            while true {
+                var event = yaml_event_t()
+                guard yaml_parser_parse(&parser, &event) == 1 else { return nil }
+                defer { yaml_event_delete(&event) }
+                let anchor: UnsafeMutablePointer<yaml_char_t>? = switch event.type {
+                case YAML_ALIAS_EVENT: event.data.alias.anchor
+                case YAML_SCALAR_EVENT: event.data.scalar.anchor
+                case YAML_SEQUENCE_START_EVENT: event.data.sequence_start.anchor
+                case YAML_MAPPING_START_EVENT: event.data.mapping_start.anchor
+                default: nil
+                }
+                if let anchor {
+                    return (Int(event.start_mark.line) + 1, String(cString: anchor))
+                }
+                if event.type == YAML_STREAM_END_EVENT { return nil }
+            }
+        }
+    }
+
     /// A scalar as a flag would be given it: a string as written, a number and true/false as
     /// YAML reads them (`0x1F` is 31, `yes` is not a switch's value); nil for null and anything else.
-    private static func text(of scalar: Node.Scalar) -> String? {
-        switch Tag.Name(rawValue: scalar.tag.rawValue) {
+    private static func text(of scalar: Node.Scalar, kind: Tag.Name) -> String? {
+        switch kind {
         case .str: return scalar.string
         case .int: return Int.construct(from: scalar).map { String($0) }
         case .float: return Double.construct(from: scalar).map { String($0) }

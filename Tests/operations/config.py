@@ -65,13 +65,13 @@ token-burst: 50
         settings = {line.split(" = ")[0]: line.split(" = ", 1)[1] for line in shown.stdout.splitlines() if " = " in line}
         check("--print-config: a flag beats the environment and the file", settings.get("token-burst") == "7  (command line)", settings.get("token-burst"))
         check("--print-config: the environment beats the file", settings.get("host") == "127.0.0.2  (environment HERALD_HOST)", settings.get("host"))
-        check("--print-config: the file beats the default", settings.get("log-level") == f"warning  (file {config})", settings.get("log-level"))
+        check("--print-config: the file beats the default", settings.get("log-level") == f"warning  (file {config} line 6)", settings.get("log-level"))
         check("--print-config: defaults are named", settings.get("admin-host") == "127.0.0.1  (default)", settings.get("admin-host"))
         check("--print-config masks a database password", "hunter2" not in shown.stdout and "herald:********@db.example" in settings.get("database", ""),
               settings.get("database"))
 
         provider = herald("provider", "--config", write(os.path.join(work, "provider.yaml"), f"data-dir: {work}/provider\ngateway: https://localhost:2197\nkey: {work}/key.p8\nkey-id: ABC123DEFG\nteam: TEAM123456\nport: 0\ndefault-language: fr\n"), "--print-config")
-        check("herald provider takes --config", provider.returncode == 0 and f"port = 0  (file {work}/provider.yaml)" in provider.stdout,
+        check("herald provider takes --config", provider.returncode == 0 and f"port = 0  (file {work}/provider.yaml line 6)" in provider.stdout,
               provider.stdout[:300] + provider.stderr[:300])
         device = herald("device", "run", "--config", write(os.path.join(work, "device.yaml"), f"data-dir: {work}/phone\napp: [com.example.a, com.example.b]\njson: true\n"),
                         "--print-config")
