@@ -7,6 +7,9 @@
 - The running gateway is unharmed: it keeps accepting during and after the backup.
 - Refusals that name what to fix: an --out that exists, a restore over a live data directory or a
   used one, a backup whose file was changed (checksum), a manifest that points outside the backup.
+- Every file keeps its mode (the store's copy included); a gateway's --tls-cert/--tls-key files are
+  included when given (else the backup says they are not) and put back where they were by restore,
+  never over a different file.
 - A full disk (a 32 KiB tmpfs): the backup fails, says so, and leaves nothing behind.
 
 Usage: backup.py PATH/TO/herald
@@ -83,6 +86,10 @@ def main():
               {"herald.sqlite", "tls/ca.pem", "tls/ca-key.pem", "tls/server.pem", "tls/server-key.pem"} <= names
               and all(len(f["sha256"]) == 64 for f in manifest["files"]), sorted(names))
         check("private keys keep their mode", next(f for f in manifest["files"] if f["path"] == "tls/ca-key.pem")["mode"] == 0o600, manifest["files"])
+        modes = {f["path"]: (f["mode"], os.stat(os.path.join(out, f["path"])).st_mode & 0o777, os.stat(os.path.join(data, f["path"])).st_mode & 0o777)
+                 for f in manifest["files"]}
+        check("every copied file has the mode the manifest records, which is the original's (the store's copy too)",
+              all(recorded == copied == original for recorded, copied, original in modes.values()), modes)
 
         # Refusals.
         again = herald("backup", "--data-dir", data, "--out", out)
@@ -105,6 +112,35 @@ def main():
               and len({h.get("token") for h in held_ids}) == 20, (held.returncode, held_ids[:2], held.stderr[:300]))
         gateway2.terminate()
         gateway2.wait(timeout=30)
+
+        # A gateway whose TLS files are given by flag, outside its data directory.
+        tls_dir = os.path.join(work, "etc-tls")
+        os.makedirs(tls_dir)
+        cert, key = os.path.join(tls_dir, "gateway.pem"), os.path.join(tls_dir, "gateway-key.pem")
+        shutil.copy(os.path.join(data, "tls/server.pem"), cert)
+        shutil.copy(os.path.join(data, "tls/server-key.pem"), key)
+        os.chmod(key, 0o600)
+        bare = os.path.join(work, "bare")
+        os.makedirs(bare)
+        shutil.copy(os.path.join(restored, "herald.sqlite"), os.path.join(bare, "herald.sqlite"))
+        noted = herald("backup", "--data-dir", bare, "--out", os.path.join(work, "backup-bare"))
+        check("without --tls-cert/--tls-key, a backup of a directory with no development certificate says the TLS files are not included",
+              noted.returncode == 0 and "not included" in noted.stderr, noted.stderr)
+        flagged = os.path.join(work, "backup-tls")
+        made = herald("backup", "--data-dir", bare, "--out", flagged, "--tls-cert", cert, "--tls-key", key)
+        entries = {f.get("origin"): f for f in json.load(open(os.path.join(flagged, "MANIFEST.json")))["files"] if f.get("origin")}
+        check("--tls-cert/--tls-key: both files are in the backup with their origin and mode", made.returncode == 0
+              and set(entries) == {cert, key} and entries[key]["mode"] == 0o600, (made.stderr, entries))
+        os.remove(cert)
+        os.remove(key)
+        back = herald("restore", "--from", flagged, "--data-dir", os.path.join(work, "restored-tls"))
+        check("restore puts the TLS files back where they were, with their modes", back.returncode == 0 and os.path.exists(cert)
+              and os.stat(key).st_mode & 0o777 == 0o600 and open(cert).read() == open(os.path.join(data, "tls/server.pem")).read(), back.stderr)
+        with open(key, "a") as f:
+            f.write("# changed\n")
+        clash = herald("restore", "--from", flagged, "--data-dir", os.path.join(work, "restored-tls-2"))
+        check("restore never writes over a different file at an origin, and writes nothing then", clash.returncode != 0
+              and "where a different file is" in clash.stderr and not os.path.exists(os.path.join(work, "restored-tls-2")), clash.stderr)
 
         # A damaged backup: one byte of a file changed.
         damaged = os.path.join(work, "damaged")
