@@ -1,0 +1,94 @@
+import Crypto
+import Foundation
+import HeraldTesting
+import Logging
+import NIOCore
+import NIOEmbedded
+import Testing
+import X509
+
+@testable import HeraldGateway
+
+/// A port that cannot set up its connections is never silent; TLS files are refused in words
+/// that name them; a certificate near its end is warned about.
+@Suite("Connection setup and TLS files")
+struct ConnectionSetupTests {
+    struct SocketOptionRefused: Error, CustomStringConvertible { var description: String { "setsockopt: Permission denied (errno: 13)" } }
+
+    @Test("failures are counted; after three in a row with none set up, /health names the port and the reason; one success clears it")
+    func watch() throws {
+        let metrics = GatewayMetrics()
+        let watch = metrics.connectionSetup
+        let logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+        #expect(watch.problems().isEmpty)
+        // A refusal by a bound is not a setup failure: the reporter lets it pass.
+        let channel = EmbeddedChannel(handler: watch.reporter(port: "device", logger: logger))
+        channel.pipeline.fireErrorCaught(TooManyConnectionsFromAddress(limit: 1))
+        #expect(watch.problems().isEmpty)
+        for _ in 0..<2 { channel.pipeline.fireErrorCaught(SocketOptionRefused()) }
+        #expect(watch.problems().isEmpty, "two failures are not yet 'every connection'")
+        channel.pipeline.fireErrorCaught(SocketOptionRefused())
+        #expect(watch.problems() == ["the device port could not set up its last 3 connections (none since): setsockopt: Permission denied (errno: 13)"])
+        let health = GatewayHealth().problems(probe: nil, connectionSetup: watch.problems())
+        #expect(health.count == 1 && health[0].contains("device port"))
+        let exposition = String(decoding: metrics.exposition(), as: UTF8.self)
+        #expect(exposition.contains(#"herald_connection_setup_failures_total{port="device"} 3"#), "\(exposition.split(separator: "\n").filter { $0.contains("setup") })")
+        watch.succeeded(port: "provider")
+        #expect(watch.problems().count == 1, "another port's success changes nothing")
+        watch.succeeded(port: "device")
+        #expect(watch.problems().isEmpty)
+        _ = try channel.finish()
+    }
+
+    static func certificate(days: Double, now: Date, key: P256.Signing.PrivateKey) throws -> Certificate {
+        let name = try DistinguishedName { CommonName("localhost") }
+        return try Certificate(
+            version: .v3, serialNumber: .init(), publicKey: .init(key.publicKey), notValidBefore: now.addingTimeInterval(-86_400),
+            notValidAfter: now.addingTimeInterval(days * 86_400), issuer: name, subject: name, signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: Certificate.Extensions {}, issuerPrivateKey: .init(key))
+    }
+
+    @Test("a key that is not the certificate's is named as such; unreadable files are named; expiry within 14 days is a warning")
+    func tlsFiles() throws {
+        let dir = try TemporaryDirectory.make(prefix: "herald-tls")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let now = Date(timeIntervalSince1970: 1_795_000_000)
+        let key = P256.Signing.PrivateKey(), other = P256.Signing.PrivateKey()
+        func write(_ name: String, _ text: String) throws -> String {
+            let path = dir + "/" + name
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+        let soon = try write("soon.pem", try Self.certificate(days: 3, now: now, key: key).serializeAsPEM().pemString)
+        let later = try write("later.pem", try Self.certificate(days: 90, now: now, key: key).serializeAsPEM().pemString)
+        let expired = try write("expired.pem", try Self.certificate(days: -2, now: now, key: key).serializeAsPEM().pemString)
+        let keyPath = try write("key.pem", key.pemRepresentation)
+        let otherPath = try write("other.pem", other.pemRepresentation)
+        let nowMilliseconds = Int64(now.timeIntervalSince1970 * 1000)
+
+        _ = try GatewayConfiguration.TLSFiles(certificateChainPath: later, privateKeyPath: keyPath).load()
+        #expect(throws: GatewayConfigurationError.self) { try GatewayConfiguration.TLSFiles(certificateChainPath: later, privateKeyPath: otherPath).load() }
+        do {
+            _ = try GatewayConfiguration.TLSFiles(certificateChainPath: later, privateKeyPath: otherPath).load()
+        } catch {
+            #expect("\(error)".contains("\(otherPath) is not the key of the certificate in \(later)"), "\(error)")
+        }
+        do {
+            _ = try GatewayConfiguration.TLSFiles(certificateChainPath: dir + "/missing.pem", privateKeyPath: keyPath).load()
+            Issue.record("a missing certificate was loaded")
+        } catch {
+            #expect("\(error)".contains("TLS certificate (--tls-cert) \(dir)/missing.pem cannot be used: No such file or directory"), "\(error)")
+        }
+        do {
+            _ = try GatewayConfiguration.TLSFiles(certificateChainPath: later, privateKeyPath: later).load()
+            Issue.record("a certificate was loaded as a key")
+        } catch {
+            #expect("\(error)".contains("TLS key (--tls-key) \(later) cannot be used"), "\(error)")
+        }
+        #expect(GatewayConfiguration.TLSFiles(certificateChainPath: later, privateKeyPath: keyPath).expiryWarning(nowMilliseconds: nowMilliseconds) == nil)
+        let warning = GatewayConfiguration.TLSFiles(certificateChainPath: soon, privateKeyPath: keyPath).expiryWarning(nowMilliseconds: nowMilliseconds)
+        #expect(warning?.contains("\(soon) expires at") == true && warning?.contains("in 3 days 0 hours") == true, "\(warning ?? "none")")
+        let gone = GatewayConfiguration.TLSFiles(certificateChainPath: expired, privateKeyPath: keyPath).expiryWarning(nowMilliseconds: nowMilliseconds)
+        #expect(gone?.contains("expired at") == true, "\(gone ?? "none")")
+    }
+}
