@@ -40,25 +40,46 @@ extension GatewayConfiguration.TLSFiles {
         return "\(error)"
     }
 
+    /// Whether both files can serve: readable, PEM, the key the certificate's (the gateway's
+    /// start, SIGHUP and `herald doctor` say the same); throws naming what is wrong.
+    public func check() throws { _ = try load() }
+
+    /// Where the server certificate stands at an instant.
+    public enum Validity: Sendable, Equatable {
+        case valid(until: Date)
+        /// Valid, but ends within ``expiryWarning``.
+        case endsSoon(at: Date)
+        case expired(at: Date)
+        case notYetValid(from: Date)
+    }
+
+    /// The first certificate's validity at `nowMilliseconds`; nil when it cannot be read
+    /// (``check()`` says why).
+    public func validity(nowMilliseconds: Int64) -> Validity? {
+        guard let first = try? NIOSSLCertificate.fromPEMFile(certificateChainPath).first,
+              let leaf = try? Certificate(derEncoded: first.toDERBytes()) else { return nil }
+        let now = Date(timeIntervalSince1970: Double(nowMilliseconds) / 1000)
+        if leaf.notValidAfter <= now { return .expired(at: leaf.notValidAfter) }
+        if leaf.notValidBefore > now { return .notYetValid(from: leaf.notValidBefore) }
+        if leaf.notValidAfter.timeIntervalSince(now) <= Double(Self.expiryWarning.components.seconds) { return .endsSoon(at: leaf.notValidAfter) }
+        return .valid(until: leaf.notValidAfter)
+    }
+
     /// A warning when the server certificate has expired, is not valid yet, or ends within
     /// ``expiryWarning`` of `nowMilliseconds`; nil when it is fine (or cannot be read: loading
     /// it reports that).
     public func expiryWarning(nowMilliseconds: Int64) -> String? {
-        guard let first = try? NIOSSLCertificate.fromPEMFile(certificateChainPath).first,
-              let leaf = try? Certificate(derEncoded: first.toDERBytes()) else { return nil }
-        let now = Date(timeIntervalSince1970: Double(nowMilliseconds) / 1000)
-        let end = leaf.notValidAfter
-        let stamp = ISO8601DateFormatter().string(from: end)
-        if end <= now {
-            return "the TLS certificate \(certificateChainPath) expired at \(stamp): clients will refuse every connection; renew it and send SIGHUP"
+        let stamp = { (date: Date) in ISO8601DateFormatter().string(from: date) }
+        switch validity(nowMilliseconds: nowMilliseconds) {
+        case .expired(let end)?:
+            return "the TLS certificate \(certificateChainPath) expired at \(stamp(end)): clients will refuse every connection; renew it and send SIGHUP"
+        case .notYetValid(let start)?:
+            return "the TLS certificate \(certificateChainPath) is not valid before \(stamp(start)): clients will refuse it until then"
+        case .endsSoon(let end)?:
+            let left = end.timeIntervalSince1970 - Double(nowMilliseconds) / 1000
+            return "the TLS certificate \(certificateChainPath) expires at \(stamp(end)), in \(Int(left / 86_400)) days \(Int(left.truncatingRemainder(dividingBy: 86_400) / 3_600)) hours: renew it and send SIGHUP"
+        case .valid?, nil:
+            return nil
         }
-        if leaf.notValidBefore > now {
-            return "the TLS certificate \(certificateChainPath) is not valid before \(ISO8601DateFormatter().string(from: leaf.notValidBefore)): clients will refuse it until then"
-        }
-        let left = end.timeIntervalSince(now)
-        if left <= Double(Self.expiryWarning.components.seconds) {
-            return "the TLS certificate \(certificateChainPath) expires at \(stamp), in \(Int(left / 86_400)) days \(Int(left.truncatingRemainder(dividingBy: 86_400) / 3_600)) hours: renew it and send SIGHUP"
-        }
-        return nil
     }
 }

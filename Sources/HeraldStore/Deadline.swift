@@ -37,3 +37,40 @@ public func withDeadline<T: Sendable>(
         if waiting.withLock({ $0 == nil }) { sleeper.cancel() }
     }
 }
+
+/// One operation at a time, whose callers each wait with a deadline of their own: a caller that
+/// gives up (``DeadlineExceeded``) leaves the operation running, and the next caller joins it
+/// instead of starting another. For probes and renewals polled on a timer or by clients:
+/// however often they are asked for, the store sees at most one in flight, and a slow query is
+/// not abandoned at each caller's bound (PostgresNIO closes a connection whose query is
+/// cancelled, so a store slower than the bound would lose a connection at every call and get
+/// slower still). Only an operation still running after `abandonAfter` is cancelled: a query
+/// stuck on a dead connection (a partition) must not hold every later caller.
+public final class SingleFlight<Value: Sendable>: Sendable {
+    private let state = Locked<(number: Int, task: Task<Result<Value, any Error>, Never>?)>((0, nil))
+    private let abandonAfter: TimeAmount
+
+    public init(abandonAfter: TimeAmount = .seconds(10)) {
+        self.abandonAfter = abandonAfter
+    }
+
+    /// The result of the operation under way, or of `operation` started now, within `timeout`.
+    public func run(within timeout: TimeAmount, _ operation: @escaping @Sendable () async throws -> Value) async throws -> Value {
+        let flight = state, abandonAfter = self.abandonAfter
+        let shared = flight.withLock { current -> Task<Result<Value, any Error>, Never> in
+            if let running = current.task { return running }
+            current.number &+= 1
+            let number = current.number
+            let made = Task { () -> Result<Value, any Error> in
+                let result: Result<Value, any Error>
+                do { result = .success(try await withDeadline(abandonAfter, operation)) } catch { result = .failure(error) }
+                flight.withLock { if $0.number == number { $0.task = nil } }
+                return result
+            }
+            current.task = made
+            return made
+        }
+        // Only the waiter is cancelled on the deadline; awaiting the shared task ignores it.
+        return try await withDeadline(timeout) { try await shared.value.get() }
+    }
+}

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import HeraldDevice
 import HeraldCore
+import HeraldGateway
 import HeraldStorePostgres
 import HeraldStoreSQLite
 import Logging
@@ -34,9 +35,6 @@ struct DoctorCommand: AsyncParsableCommand {
 
     /// 2025-01-01 to 2099-12-31: a clock outside is wrong.
     static let saneClock: ClosedRange<Int64> = 1_735_689_600_000...4_102_444_800_000
-
-    /// Days before expiry from which a certificate is a warning.
-    static let expiryWarningDays = 14
 
     enum Status: String { case ok = "ok  ", warn = "warn", fail = "FAIL" }
 
@@ -214,24 +212,21 @@ struct DoctorCommand: AsyncParsableCommand {
         return certificates
     }
 
+    /// The same checks as the gateway's start (``GatewayConfiguration/TLSFiles``): readable,
+    /// the key the certificate's, and where its validity stands (expired or not yet valid fails,
+    /// within 14 days of its end warns).
     static func checkCertificate(cert: String, key: String, check: String, now: Date, _ report: (Status, String, String) -> Void) {
-        let leaf: Certificate
-        do { leaf = try certificates(cert)[0] } catch { return report(.fail, check, "\(cert): \(error)") }
-        guard let keyData = FileManager.default.contents(atPath: key), keyData.count <= 1 << 20 else { return report(.fail, check, "\(key) cannot be read") }
-        let privateKey: Certificate.PrivateKey
-        do { privateKey = try Certificate.PrivateKey(pemEncoded: String(decoding: keyData, as: UTF8.self)) } catch {
-            return report(.fail, check, "\(key) is not a private key in PEM: \(error)")
-        }
-        guard privateKey.publicKey == leaf.publicKey else { return report(.fail, check, "\(key) is not the key of \(cert)") }
-        let days = Int(leaf.notValidAfter.timeIntervalSince(now) / 86_400)
-        if leaf.notValidAfter < now {
-            report(.fail, check, "\(cert) expired on \(ISO8601DateFormatter().string(from: leaf.notValidAfter))")
-        } else if leaf.notValidBefore > now {
-            report(.fail, check, "\(cert) is not valid before \(ISO8601DateFormatter().string(from: leaf.notValidBefore)) (is the clock right?)")
-        } else if days < expiryWarningDays {
-            report(.warn, check, "\(cert) expires in \(days) days (\(ISO8601DateFormatter().string(from: leaf.notValidAfter))): renew it")
-        } else {
-            report(.ok, check, "\(cert) matches its key, valid until \(ISO8601DateFormatter().string(from: leaf.notValidAfter)) (\(days) days)")
+        let files = GatewayConfiguration.TLSFiles(certificateChainPath: cert, privateKeyPath: key)
+        do { try files.check() } catch { return report(.fail, check, "\(error)") }
+        let stamp = { (date: Date) in ISO8601DateFormatter().string(from: date) }
+        switch files.validity(nowMilliseconds: Int64(now.timeIntervalSince1970 * 1000)) {
+        case .expired(let end)?: report(.fail, check, "\(cert) expired on \(stamp(end))")
+        case .notYetValid(let start)?: report(.fail, check, "\(cert) is not valid before \(stamp(start)) (is the clock right?)")
+        case .endsSoon(let end)?:
+            report(.warn, check, "\(cert) expires in \(Int(end.timeIntervalSince(now) / 86_400)) days (\(stamp(end))): renew it")
+        case .valid(let end)?:
+            report(.ok, check, "\(cert) matches its key, valid until \(stamp(end)) (\(Int(end.timeIntervalSince(now) / 86_400)) days)")
+        case nil: report(.fail, check, "\(cert) holds no readable certificate")
         }
     }
 }

@@ -115,13 +115,7 @@ struct AdminRoutes: Sendable {
     /// most 2 s here; a commit is stuck; the node's cluster lease has lapsed).
     private func healthCheck() async -> Response {
         struct Answer: Encodable { var status: String; var problems: [String]? }
-        let store = self.store
-        var probe: (any Error)?
-        do {
-            try await withDeadline(.nanoseconds(min(storeTimeout.nanoseconds, 2_000_000_000))) { try await store.checkReachable() }
-        } catch {
-            probe = error
-        }
+        let probe = await health.probeStore(store, within: .nanoseconds(min(storeTimeout.nanoseconds, 2_000_000_000)))
         let problems = health.problems(probe: probe, connectionSetup: metrics.connectionSetup.problems())
         let answer = Answer(status: problems.isEmpty ? "ok" : "unavailable", problems: problems.isEmpty ? nil : problems)
         let body = (try? JSONEncoder().encode(answer)).map { String(decoding: $0, as: UTF8.self) } ?? #"{"status":"unavailable"}"#

@@ -1,3 +1,4 @@
+import HeraldStore
 import NIOCore
 import Synchronization
 
@@ -13,6 +14,8 @@ final class GatewayHealth: Sendable {
     private let storeStalledSince = Atomic<Int64>(0)
     /// Whether this node's cluster lease has lapsed.
     private let leaseLost = Atomic<Bool>(false)
+    /// The store probe under way, shared by every `/health` request that arrives meanwhile.
+    private let probe = SingleFlight<Void>()
 
     init() {}
 
@@ -31,6 +34,20 @@ final class GatewayHealth: Sendable {
 
     func setLeaseLost(_ lost: Bool) { leaseLost.store(lost, ordering: .relaxed) }
 
+    /// The store's own bounded check (`checkReachable`): nil when it answered within `bound`.
+    /// One probe at a time (``SingleFlight``): however often `/health` is polled, the store sees at
+    /// most one probe in flight, and a probe slower than its bound is left to finish, not
+    /// cancelled (cancelling costs a PostgreSQL pool its connection: under load, the cluster's
+    /// two-connection lane lost one at every poll and never caught up).
+    func probeStore(_ store: any GatewayStore, within bound: TimeAmount) async -> (any Error)? {
+        do {
+            try await probe.run(within: bound) { try await store.checkReachable() }
+            return nil
+        } catch {
+            return error
+        }
+    }
+
     /// What stops this gateway from taking pushes now, in words; empty when healthy.
     /// `probe` is the result of the store's own bounded check, when one was made.
     /// `connectionSetup` names the ports failing every connection (``ConnectionSetupWatch/problems()``).
@@ -48,3 +65,4 @@ final class GatewayHealth: Sendable {
         return problems
     }
 }
+

@@ -1,0 +1,53 @@
+import HeraldCore
+import HeraldStore
+import NIOCore
+import Synchronization
+import Testing
+
+/// A probe or renewal slower than its callers' bounds: one in flight, joined, never cancelled at
+/// a caller's bound (only past `abandonAfter`).
+@Suite("SingleFlight: one operation in flight, callers bounded")
+struct SingleFlightTests {
+    /// An operation that waits for `release`, counting its starts and how it ended.
+    final class Gate: Sendable {
+        let starts = Atomic<Int>(0)
+        let cancelled = Atomic<Int>(0)
+        let release = AsyncStream<Void>.makeStream()
+
+        func operation() async throws -> Int {
+            let number = starts.add(1, ordering: .relaxed).newValue
+            for await _ in release.stream { break }
+            if Task.isCancelled { cancelled.add(1, ordering: .relaxed); throw CancellationError() }
+            return number
+        }
+    }
+
+    @Test("callers past their bound leave the operation running; the next caller joins it and gets its result")
+    func joined() async throws {
+        let flight = SingleFlight<Int>(abandonAfter: .seconds(30))
+        let gate = Gate()
+        for _ in 0..<5 {
+            await #expect(throws: DeadlineExceeded.self) { try await flight.run(within: .milliseconds(20)) { try await gate.operation() } }
+        }
+        #expect(gate.starts.load(ordering: .relaxed) == 1, "five callers, one operation")
+        async let joined = flight.run(within: .seconds(10)) { try await gate.operation() }
+        try await Task.sleep(for: .milliseconds(50))
+        gate.release.continuation.yield()
+        #expect(try await joined == 1)
+        #expect(gate.cancelled.load(ordering: .relaxed) == 0, "never cancelled at a caller's bound")
+        // Finished: the next call starts a new one.
+        gate.release.continuation.yield()
+        #expect(try await flight.run(within: .seconds(10)) { try await gate.operation() } == 2)
+    }
+
+    @Test("an operation still running after abandonAfter is cancelled, and the next caller starts afresh")
+    func abandoned() async throws {
+        let flight = SingleFlight<Int>(abandonAfter: .milliseconds(100))
+        let stuck = Gate()
+        await #expect(throws: DeadlineExceeded.self) { try await flight.run(within: .seconds(5)) { try await stuck.operation() } }
+        let fresh = Gate()
+        fresh.release.continuation.yield()
+        #expect(try await flight.run(within: .seconds(5)) { try await fresh.operation() } == 1)
+        #expect(stuck.starts.load(ordering: .relaxed) == 1)
+    }
+}
