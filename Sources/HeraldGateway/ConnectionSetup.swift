@@ -82,6 +82,13 @@ public final class ConnectionSetupWatch: Sendable {
     func reporter(port: String, logger: Logger) -> some ChannelInboundHandler & Sendable {
         SetupFailureReporter(port: port, watch: self, logger: logger)
     }
+
+    /// Watches a bound listener: the reporter goes at the end of the server channel's pipeline,
+    /// after NIO's accept handler, which is where a child that could not be set up is reported
+    /// (a handler added by `serverChannelInitializer` would sit before it and never see it).
+    func watch(_ serverChannel: Channel, port: String, logger: Logger) async throws {
+        try await serverChannel.pipeline.addHandler(reporter(port: port, logger: logger)).get()
+    }
 }
 
 /// Reports to a ``ConnectionSetupWatch`` what the listener's accept step fails to set up.

@@ -4,6 +4,7 @@ import HeraldTesting
 import Logging
 import NIOCore
 import NIOEmbedded
+import NIOPosix
 import Testing
 import X509
 
@@ -38,6 +39,27 @@ struct ConnectionSetupTests {
         watch.succeeded(port: "device")
         #expect(watch.problems().isEmpty)
         _ = try channel.finish()
+    }
+
+    @Test("over real sockets: a socket option every accepted connection fails is reported by the watched listener")
+    func realListener() async throws {
+        let metrics = GatewayMetrics()
+        let logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+        // An option no kernel has: setsockopt fails for root and for everyone else alike.
+        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelOption(ChannelOptions.socketOption(.init(rawValue: 48_879)), value: 1)
+            .childChannelInitializer { $0.eventLoop.makeSucceededVoidFuture() }
+            .bind(host: "127.0.0.1", port: 0).get()
+        try await metrics.connectionSetup.watch(server, port: "provider", logger: logger)
+        let port = try #require(server.localAddress?.port)
+        for _ in 0..<3 {
+            let client = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port).get()
+            try? await client.closeFuture.get()  // the server closes it at once
+        }
+        try await eventually("the failures reported") { !metrics.connectionSetup.problems().isEmpty }
+        #expect(metrics.connectionSetup.problems().first?.hasPrefix("the provider port could not set up its last 3 connections") == true,
+                "\(metrics.connectionSetup.problems())")
+        try await server.close()
     }
 
     static func certificate(days: Double, now: Date, key: P256.Signing.PrivateKey) throws -> Certificate {

@@ -29,11 +29,6 @@ final class APNsPortListener: Sendable {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .serverChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(metrics.connectionSetup.reporter(port: name, logger: providerPort.logger))
-                }
-            }
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 16)
             .childChannelInitializer { channel in
@@ -82,6 +77,7 @@ final class APNsPortListener: Sendable {
                 }
             }
         let serverChannel = try await bootstrap.bind(host: host, port: port).get()
+        try await metrics.connectionSetup.watch(serverChannel, port: name, logger: providerPort.logger)
         return APNsPortListener(serverChannel: serverChannel, connections: connections)
     }
 

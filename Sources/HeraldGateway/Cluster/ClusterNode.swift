@@ -60,9 +60,6 @@ final class ClusterNode: Sendable {
     /// Until when this node holds its lease, on the monotonic clock (uptime nanoseconds).
     private let leaseValidUntil = Atomic<Int64>(0)
     private let fenced = Atomic<Bool>(false)
-    /// The lease renewal and the reaping under way (one of each at a time).
-    private let renewal = SingleFlight<(Bool, NIODeadline)>()
-    private let reaping = SingleFlight<([String], Int)>()
     /// Stored for devices not connected here, waiting to be hinted to their node.
     private let outgoing = BatchQueue<Delivery>(maximumBatchSize: 8_192)
     /// Sequence numbers hinted to this node, waiting to be loaded.
@@ -117,20 +114,16 @@ final class ClusterNode: Sendable {
     /// node's record was still there (see ``ClusterStore/renewLease(node:startedAtMilliseconds:untilMilliseconds:)``).
     @discardableResult
     private func renew() async throws -> Bool {
-        let store = self.store, node = nodeID, from = startedAt, lease = configuration.leaseMilliseconds, clock = self.clock
+        let started = NIODeadline.now()
+        let now = clock.nowMilliseconds()
+        let store = self.store, node = nodeID, from = startedAt, lease = configuration.leaseMilliseconds
         let bound = TimeAmount.milliseconds(max(500, configuration.heartbeatMilliseconds))
-        // A renewal slower than the bound is waited for by the next heartbeat, not sent again
-        // beside it, and never cancelled mid-query (``SingleFlight``). The lease counts from the
-        // renewal's own start.
-        let (continued, started) = try await renewal.run(within: bound) {
-            let started = NIODeadline.now()
-            let now = clock.nowMilliseconds()
-            return (try await store.renewLease(node: node, startedAtMilliseconds: from, untilMilliseconds: now + lease), started)
+        let continued = try await withDeadline(bound) {
+            try await store.renewLease(node: node, startedAtMilliseconds: from, untilMilliseconds: now + lease)
         }
         leaseValidUntil.store(Int64(clamping: (started + .milliseconds(lease)).uptimeNanoseconds), ordering: .relaxed)
-        let (reaped, live) = try await reaping.run(within: bound) {
-            let now = clock.nowMilliseconds()
-            return (try await store.reapExpiredNodes(nowMilliseconds: now), try await store.liveNodes(nowMilliseconds: now).count)
+        let (reaped, live) = try await withDeadline(bound) {
+            (try await store.reapExpiredNodes(nowMilliseconds: now), try await store.liveNodes(nowMilliseconds: now).count)
         }
         if !reaped.isEmpty { logger.warning("nodes whose lease ran out were removed", metadata: ["nodes": "\(reaped)"]) }
         limiter.setShare(max(1, live))

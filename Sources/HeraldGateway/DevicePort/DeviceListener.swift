@@ -28,11 +28,6 @@ final class DeviceListener: Sendable {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .serverChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(devicePort.metrics.connectionSetup.reporter(port: "device", logger: devicePort.logger))
-                }
-            }
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             // Large buffers (NIO SSL's) are resident only where written: 35 -> 32.5 KiB per idle device.
             .childChannelOption(.allocator, value: .lazyLargePages)
@@ -86,6 +81,7 @@ final class DeviceListener: Sendable {
                 }
             }
         let serverChannel = try await bootstrap.bind(host: host, port: port).get()
+        try await devicePort.metrics.connectionSetup.watch(serverChannel, port: "device", logger: devicePort.logger)
         return DeviceListener(serverChannel: serverChannel, connections: connections)
     }
 

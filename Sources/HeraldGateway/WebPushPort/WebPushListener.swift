@@ -31,11 +31,6 @@ final class WebPushListener: Sendable {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .serverChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(metrics.connectionSetup.reporter(port: "webpush", logger: webPushPort.logger))
-                }
-            }
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 16)
             // A browser that does not read: past the high mark its session is closed.
@@ -64,6 +59,7 @@ final class WebPushListener: Sendable {
                 }
             }
         let serverChannel = try await bootstrap.bind(host: host, port: port).get()
+        try await metrics.connectionSetup.watch(serverChannel, port: "webpush", logger: webPushPort.logger)
         return WebPushListener(serverChannel: serverChannel, connections: connections)
     }
 
