@@ -31,6 +31,11 @@ ldd "$HERALD" | awk '$3 ~ /^\// {print $3}' | while read -r library; do
         */swift/*) install -m 0644 "$library" "$stage/usr/lib/herald/" && strip --strip-unneeded "$stage/usr/lib/herald/$(basename "$library")" ;;
     esac
 done
+# Their run path is their own directory only: the toolchain's path, which the build put first,
+# would make a machine with a toolchain use the toolchain's libraries instead of these.
+for file in "$stage"/usr/lib/herald/*; do
+    if readelf -d "$file" 2>/dev/null | grep -qE 'RUNPATH|RPATH'; then patchelf --set-rpath '$ORIGIN' "$file"; fi
+done
 ln -s ../lib/herald/herald "$stage/usr/bin/herald"
 
 install -m 0644 packaging/systemd/herald-gateway.service packaging/systemd/herald-provider.service "$stage/lib/systemd/system/"
@@ -40,10 +45,33 @@ gzip -9n < docs/man/herald.1 > "$stage/usr/share/man/man1/herald.1.gz"
 install -m 0644 docs/completions/herald.bash "$stage/usr/share/bash-completion/completions/herald"
 install -m 0644 docs/completions/herald.zsh "$stage/usr/share/zsh/vendor-completions/_herald"
 install -m 0644 docs/completions/herald.fish "$stage/usr/share/fish/vendor_completions.d/herald.fish"
-install -m 0644 docs/operations.md docs/provider-service.md docs/device-runtime.md "$stage/usr/share/doc/herald/"
+# Every page of docs/ (they link to one another), and the copyright file: Herald's, and each
+# Swift package compiled into the binary with its licence as its checkout carries it.
+install -m 0644 docs/*.md "$stage/usr/share/doc/herald/"
+{
+    printf 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\nUpstream-Name: herald\n\n'
+    printf 'Files: usr/lib/herald/herald\nCopyright: the Herald authors\nComment: Herald does not yet declare a licence of its own; the Swift packages\n compiled into it and the Swift runtime libraries beside it are listed below.\n\n'
+    printf 'Files: usr/lib/herald/*.so*\nCopyright: Apple Inc. and the Swift project authors\nLicense: Apache-2.0 WITH Swift-exception\n\n'
+    for checkout in "$root"/.build/checkouts/*/; do
+        licence=$(ls "$checkout" | grep -m1 -iE '^(LICENSE|LICENCE|COPYING)' || true)
+        [ -n "$licence" ] || continue
+        printf 'Files: usr/lib/herald/herald (compiled from %s)\nComment: its %s follows\n' "$(basename "$checkout")" "$licence"
+        sed -e 's/^$/./' -e 's/^/ /' "$checkout/$licence"
+        printf '\n'
+    done
+} > "$stage/usr/share/doc/herald/copyright"
 
-# Shared libraries the binary needs from Debian itself.
-depends="libc6, libstdc++6, libgcc-s1, libsqlite3-0, zlib1g, adduser"
+# Shared libraries the binary needs from Debian itself, with the versions its symbols need
+# (dpkg-shlibdeps: libc6 (>= 2.35) and so on); the bundled Swift libraries are the package's own.
+shlibs=$(mktemp -d /tmp/herald-shlibs.XXXXXX)
+mkdir -p "$shlibs/debian"
+printf 'Source: herald\n\nPackage: herald\nArchitecture: any\n' > "$shlibs/debian/control"
+depends=$(cd "$shlibs" && dpkg-shlibdeps -O --ignore-missing-info -l"$stage/usr/lib/herald" \
+    -e"$stage/usr/lib/herald/herald" $(find "$stage/usr/lib/herald" -name '*.so*' -printf ' -e%p') 2>/dev/null |
+    sed -n 's/^shlibs:Depends=//p')
+rm -rf "$shlibs"
+[ -n "$depends" ] || { echo "package-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
+depends="$depends, adduser"
 size=$(du -sk "$stage" | cut -f1)
 cat > "$stage/DEBIAN/control" <<CONTROL
 Package: herald
