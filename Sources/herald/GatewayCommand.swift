@@ -31,7 +31,7 @@ struct GatewayRunCommand: AsyncParsableCommand {
             On start-up the gateway prints one JSON line with the ports it listens on, e.g.
               {"admin_port":9090,"ca":"DIR/tls/ca.pem","device_port":2198,"h2c_port":8080,"provider_port":2197,...}
             Port 0 lets the system choose. Without --tls-cert/--tls-key it creates a development CA and a
-            server certificate for localhost and 127.0.0.1 in DIR/tls (kept across restarts); give clients
+            server certificate for localhost, 127.0.0.1 and ::1 in DIR/tls (kept across restarts); give clients
             the CA, e.g. `curl --cacert DIR/tls/ca.pem`. SIGTERM or SIGINT drains and stops it gracefully;
             SIGHUP reads the TLS certificate and key files again for new connections.
             `herald gateway watch --admin http://127.0.0.1:9090` follows what happens to notifications live.
@@ -121,7 +121,7 @@ struct GatewayRunCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Days the receipts of finished notifications are kept.", valueName: "DAYS"))
     var receiptDays: Int = 7
 
-    @Option(help: "The address the provider, device and feedback ports listen on: loopback unless you open it (0.0.0.0, or one interface's address, with --tls-cert/--tls-key naming that host: the development certificate is for localhost only).")
+    @Option(help: "The address the provider, device and feedback ports listen on: loopback unless you open it (::1 for IPv6 loopback; :: for every address, IPv4 and IPv6; 0.0.0.0 for every IPv4 address; or one interface's address, with --tls-cert/--tls-key naming that host: the development certificate is for localhost, 127.0.0.1 and ::1 only).")
     var host: String = "127.0.0.1"
 
     @Option(help: "The environment this gateway runs as: development (the sandbox) or production.")
