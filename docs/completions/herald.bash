@@ -1448,7 +1448,7 @@ _herald_backup() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--data-dir --database --out)
+    non_repeating_options=(--data-dir --database --out --tls-cert --tls-key)
     __herald_offer_flags_options 0
 
     # Offer option value completions
@@ -1460,6 +1460,12 @@ _herald_backup() {
         return
         ;;
     '--out')
+        return
+        ;;
+    '--tls-cert')
+        return
+        ;;
+    '--tls-key')
         return
         ;;
     esac

@@ -143,7 +143,7 @@ _herald_gateway_run() {
         '--background-per-hour[Background pushes per device and app per hour (Apple advises 2-3); over budget only the newest is held. 0 turns throttling off.]:background-per-hour:'
         '--inactivity-days[Days without a connection after which a device'\''s tokens are reported in the feedback list.]:DAYS:'
         '--receipt-days[Days the receipts of finished notifications are kept.]:DAYS:'
-        '--host[The address the provider, device and feedback ports listen on\: loopback unless you open it (0.0.0.0, or one interface'\''s address, with --tls-cert/--tls-key naming that host\: the development certificate is for localhost only).]:host:'
+        '--host[The address the provider, device and feedback ports listen on\: loopback unless you open it (\:\:1 for IPv6 loopback; \:\: for every address, IPv4 and IPv6; 0.0.0.0 for every IPv4 address; or one interface'\''s address, with --tls-cert/--tls-key naming that host\: the development certificate is for localhost, 127.0.0.1 and \:\:1 only).]:host:'
         '--environment[The environment this gateway runs as\: development (the sandbox) or production.]:environment:'
         '--tls-cert[The server certificate chain (PEM). Needs --tls-key.]:PEM:'
         '--tls-key[The server certificate'\''s private key (PEM). Needs --tls-cert.]:PEM:'
@@ -935,6 +935,8 @@ _herald_backup() {
         '--data-dir[The gateway'\''s data directory (its SQLite database and TLS files). herald gateway creates it; the other commands refuse one that does not exist.]:DIR:'
         '--database[A PostgreSQL database several gateway nodes share, postgres\://USER\[\:PASSWORD\]@HOST\[\:PORT\]/DB\[?sslmode=disable|prefer|require\], instead of the SQLite database in --data-dir (docs/cluster.md).]:URL:'
         '--out[The backup directory to create (it must not exist).]:OUT:'
+        '--tls-cert[The gateway'\''s --tls-cert file, to include (herald restore puts it back at this path).]:PEM:'
+        '--tls-key[The gateway'\''s --tls-key file, to include (herald restore puts it back at this path).]:PEM:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )
