@@ -85,7 +85,6 @@ public final class HTTP2Connection: Sendable {
         let channel: Channel
         do {
             channel = try await ClientBootstrap(group: group)
-                .channelOption(.tcpOption(.tcp_nodelay), value: 1)
                 .connectTimeout(.seconds(10))
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {

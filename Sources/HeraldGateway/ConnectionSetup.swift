@@ -4,6 +4,13 @@ import NIOCore
 import Prometheus
 import Synchronization
 
+// Socket options: none but SO_REUSEADDR on the listeners. TCP_NODELAY is not set on any
+// connection, the gateway's or its clients': before 0.14 every socket asked for it at the wrong
+// level (SOL_SOCKET, which made it SO_DEBUG: refused to ordinary users, and silently not
+// TCP_NODELAY for root), so every test and benchmark ran with Nagle's algorithm on. Turning
+// TCP_NODELAY on for real made the chaos suite fail (docs/operations.md, "Nagle's algorithm"):
+// it stays off until that is understood.
+
 /// A connection refused on purpose by a bound (too many from one address), as opposed to one the
 /// gateway failed to set up: only the second kind is a fault of the port.
 protocol DeliberateRefusal: Error {}

@@ -73,7 +73,6 @@ public final class DeviceSocket: Sendable {
         if let localAddress { bootstrap = bootstrap.bind(to: localAddress) }
         bootstrap = bootstrap
             .connectTimeout(timeout)
-            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations

@@ -28,7 +28,6 @@ final class DeviceListener: Sendable {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             // Large buffers (NIO SSL's) are resident only where written: 35 -> 32.5 KiB per idle device.
             .childChannelOption(.allocator, value: .lazyLargePages)
             // A device that does not read: past the high mark the session is closed (slow reader).

@@ -31,7 +31,6 @@ final class WebPushListener: Sendable {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 16)
             // A browser that does not read: past the high mark its session is closed.
             .childChannelOption(.writeBufferWaterMark, value: .init(low: limits.deviceOutboundBytes / 2, high: limits.deviceOutboundBytes))
