@@ -41,6 +41,9 @@ python3 Tests/focus/focus.py "$(swift build --show-bin-path)/herald"
 python3 Tests/operations/backup.py "$(swift build --show-bin-path)/herald"
 # A PostgreSQL store: herald doctor on it, pg_dump and pg_restore round trip (docs/operations.md).
 python3 Tests/operations/postgres.py "$(swift build --show-bin-path)/herald"
+# Upgrades keep data: a SQLite store and a PostgreSQL database an earlier Herald wrote
+# (Tests/operations/fixtures) open in this one; a newer Herald's store is refused.
+python3 Tests/operations/upgrade.py "$(swift build --show-bin-path)/herald"
 # --config FILE.yaml and HERALD_* variables: precedence, --print-config, hostile files (docs/operations.md).
 python3 Tests/operations/config.py "$(swift build --show-bin-path)/herald"
 # As people run it: IPv6 and dual stack end to end, a YAML alias bomb, settings named by their
