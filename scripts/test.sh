@@ -15,7 +15,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/test-deps.sh
-# Root only installs: every suite runs as an ordinary user (scripts/as-test-user.sh says what it
+# Root only installs: every suite runs as an ordinary user (scripts/as-test-user.sh drops to it
+# with setpriv, no capabilities and no_new_privs, and says what
 # grants that user, in one place).
 if [ "$(id -u)" -eq 0 ]; then exec scripts/as-test-user.sh scripts/test.sh "$@"; fi
 
