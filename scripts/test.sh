@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 
 scripts/test-deps.sh
 # Root only installs: every suite runs as an ordinary user (scripts/as-test-user.sh drops to it
-# with setpriv, no capabilities and no_new_privs, and says what
+# with setpriv, no capabilities and no_new_privs, and says what it
 # grants that user, in one place).
 if [ "$(id -u)" -eq 0 ]; then exec scripts/as-test-user.sh scripts/test.sh "$@"; fi
 
