@@ -244,7 +244,6 @@ struct GatewayRunCommand: AsyncParsableCommand {
             return running
         }
         if let warning = gateway.configuration.tls.expiryWarning(nowMilliseconds: SystemWallClock().nowMilliseconds()) {
-            logger.warning("TLS certificate", metadata: ["problem": "\(warning)"])
             printError("herald: warning: " + warning)
         }
         let level = Logger.Level(rawValue: command.logLevel) ?? .info
@@ -293,7 +292,6 @@ struct GatewayRunCommand: AsyncParsableCommand {
             caPath = certificates.caCertificatePath
         }
         if let warning = tls.expiryWarning(nowMilliseconds: clock.nowMilliseconds()) {
-            logger.warning("TLS certificate", metadata: ["problem": "\(warning)"])
             printError("herald: warning: " + warning)
         }
 
