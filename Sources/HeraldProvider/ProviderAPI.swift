@@ -217,9 +217,16 @@ extension ProviderAPI {
         return values
     }
 
+    /// An alert's text: any of title, subtitle and body, at least one of them not empty (APNs
+    /// accepts an alert with only a title or only a subtitle; one with no text shows nothing).
     static func text(_ text: Components.Schemas.Text, _ path: String) throws -> MessageTemplate.Text {
-        .init(title: try bounded(text.title, path + "title", maximumBytes: 4096), subtitle: try bounded(text.subtitle, path + "subtitle", maximumBytes: 4096),
-              body: try required(text.body, path + "body", maximumBytes: 4096))
+        let result = MessageTemplate.Text(
+            title: try bounded(text.title, path + "title", maximumBytes: 4096), subtitle: try bounded(text.subtitle, path + "subtitle", maximumBytes: 4096),
+            body: try bounded(text.body, path + "body", maximumBytes: 4096))
+        guard [result.title, result.subtitle, result.body].contains(where: { $0?.isEmpty == false }) else {
+            throw ProviderError(.invalid, "\"\(path.dropLast())\" needs a \"title\", \"subtitle\" or \"body\" that is not empty")
+        }
+        return result
     }
 
     /// Format arguments: strings, or numbers written as text (at most 100).
@@ -257,9 +264,13 @@ extension ProviderAPI {
             let text = try text(a, "alert.")
             message = .alert(title: text.title, subtitle: text.subtitle, body: text.body)
         } else if let l = body.locKey {
+            let key = try bounded(l.key, "locKey.key", maximumBytes: 256), titleKey = try bounded(l.titleKey, "locKey.titleKey", maximumBytes: 256)
+            guard key?.isEmpty == false || titleKey?.isEmpty == false else {
+                throw ProviderError(.invalid, "\"locKey\" needs a \"key\" (the body's) or a \"titleKey\" that is not empty")
+            }
             message = .deviceLocalized(
-                key: try required(l.key, "locKey.key", maximumBytes: 256), arguments: try arguments(l.args, "locKey.args"),
-                titleKey: try bounded(l.titleKey, "locKey.titleKey", maximumBytes: 256), titleArguments: try arguments(l.titleArgs, "locKey.titleArgs"))
+                key: key, arguments: try arguments(l.args, "locKey.args"),
+                titleKey: titleKey, titleArguments: try arguments(l.titleArgs, "locKey.titleArgs"))
         } else {
             message = .none
         }

@@ -55,11 +55,13 @@ public struct WebPushRecipient: Sendable, Hashable, Codable {
 
 /// A message in several languages: `%@` / `%n$@` take the send's arguments.
 public struct MessageTemplate: Sendable, Hashable, Codable {
+    /// Any of a title, a subtitle and a body (at least one: APNs shows an alert with only a
+    /// title, or only a subtitle).
     public struct Text: Sendable, Hashable, Codable {
         public var title: String?
         public var subtitle: String?
-        public var body: String
-        public init(title: String? = nil, subtitle: String? = nil, body: String) {
+        public var body: String?
+        public init(title: String? = nil, subtitle: String? = nil, body: String?) {
             (self.title, self.subtitle, self.body) = (title, subtitle, body)
         }
     }
@@ -107,9 +109,9 @@ public enum SendMessage: Sendable, Hashable, Codable {
     /// A template localized on the provider for each registration's language.
     case template(id: String, arguments: [String])
     /// The same alert for everyone.
-    case alert(title: String?, subtitle: String?, body: String)
+    case alert(title: String?, subtitle: String?, body: String?)
     /// `loc-key`/`loc-args` passed through for the device to localize.
-    case deviceLocalized(key: String, arguments: [String], titleKey: String?, titleArguments: [String])
+    case deviceLocalized(key: String?, arguments: [String], titleKey: String?, titleArguments: [String])
     /// No alert (badge, sound or silent data only).
     case none
 }

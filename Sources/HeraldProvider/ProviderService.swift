@@ -499,7 +499,7 @@ public actor ProviderService {
             aps.alert = APS.Alert.text(
                 title: text.title.map { LocalizedFormat.format($0, arguments) },
                 subtitle: text.subtitle.map { LocalizedFormat.format($0, arguments) },
-                body: LocalizedFormat.format(text.body, arguments))
+                body: text.body.map { LocalizedFormat.format($0, arguments) })
         case .alert(let title, let subtitle, let body):
             aps.alert = APS.Alert.text(title: title, subtitle: subtitle, body: body)
         case .deviceLocalized(let key, let arguments, let titleKey, let titleArguments):
@@ -575,7 +575,7 @@ public actor ProviderService {
         switch alert {
         case .body(let body)?: return (nil, nil, body)
         case .fields(let f)? where f.locKey == nil && f.titleLocKey == nil && f.subtitleLocKey == nil:
-            guard f.title != nil || f.body != nil else { return nil }
+            guard f.title != nil || f.subtitle != nil || f.body != nil else { return nil }
             return (f.title, f.subtitle, f.body)
         default: return nil
         }

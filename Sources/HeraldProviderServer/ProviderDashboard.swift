@@ -144,8 +144,8 @@ struct ProviderDashboard: Sendable {
                 guard let (used, text) = template.text(for: language, fallback: fallback) else { return nil }
                 var preview: [String: Any] = [
                     "language": language, "used": used, "fallback": used.lowercased() != language.lowercased(),
-                    "body": LocalizedFormat.format(text.body, placeholders),
                 ]
+                if let body = text.body { preview["body"] = LocalizedFormat.format(body, placeholders) }
                 if let title = text.title { preview["title"] = LocalizedFormat.format(title, placeholders) }
                 if let subtitle = text.subtitle { preview["subtitle"] = LocalizedFormat.format(subtitle, placeholders) }
                 if let count = registered[language] { preview["registrationsText"] = Self.count(count, "registration") }
@@ -203,8 +203,9 @@ struct ProviderDashboard: Sendable {
         }
         if let template = form.template, !template.isEmpty {
             body["template"] = .object(["id": .string(template), "args": .array(lines(form.args).map(JSONValue.string))])
-        } else if let text = form.body, !text.isEmpty {
-            var alert: [String: JSONValue] = ["body": .string(text)]
+        } else if form.body?.isEmpty == false || form.title?.isEmpty == false {
+            var alert: [String: JSONValue] = [:]
+            if let text = form.body, !text.isEmpty { alert["body"] = .string(text) }
             if let title = form.title, !title.isEmpty { alert["title"] = .string(title) }
             body["alert"] = .object(alert)
         }
@@ -353,8 +354,8 @@ struct ProviderDashboard: Sendable {
         }
         let what: String = switch send.message {
         case .template(let id, _): "template \(id)"
-        case .alert(let title, _, let body): "\"\(title.map { $0 + ": " } ?? "")\(body)\""
-        case .deviceLocalized(let key, _, _, _): "loc-key \(key)"
+        case .alert(let title, let subtitle, let body): "\"" + [title, subtitle, body].compactMap { $0 }.joined(separator: ": ") + "\""
+        case .deviceLocalized(let key, _, let titleKey, _): [key.map { "loc-key \($0)" }, titleKey.map { "title-loc-key \($0)" }].compactMap { $0 }.joined(separator: ", ")
         case .none: "no alert"
         }
         return "\(what) to \(to)"

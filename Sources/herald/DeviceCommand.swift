@@ -536,18 +536,21 @@ struct DeviceEventPrinter {
             case .token(let token): object = ["event": .string("widget-token"), "app": .string(app), "token": .string(token.description)]
             case .reloaded(let id, let remaining):
                 object = ["event": .string("widget-reload"), "app": .string(app), "apns-id": .string(id), "remaining": .int(Int64(remaining))]
-            case .refused(let id, let reason):
-                object = ["event": .string("widget-refused"), "app": .string(app), "apns-id": .string(id), "reason": .string(reason)]
+            case .refused(let id, let reason, let retryAt):
+                object = [
+                    "event": .string("widget-refused"), "app": .string(app), "apns-id": .string(id), "reason": .string(reason),
+                    "retry-at": retryAt.map { .string(PlanFormat.utcString($0)) } ?? .null,
+                ]
             }
-        case .heldForSummary(let app, let id, let until):
-            object = [
-                "event": .string("held-for-summary"), "app": .string(app), "id": .string(id),
+        case .heldForSummary(let app, let id, let origin, let until):
+            object = RuntimeJSON.identity(id: id, origin: origin).merging([
+                "event": .string("held-for-summary"), "app": .string(app),
                 "until": .string(PlanFormat.utcString(until)), "local": .string(PlanFormat.localString(until, in: zone)),
-            ]
+            ]) { $1 }
         case .summary(let at, let items):
             object = [
                 "event": .string("summary"), "at": .string(PlanFormat.utcString(at)), "local": .string(PlanFormat.localString(at, in: zone)),
-                "notifications": .array(items.map { .object(["app": .string($0.app), "id": .string($0.id)]) }),
+                "notifications": .array(items.map { .object(RuntimeJSON.identity(id: $0.id, origin: $0.origin).merging(["app": .string($0.app)]) { $1 }) }),
             ]
         case .focus(let active, let settings):
             object = ["event": .string("focus"), "active": active.map(JSONValue.string) ?? .null, "settings": settings.json]

@@ -146,11 +146,18 @@ struct FocusTests {
         let runtime: DeviceRuntime
         let journal = DeviceRuntimeTests.Journal()
 
-        init(start: String = "2026-11-27T10:00:00Z", storage: String? = nil) throws {
-            clock = SimulatedAlarmClock(startMilliseconds: FocusTests.at(start))
+        /// `also`: told of each event after the journal, with the clock's time.
+        init(start: String = "2026-11-27T10:00:00Z", zone: TimeZone = FocusTests.paris, storage: String? = nil,
+             also: (@Sendable (RuntimeEvent, Int64) -> Void)? = nil) throws {
+            let clock = SimulatedAlarmClock(startMilliseconds: FocusTests.at(start))
+            self.clock = clock
+            let record = journal.observer
             runtime = try DeviceRuntime(
-                clock: clock, timeZone: FocusTests.paris, user: DeviceRuntimeTests.Allow(granted: [.alert, .sound, .badge, .criticalAlert, .timeSensitive]),
-                storageDirectory: storage, observer: journal.observer)
+                clock: clock, timeZone: zone, user: DeviceRuntimeTests.Allow(granted: [.alert, .sound, .badge, .criticalAlert, .timeSensitive]),
+                storageDirectory: storage, observer: { event in
+                    record(event)
+                    also?(event, clock.nowMilliseconds())
+                })
         }
 
         @discardableResult
@@ -252,7 +259,7 @@ struct FocusTests {
             try await d.show(news, "urgent", ["interruptionLevel": .string("time-sensitive")])
             #expect(d.delivered("urgent")?.presentation.banner == true)
             #expect(d.delivered("low") == nil && d.delivered("high") == nil)
-            let held = d.journal.events.withLock { $0.compactMap { if case .heldForSummary(_, let id, let until) = $0 { "\(id)@\(PlanFormat.utcString(until))" } else { nil } } }
+            let held = d.journal.events.withLock { $0.compactMap { if case .heldForSummary(_, let id, _, let until) = $0 { "\(id)@\(PlanFormat.utcString(until))" } else { nil } } }
             #expect(held == ["low@2026-11-27T17:00:00Z", "high@2026-11-27T17:00:00Z", "mid@2026-11-27T17:00:00Z"])
             #expect(d.clock.nextAlarm == Self.at("2026-11-27T17:00:00Z"))
         }
@@ -276,6 +283,150 @@ struct FocusTests {
         try await d.runtime.setFocus(try Self.settings(#"{"summary": {"times": ["08:00"], "apps": ["com.example.shop"]}}"#))
         #expect(d.delivered("later")?.presentation.listed == true)
         #expect(d.summaries.last?.ids == ["later"])
+    }
+
+    // MARK: promises at every edge
+
+    static func temporaryDirectory() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("herald-focus-\(UUID().uuidString)").path
+    }
+
+    /// Copies a device directory as it is on disk at this instant (a kill here leaves exactly this).
+    static func snapshot(_ dir: String) -> String {
+        let copy = temporaryDirectory()
+        try? FileManager.default.copyItem(atPath: dir, toPath: copy)
+        return copy
+    }
+
+    @Test("saved, then announced: held-for-summary, delivered and a widget reload are each on disk when their event comes; a kill between the two announces again at start, and a summary time passed while stopped delivers at once, never a day late")
+    func savedThenAnnounced() async throws {
+        let dir = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // Each event: what the app's file says at that instant, and a copy of the directory.
+        let seen = Locked<[String: (onDisk: Bool, copy: String)]>([:])
+        @Sendable func onDisk(_ app: String, _ key: String, _ id: String) -> Bool {
+            guard let data = FileManager.default.contents(atPath: "\(dir)/apps/\(app).json"),
+                  case .object(let root)? = try? JSONReader.parse(Array(data)), case .array(let list)? = root[key] else { return false }
+            return list.contains { $0["id"]?.stringValue == id }
+        }
+        do {
+            let d = try Device(storage: dir, also: { event, _ in
+                switch event {
+                case .heldForSummary(let app, let id, _, _): seen.withLock { $0["held \(id)"] = (onDisk(app, "summaryHeld", id), Self.snapshot(dir)) }
+                case .delivered(let app, let n): seen.withLock { $0["delivered \(n.id)"] = (onDisk(app, "delivered", n.id), Self.snapshot(dir)) }
+                default: break
+                }
+            })
+            let news = try await d.install("com.example.news")
+            try await d.runtime.setFocus(try Self.settings(#"{"summary": {"times": ["12:00"], "apps": ["com.example.news"]}}"#))
+            try await d.show(news, "quiet", [:])
+            let other = try await d.install("com.example.other")
+            try await d.show(other, "loud", [:])
+            await d.runtime.settle()
+        }
+        let copies = seen.withLock { $0 }
+        defer { for (_, c) in copies { try? FileManager.default.removeItem(atPath: c.copy) } }
+        #expect(copies["held quiet"]?.onDisk == true, "held-for-summary came before the state that holds it was written")
+        #expect(copies["delivered loud"]?.onDisk == true)
+
+        // A kill right after the hold's state was written and before its event: at start the
+        // event comes (its journal does not record it), once, and the hold is kept.
+        let killed = try #require(copies["held quiet"]?.copy)
+        let restarted = try Device(start: "2026-11-27T10:30:00Z", storage: killed)
+        try await restarted.install("com.example.news")
+        try await restarted.install("com.example.other")
+        await restarted.runtime.settle()
+        let held = restarted.journal.events.withLock { $0.compactMap { if case .heldForSummary(_, let id, _, let until) = $0 { "\(id)@\(PlanFormat.utcString(until))" } else { nil } } }
+        #expect(held == ["quiet@2026-11-27T11:00:00Z"])
+        #expect(restarted.clock.nextAlarm == Self.at("2026-11-27T11:00:00Z"))
+
+        // Stopped across the summary time (12:00 Paris = 11:00Z), started at 11:20Z: delivered at
+        // once, in the summary, as held — not held again until tomorrow.
+        let late = try Device(start: "2026-11-27T11:20:00Z", storage: killed)
+        try await late.install("com.example.news")
+        await late.runtime.advance(late.clock, to: Self.at("2026-11-27T11:20:00Z"))
+        #expect(late.summaries.map(\.ids) == [["quiet"]])
+        #expect(late.delivered("quiet")?.attention.summaryAt == Self.at("2026-11-27T11:20:00Z"))
+        #expect(late.journal.events.withLock { $0.contains { if case .heldForSummary = $0 { true } else { false } } } == false)
+    }
+
+    @Test("what was applied is kept: a time-sensitive entry's level, breakthrough and lit screen, a critical one's volume, and a hold's applied level read back unchanged after a restart")
+    func appliedAttentionSurvivesRestart() async throws {
+        let dir = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var before: [String: DeliveredNotification] = [:]
+        do {
+            let d = try Device(storage: dir)
+            let urgent = try await d.install("com.example.urgent", entitlements: [.timeSensitive, .criticalAlert])
+            let plain = try await d.install("com.example.plain")
+            try await d.runtime.setFocus(try Self.settings(#"""
+                {"modes": [{"name": "Work", "state": "on"}], "summary": {"times": ["12:00"], "apps": ["com.example.plain"]}}
+                """#))
+            try await d.show(urgent, "ts", ["interruptionLevel": .string("time-sensitive")])
+            try await d.show(urgent, "crit", ["interruptionLevel": .string("critical"), "critical": .bool(true), "volume": .double(0.4)])
+            try await d.show(urgent, "quiet", [:])
+            // Asks for time-sensitive without the entitlement: applied as active, and held as such.
+            try await d.show(plain, "held", ["interruptionLevel": .string("time-sensitive")])
+            await d.runtime.settle()
+            for id in ["ts", "crit", "quiet"] {
+                let shown = try #require(d.delivered(id))
+                before[id] = shown
+            }
+            #expect(before["ts"]?.attention.through == .timeSensitive && before["ts"]?.presentation.banner == true)
+            #expect(before["crit"]?.attention.level == .critical && before["crit"]?.attention.criticalVolume == 0.4)
+            #expect(before["quiet"]?.attention.silenced == true)
+        }
+        let d = try Device(start: "2026-11-27T10:05:00Z", storage: dir)
+        let urgent = try await d.install("com.example.urgent", entitlements: [.timeSensitive, .criticalAlert])
+        try await d.install("com.example.plain")
+        let after = Dictionary(uniqueKeysWithValues: try await urgent.deliveredNotifications().map { ($0.id, $0) })
+        for id in ["ts", "crit", "quiet"] {
+            #expect(after[id]?.attention == before[id]?.attention, "\(id)")
+            #expect(after[id]?.presentation.banner == before[id]?.presentation.banner && after[id]?.presentation.sound == before[id]?.presentation.sound, "\(id)")
+            #expect(after[id]?.playedSound == before[id]?.playedSound, "\(id)")
+        }
+        let json = try #require(after["ts"].map { RuntimeJSON.json($0, in: Self.paris) })
+        #expect(json["attention"]?["level"] == .string("time-sensitive") && json["attention"]?["screen"] == .bool(true))
+        await d.runtime.advance(d.clock, to: Self.at("2026-11-27T11:00:00Z"))
+        let released = try #require(d.delivered("held"))
+        #expect(released.attention.level == .active && released.attention.focus == "Work")
+    }
+
+    @Test("a scheduled Focus is announced at its edges by the alarm, in the device's zone, with nothing else happening; across a DST change; and at start when one is on")
+    func focusAtItsInstant() async throws {
+        let kolkata = TimeZone(identifier: "Asia/Kolkata")!
+        let dir = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let times = Locked<[String]>([])
+        let d = try Device(start: "2026-11-27T11:00:00Z", zone: kolkata, storage: dir, also: { event, now in
+            if case .focus(let active, _) = event { times.withLock { $0.append("\(active ?? "-")@\(PlanFormat.utcString(now))") } }
+        })
+        try await d.install("com.example.app")
+        try await d.runtime.setFocus(try Self.settings(#"""
+            {"modes": [{"name": "Short", "state": "scheduled", "schedule": {"start": "16:52", "end": "16:53"}}]}
+            """#))
+        // 16:52 in Kolkata (UTC+5:30) is 11:22Z.
+        #expect(d.clock.nextAlarm == Self.at("2026-11-27T11:22:00Z"))
+        await d.runtime.advance(d.clock, to: Self.at("2026-11-27T11:30:00Z"))
+        #expect(times.withLock { $0 } == ["-@2026-11-27T11:00:00Z", "Short@2026-11-27T11:22:00Z", "-@2026-11-27T11:23:00Z"])
+        #expect(d.clock.nextAlarm == Self.at("2026-11-28T11:22:00Z"))
+
+        // Started while the Focus is on: announced at once.
+        let again = Locked<[String]>([])
+        _ = try Device(start: "2026-11-28T11:22:30Z", zone: kolkata, storage: dir, also: { event, _ in
+            if case .focus(let active, _) = event { again.withLock { $0.append(active ?? "-") } }
+        })
+        #expect(again.withLock { $0 } == ["Short"])
+
+        // Paris springs forward at 02:00 on 2027-03-28: a Focus from 02:30 starts at 03:00 local (01:00Z).
+        let spring = Locked<[String]>([])
+        let p = try Device(start: "2027-03-27T20:00:00Z", also: { event, now in
+            if case .focus(let active, _) = event { spring.withLock { $0.append("\(active ?? "-")@\(PlanFormat.utcString(now))") } }
+        })
+        try await p.install("com.example.app")
+        try await p.runtime.setFocus(try Self.settings(#"{"modes": [{"name": "Night", "state": "scheduled", "schedule": {"start": "02:30", "end": "06:00"}}]}"#))
+        await p.runtime.advance(p.clock, to: Self.at("2027-03-28T05:00:00Z"))
+        #expect(spring.withLock { $0 } == ["-@2027-03-27T20:00:00Z", "Night@2027-03-28T01:00:00Z", "-@2027-03-28T04:00:00Z"])
     }
 }
 
@@ -317,7 +468,7 @@ struct WidgetPushTests {
                 switch e {
                 case .token: return "token"
                 case .reloaded(_, let remaining): return "reloaded \(remaining)"
-                case .refused(_, let reason): return "refused: \(reason)"
+                case .refused(_, let reason, _): return "refused: \(reason)"
                 }
             } }
         }

@@ -134,6 +134,22 @@ struct ProviderServiceTests {
         try await eventually("the barrier") { paris.shown.bodies.last == "barrier" && madrid.shown.bodies.last == "barrier" }
         #expect(paris.shown.bodies == ["Ben vous a envoyé a gift", "barrier"] && madrid.shown.bodies == ["Ben sent you a gift", "barrier"])
 
+        // Every alert APNs accepts: a title only, a subtitle only, a localized title only
+        // (apns.md: the alert dictionary's keys are each optional). One with no text is refused by name.
+        for alert in [#""alert":{"title":"Only a title"}"#, #""alert":{"subtitle":"Only a subtitle"}"#, #""locKey":{"titleKey":"GREETING","titleArgs":["Ana"]}"#] {
+            let sent = try await Self.http("POST", base + "/v1/sends", #"{"to":{"user":"ana"},\#(alert)}"#)
+            #expect(sent.status == 200 && sent.json?["counts"] == .object(["accepted": .int(2)]), "\(alert): \(String(describing: sent.json))")
+        }
+        try await eventually("the three alerts without a body") { paris.shown.items.withLock { $0.count } == 5 }
+        let lastThree = paris.shown.items.withLock { Array($0.suffix(3)) }
+        #expect(lastThree.map(\.content.title) == ["Only a title", nil, "GREETING"])
+        #expect(lastThree.map(\.content.subtitle) == [nil, "Only a subtitle", nil])
+        #expect(lastThree.allSatisfy { $0.content.body == nil })
+        let empty = try await Self.http("POST", base + "/v1/sends", #"{"to":{"user":"ana"},"alert":{"title":""}}"#)
+        #expect(empty.status == 400 && empty.json?["error"]?.stringValue == #""alert" needs a "title", "subtitle" or "body" that is not empty"#)
+        let emptyKey = try await Self.http("POST", base + "/v1/sends", #"{"to":{"user":"ana"},"locKey":{"args":["x"]}}"#)
+        #expect(emptyKey.status == 400 && emptyKey.json?["error"]?.stringValue == #""locKey" needs a "key" (the body's) or a "titleKey" that is not empty"#)
+
         // The Madrid app is removed: the next send gets 410 and the provider prunes the token.
         await madrid.stop()
         guard case .array(let deliveries)? = report["deliveries"] else { Issue.record("no deliveries"); return }

@@ -233,11 +233,14 @@ extension APS.Alert {
         return .fields(APS.AlertFields(title: title, subtitle: subtitle, body: body))
     }
 
-    /// An alert the device localizes (`loc-key`/`loc-args`, `title-loc-key`/`title-loc-args`).
-    public static func localized(key: String, arguments: [String], titleKey: String? = nil, titleArguments: [String] = []) -> APS.Alert {
+    /// An alert the device localizes (`loc-key`/`loc-args`, `title-loc-key`/`title-loc-args`;
+    /// either may be absent, as APNs allows).
+    public static func localized(key: String?, arguments: [String], titleKey: String? = nil, titleArguments: [String] = []) -> APS.Alert {
         var fields = APS.AlertFields()
-        fields.locKey = key
-        fields.locArgs = arguments
+        if let key {
+            fields.locKey = key
+            fields.locArgs = arguments
+        }
         if let titleKey {
             fields.titleLocKey = titleKey
             fields.titleLocArgs = titleArguments

@@ -121,6 +121,24 @@ public struct FocusSettings: Sendable, Hashable {
         return next.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) }
     }
 
+    /// The next instant strictly after `instant` at which a scheduled Focus may start or end, in
+    /// `zone` (a start or end that a daylight-saving change skips is taken at the next instant
+    /// that exists); `nil` when no Focus is scheduled, or one is on by hand (it outranks them). An
+    /// edge on a weekday the schedule skips changes nothing: the caller compares the Focus on
+    /// before and after.
+    public func nextFocusEdge(after instant: Int64, in zone: TimeZone) -> Int64? {
+        guard !modes.contains(where: { $0.state == .on }) else { return nil }
+        let minutes = Set(modes.filter { $0.state == .scheduled }.compactMap(\.schedule).flatMap { [$0.start, $0.end] })
+        guard !minutes.isEmpty else { return nil }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = zone
+        let from = Date(timeIntervalSince1970: Double(instant) / 1000)
+        let next = minutes.compactMap { m in
+            calendar.nextDate(after: from, matching: DateComponents(hour: m / 60, minute: m % 60, second: 0), matchingPolicy: .nextTime)
+        }.min()
+        return next.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) }
+    }
+
     /// Bounds on what a user (or a hostile agent client) may set.
     public static let maximumModes = 32
     public static let maximumNameLength = 64

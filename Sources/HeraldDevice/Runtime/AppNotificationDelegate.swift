@@ -124,10 +124,10 @@ public enum RuntimeEvent: Sendable {
     /// The app's widget push token arrived; a widget push reloaded its widgets or was refused.
     case widgets(app: String, WidgetEvent)
     /// A notification was held for the scheduled summary at `until`.
-    case heldForSummary(app: String, id: String, until: Int64)
+    case heldForSummary(app: String, id: String, origin: DeliveredNotification.Origin, until: Int64)
     /// The scheduled summary was delivered: every notification it held, on every app, the most
     /// relevant first (ties: the earliest to arrive).
-    case summary(at: Int64, [(app: String, id: String)])
+    case summary(at: Int64, [(app: String, id: String, origin: DeliveredNotification.Origin)])
     /// The Focus settings changed, or the Focus that is on (nil: none) was seen to change.
     case focus(active: String?, FocusSettings)
 }

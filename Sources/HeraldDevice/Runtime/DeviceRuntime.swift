@@ -27,8 +27,10 @@ public actor DeviceRuntime {
     public internal(set) var isMuted = false
     /// Focus modes and the scheduled summary (saved with the device; see ``setFocus(_:)``).
     public internal(set) var focus = FocusSettings()
-    /// The Focus last seen on, for the `focus` event.
+    /// The Focus last seen on, for the `focus` event, and the next instant a scheduled one may
+    /// start or end (on the alarm).
     var lastActiveFocus: String?
+    var focusEdge: Int64?
     let user: UserSettingsSource
     let storage: RuntimeStorage?
     private let observer: (@Sendable (RuntimeEvent) -> Void)?
@@ -56,6 +58,12 @@ public actor DeviceRuntime {
         self.storage = try storageDirectory.map(RuntimeStorage.init(directory:))
         self.observer = observer
         if let saved = try storage?.loadFocus() { focus = saved }
+        // A Focus on at start is announced at once (whatever shows it starts right); the next
+        // scheduled start or end rings the alarm (armed by the first install).
+        let now = clock.nowMilliseconds()
+        lastActiveFocus = focus.activeMode(at: now, in: timeZone)?.name
+        focusEdge = focus.nextFocusEdge(after: now, in: timeZone)
+        if let active = lastActiveFocus { observer?(.focus(active: active, focus)) }
     }
 
     // MARK: apps
@@ -142,10 +150,10 @@ public actor DeviceRuntime {
         if let due { dueHeap.push(due: due, (slot.id, slot.version)) }
     }
 
-    /// Arms the one alarm for the soonest due time (or none).
+    /// Arms the one alarm for the soonest due time of any app, or the next Focus edge (or none).
     func armAlarm() {
         while let top = dueHeap.top, apps[top.payload.app]?.version != top.payload.version { dueHeap.pop() }
-        let next = dueHeap.top?.due
+        let next = [dueHeap.top?.due, focusEdge].compactMap { $0 }.min()
         if alarm?.deadline == next, alarm?.isCancelled == false { return }
         alarm?.cancel()
         alarm = nil
@@ -168,6 +176,7 @@ public actor DeviceRuntime {
             save(slot)
         }
         announceSummary(summary, at: now)
+        if let edge = focusEdge, edge <= now { focusEdgeReached(now: now) }
         armAlarm()
     }
 
@@ -180,39 +189,41 @@ public actor DeviceRuntime {
     /// Writes the app's state; then acks the remote notifications whose outcome it holds. A state
     /// that cannot be written acks nothing: the gateway sends those notifications again.
     ///
-    /// Notifications shown since the last save are announced (their `delivered` events) only
-    /// after the state that records them is written, so a crash never shows one twice through a
-    /// redelivery; the journal of ``RuntimeStorage`` makes sure a crash between the two never
-    /// loses an event either.
+    /// What happened to notifications since the last save (shown, held, a widget push's outcome:
+    /// ``Announcement``) is announced only after the state that records it is written, so a crash
+    /// never shows one twice through a redelivery; the journal of ``RuntimeStorage`` makes sure a
+    /// crash between the two never loses an event either.
     func save(_ slot: AppSlot) {
         let acks = slot.acksAfterSave
         slot.acksAfterSave = []
         let announcing = slot.announcing
+        let events = slot.eventsAfterSave
+        slot.eventsAfterSave = []
+        // Saved with the state below (what a crash before their events leaves to announce at start).
+        defer { slot.announcing = [] }
         guard let storage else {
-            slot.announcing = []
-            for (_, notification) in announcing { emit(.delivered(app: slot.id, notification)) }
+            for (_, announcement) in announcing { emit(announcement.event(app: slot.id)) }
+            for event in events { emit(event) }
             for ack in acks { ack() }
             return
         }
         do { try storage.save(SavedApp(slot), appID: slot.id) } catch {
             emit(.contractViolation(app: slot.id, message: "could not save the app's state: \(error)"))
-            // Shown in memory all the same; unacked, they come again after a restart.
-            slot.announcing = []
-            for (_, notification) in announcing { emit(.delivered(app: slot.id, notification)) }
+            // Done in memory all the same; unacked, the remote ones come again after a restart.
+            for (_, announcement) in announcing { emit(announcement.event(app: slot.id)) }
+            for event in events { emit(event) }
             return
         }
-        slot.announcing = []
         // Nothing to announce: the journal is left as it is (what it records are numbers the
         // saved state no longer lists, and numbers are never given twice).
-        guard !announcing.isEmpty else {
-            for ack in acks { ack() }
-            return
+        if !announcing.isEmpty {
+            let journal = storage.startJournal(slot.id)
+            for (seq, announcement) in announcing {
+                emit(announcement.event(app: slot.id))
+                journal.record(seq)
+            }
         }
-        let journal = storage.startJournal(slot.id)
-        for (seq, notification) in announcing {
-            emit(.delivered(app: slot.id, notification))
-            journal.record(seq)
-        }
+        for event in events { emit(event) }
         for ack in acks { ack() }
     }
 
@@ -311,8 +322,7 @@ public actor DeviceRuntime {
             slot.shownOnly = [notification.id: notification]
         }
         // Announced by the save that records it (the caller saves).
-        slot.announcing.append((slot.nextAnnouncement, notification))
-        slot.nextAnnouncement += 1
+        announce(slot, .delivered(notification))
         if case .remote(let apnsID) = notification.origin { concludeRemote(slot, id: apnsID) }
         guard let delegate = slot.delegate else { return }
         let told = notification
@@ -467,6 +477,7 @@ public actor DeviceRuntime {
     public func setTimeZone(_ zone: TimeZone) {
         timeZone = zone
         let now = clock.nowMilliseconds()
+        focusEdgeReached(now: now)
         for slot in apps.values {
             slot.scheduler.setTimeZone(zone, now: now)
             reschedule(slot)
@@ -555,9 +566,11 @@ final class AppSlot {
     var inProgressRemote: [String: @Sendable () -> Void] = [:]
     /// Acks to send once the next save has reached the disk.
     var acksAfterSave: [@Sendable () -> Void] = []
-    /// Shown since the last save: their `delivered` events follow the save that records them.
-    var announcing: [(seq: Int64, notification: DeliveredNotification)] = []
+    /// Shown, held or reloaded since the last save: their events follow the save that records them.
+    var announcing: [(seq: Int64, announcement: Announcement)] = []
     var nextAnnouncement: Int64 = 1
+    /// Other events about what the next save writes (Live Activities, silent pushes), emitted after it.
+    var eventsAfterSave: [RuntimeEvent] = []
     /// Held for the scheduled summary, in arrival order, and when that summary is due.
     var summaryHeld: [DeliveredNotification] = []
     var summaryDue: Int64?

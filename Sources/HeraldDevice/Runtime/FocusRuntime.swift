@@ -7,6 +7,7 @@ extension DeviceRuntime {
     struct SummaryItem {
         var app: String
         var id: String
+        var origin: DeliveredNotification.Origin
         var relevance: Double
         var arrivedAt: Int64
         var order: Int
@@ -32,9 +33,28 @@ extension DeviceRuntime {
             save(slot)
         }
         announceSummary(released, at: now)
+        focusEdge = settings.nextFocusEdge(after: now, in: timeZone)
         armAlarm()
         emit(.focus(active: activeFocus()?.name, settings))
         lastActiveFocus = activeFocus()?.name
+    }
+
+    /// A scheduled Focus started or ended (the alarm rang at its edge), or the zone changed: the
+    /// `focus` event when the Focus on is another one, and the alarm set for the next edge.
+    func focusEdgeReached(now: Int64) {
+        noticeFocus(now: now)
+        focusEdge = focus.nextFocusEdge(after: now, in: timeZone)
+    }
+
+    /// Emits `focus` when the Focus on at `now` is not the one last seen; returns it.
+    @discardableResult
+    func noticeFocus(now: Int64) -> FocusMode? {
+        let active = focus.activeMode(at: now, in: timeZone)
+        if active?.name != lastActiveFocus {
+            lastActiveFocus = active?.name
+            emit(.focus(active: active?.name, focus))
+        }
+        return active
     }
 
     /// The Focus on now (by hand or by its schedule in the device's zone).
@@ -48,11 +68,7 @@ extension DeviceRuntime {
     func attention(_ slot: AppSlot, _ content: NotificationContent, now: Int64) -> (attention: DeliveredNotification.Attention, hold: Bool) {
         var attention = DeliveredNotification.Attention()
         attention.level = Interruption.effectiveLevel(content.interruptionLevel, entitlements: slot.bundle.entitlements, settings: slot.authorization.settings)
-        let active = focus.activeMode(at: now, in: timeZone)
-        if active?.name != lastActiveFocus {
-            lastActiveFocus = active?.name
-            emit(.focus(active: active?.name, focus))
-        }
+        let active = noticeFocus(now: now)
         attention.focus = active?.name
         switch Interruption.decide(
             app: slot.id, level: attention.level, criteria: content.filterCriteria, sender: content.communication?.senderHandle,
@@ -65,7 +81,8 @@ extension DeviceRuntime {
         return (attention, false)
     }
 
-    /// Keeps a notification for the next summary; a remote one is acked once that is saved.
+    /// Keeps a notification for the next summary; announced, and a remote one acked, once that is
+    /// saved (the caller saves).
     func holdForSummary(_ slot: AppSlot, _ notification: DeliveredNotification, now: Int64) {
         guard let due = slot.summaryDue ?? focus.nextSummary(after: now, in: timeZone) else {
             return present(slot, notification, foregroundOptions: nil)
@@ -75,7 +92,7 @@ extension DeviceRuntime {
         slot.summaryHeld.append(notification)
         if slot.summaryHeld.count > deliveredLimit { slot.summaryHeld.removeFirst(slot.summaryHeld.count - deliveredLimit) }
         if case .remote(let apnsID) = notification.origin { concludeRemote(slot, id: apnsID) }
-        emit(.heldForSummary(app: slot.id, id: notification.id, until: due))
+        announce(slot, .held(notification, until: due))
         reschedule(slot)
         armAlarm()
     }
@@ -90,7 +107,7 @@ extension DeviceRuntime {
             notification.attention.summaryAt = now
             notification.deliveredAt = now
             present(slot, notification, foregroundOptions: nil)
-            items.append(SummaryItem(app: slot.id, id: notification.id, relevance: notification.content.relevance, arrivedAt: notification.dueAt, order: order))
+            items.append(SummaryItem(app: slot.id, id: notification.id, origin: notification.origin, relevance: notification.content.relevance, arrivedAt: notification.dueAt, order: order))
         }
         return items
     }
@@ -103,6 +120,6 @@ extension DeviceRuntime {
             if a.arrivedAt != b.arrivedAt { return a.arrivedAt < b.arrivedAt }
             return (a.app, a.order) < (b.app, b.order)
         }
-        emit(.summary(at: now, ordered.map { ($0.app, $0.id) }))
+        emit(.summary(at: now, ordered.map { ($0.app, $0.id, $0.origin) }))
     }
 }

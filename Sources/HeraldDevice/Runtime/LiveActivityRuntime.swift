@@ -101,7 +101,8 @@ extension DeviceRuntime {
 
     /// A `liveactivity` push: to the push-to-start token it starts an activity; to an update
     /// token or a channel subscription it updates or ends the activities it is for. Whatever
-    /// ActivityKit would drop is reported as ``LiveActivityEvent/ignored(apnsID:reason:)``.
+    /// ActivityKit would drop is reported as ``LiveActivityEvent/ignored(apnsID:reason:)``. The
+    /// events follow the save that records the push's outcome.
     func receiveLiveActivity(_ slot: AppSlot, _ push: DeviceNotification, now: Int64) {
         let id = push.apnsID.description
         defer {
@@ -113,43 +114,43 @@ extension DeviceRuntime {
             let payload = try NotificationPayload(json: push.payload)
             update = try LiveActivityUpdate(payload: payload)
         } catch let invalid as LiveActivityUpdate.Invalid {
-            return emit(.liveActivity(app: slot.id, .ignored(apnsID: id, reason: invalid.description)))
+            return emitAfterSave(slot, .liveActivity(app: slot.id, .ignored(apnsID: id, reason: invalid.description)))
         } catch {
-            return emit(.liveActivity(app: slot.id, .ignored(apnsID: id, reason: "the payload is not an aps dictionary ActivityKit reads: \(error)")))
+            return emitAfterSave(slot, .liveActivity(app: slot.id, .ignored(apnsID: id, reason: "the payload is not an aps dictionary ActivityKit reads: \(error)")))
         }
         guard let token = push.token else {
-            return emit(.liveActivity(app: slot.id, .ignored(apnsID: id, reason: "the push names no token (a gateway of device protocol version 1?)")))
+            return emitAfterSave(slot, .liveActivity(app: slot.id, .ignored(apnsID: id, reason: "the push names no token (a gateway of device protocol version 1?)")))
         }
         if token == slot.activities.pushToStartToken {
             guard update.event == .start, let type = update.attributesType, let attributes = update.attributes, let state = update.contentState else {
-                return emit(.liveActivity(app: slot.id, .ignored(apnsID: id, reason: "the push-to-start token takes only event start")))
+                return emitAfterSave(slot, .liveActivity(app: slot.id, .ignored(apnsID: id, reason: "the push-to-start token takes only event start")))
             }
             let mode: LiveActivity.PushMode = update.channel.map { .channel($0) } ?? (update.wantsPushToken ? .token : .none)
             do {
                 let (activity, requests) = try slot.activities.start(
                     id: id.lowercased(), attributesType: type, attributes: attributes, contentState: state, staleDate: update.staleDate,
                     relevanceScore: update.relevanceScore, timestamp: update.timestamp, pushMode: mode, now: now)
-                emit(.liveActivity(app: slot.id, .started(activity, apnsID: id, alert: update.alertText)))
+                emitAfterSave(slot, .liveActivity(app: slot.id, .started(activity, apnsID: id, alert: update.alertText)))
                 perform(slot, requests)
             } catch {
-                emit(.liveActivity(app: slot.id, .ignored(apnsID: id, reason: error.message)))
+                emitAfterSave(slot, .liveActivity(app: slot.id, .ignored(apnsID: id, reason: error.message)))
             }
             return
         }
         let targets = slot.activities.targets(of: token)
         guard !targets.isEmpty else {
-            return emit(.liveActivity(app: slot.id, .ignored(apnsID: id, reason: "no running activity has token \(token)")))
+            return emitAfterSave(slot, .liveActivity(app: slot.id, .ignored(apnsID: id, reason: "no running activity has token \(token)")))
         }
         for target in targets {
             let (outcome, requests) = slot.activities.apply(update, priority: push.priority, to: target, now: now)
             switch outcome {
             case .ignored(let reason):
-                emit(.liveActivity(app: slot.id, .ignored(apnsID: id, reason: reason)))
+                emitAfterSave(slot, .liveActivity(app: slot.id, .ignored(apnsID: id, reason: reason)))
             case .updated(let activity, let throttled):
-                emit(.liveActivity(app: slot.id, .updated(activity, apnsID: id, alert: throttled ? nil : update.alertText, throttled: throttled)))
+                emitAfterSave(slot, .liveActivity(app: slot.id, .updated(activity, apnsID: id, alert: throttled ? nil : update.alertText, throttled: throttled)))
             case .ended(let activity, let dismissedNow):
-                emit(.liveActivity(app: slot.id, .ended(activity, apnsID: id, alert: update.alertText)))
-                if dismissedNow { emit(.liveActivity(app: slot.id, .dismissed(activity))) }
+                emitAfterSave(slot, .liveActivity(app: slot.id, .ended(activity, apnsID: id, alert: update.alertText)))
+                if dismissedNow { emitAfterSave(slot, .liveActivity(app: slot.id, .dismissed(activity))) }
             }
             perform(slot, requests)
         }

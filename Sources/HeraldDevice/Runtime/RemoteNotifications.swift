@@ -108,12 +108,12 @@ extension DeviceRuntime {
             }
             switch SilentPushes.wake(slot.lifecycle) {
             case .notDelivered(let reason):
-                emit(.silentPush(app: slot.id, outcome: "not delivered: \(reason)"))
+                emitAfterSave(slot, .silentPush(app: slot.id, outcome: "not delivered: \(reason)"))
             case .handleNow, .launchInBackground:
                 if let payload = slot.silentBudget.receive(push.payload, now: now) {
                     startSilentPush(slot, payload)
                 } else {
-                    emit(.silentPush(app: slot.id, outcome: "held: over the device's budget of \(slot.silentBudget.count) per hour (the newest is kept)"))
+                    emitAfterSave(slot, .silentPush(app: slot.id, outcome: "held: over the device's budget of \(slot.silentBudget.count) per hour (the newest is kept)"))
                     reschedule(slot)
                     armAlarm()
                 }

@@ -182,11 +182,17 @@ public enum RuntimeJSON {
             "sound": n.playedSound.map(JSONValue.string) ?? .null,
         ]
         object["attention"] = json(n.attention, screenLit: n.presentation.banner || n.presentation.sound)
-        switch n.origin {
-        case .local(let trigger): object["origin"] = .string("local"); object["trigger"] = .string(trigger)
-        case .remote(let apnsID): object["origin"] = .string("remote"); object["apns-id"] = .string(apnsID)
-        }
+        object.merge(identity(id: n.id, origin: n.origin)) { $1 }
         return .object(object)
+    }
+
+    /// How every event names a notification: `id` (the request identifier, or a push's apns-id),
+    /// `origin` (`local` with its `trigger`, or `remote` with its `apns-id`).
+    public static func identity(id: String, origin: DeliveredNotification.Origin) -> [String: JSONValue] {
+        switch origin {
+        case .local(let trigger): ["id": .string(id), "origin": .string("local"), "trigger": .string(trigger)]
+        case .remote(let apnsID): ["id": .string(id), "origin": .string("remote"), "apns-id": .string(apnsID)]
+        }
     }
 }
 

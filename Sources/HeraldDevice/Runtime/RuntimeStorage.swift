@@ -137,6 +137,10 @@ struct SavedApp: Codable {
         var content: JSONValue
         var deliveredAt: Int64
         var dueAt: Int64
+        /// What was applied to it and how it was shown (absent in state saved before they were kept).
+        var attention: SavedAttention?
+        var banner: Bool?, sound: Bool?
+        var playedSound: String?
 
         init(_ n: DeliveredNotification) {
             id = n.id
@@ -147,23 +151,106 @@ struct SavedApp: Codable {
             case .local(let trigger): (remote, self.trigger) = (false, trigger)
             case .remote: (remote, trigger) = (true, nil)
             }
+            attention = SavedAttention(n.attention)
+            (banner, sound) = (n.presentation.banner ? true : nil, n.presentation.sound ? true : nil)
+            playedSound = n.playedSound
         }
 
-        func notification(in slot: AppSlot, presentation: DeliveryByAppState.Presentation, playedSound: String?) -> DeliveredNotification {
+        /// The notification as it was, `listed` in Notification Center or not. State saved before
+        /// the attention was kept reads back with the level its content asked for.
+        func notification(in slot: AppSlot, listed: Bool, badge: Int? = nil) -> DeliveredNotification {
             let content = NotificationContent.local(content)
-            return DeliveredNotification(
+            var presentation = DeliveryByAppState.Presentation()
+            (presentation.banner, presentation.sound, presentation.listed, presentation.badge) = (banner ?? false, sound ?? false, listed, badge)
+            var notification = DeliveredNotification(
                 id: id, origin: remote ? .remote(apnsID: id) : .local(trigger: trigger ?? "now"), content: content,
                 deliveredAt: deliveredAt, dueAt: dueAt, presentation: presentation, playedSound: playedSound,
                 actions: slot.categories.category(named: content.category)?.actions(in: .minimal) ?? [])
+            if let attention {
+                notification.attention = attention.attention
+            } else {
+                notification.attention.level = content.interruptionLevel
+            }
+            return notification
         }
     }
-    /// A delivered notification whose `delivered` event may not have been emitted yet.
-    struct Announcement: Codable {
+    /// ``DeliveredNotification/Attention`` as saved.
+    struct SavedAttention: Codable {
+        var level: String
+        var focus: String?
+        var through: String?
+        var silenced: Bool?
+        var summaryAt: Int64?
+        var criticalVolume: Double?
+
+        init(_ a: DeliveredNotification.Attention) {
+            (level, focus, through, silenced) = (a.level.rawValue, a.focus, a.through?.rawValue, a.silenced ? true : nil)
+            (summaryAt, criticalVolume) = (a.summaryAt, a.criticalVolume)
+        }
+
+        var attention: DeliveredNotification.Attention {
+            var a = DeliveredNotification.Attention()
+            a.level = .init(rawValue: level)
+            a.focus = focus
+            a.through = through.flatMap(Interruption.Breakthrough.init(rawValue:))
+            a.silenced = silenced ?? false
+            a.summaryAt = summaryAt
+            a.criticalVolume = criticalVolume
+            return a
+        }
+    }
+    /// Something announced (see ``Announcement``) whose event may not have been emitted yet: a
+    /// notification shown (no `kind`; how it was shown in the flags), held for the summary
+    /// (`held`, `until`), or a widget push's outcome (`widget-reloaded`, `widget-refused`).
+    struct SavedAnnouncement: Codable {
         var seq: Int64
-        var notification: Delivered
-        var banner: Bool, sound: Bool, listed: Bool
+        var kind: String?
+        var notification: Delivered?
+        var banner: Bool?, sound: Bool?, listed: Bool?
         var badge: Int?
         var playedSound: String?
+        var until: Int64?
+        var apnsID: String?
+        var remaining: Int?
+        var reason: String?
+        var retryAt: Int64?
+
+        init(seq: Int64, _ announcement: Announcement) {
+            self.seq = seq
+            switch announcement {
+            case .delivered(let n):
+                notification = Delivered(n)
+                (banner, sound, listed, badge, playedSound) = (n.presentation.banner, n.presentation.sound, n.presentation.listed, n.presentation.badge, n.playedSound)
+            case .held(let n, let until):
+                (kind, notification, self.until) = ("held", Delivered(n), until)
+            case .widget(.reloaded(let id, let remaining)):
+                (kind, apnsID, self.remaining) = ("widget-reloaded", id, remaining)
+            case .widget(.refused(let id, let reason, let retryAt)):
+                (kind, apnsID, self.reason, self.retryAt) = ("widget-refused", id, reason, retryAt)
+            case .widget(.token):
+                kind = "widget-token"  // never announced this way; read back as nothing
+            }
+        }
+
+        func announcement(in slot: AppSlot) -> Announcement? {
+            switch kind {
+            case nil:
+                guard let notification else { return nil }
+                var n = notification.notification(in: slot, listed: listed ?? false, badge: badge)
+                (n.presentation.banner, n.presentation.sound, n.playedSound) = (banner ?? false, sound ?? false, playedSound)
+                return .delivered(n)
+            case "held":
+                guard let notification, let until else { return nil }
+                return .held(notification.notification(in: slot, listed: false), until: until)
+            case "widget-reloaded":
+                guard let apnsID, let remaining else { return nil }
+                return .widget(.reloaded(apnsID: apnsID, remaining: remaining))
+            case "widget-refused":
+                guard let apnsID, let reason else { return nil }
+                return .widget(.refused(apnsID: apnsID, reason: reason, retryAt: retryAt))
+            default: return nil
+            }
+        }
     }
 
     var status: Int
@@ -186,7 +273,7 @@ struct SavedApp: Codable {
     var wantsPushToStart: Bool?
     /// Notifications shown whose `delivered` event is to be emitted after this save (absent in
     /// state saved before it existed), and the next announcement's number.
-    var announcing: [Announcement]?
+    var announcing: [SavedAnnouncement]?
     var nextAnnouncement: Int64?
     /// Web Push subscriptions with their keys, and messages kept for the app (absent in state
     /// saved before they existed).
@@ -216,11 +303,7 @@ struct SavedApp: Codable {
         categories = slot.categories.categories.keys.sorted().compactMap { slot.categories.categories[$0].map(RuntimeJSON.json) }
         pending = slot.scheduler.pending.map { Pending(request: RuntimeJSON.json($0.request), scheduledAt: $0.scheduledAt, nextFire: $0.nextFire) }
         delivered = slot.delivered.map(Delivered.init)
-        announcing = slot.announcing.map { seq, n in
-            Announcement(
-                seq: seq, notification: Delivered(n), banner: n.presentation.banner, sound: n.presentation.sound,
-                listed: n.presentation.listed, badge: n.presentation.badge, playedSound: n.playedSound)
-        }
+        announcing = slot.announcing.map { SavedAnnouncement(seq: $0.seq, $0.announcement) }
         nextAnnouncement = slot.nextAnnouncement
         badge = slot.badge
         token = slot.token?.description
@@ -257,18 +340,12 @@ struct SavedApp: Codable {
             guard let request = try? PlanFormat.request(entry.request) else { continue }
             slot.scheduler.restore(request, scheduledAt: entry.scheduledAt, nextFire: entry.nextFire)
         }
-        slot.delivered = delivered.map { d in
-            var presentation = DeliveryByAppState.Presentation()
-            presentation.listed = true
-            return d.notification(in: slot, presentation: presentation, playedSound: nil)
-        }
+        slot.delivered = delivered.map { $0.notification(in: slot, listed: true) }
         slot.nextAnnouncement = max(1, nextAnnouncement ?? 1)
         // What was saved as shown but whose event the journal does not record is announced
         // again (by the first save after start-up).
-        slot.announcing = (announcing ?? []).filter { !alreadyAnnounced.contains($0.seq) }.map { a in
-            var presentation = DeliveryByAppState.Presentation()
-            (presentation.banner, presentation.sound, presentation.listed, presentation.badge) = (a.banner, a.sound, a.listed, a.badge)
-            return (a.seq, a.notification.notification(in: slot, presentation: presentation, playedSound: a.playedSound))
+        slot.announcing = (announcing ?? []).filter { !alreadyAnnounced.contains($0.seq) }.compactMap { a in
+            a.announcement(in: slot).map { (a.seq, $0) }
         }
         slot.badge = badge
         slot.token = token.flatMap { DeviceToken(hex: $0) }
@@ -284,11 +361,7 @@ struct SavedApp: Codable {
         slot.webPushInbox = (webPushInbox ?? []).compactMap { m in
             Base64URL.decode(m.data[...]).map { WebPushMessageDelivery(scope: m.scope, id: m.id, data: $0, declarative: m.declarative) }
         }
-        slot.summaryHeld = (summaryHeld ?? []).map { d in
-            var n = d.notification(in: slot, presentation: .init(), playedSound: nil)
-            n.attention.level = n.content.interruptionLevel
-            return n
-        }
+        slot.summaryHeld = (summaryHeld ?? []).map { $0.notification(in: slot, listed: false) }
         // A summary time that passed while the runtime was stopped is due at once.
         slot.summaryDue = slot.summaryHeld.isEmpty ? nil : summaryDue
         slot.wantsWidgetPushes = wantsWidgetPushes ?? false

@@ -46,8 +46,9 @@ public enum WidgetEvent: Sendable, Hashable {
     case token(DeviceToken)
     /// A `widgets` push reloaded the app's widgets; `remaining` reloads are left in the day's budget.
     case reloaded(apnsID: String, remaining: Int)
-    /// A `widgets` push did not reload them, and why.
-    case refused(apnsID: String, reason: String)
+    /// A `widgets` push did not reload them, and why; `retryAt`: when the day's budget allows
+    /// the next reload (milliseconds since 1970), when the budget was the reason.
+    case refused(apnsID: String, reason: String, retryAt: Int64?)
 }
 
 /// Widget pushes (iOS 26, WidgetKit `WidgetPushHandler`): an app whose widgets are configured for
@@ -88,16 +89,17 @@ extension DeviceRuntime {
             save(slot)
         }
         guard slot.wantsWidgetPushes else {
-            return emit(.widgets(app: slot.id, .refused(apnsID: id, reason: "the app's widgets are not configured for pushes")))
+            return announce(slot, .widget(.refused(apnsID: id, reason: "the app's widgets are not configured for pushes", retryAt: nil)))
         }
         guard case .object(let root) = push.payload, case .object(let aps)? = root["aps"], aps["content-changed"] == .bool(true) else {
-            return emit(.widgets(app: slot.id, .refused(apnsID: id, reason: "the payload is not {\"aps\":{\"content-changed\":true}}")))
+            return announce(slot, .widget(.refused(apnsID: id, reason: "the payload is not {\"aps\":{\"content-changed\":true}}", retryAt: nil)))
         }
         guard slot.widgetBudget.take(now: now) else {
-            let next = slot.widgetBudget.nextAvailable(now: now).map { " until \(PlanFormat.utcString($0))" } ?? ""
-            return emit(.widgets(app: slot.id, .refused(
-                apnsID: id, reason: "over the budget of \(WidgetReloadBudget.reloadsPerDay) widget reloads a day\(next)")))
+            let next = slot.widgetBudget.nextAvailable(now: now)
+            return announce(slot, .widget(.refused(
+                apnsID: id, reason: "over the budget of \(WidgetReloadBudget.reloadsPerDay) widget reloads a day" + (next.map { " until \(PlanFormat.utcString($0))" } ?? ""),
+                retryAt: next)))
         }
-        emit(.widgets(app: slot.id, .reloaded(apnsID: id, remaining: slot.widgetBudget.remaining(now: now))))
+        announce(slot, .widget(.reloaded(apnsID: id, remaining: slot.widgetBudget.remaining(now: now))))
     }
 }

@@ -489,7 +489,7 @@ public enum OpenAPIDocument {
             next: {type: string, description: "after for the next page; absent on the last page"}
         Text:
           type: object
-          required: [body]
+          description: "an alert's text: any of title, subtitle and body, at least one of them (APNs shows an alert with only a title, or only a subtitle)"
           properties:
             title: {type: string}
             subtitle: {type: string}
@@ -561,7 +561,7 @@ public enum OpenAPIDocument {
             alert: {$ref: "#/components/schemas/Text"}
             locKey:
               type: object
-              required: [key]
+              description: "keys the device localizes: the body's (key), the title's (titleKey), or both"
               properties:
                 key: {type: string}
                 args: {type: array, items: {$ref: "#/components/schemas/FormatArgument"}}
@@ -1831,9 +1831,7 @@ public enum OpenAPIDocument {
           },
           "Text": {
             "type": "object",
-            "required": [
-              "body"
-            ],
+            "description": "an alert's text: any of title, subtitle and body, at least one of them (APNs shows an alert with only a title, or only a subtitle)",
             "properties": {
               "title": {
                 "type": "string"
@@ -2028,9 +2026,7 @@ public enum OpenAPIDocument {
               },
               "locKey": {
                 "type": "object",
-                "required": [
-                  "key"
-                ],
+                "description": "keys the device localizes: the body's (key), the title's (titleKey), or both",
                 "properties": {
                   "key": {
                     "type": "string"

@@ -294,6 +294,8 @@ extension Components {
                 case next
             }
         }
+        /// an alert's text: any of title, subtitle and body, at least one of them (APNs shows an alert with only a title, or only a subtitle)
+        ///
         /// - Remark: Generated from `#/components/schemas/Text`.
         public struct Text: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/Text/title`.
@@ -303,7 +305,7 @@ extension Components {
             /// %@ and %n$@ take the send's args
             ///
             /// - Remark: Generated from `#/components/schemas/Text/body`.
-            public var body: Swift.String
+            public var body: Swift.String?
             /// Creates a new `Text`.
             ///
             /// - Parameters:
@@ -313,7 +315,7 @@ extension Components {
             public init(
                 title: Swift.String? = nil,
                 subtitle: Swift.String? = nil,
-                body: Swift.String
+                body: Swift.String? = nil
             ) {
                 self.title = title
                 self.subtitle = subtitle
@@ -650,10 +652,12 @@ extension Components {
             public var template: Components.Schemas.SendInput.TemplatePayload?
             /// - Remark: Generated from `#/components/schemas/SendInput/alert`.
             public var alert: Components.Schemas.Text?
+            /// keys the device localizes: the body's (key), the title's (titleKey), or both
+            ///
             /// - Remark: Generated from `#/components/schemas/SendInput/locKey`.
             public struct LocKeyPayload: Codable, Hashable, Sendable {
                 /// - Remark: Generated from `#/components/schemas/SendInput/locKey/key`.
-                public var key: Swift.String
+                public var key: Swift.String?
                 /// - Remark: Generated from `#/components/schemas/SendInput/locKey/args`.
                 public var args: [Components.Schemas.FormatArgument]?
                 /// - Remark: Generated from `#/components/schemas/SendInput/locKey/titleKey`.
@@ -668,7 +672,7 @@ extension Components {
                 ///   - titleKey:
                 ///   - titleArgs:
                 public init(
-                    key: Swift.String,
+                    key: Swift.String? = nil,
                     args: [Components.Schemas.FormatArgument]? = nil,
                     titleKey: Swift.String? = nil,
                     titleArgs: [Components.Schemas.FormatArgument]? = nil
@@ -685,6 +689,8 @@ extension Components {
                     case titleArgs
                 }
             }
+            /// keys the device localizes: the body's (key), the title's (titleKey), or both
+            ///
             /// - Remark: Generated from `#/components/schemas/SendInput/locKey`.
             public var locKey: Components.Schemas.SendInput.LocKeyPayload?
             /// sets each recipient's badge count to this number and sends it
@@ -749,7 +755,7 @@ extension Components {
             ///   - to:
             ///   - template:
             ///   - alert:
-            ///   - locKey:
+            ///   - locKey: keys the device localizes: the body's (key), the title's (titleKey), or both
             ///   - badge: sets each recipient's badge count to this number and sends it
             ///   - badgeIncrement: adds this to each recipient's badge count (a user's devices share their user's count, counted once per send) and sends each its new count as an absolute badge; counts stop at 2147483647. Not with badge
             ///   - sound:
