@@ -88,13 +88,11 @@ struct DeviceRunCommand: AsyncParsableCommand {
             socket (--agent-socket, default DIR/agent.sock; JSON lines, docs/device-agent.md). Pending requests,
             settings, categories, delivered entries and badges are kept in DIR/apps.
 
-            With --json every line is a JSON object with an "event" field. From the connection: connected,
-            reconnected, registered (topic, token), token-changed (topic, previous, token), notification
-            (apns-id, topic, push-type, priority, collapse-id, expiration, payload), unregistered (topic,
-            timestamp), error (code, message), disconnected (reason). From the notification center: delivered
-            (app, notification), dropped (app, ids), dismissed, badge, sound-replaced, app-state, silent-push,
-            token-delivered, prompted, contract-violation (app, message). The device reconnects by itself with
-            exponential backoff and jitter.
+            With --json every line is a JSON object with an "event" field (each described in
+            docs/device-events.schema.json; times are RFC 3339 UTC, a notification is named by id, origin and,
+            for a push, apns-id). The device reconnects by itself with exponential backoff and jitter.
+
+            \(DeviceEventList.help)
 
             One `device run` per device directory (it holds DIR/device.lock).
 
@@ -483,7 +481,7 @@ struct DeviceEventPrinter {
                 "endpoint": .string(endpoint), "token": .string(token.description),
             ]
         case .webPushUnsubscribed(let topic, let subscription):
-            object = ["event": .string("webpush-unsubscribed"), "topic": .string(topic), "subscription": .string(subscription)]
+            object = ["event": .string("webpush-endpoint-removed"), "topic": .string(topic), "subscription": .string(subscription)]
         case .disconnected(let reason): object = ["event": .string("disconnected"), "reason": .string(ConnectionAdvice.explain(reason, side: .device))]
         case .gatewayError(let code, let message):
             object = ["event": .string("error"), "code": .string(code.rawValue), "message": .string(message)]

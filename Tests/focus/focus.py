@@ -175,7 +175,7 @@ def main():
         n, presented, attention = shown(held_id)
         summary = next((e for e in events(log) if e.get("event") == "summary"), None)
         check("taking the app out of the summary delivers what it held, quietly, as a summary",
-              presented == ["list"] and attention.get("summary") and summary and summary["notifications"] == [{"app": NEWS, "id": held_id}],
+              presented == ["list"] and attention.get("summary") and summary and summary["notifications"] == [{"app": NEWS, "id": held_id, "origin": "remote", "apns-id": held_id}],
               (presented, attention, summary))
 
         # --- Widget pushes (iOS 26): their own token; widgets pushes go there and only there.

@@ -1,7 +1,7 @@
 """What the out-of-process test scripts share (Tests/browser, Tests/desktop): checks that print
 ok/FAIL and are counted, child processes that are always stopped, waiting on a condition with a
 deadline, and the run that turns an unexpected exception into a failed check."""
-import json, subprocess, sys, time
+import json, os, subprocess, sys, time
 
 FAILURES = []
 PROCESSES = []
@@ -40,15 +40,46 @@ def read(path):
         return ""
 
 
+SCHEMA_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs", "device-events.schema.json")
+_event_validators = None
+_schema_failures = set()
+
+
+def check_event_schema(event):
+    """Checks one `herald device run --json` line against docs/device-events.schema.json (the
+    event's own definition, so the error names the field); each distinct failure is reported once."""
+    global _event_validators
+    import jsonschema_rs  # installed with schemathesis (scripts/test-deps.sh)
+    if _event_validators is None:
+        with open(SCHEMA_PATH, encoding="utf-8") as f:
+            schema = json.load(f)
+        _event_validators = {}
+        for entry in schema["oneOf"]:
+            key = entry["$ref"].rsplit("/", 1)[1]
+            name = schema["$defs"][key]["properties"]["event"]["const"]
+            _event_validators[name] = jsonschema_rs.validator_for({"$ref": "#/$defs/" + key, "$defs": schema["$defs"]})
+    name = event.get("event")
+    validator = _event_validators.get(name)
+    errors = [f"unknown event {name!r}"] if validator is None else [f"{e.message} at {'/'.join(map(str, e.instance_path))}" for e in validator.iter_errors(event)]
+    for error in errors:
+        if (name, error) not in _schema_failures:
+            _schema_failures.add((name, error))
+            check(f"the {name} event matches docs/device-events.schema.json", False, f"{error}: {json.dumps(event)[:300]}")
+
+
 def json_events(path):
     """The JSON lines a process wrote to path so far (a `herald device run --json` log), skipping
-    any line that is not JSON (a line still being written)."""
+    any line that is not JSON (a line still being written). Each event is checked against its
+    schema (``check_event_schema``)."""
     found = []
     for line in read(path).splitlines():
         try:
-            found.append(json.loads(line))
+            event = json.loads(line)
         except ValueError:
-            pass
+            continue
+        if isinstance(event, dict) and "event" in event:
+            check_event_schema(event)
+        found.append(event)
     return found
 
 

@@ -156,7 +156,7 @@ def main():
 
     gone = back.call({"op": "webPushUnsubscribe"})
     check("webPushUnsubscribe", gone.get("unsubscribed") is True, json.dumps(gone))
-    wait_for("the gateway's confirmation", lambda: any(e.get("event") == "webpush-unsubscribed" and e.get("topic") == APP
+    wait_for("the gateway's confirmation", lambda: any(e.get("event") == "webpush-endpoint-removed" and e.get("topic") == APP
                                                         for e in json_events(log)))
     status = refusal(lambda: push(info, "too late", vapid, ca))
     check("after unsubscribing, pywebpush gets 410 Gone", status == 410, str(status))

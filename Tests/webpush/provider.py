@@ -105,7 +105,7 @@ def main():
     check("the app gets the same plaintext", json.loads(handed["text"])["notification"]["title"] == "Nouveau message")
 
     app.call({"op": "webPushUnsubscribe"})
-    wait_for("the unsubscription", lambda: any(e.get("event") == "webpush-unsubscribed" for e in json_events(log)))
+    wait_for("the unsubscription", lambda: any(e.get("event") == "webpush-endpoint-removed" for e in json_events(log)))
     status, report = api("POST", "/v1/sends", {"to": {"user": "zoe"}, "alert": {"body": "too late"}})
     check("after the app unsubscribed, the send gets 410 and prunes the registration",
           status == 200 and report["deliveries"][0]["status"] == 410 and report["pruned"] == [registration["token"]], json.dumps(report))

@@ -237,7 +237,7 @@ def main():
           f"{done.header.fields.get(8)} {done.body}")
     gone = wait_for("Unregistered", lambda: connector.called("Unregistered"))
     check("Unregister is confirmed with Unregistered", gone[0].get("token") == token, json.dumps(gone))
-    wait_for("the gateway's unsubscription", lambda: '"event":"webpush-unsubscribed"' in read(log))
+    wait_for("the gateway's unsubscription", lambda: '"event":"webpush-endpoint-removed"' in read(log))
     status = refusal(lambda: pywebpush.webpush(subscription, data="too late", vapid_private_key=vapid,
                                                vapid_claims={"sub": "mailto:ops@example.com"}, ttl=600))
     check("after Unregister, the endpoint answers 410 Gone", status == 410, str(status))
