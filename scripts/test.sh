@@ -32,6 +32,9 @@ python3 Tests/cluster/cluster.py "$(swift build --show-bin-path)/herald"
 # The chaos run: two nodes on a PostgreSQL of its own, real device processes, and every fault a
 # cluster meets while pushes flow (docs/cluster.md, "Faults").
 python3 Tests/faults/faults.py "$(swift build --show-bin-path)/herald"
+# PostgreSQL failover under load: a primary killed, its standby promoted; with synchronous
+# replication nothing answered 200 is lost (docs/cluster.md, "PostgreSQL failover").
+python3 Tests/faults/failover.py "$(swift build --show-bin-path)/herald"
 python3 Tests/compat/compat.py "$(swift build --show-bin-path)/herald"
 # Live Activities by push-to-start and broadcast channels, end to end (docs/live-activities.md).
 python3 Tests/liveactivity/liveactivity.py "$(swift build --show-bin-path)/herald"

@@ -70,7 +70,7 @@ public final class Gateway: Service, Sendable {
         let registry = DeviceRegistry()
         let health = GatewayHealth()
         let feed = DeliveryFeed()
-        let recorder = DeliveryRecorder(store: store, logger: logger)
+        let recorder = DeliveryRecorder(store: store, logger: logger, writeTimeout: configuration.limits.storeTimeout * 2)
         let limiter = limiters.apns
         var cluster: ClusterNode?
         if let clusterConfiguration = configuration.cluster {
@@ -256,6 +256,7 @@ public final class Gateway: Service, Sendable {
                 await feedback?.close()
             }),
         ]
+        for index in parts.indices { parts[index].logger = logger }
         let lifecycle = ServiceGroup(configuration: .init(services: parts, logger: logger))
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await lifecycle.run() }
@@ -275,7 +276,14 @@ public final class Gateway: Service, Sendable {
         while !Task.isCancelled {
             let now = clock.nowMilliseconds()
             do {
-                try await store.sweep(nowMilliseconds: now, retainFinishedUntil: now - configuration.receiptRetentionMilliseconds)
+                // Bounded, and ended by shutdown even when the store does not answer (a
+                // connection caught in a database failover once held a stopping gateway forever).
+                let (store, retention) = (self.store, configuration.receiptRetentionMilliseconds)
+                _ = try await withDeadline(max(.seconds(60), configuration.limits.storeTimeout * 2)) {
+                    try await store.sweep(nowMilliseconds: now, retainFinishedUntil: now - retention)
+                }
+            } catch is CancellationError {
+                break
             } catch {
                 logger.error("sweep failed", metadata: ["error": "\(error)"])
             }

@@ -1,3 +1,4 @@
+import Logging
 import ServiceLifecycle
 
 /// One part of a running gateway, as a `Service` of the gateway's own `ServiceGroup`: work that
@@ -15,6 +16,8 @@ struct GatewayPart: Service, CustomStringConvertible {
     let cancelsWork: Bool
     /// The shutdown step: closes what the part holds (and so ends ``work``).
     let stop: @Sendable () async -> Void
+    /// Where each step of the shutdown is said (info), so that a stop that hangs names its part.
+    var logger: Logger?
 
     init(
         _ description: String, work: (@Sendable () async -> Void)? = nil, cancelsWork: Bool = false,
@@ -31,9 +34,11 @@ struct GatewayPart: Service, CustomStringConvertible {
             if let work { group.addTask { await work() } }
             // Returns at graceful shutdown, or throws when the group is cancelled: stop either way.
             try? await gracefulShutdown()
+            logger?.info("stopping", metadata: ["part": "\(description)"])
             if cancelsWork { group.cancelAll() }
             await stop()
             await group.waitForAll()
+            logger?.info("stopped", metadata: ["part": "\(description)"])
         }
     }
 }

@@ -11,30 +11,47 @@ public struct DeadlineExceeded: Error, CustomStringConvertible {
 /// Runs `operation` and returns its result, or throws ``DeadlineExceeded`` once `timeout` has
 /// passed, whichever comes first. On the deadline the operation is cancelled but not waited for:
 /// a database client that does not honour cancellation (a pool waiting for a connection) cannot
-/// hold the caller past its bound. For cold paths (look-ups, health checks, lease renewals):
-/// each call starts two tasks.
+/// hold the caller past its bound, and a caller that is cancelled (shutdown) returns at once with
+/// `CancellationError`. For cold paths (look-ups, health checks, lease renewals): each call
+/// starts two tasks.
 public func withDeadline<T: Sendable>(
     _ timeout: TimeAmount, _ operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     let waiting = Locked<CheckedContinuation<T, any Error>?>(nil)
     let timer = Locked<Task<Void, Never>?>(nil)
-    return try await withCheckedThrowingContinuation { continuation in
-        waiting.withLock { $0 = continuation }
-        let work = Task {
-            let result: Result<T, any Error>
-            do { result = .success(try await operation()) } catch { result = .failure(error) }
-            waiting.withLock { $0.take() }?.resume(with: result)
-            timer.withLock { $0?.cancel() }
+    let worker = Locked<Task<Void, Never>?>(nil)
+    // The caller cancelled (a shutdown): it returns at once with CancellationError, as at the
+    // deadline, and the operation is cancelled, not waited for.
+    return try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { continuation in
+            waiting.withLock { $0 = continuation }
+            let work = Task {
+                let result: Result<T, any Error>
+                do { result = .success(try await operation()) } catch { result = .failure(error) }
+                waiting.withLock { $0.take() }?.resume(with: result)
+                timer.withLock { $0?.cancel() }
+            }
+            worker.withLock { $0 = work }
+            let sleeper = Task {
+                try? await Task.sleep(for: .nanoseconds(timeout.nanoseconds))
+                guard !Task.isCancelled, let continuation = waiting.withLock({ $0.take() }) else { return }
+                continuation.resume(throwing: DeadlineExceeded(timeout: timeout))
+                work.cancel()
+            }
+            timer.withLock { $0 = sleeper }
+            // The work may have finished before the timer was stored; the caller may have been
+            // cancelled before the continuation was.
+            if waiting.withLock({ $0 == nil }) { sleeper.cancel() }
+            if Task.isCancelled, let continuation = waiting.withLock({ $0.take() }) {
+                continuation.resume(throwing: CancellationError())
+                work.cancel()
+                sleeper.cancel()
+            }
         }
-        let sleeper = Task {
-            try? await Task.sleep(for: .nanoseconds(timeout.nanoseconds))
-            guard !Task.isCancelled, let continuation = waiting.withLock({ $0.take() }) else { return }
-            continuation.resume(throwing: DeadlineExceeded(timeout: timeout))
-            work.cancel()
-        }
-        timer.withLock { $0 = sleeper }
-        // The work may have finished before the timer was stored.
-        if waiting.withLock({ $0 == nil }) { sleeper.cancel() }
+    } onCancel: {
+        waiting.withLock { $0.take() }?.resume(throwing: CancellationError())
+        worker.withLock { $0 }?.cancel()
+        timer.withLock { $0 }?.cancel()
     }
 }
 

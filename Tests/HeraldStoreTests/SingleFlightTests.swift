@@ -51,3 +51,43 @@ struct SingleFlightTests {
         #expect(stuck.starts.load(ordering: .relaxed) == 1)
     }
 }
+
+/// `withDeadline` on an operation that never answers (a connection caught in a database failover).
+@Suite("withDeadline: bounded, and ended by the caller's cancellation")
+struct DeadlineTests {
+    @Test("a caller cancelled while the store does not answer returns at once with CancellationError, far before the deadline; the operation is cancelled")
+    func cancelledCaller() async throws {
+        let gate = SingleFlightTests.Gate()
+        let caller = Task { () -> String in
+            do {
+                _ = try await withDeadline(.seconds(3600)) { try await gate.operation() }
+                return "answered"
+            } catch is CancellationError {
+                return "cancelled"
+            } catch {
+                return "\(error)"
+            }
+        }
+        // The operation has started (a barrier, not a sleep), then the caller is cancelled.
+        while gate.starts.load(ordering: .relaxed) == 0 { await Task.yield() }
+        caller.cancel()
+        #expect(await caller.value == "cancelled")
+        // The abandoned operation was cancelled: released, it sees the cancellation.
+        gate.release.continuation.yield()
+        while gate.cancelled.load(ordering: .relaxed) == 0 { await Task.yield() }
+    }
+
+    @Test("a caller already cancelled returns at once; a deadline passed throws DeadlineExceeded")
+    func alreadyCancelledAndDeadline() async throws {
+        let gate = SingleFlightTests.Gate()
+        let caller = Task { () -> Bool in
+            withUnsafeCurrentTask { $0?.cancel() }
+            do { _ = try await withDeadline(.seconds(3600)) { try await gate.operation() } } catch is CancellationError { return true } catch {}
+            return false
+        }
+        #expect(await caller.value)
+        let slow = SingleFlightTests.Gate()
+        await #expect(throws: DeadlineExceeded.self) { try await withDeadline(.milliseconds(20)) { try await slow.operation() } }
+        slow.release.continuation.finish()
+    }
+}

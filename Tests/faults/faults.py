@@ -70,15 +70,19 @@ class Postgres:
         self.bin = bins[-1]
         self.dir = os.path.join(work, "pg")
         self.port = free_port()
+        self.options = ""   # more server settings (-c name=value …), for the failover run
         os.makedirs(self.dir)
         if os.geteuid() == 0:
             subprocess.run(["chown", "postgres:postgres", self.dir], check=True)
+        self.create()
+
+    def create(self):
         subprocess.run(as_postgres([f"{self.bin}/initdb", "-D", f"{self.dir}/data", "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8"]),
                        check=True, capture_output=True)
 
     def start(self):
         subprocess.run(as_postgres([f"{self.bin}/pg_ctl", "-D", f"{self.dir}/data", "-l", f"{self.dir}/pg.log", "-w", "-o",
-                                    f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c max_connections=200", "start"]),
+                                    f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c max_connections=200 {self.options}", "start"]),
                        check=True, capture_output=True)
 
     def stop(self, mode="fast"):
@@ -95,6 +99,7 @@ class Proxy:
 
     def __init__(self, target):
         self.target, self.mode, self.delay = target, "pass", 0.0
+        self.connections = set()
 
     async def start(self):
         self.server = await asyncio.start_server(self.handle, "127.0.0.1", 0)
@@ -106,10 +111,21 @@ class Proxy:
         except OSError:
             writer.close()
             return
+        self.connections.add((writer, up_writer))
         try:
             await asyncio.gather(self.pipe(reader, up_writer), self.pipe(up_reader, writer), return_exceptions=True)
         except asyncio.CancelledError:
             pass   # the run is over
+        finally:
+            self.connections.discard((writer, up_writer))
+
+    def switch(self, target):
+        """Points new connections at `target` and cuts every open one (as a failover's virtual
+        address moving to another server does)."""
+        self.target = target
+        for client, upstream in list(self.connections):
+            client.transport.abort()
+            upstream.transport.abort()
 
     async def pipe(self, reader, writer):
         try:
@@ -155,14 +171,19 @@ class Node:
         self.process.send_signal(sig)
 
     def stop(self):
+        """SIGTERM, then SIGKILL after 20 s; returns the seconds SIGTERM took (None: killed)."""
         if self.process and self.process.poll() is None:
             self.process.send_signal(signal.SIGCONT)
             self.process.send_signal(signal.SIGTERM)
+            started = time.monotonic()
             try:
                 self.process.wait(timeout=20)
+                return time.monotonic() - started
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+                return None
+        return 0.0
 
 
 class Device:

@@ -4,6 +4,8 @@ import json
 import socket
 import threading
 
+from harness import check_schema
+
 
 class Agent:
     """One app connection on the device's agent socket: requests answered by id, and the events
@@ -37,6 +39,7 @@ class Agent:
                 message = json.loads(line)
                 with self.lock:
                     if "event" in message:
+                        check_schema("agent-callback-" + str(message["event"]), f"the agent's {message['event']} callback", message)
                         self.events.append(message)
                     else:
                         self.answers[message.get("id")] = message
@@ -50,7 +53,10 @@ class Agent:
         with self.lock:
             if not self.lock.wait_for(lambda: number in self.answers, timeout=15):
                 raise AssertionError(f"no answer to {message}")
-            return self.answers.pop(number)
+            answer = self.answers.pop(number)
+        op = str(message.get("op"))
+        check_schema("agent-answer-" + op if answer.get("ok") else "agent-error", f"the agent's answer to {op}", answer)
+        return answer
 
     def ask(self, op, **fields):
         """A request and its answer, `ok` or not."""

@@ -41,30 +41,37 @@ def read(path):
 
 
 SCHEMA_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs", "device-events.schema.json")
-_event_validators = None
+_schema = None
+_validators = {}
 _schema_failures = set()
 
 
-def check_event_schema(event):
-    """Checks one `herald device run --json` line against docs/device-events.schema.json (the
-    event's own definition, so the error names the field); each distinct failure is reported once."""
-    global _event_validators
+def _validator(key):
+    """The validator of one definition of docs/device-events.schema.json (None: no such one)."""
+    global _schema
     import jsonschema_rs  # installed with schemathesis (scripts/test-deps.sh)
-    if _event_validators is None:
+    if _schema is None:
         with open(SCHEMA_PATH, encoding="utf-8") as f:
-            schema = json.load(f)
-        _event_validators = {}
-        for entry in schema["oneOf"]:
-            key = entry["$ref"].rsplit("/", 1)[1]
-            name = schema["$defs"][key]["properties"]["event"]["const"]
-            _event_validators[name] = jsonschema_rs.validator_for({"$ref": "#/$defs/" + key, "$defs": schema["$defs"]})
-    name = event.get("event")
-    validator = _event_validators.get(name)
-    errors = [f"unknown event {name!r}"] if validator is None else [f"{e.message} at {'/'.join(map(str, e.instance_path))}" for e in validator.iter_errors(event)]
+            _schema = json.load(f)
+    if key not in _validators:
+        _validators[key] = jsonschema_rs.validator_for({"$ref": "#/$defs/" + key, "$defs": _schema["$defs"]}) if key in _schema["$defs"] else None
+    return _validators[key]
+
+
+def check_schema(key, what, message):
+    """Checks a message against its definition (`key`), so that an error names the field; each
+    distinct failure is reported once."""
+    validator = _validator(key)
+    errors = [f"{what} is not described"] if validator is None else [f"{e.message} at /{'/'.join(map(str, e.instance_path))}" for e in validator.iter_errors(message)]
     for error in errors:
-        if (name, error) not in _schema_failures:
-            _schema_failures.add((name, error))
-            check(f"the {name} event matches docs/device-events.schema.json", False, f"{error}: {json.dumps(event)[:300]}")
+        if (key, error) not in _schema_failures:
+            _schema_failures.add((key, error))
+            check(f"{what} matches docs/device-events.schema.json", False, f"{error}: {json.dumps(message)[:300]}")
+
+
+def check_event_schema(event):
+    """A `herald device run --json` line."""
+    check_schema("event-" + str(event.get("event")), f"the {event.get('event')} event", event)
 
 
 def json_events(path):

@@ -315,8 +315,10 @@ final class ClusterNode: Sendable {
         let now = clock.nowMilliseconds()
         let store = self.store, node = nodeID
         do {
-            // Acks recorded so far must be in the store, or they would be sent again.
-            await recorder.waitUntilRecorded()
+            // Acks recorded so far must be in the store, or they would be sent again (bounded:
+            // a recorder stuck on the store skips this sweep, it does not stop the loop that
+            // called it — the heartbeat's heal, which renews the lease).
+            try await withDeadline(storeTimeout) { [recorder] in await recorder.waitUntilRecorded() }
             let held = try await withDeadline(storeTimeout) {
                 try await store.heldDeliveries(onNode: node, seqAtMost: seqAtMost, nowMilliseconds: now, limit: limit)
             }

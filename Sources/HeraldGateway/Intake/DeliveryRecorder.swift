@@ -1,6 +1,7 @@
 import HeraldCore
 import HeraldStore
 import Logging
+import NIOCore
 
 /// Records what happens to notifications after they are accepted (acks, sends not acked,
 /// replacements, drops) in batches: one store transaction per batch, off the sessions' event
@@ -11,6 +12,10 @@ final class DeliveryRecorder: Sendable {
     private let queue = BatchQueue<DeliveryEvent>(maximumBatchSize: 4_096)
     private let store: any GatewayStore
     private let logger: Logger
+    /// How long one batch's write may take before it counts as failed (a write that hangs —
+    /// seen on a connection caught in a database failover — must not stop recording, nor
+    /// whatever waits on ``waitUntilRecorded()``).
+    private let writeTimeout: TimeAmount
     /// Events appended and events written so far, and who waits for the written count.
     private let progress = Locked(Progress())
 
@@ -20,9 +25,11 @@ final class DeliveryRecorder: Sendable {
         var waiters: [(target: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
-    init(store: any GatewayStore, logger: Logger) {
+    /// `writeTimeout`: the gateway gives twice its store bound (`--store-timeout`), as the intake does a commit.
+    init(store: any GatewayStore, logger: Logger, writeTimeout: TimeAmount = .seconds(10)) {
         self.store = store
         self.logger = logger
+        self.writeTimeout = writeTimeout
     }
 
     func record(_ event: DeliveryEvent) { record(CollectionOfOne(event)) }
@@ -64,7 +71,7 @@ final class DeliveryRecorder: Sendable {
 
     func run() async {
         while let batch = await queue.nextBatch() {
-            do { try await store.record(batch) } catch {
+            do { try await withDeadline(writeTimeout) { [store] in try await store.record(batch) } } catch {
                 logger.error("could not record deliveries", metadata: ["count": "\(batch.count)", "error": "\(error)"])
             }
             advance(by: batch.count)
