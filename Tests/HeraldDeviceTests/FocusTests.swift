@@ -411,12 +411,16 @@ struct FocusTests {
         #expect(times.withLock { $0 } == ["-@2026-11-27T11:00:00Z", "Short@2026-11-27T11:22:00Z", "-@2026-11-27T11:23:00Z"])
         #expect(d.clock.nextAlarm == Self.at("2026-11-28T11:22:00Z"))
 
-        // Started while the Focus is on: announced at once.
+        // Started while the Focus is on: announced at once; started after an edge passed while
+        // stopped: the Focus now (none) is announced at once too.
         let again = Locked<[String]>([])
         _ = try Device(start: "2026-11-28T11:22:30Z", zone: kolkata, storage: dir, also: { event, _ in
             if case .focus(let active, _) = event { again.withLock { $0.append(active ?? "-") } }
         })
-        #expect(again.withLock { $0 } == ["Short"])
+        _ = try Device(start: "2026-11-28T11:40:00Z", zone: kolkata, storage: dir, also: { event, _ in
+            if case .focus(let active, _) = event { again.withLock { $0.append(active ?? "-") } }
+        })
+        #expect(again.withLock { $0 } == ["Short", "-"])
 
         // Paris springs forward at 02:00 on 2027-03-28: a Focus from 02:30 starts at 03:00 local (01:00Z).
         let spring = Locked<[String]>([])

@@ -58,12 +58,13 @@ public actor DeviceRuntime {
         self.storage = try storageDirectory.map(RuntimeStorage.init(directory:))
         self.observer = observer
         if let saved = try storage?.loadFocus() { focus = saved }
-        // A Focus on at start is announced at once (whatever shows it starts right); the next
-        // scheduled start or end rings the alarm (armed by the first install).
+        // With Focus modes set, the Focus on at start (or none) is announced at once: whatever
+        // shows it starts right, even when an edge passed while the runtime was stopped. The
+        // next scheduled start or end rings the alarm (armed by the first install).
         let now = clock.nowMilliseconds()
         lastActiveFocus = focus.activeMode(at: now, in: timeZone)?.name
         focusEdge = focus.nextFocusEdge(after: now, in: timeZone)
-        if let active = lastActiveFocus { observer?(.focus(active: active, focus)) }
+        if !focus.modes.isEmpty { observer?(.focus(active: lastActiveFocus, focus)) }
     }
 
     // MARK: apps
