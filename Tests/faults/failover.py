@@ -28,8 +28,7 @@ import asyncio, os, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import faults  # noqa: E402  (the chaos run's servers, nodes, devices and provider)
-from faults import HERALD, TOPIC, TEAM, Device, Node, Postgres, Provider, Proxy, as_postgres, check, free_port, health, provider_token  # noqa: E402
-from cryptography.hazmat.primitives import serialization  # noqa: E402
+from faults import Node, Postgres, Provider, Proxy, as_postgres, check, free_port, health, provider_token  # noqa: E402
 
 RATE = float(os.environ.get("HERALD_FAILOVER_RATE", "60"))   # pushes per second around the kill
 RECOVERY_LIMIT = 60
@@ -97,21 +96,8 @@ async def run(mode, work):
     await asyncio.to_thread(b.start)
     nodes, devices, provider = [a, b], [], None
     try:
-        key_path = os.path.join(work, "key.p8")
-        key_id = (await asyncio.to_thread(subprocess.run, [HERALD, "keys", "create", "--database", primary.url(), "--team", TEAM,
-                                                           "--topic", TOPIC, "--out", key_path], check=True, capture_output=True, text=True)).stdout.strip()
-        with open(key_path, "rb") as f:
-            key = serialization.load_pem_private_key(f.read(), None)
-        for i in range(faults.DEVICES):
-            first, second = (a, b) if i % 2 == 0 else (b, a)
-            device = Device(i, a.work, [f"wss://localhost:{first.device_port}", f"wss://localhost:{second.device_port}"], ca)
-            device.start()
-            devices.append(device)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not all(d.token for d in devices):
-            for d in devices:
-                d.read()
-            await asyncio.sleep(0.1)
+        key, key_id = await asyncio.to_thread(faults.create_key, primary.url(), work)
+        devices += await faults.start_devices(a.work, a, b, ca)
         check(f"[{mode}] {faults.DEVICES} devices registered", all(d.token for d in devices))
         check(f"[{mode}] every device's app is authorized", all(await asyncio.gather(*(asyncio.to_thread(d.authorize) for d in devices))))
         provider = Provider(nodes, ca, provider_token(key, key_id))
@@ -173,12 +159,7 @@ async def run(mode, work):
         check(f"[{mode}] both nodes stop on SIGTERM after the failover {stops}", all(t is not None for t in stops.values()), stops)
         return len(mine), len(lost)
     finally:
-        if provider:
-            await provider.close()
-        for d in devices:
-            d.stop()
-        for n in nodes:
-            n.stop()
+        await faults.stop_all(provider, devices, nodes)
         standby.stop("fast")
         primary.stop("immediate")
         link.server.close()

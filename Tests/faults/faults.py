@@ -337,6 +337,42 @@ def health(node, body=False):
         return (None, str(error)) if body else None
 
 
+def create_key(database, work):
+    """A provider key for TOPIC in the store (herald keys create): the private key and its id."""
+    path = os.path.join(work, "key.p8")
+    key_id = subprocess.run([HERALD, "keys", "create", "--database", database, "--team", TEAM, "--topic", TOPIC, "--out", path],
+                            check=True, capture_output=True, text=True).stdout.strip()
+    with open(path, "rb") as f:
+        return serialization.load_pem_private_key(f.read(), None), key_id
+
+
+async def start_devices(work, a, b, ca):
+    """DEVICES device processes, half starting on a, half on b, each knowing both; returns them
+    once registered (or after 60 s: the caller checks)."""
+    devices = []
+    for i in range(DEVICES):
+        first, second = (a, b) if i % 2 == 0 else (b, a)
+        device = Device(i, work, [f"wss://localhost:{first.device_port}", f"wss://localhost:{second.device_port}"], ca)
+        device.start()
+        devices.append(device)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not all(d.token for d in devices):
+        for d in devices:
+            d.read()
+        await asyncio.sleep(0.1)
+    return devices
+
+
+async def stop_all(provider, devices, nodes):
+    """The provider's connections closed, then every device and node stopped."""
+    if provider:
+        await provider.close()
+    for d in devices:
+        d.stop()
+    for n in nodes:
+        n.stop()
+
+
 async def main(work):
     pg = Postgres(work)
     pg.start()
@@ -357,21 +393,8 @@ async def main(work):
     provider = None
     figures = []
     try:
-        key_id = (await asyncio.to_thread(subprocess.run, [HERALD, "keys", "create", "--database", pg.url(), "--team", TEAM, "--topic", TOPIC,
-                                 "--out", os.path.join(work, "key.p8")], check=True, capture_output=True, text=True)).stdout.strip()
-        with open(os.path.join(work, "key.p8"), "rb") as f:
-            key = serialization.load_pem_private_key(f.read(), None)
-        # Half the devices start on a, half on b; each knows both nodes.
-        for i in range(DEVICES):
-            first, second = (a, b) if i % 2 == 0 else (b, a)
-            device = Device(i, work, [f"wss://localhost:{first.device_port}", f"wss://localhost:{second.device_port}"], ca)
-            device.start()
-            devices.append(device)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not all(d.token for d in devices):
-            for d in devices:
-                d.read()
-            await asyncio.sleep(0.1)
+        key, key_id = await asyncio.to_thread(create_key, pg.url(), work)
+        devices += await start_devices(work, a, b, ca)
         check(f"{DEVICES} device processes registered", all(d.token for d in devices), [d.token for d in devices])
         check("every device's app is authorized to show alerts", all(await asyncio.gather(*(asyncio.to_thread(d.authorize) for d in devices))))
         provider = Provider(nodes, ca, provider_token(key, key_id))
@@ -513,12 +536,7 @@ async def main(work):
         for row in figures:
             print("%-13s %5d %8d %6d %6d %5d %5d %11d %11s %9s %9s %13s" % row)
     finally:
-        if provider:
-            await provider.close()
-        for d in devices:
-            d.stop()
-        for n in nodes:
-            n.stop()
+        await stop_all(provider, devices, nodes)
         pg.stop("fast")
         for proxy in proxies.values():
             proxy.server.close()
