@@ -126,13 +126,7 @@ async def run(mode, work):
         stop.set()
         await stream
         mine = list(provider.answered)
-        deadline = time.monotonic() + RECOVERY_LIMIT
-        while time.monotonic() < deadline:
-            for d in devices:
-                d.read()
-            if all(devices[provider.answered[x][0]].shown.get(x) for x in mine):
-                break
-            await asyncio.sleep(0.1)
+        await faults.await_shown(devices, provider, mine, RECOVERY_LIMIT)
         for d in devices:
             d.read()
         lost = [x for x in mine if not devices[provider.answered[x][0]].arrived.get(x)]

@@ -363,6 +363,18 @@ async def start_devices(work, a, b, ca):
     return devices
 
 
+async def await_shown(devices, provider, ids, limit):
+    """Reads the devices' records until every apns-id in `ids` is shown on its device, or `limit`
+    seconds have passed (the caller counts what is missing)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        for d in devices:
+            d.read()
+        if all(devices[provider.answered[x][0]].shown.get(x) for x in ids):
+            return
+        await asyncio.sleep(0.1)
+
+
 async def stop_all(provider, devices, nodes):
     """The provider's connections closed, then every device and node stopped."""
     if provider:
@@ -428,13 +440,7 @@ async def main(work):
             await stream
             # Then everything answered 200 in the phase, after the fault too, must be shown.
             mine = [x for x, (_, p) in provider.answered.items() if p == name]
-            deadline = time.monotonic() + RECOVERY_LIMIT
-            while time.monotonic() < deadline:
-                for d in devices:
-                    d.read()
-                if all(devices[provider.answered[x][0]].shown.get(x) for x in mine):
-                    break
-                await asyncio.sleep(0.1)
+            await await_shown(devices, provider, mine, RECOVERY_LIMIT)
             back = {n.name: next((round(t - healed, 1) for t, node in provider.answers if t > healed and node == n.name), None) for n in nodes}
             if healthy_at is None:
                 # What a failure needs to be understood later (CI keeps only this output): the
