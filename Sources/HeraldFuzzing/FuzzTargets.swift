@@ -75,12 +75,16 @@ public enum FuzzTargets {
     }
 
     /// A Focus settings file (`herald device run --focus`, the agent's `device` message, the saved
-    /// `focus.json`): read, asked which Focus is on and when the next summary is, written back.
+    /// `focus.json`): read, asked which Focus is on, when the next summary and the next schedule
+    /// edge are, written back.
     @Sendable public static func focusSettings(_ data: [UInt8]) {
         guard let json = try? JSONReader.parse(data), let settings = try? FocusSettings(json: json) else { return }
         let zone = TimeZone(identifier: "Europe/Paris")!
         _ = settings.activeMode(at: 1_795_830_000_000, in: zone)
         _ = settings.nextSummary(after: 1_795_830_000_000, in: zone)
+        if let edge = settings.nextFocusEdge(after: 1_795_830_000_000, in: zone) {
+            precondition(edge > 1_795_830_000_000, "the next Focus edge is not after the instant asked")
+        }
         precondition((try? FocusSettings(json: settings.json)) == settings, "Focus settings do not read back")
     }
 
