@@ -12,7 +12,7 @@ public struct GatewayConfiguration: Sendable {
     /// single gateway.
     public var cluster: ClusterConfiguration?
     /// The one environment this gateway runs as.
-    public var environment: APNsEnvironment = .development
+    public var environment: PushEnvironment = .development
     /// The address the TLS provider, device and feedback ports listen on.
     public var host: String = "0.0.0.0"
     /// The address the admin port listens on: loopback unless the operator names another.

@@ -5,13 +5,13 @@ import HeraldCore
 public struct ChannelRecord: Sendable, Hashable {
     public var bundleID: String
     public var channelID: BroadcastChannelID
-    public var environment: APNsEnvironment
+    public var environment: PushEnvironment
     /// `message-storage-policy`: 0 stores nothing (a broadcast reaches the subscribers connected
     /// at that moment), 1 keeps the most recent broadcast for each subscriber that is offline.
     public var storagePolicy: Int
     public var createdAtMilliseconds: Int64
 
-    public init(bundleID: String, channelID: BroadcastChannelID, environment: APNsEnvironment, storagePolicy: Int, createdAtMilliseconds: Int64) {
+    public init(bundleID: String, channelID: BroadcastChannelID, environment: PushEnvironment, storagePolicy: Int, createdAtMilliseconds: Int64) {
         self.bundleID = bundleID
         self.channelID = channelID
         self.environment = environment
@@ -31,9 +31,9 @@ public protocol ChannelStore: Sendable {
     /// environment gets none (``StoreError/Code/tooManyChannels``).
     func createChannel(_ channel: ChannelRecord) async throws
     /// An app's channels in an environment, oldest first.
-    func channels(bundleID: String, environment: APNsEnvironment) async throws -> [ChannelRecord]
-    func channel(bundleID: String, id: BroadcastChannelID, environment: APNsEnvironment) async throws -> ChannelRecord?
+    func channels(bundleID: String, environment: PushEnvironment) async throws -> [ChannelRecord]
+    func channel(bundleID: String, id: BroadcastChannelID, environment: PushEnvironment) async throws -> ChannelRecord?
     /// Deletes a channel: it takes no more broadcasts and no new subscriptions (broadcasts already
     /// accepted still reach their subscribers). Returns `false` for an unknown channel.
-    func deleteChannel(bundleID: String, id: BroadcastChannelID, environment: APNsEnvironment, atMilliseconds: Int64) async throws -> Bool
+    func deleteChannel(bundleID: String, id: BroadcastChannelID, environment: PushEnvironment, atMilliseconds: Int64) async throws -> Bool
 }

@@ -39,7 +39,7 @@ public protocol GatewayStore: ChannelStore {
     /// stores the admitted ones by `policy` (collapse id and per-app depth replace older ones that
     /// are still waiting). When this returns, every `.stored` outcome is durable.
     func accept(
-        _ batch: [StoredNotification], policy: StorePolicy, environment: APNsEnvironment, nowMilliseconds: Int64
+        _ batch: [StoredNotification], policy: StorePolicy, environment: PushEnvironment, nowMilliseconds: Int64
     ) async throws -> [SubmissionOutcome]
 
     /// The notifications held for a token, oldest first (expired ones excluded).
@@ -66,8 +66,8 @@ public protocol GatewayStore: ChannelStore {
     /// A device that already has `maximumActivePerDevice` active tokens gets no new one
     /// (``StoreError/Code/tooManyTokens``): the bound holds across connections and nodes.
     func issueToken(_ candidate: TokenRegistration, maximumActivePerDevice: Int) async throws -> TokenRegistration
-    /// The device's active (not unregistered) token for an app in an environment.
-    func activeToken(deviceID: String, bundleID: String, environment: APNsEnvironment) async throws -> TokenRegistration?
+    /// The device's active (not unregistered) token of a scope in an environment.
+    func activeToken(deviceID: String, scope: TokenScope, environment: PushEnvironment) async throws -> TokenRegistration?
 
     // MARK: delivery
 
@@ -87,10 +87,10 @@ public protocol GatewayStore: ChannelStore {
     /// and active tokens of devices not seen since `inactiveBefore` (reported once, until the
     /// device connects again; their timestamp is when the inactivity period ended).
     func takeFeedback(
-        bundleID: String, environment: APNsEnvironment, inactiveBefore: Int64, inactivityMilliseconds: Int64
+        bundleID: String, environment: PushEnvironment, inactiveBefore: Int64, inactivityMilliseconds: Int64
     ) async throws -> [FeedbackEntry]
-    /// The history of every notification accepted with this apns-id.
-    func receipts(apnsID: NotificationID) async throws -> [Receipt]
+    /// The history of every notification accepted with this id (one per token it went to).
+    func receipts(of id: NotificationID) async throws -> [Receipt]
 
     // MARK: inspection (Inspection.swift)
 
@@ -109,7 +109,7 @@ public protocol GatewayStore: ChannelStore {
     func heldNotifications(_ filter: HeldFilter, after: Int64?, limit: Int) async throws -> [HeldNotification]
     /// The unregistered tokens of an app's feedback list not yet read, without clearing them
     /// (``takeFeedback(bundleID:environment:inactiveBefore:inactivityMilliseconds:)`` reads and clears).
-    func pendingFeedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry]
+    func pendingFeedback(bundleID: String, environment: PushEnvironment) async throws -> [FeedbackEntry]
 }
 
 extension GatewayStore {

@@ -23,7 +23,7 @@ public actor InMemoryStore: GatewayStore {
     private var devices: [String: DeviceRecord] = [:]
     /// Tokens reported in feedback for their device's inactivity (until it connects again).
     private var inactivityReported: Set<DeviceToken> = []
-    private var feedback: [(bundleID: String, environment: APNsEnvironment, entry: FeedbackEntry)] = []
+    private var feedback: [(bundleID: String, environment: PushEnvironment, entry: FeedbackEntry)] = []
     /// Every notification record, by sequence number (ascending = order of acceptance).
     private var records: [Int64: Record] = [:]
     private var nextSeq: Int64 = 1
@@ -84,7 +84,7 @@ public actor InMemoryStore: GatewayStore {
             tokens[token] = registration
             // An app's token, or a Web Push subscription (in its app's list); never a Live
             // Activity's or a channel's.
-            let scope = TokenScope(stored: registration.bundleID)
+            let scope = registration.scope
             switch scope.kind {
             case .app, .webPush:
                 feedback.append((scope.bundleID, registration.environment, FeedbackEntry(token: token, atMilliseconds: atMilliseconds)))
@@ -101,7 +101,7 @@ public actor InMemoryStore: GatewayStore {
     public func registration(of token: DeviceToken) -> TokenRegistration? { tokens[token] }
 
     public func accept(
-        _ batch: [StoredNotification], policy: StorePolicy, environment: APNsEnvironment, nowMilliseconds: Int64
+        _ batch: [StoredNotification], policy: StorePolicy, environment: PushEnvironment, nowMilliseconds: Int64
     ) async -> [SubmissionOutcome] {
         await waitWhileHeld()
         return batch.map { notification in
@@ -186,7 +186,7 @@ public actor InMemoryStore: GatewayStore {
 
     public func issueToken(_ candidate: TokenRegistration, maximumActivePerDevice: Int) throws -> TokenRegistration {
         if let deviceID = candidate.deviceID {
-            if let existing = activeToken(deviceID: deviceID, bundleID: candidate.bundleID, environment: candidate.environment) {
+            if let existing = activeToken(deviceID: deviceID, scope: candidate.scope, environment: candidate.environment) {
                 return existing
             }
             let active = tokens.values.count { $0.deviceID == deviceID && $0.unregisteredAtMilliseconds == nil }
@@ -198,9 +198,9 @@ public actor InMemoryStore: GatewayStore {
         return candidate
     }
 
-    public func activeToken(deviceID: String, bundleID: String, environment: APNsEnvironment) -> TokenRegistration? {
+    public func activeToken(deviceID: String, scope: TokenScope, environment: PushEnvironment) -> TokenRegistration? {
         tokens.values.first {
-            $0.deviceID == deviceID && $0.bundleID == bundleID && $0.environment == environment && $0.unregisteredAtMilliseconds == nil
+            $0.deviceID == deviceID && $0.scope == scope && $0.environment == environment && $0.unregisteredAtMilliseconds == nil
         }
     }
 
@@ -252,7 +252,7 @@ public actor InMemoryStore: GatewayStore {
     // MARK: feedback and receipts
 
     public func takeFeedback(
-        bundleID: String, environment: APNsEnvironment, inactiveBefore: Int64, inactivityMilliseconds: Int64
+        bundleID: String, environment: PushEnvironment, inactiveBefore: Int64, inactivityMilliseconds: Int64
     ) -> [FeedbackEntry] {
         var entries: [FeedbackEntry] = []
         feedback.removeAll { item in
@@ -261,7 +261,7 @@ public actor InMemoryStore: GatewayStore {
             return true
         }
         for registration in tokens.values.sorted(by: { $0.createdAtMilliseconds < $1.createdAtMilliseconds })
-        where registration.bundleID == bundleID && registration.environment == environment
+        where registration.scope == TokenScope(bundleID: bundleID) && registration.environment == environment
             && registration.unregisteredAtMilliseconds == nil && !inactivityReported.contains(registration.token) {
             guard let deviceID = registration.deviceID, let device = devices[deviceID],
                   device.lastSeenAtMilliseconds < inactiveBefore else { continue }
@@ -271,13 +271,11 @@ public actor InMemoryStore: GatewayStore {
         return entries
     }
 
-    public func receipts(apnsID: NotificationID) -> [Receipt] {
-        records.values.filter { $0.notification.id == apnsID }.sorted { $0.seq < $1.seq }.map { record in
+    public func receipts(of id: NotificationID) -> [Receipt] {
+        records.values.filter { $0.notification.id == id }.sorted { $0.seq < $1.seq }.map { record in
             Receipt(
-                apnsID: apnsID, token: record.notification.token, bundleID: record.notification.bundleID,
-                events: Receipt.events(
-                    notification: record.notification, discardAtMilliseconds: record.discardAt, state: record.state,
-                    sentAtMilliseconds: record.sentAt, ackedAtMilliseconds: record.ackedAt, endedAtMilliseconds: record.endedAt))
+                of: record.notification, discardAtMilliseconds: record.discardAt, state: record.state,
+                sentAtMilliseconds: record.sentAt, ackedAtMilliseconds: record.ackedAt, endedAtMilliseconds: record.endedAt)
         }
     }
 
@@ -315,7 +313,7 @@ public actor InMemoryStore: GatewayStore {
 
     public func tokens(_ filter: TokenFilter, after: DeviceToken?, limit: Int) -> [TokenRegistration] {
         let matching = tokens.values.filter { registration in
-            (filter.bundleID.map { $0 == registration.bundleID } ?? true)
+            (filter.bundleID.map { $0 == registration.scope.stored } ?? true)
                 && (filter.deviceID.map { $0 == registration.deviceID } ?? true)
                 && (!filter.activeOnly || registration.unregisteredAtMilliseconds == nil)
                 && (after.map { $0.bytes.lexicographicallyPrecedes(registration.token.bytes) } ?? true)
@@ -337,13 +335,13 @@ public actor InMemoryStore: GatewayStore {
         }
     }
 
-    public func pendingFeedback(bundleID: String, environment: APNsEnvironment) -> [FeedbackEntry] {
+    public func pendingFeedback(bundleID: String, environment: PushEnvironment) -> [FeedbackEntry] {
         feedback.filter { $0.bundleID == bundleID && $0.environment == environment }.map(\.entry)
     }
 }
 
 extension InMemoryStore {
-    private static func channelKey(_ bundleID: String, _ environment: APNsEnvironment) -> String { bundleID + "\u{0}" + environment.rawValue }
+    private static func channelKey(_ bundleID: String, _ environment: PushEnvironment) -> String { bundleID + "\u{0}" + environment.rawValue }
 
     public func createChannel(_ channel: ChannelRecord) throws {
         let key = Self.channelKey(channel.bundleID, channel.environment)
@@ -354,15 +352,15 @@ extension InMemoryStore {
         channelRecords[key, default: []].append(channel)
     }
 
-    public func channels(bundleID: String, environment: APNsEnvironment) -> [ChannelRecord] {
+    public func channels(bundleID: String, environment: PushEnvironment) -> [ChannelRecord] {
         channelRecords[Self.channelKey(bundleID, environment)] ?? []
     }
 
-    public func channel(bundleID: String, id: BroadcastChannelID, environment: APNsEnvironment) -> ChannelRecord? {
+    public func channel(bundleID: String, id: BroadcastChannelID, environment: PushEnvironment) -> ChannelRecord? {
         channelRecords[Self.channelKey(bundleID, environment)]?.first { $0.channelID == id }
     }
 
-    public func deleteChannel(bundleID: String, id: BroadcastChannelID, environment: APNsEnvironment, atMilliseconds: Int64) -> Bool {
+    public func deleteChannel(bundleID: String, id: BroadcastChannelID, environment: PushEnvironment, atMilliseconds: Int64) -> Bool {
         let key = Self.channelKey(bundleID, environment)
         let before = channelRecords[key]?.count ?? 0
         channelRecords[key]?.removeAll { $0.channelID == id }

@@ -9,12 +9,12 @@ public struct KeyRecord: Sendable, Hashable {
     public var keyID: String
     public var teamID: String
     /// `nil`: the key works in both environments.
-    public var environment: APNsEnvironment?
+    public var environment: PushEnvironment?
     public var createdAtMilliseconds: Int64
     /// When `herald keys revoke` revoked it; a revoked key authenticates nothing.
     public var revokedAtMilliseconds: Int64?
 
-    public init(keyID: String, teamID: String, environment: APNsEnvironment?, createdAtMilliseconds: Int64, revokedAtMilliseconds: Int64?) {
+    public init(keyID: String, teamID: String, environment: PushEnvironment?, createdAtMilliseconds: Int64, revokedAtMilliseconds: Int64?) {
         self.keyID = keyID
         self.teamID = teamID
         self.environment = environment

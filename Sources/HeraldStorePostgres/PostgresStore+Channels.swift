@@ -21,7 +21,7 @@ extension PostgresStore {
         }
     }
 
-    public func channels(bundleID: String, environment: APNsEnvironment) async throws -> [ChannelRecord] {
+    public func channels(bundleID: String, environment: PushEnvironment) async throws -> [ChannelRecord] {
         var channels: [ChannelRecord] = []
         for try await row in try await client.query("""
             SELECT bundle_id, environment, channel_id, storage_policy, created_at_ms FROM channels
@@ -32,7 +32,7 @@ extension PostgresStore {
         return channels
     }
 
-    public func channel(bundleID: String, id: BroadcastChannelID, environment: APNsEnvironment) async throws -> ChannelRecord? {
+    public func channel(bundleID: String, id: BroadcastChannelID, environment: PushEnvironment) async throws -> ChannelRecord? {
         for try await row in try await client.query("""
             SELECT bundle_id, environment, channel_id, storage_policy, created_at_ms FROM channels
             WHERE bundle_id = \(bundleID) AND environment = \(environment.rawValue) AND channel_id = \(id.value)
@@ -42,7 +42,7 @@ extension PostgresStore {
         return nil
     }
 
-    public func deleteChannel(bundleID: String, id: BroadcastChannelID, environment: APNsEnvironment, atMilliseconds: Int64) async throws -> Bool {
+    public func deleteChannel(bundleID: String, id: BroadcastChannelID, environment: PushEnvironment, atMilliseconds: Int64) async throws -> Bool {
         var deleted = false
         for try await _ in try await client.query("""
             DELETE FROM channels WHERE bundle_id = \(bundleID) AND environment = \(environment.rawValue) AND channel_id = \(id.value)

@@ -88,7 +88,7 @@ extension PostgresStore {
         return held
     }
 
-    public func pendingFeedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry] {
+    public func pendingFeedback(bundleID: String, environment: PushEnvironment) async throws -> [FeedbackEntry] {
         var entries: [FeedbackEntry] = []
         for try await (token, at) in try await client.query("""
             SELECT token, at_ms FROM feedback WHERE bundle_id = \(bundleID) AND environment = \(environment.rawValue) ORDER BY id

@@ -45,7 +45,7 @@ extension PostgresStore {
     }
 
     public func accept(
-        _ batch: [StoredNotification], policy: StorePolicy, environment: APNsEnvironment, nowMilliseconds: Int64
+        _ batch: [StoredNotification], policy: StorePolicy, environment: PushEnvironment, nowMilliseconds: Int64
     ) async throws -> [SubmissionOutcome] {
         guard !batch.isEmpty else { return [] }
         let logger = self.logger

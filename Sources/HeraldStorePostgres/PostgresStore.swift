@@ -353,8 +353,8 @@ public final class PostgresStore: GatewayStore, Sendable {
         return token
     }
 
-    static func environment(_ name: String) throws -> APNsEnvironment {
-        guard let environment = APNsEnvironment(rawValue: name) else { throw StoreError(.corrupt, "an unknown environment \(name) is stored") }
+    static func environment(_ name: String) throws -> PushEnvironment {
+        guard let environment = PushEnvironment(rawValue: name) else { throw StoreError(.corrupt, "an unknown environment \(name) is stored") }
         return environment
     }
 
@@ -436,7 +436,7 @@ public final class PostgresStore: GatewayStore, Sendable {
                 throw StoreError(.corrupt, "the public key of \(id) in the database is not a P-256 key")
             }
             return ProviderKey(
-                keyID: keyID, teamID: teamID, publicKey: publicKey, environment: environment.flatMap(APNsEnvironment.init(rawValue:)))
+                keyID: keyID, teamID: teamID, publicKey: publicKey, environment: environment.flatMap(PushEnvironment.init(rawValue:)))
         }
         return nil
     }
@@ -465,7 +465,7 @@ public final class PostgresStore: GatewayStore, Sendable {
     static func insert(_ r: TokenRegistration, in c: PostgresConnection, logger: Logger) async throws {
         try await c.query("""
             INSERT INTO device_tokens (token, bundle_id, environment, device_id, created_at_ms, unregistered_at_ms, expired_at_ms)
-            VALUES (\(buffer(r.token.bytes)), \(r.bundleID), \(r.environment.rawValue), \(r.deviceID), \(r.createdAtMilliseconds),
+            VALUES (\(buffer(r.token.bytes)), \(r.scope.stored), \(r.environment.rawValue), \(r.deviceID), \(r.createdAtMilliseconds),
                     \(r.unregisteredAtMilliseconds), \(r.expiredAtMilliseconds))
             """, logger: logger)
     }
@@ -500,7 +500,7 @@ public final class PostgresStore: GatewayStore, Sendable {
 
     static func registration(_ row: RegistrationRow) throws -> TokenRegistration {
         TokenRegistration(
-            token: try token(row.0), bundleID: row.1, environment: try environment(row.2), deviceID: row.3,
+            token: try token(row.0), scope: TokenScope(stored: row.1), environment: try environment(row.2), deviceID: row.3,
             createdAtMilliseconds: row.4, unregisteredAtMilliseconds: row.5, expiredAtMilliseconds: row.6)
     }
 
@@ -554,7 +554,7 @@ public final class PostgresStore: GatewayStore, Sendable {
                 // The device's row serializes its registrations, on every node.
                 try await c.query("SELECT 1 FROM devices WHERE device_id = \(deviceID) FOR UPDATE", logger: logger)
                 if let existing = try await Self.activeToken(
-                    deviceID: deviceID, bundleID: candidate.bundleID, environment: candidate.environment, in: c, logger: logger) {
+                    deviceID: deviceID, scope: candidate.scope, environment: candidate.environment, in: c, logger: logger) {
                     return existing
                 }
                 var active = 0
@@ -572,18 +572,18 @@ public final class PostgresStore: GatewayStore, Sendable {
         }
     }
 
-    public func activeToken(deviceID: String, bundleID: String, environment: APNsEnvironment) async throws -> TokenRegistration? {
+    public func activeToken(deviceID: String, scope: TokenScope, environment: PushEnvironment) async throws -> TokenRegistration? {
         try await client.withConnection { c in
-            try await Self.activeToken(deviceID: deviceID, bundleID: bundleID, environment: environment, in: c, logger: logger)
+            try await Self.activeToken(deviceID: deviceID, scope: scope, environment: environment, in: c, logger: logger)
         }
     }
 
     private static func activeToken(
-        deviceID: String, bundleID: String, environment: APNsEnvironment, in c: PostgresConnection, logger: Logger
+        deviceID: String, scope: TokenScope, environment: PushEnvironment, in c: PostgresConnection, logger: Logger
     ) async throws -> TokenRegistration? {
         let rows = try await c.query("""
             SELECT \(unescaped: registrationColumns) FROM device_tokens
-            WHERE device_id = \(deviceID) AND bundle_id = \(bundleID) AND environment = \(environment.rawValue)
+            WHERE device_id = \(deviceID) AND bundle_id = \(scope.stored) AND environment = \(environment.rawValue)
               AND unregistered_at_ms IS NULL
             ORDER BY created_at_ms LIMIT 1
             """, logger: logger)
@@ -594,7 +594,7 @@ public final class PostgresStore: GatewayStore, Sendable {
     // MARK: feedback and receipts
 
     public func takeFeedback(
-        bundleID: String, environment: APNsEnvironment, inactiveBefore: Int64, inactivityMilliseconds: Int64
+        bundleID: String, environment: PushEnvironment, inactiveBefore: Int64, inactivityMilliseconds: Int64
     ) async throws -> [FeedbackEntry] {
         try await transaction { c in
             var removed: [(Int64, FeedbackEntry)] = []
@@ -619,18 +619,16 @@ public final class PostgresStore: GatewayStore, Sendable {
         }
     }
 
-    public func receipts(apnsID: NotificationID) async throws -> [Receipt] {
+    public func receipts(of id: NotificationID) async throws -> [Receipt] {
         let rows = try await client.query(
-            "SELECT \(unescaped: Self.notificationColumns) FROM notifications n WHERE n.apns_id = \(apnsID.description) ORDER BY n.seq",
+            "SELECT \(unescaped: Self.notificationColumns) FROM notifications n WHERE n.apns_id = \(id.description) ORDER BY n.seq",
             logger: logger)
         var receipts: [Receipt] = []
         for try await row in rows.decode(NotificationRow.self) {
             let record = try Self.record(row)
             receipts.append(Receipt(
-                apnsID: apnsID, token: record.notification.token, bundleID: record.notification.bundleID,
-                events: Receipt.events(
-                    notification: record.notification, discardAtMilliseconds: record.discardAt, state: record.state,
-                    sentAtMilliseconds: record.sentAt, ackedAtMilliseconds: record.ackedAt, endedAtMilliseconds: record.endedAt)))
+                of: record.notification, discardAtMilliseconds: record.discardAt, state: record.state,
+                sentAtMilliseconds: record.sentAt, ackedAtMilliseconds: record.ackedAt, endedAtMilliseconds: record.endedAt))
         }
         return receipts
     }

@@ -18,7 +18,7 @@ extension SQLiteStore {
         }
     }
 
-    public func channels(bundleID: String, environment: APNsEnvironment) async throws -> [ChannelRecord] {
+    public func channels(bundleID: String, environment: PushEnvironment) async throws -> [ChannelRecord] {
         try await pool.read { db in
             try Row.fetchAll(
                 db, sql: """
@@ -29,7 +29,7 @@ extension SQLiteStore {
         }
     }
 
-    public func channel(bundleID: String, id: BroadcastChannelID, environment: APNsEnvironment) async throws -> ChannelRecord? {
+    public func channel(bundleID: String, id: BroadcastChannelID, environment: PushEnvironment) async throws -> ChannelRecord? {
         try await pool.read { db in
             try Row.fetchOne(
                 db, sql: """
@@ -40,7 +40,7 @@ extension SQLiteStore {
         }
     }
 
-    public func deleteChannel(bundleID: String, id: BroadcastChannelID, environment: APNsEnvironment, atMilliseconds: Int64) async throws -> Bool {
+    public func deleteChannel(bundleID: String, id: BroadcastChannelID, environment: PushEnvironment, atMilliseconds: Int64) async throws -> Bool {
         try await pool.write { db in
             try db.execute(
                 sql: "DELETE FROM channels WHERE bundle_id = ? AND environment = ? AND channel_id = ?",
@@ -52,7 +52,7 @@ extension SQLiteStore {
     private static func channelRecord(from row: Row) throws -> ChannelRecord {
         let environmentName: String = row[1]
         let idText: String = row[2]
-        guard let environment = APNsEnvironment(rawValue: environmentName), let id = BroadcastChannelID(idText) else {
+        guard let environment = PushEnvironment(rawValue: environmentName), let id = BroadcastChannelID(idText) else {
             throw StoreError(.corrupt, "a channel row is unreadable (\(environmentName), \(idText))")
         }
         return ChannelRecord(bundleID: row[0], channelID: id, environment: environment, storagePolicy: row[3], createdAtMilliseconds: row[4])

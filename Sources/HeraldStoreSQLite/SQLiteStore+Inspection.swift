@@ -39,7 +39,7 @@ extension SQLiteStore {
         let environment: String? = row[2]
         return KeyRecord(
             keyID: row[0], teamID: row[1], environment: try environment.map { name in
-                guard let known = APNsEnvironment(rawValue: name) else { throw StoreError(.corrupt, "a key has an unknown environment \(name)") }
+                guard let known = PushEnvironment(rawValue: name) else { throw StoreError(.corrupt, "a key has an unknown environment \(name)") }
                 return known
             },
             createdAtMilliseconds: row[3], revokedAtMilliseconds: row[4])
@@ -117,7 +117,7 @@ extension SQLiteStore {
         }
     }
 
-    public func pendingFeedback(bundleID: String, environment: APNsEnvironment) async throws -> [FeedbackEntry] {
+    public func pendingFeedback(bundleID: String, environment: PushEnvironment) async throws -> [FeedbackEntry] {
         try await pool.read { db in
             try Row.fetchAll(
                 db, sql: "SELECT token, at_ms FROM feedback WHERE bundle_id = ? AND environment = ? ORDER BY id",

@@ -207,7 +207,7 @@ public final class SQLiteStore: GatewayStore {
             let environment: String? = row["environment"]
             return ProviderKey(
                 keyID: row["key_id"], teamID: row["team_id"], publicKey: publicKey,
-                environment: environment.flatMap(APNsEnvironment.init(rawValue:)))
+                environment: environment.flatMap(PushEnvironment.init(rawValue:)))
         }
     }
 
@@ -237,7 +237,7 @@ public final class SQLiteStore: GatewayStore {
             INSERT INTO device_tokens (token, bundle_id, environment, device_id, created_at_ms, unregistered_at_ms, expired_at_ms)
             VALUES (?, ?, ?, ?, ?, ?, ?)
             """).execute(arguments: [
-                Data(registration.token.bytes), registration.bundleID, registration.environment.rawValue,
+                Data(registration.token.bytes), registration.scope.stored, registration.environment.rawValue,
                 registration.deviceID, registration.createdAtMilliseconds,
                 registration.unregisteredAtMilliseconds, registration.expiredAtMilliseconds,
             ])
@@ -298,18 +298,18 @@ public final class SQLiteStore: GatewayStore {
     /// unregistered_at_ms, expired_at_ms (in this order).
     static func registration(of token: DeviceToken, from row: Row) throws -> TokenRegistration {
         let environmentName: String = row[1]
-        guard let environment = APNsEnvironment(rawValue: environmentName) else {
+        guard let environment = PushEnvironment(rawValue: environmentName) else {
             throw StoreError(.corrupt, "token \(token) has an unknown environment \(environmentName)")
         }
         return TokenRegistration(
-            token: token, bundleID: row[0], environment: environment, deviceID: row[2],
+            token: token, scope: TokenScope(stored: row[0]), environment: environment, deviceID: row[2],
             createdAtMilliseconds: row[3], unregisteredAtMilliseconds: row[4], expiredAtMilliseconds: row[5])
     }
 
     // MARK: notifications
 
     public func accept(
-        _ batch: [StoredNotification], policy: StorePolicy, environment: APNsEnvironment, nowMilliseconds: Int64
+        _ batch: [StoredNotification], policy: StorePolicy, environment: PushEnvironment, nowMilliseconds: Int64
     ) async throws -> [SubmissionOutcome] {
         let cache = registrations
         let held = self.held
@@ -486,7 +486,7 @@ public final class SQLiteStore: GatewayStore {
         let cache = registrations
         return try await pool.write { db in
             if let deviceID = candidate.deviceID {
-                if let existing = try Self.activeToken(deviceID: deviceID, bundleID: candidate.bundleID, environment: candidate.environment, in: db) {
+                if let existing = try Self.activeToken(deviceID: deviceID, scope: candidate.scope, environment: candidate.environment, in: db) {
                     return existing
                 }
                 let active = try Int.fetchOne(
@@ -501,14 +501,14 @@ public final class SQLiteStore: GatewayStore {
         }
     }
 
-    public func activeToken(deviceID: String, bundleID: String, environment: APNsEnvironment) async throws -> TokenRegistration? {
+    public func activeToken(deviceID: String, scope: TokenScope, environment: PushEnvironment) async throws -> TokenRegistration? {
         try await pool.read { db in
-            try Self.activeToken(deviceID: deviceID, bundleID: bundleID, environment: environment, in: db)
+            try Self.activeToken(deviceID: deviceID, scope: scope, environment: environment, in: db)
         }
     }
 
     private static func activeToken(
-        deviceID: String, bundleID: String, environment: APNsEnvironment, in db: Database
+        deviceID: String, scope: TokenScope, environment: PushEnvironment, in db: Database
     ) throws -> TokenRegistration? {
         guard let data = try Data.fetchOne(
             db,
@@ -516,7 +516,7 @@ public final class SQLiteStore: GatewayStore {
                 SELECT token FROM device_tokens
                 WHERE device_id = ? AND bundle_id = ? AND environment = ? AND unregistered_at_ms IS NULL
                 """,
-            arguments: [deviceID, bundleID, environment.rawValue]),
+            arguments: [deviceID, scope.stored, environment.rawValue]),
             let token = DeviceToken(bytes: Array(data))
         else { return nil }
         return try registration(of: token, in: db)
@@ -610,7 +610,7 @@ public final class SQLiteStore: GatewayStore {
     // MARK: feedback and receipts
 
     public func takeFeedback(
-        bundleID: String, environment: APNsEnvironment, inactiveBefore: Int64, inactivityMilliseconds: Int64
+        bundleID: String, environment: PushEnvironment, inactiveBefore: Int64, inactivityMilliseconds: Int64
     ) async throws -> [FeedbackEntry] {
         try await pool.write { db in
             var entries: [FeedbackEntry] = []
@@ -643,23 +643,19 @@ public final class SQLiteStore: GatewayStore {
         }
     }
 
-    public func receipts(apnsID: NotificationID) async throws -> [Receipt] {
+    public func receipts(of id: NotificationID) async throws -> [Receipt] {
         try await pool.read { db in
             let rows = try Row.fetchAll(
-                db, sql: "SELECT * FROM notifications WHERE apns_id = ? ORDER BY seq", arguments: [apnsID.description])
+                db, sql: "SELECT * FROM notifications WHERE apns_id = ? ORDER BY seq", arguments: [id.description])
             return try rows.map { row in
                 let tokenData: Data = row["token"]
                 guard let token = DeviceToken(bytes: Array(tokenData)),
                       let state = NotificationState(rawValue: row["state"]) else {
-                    throw StoreError(.corrupt, "notification \(apnsID) has an invalid token or state")
+                    throw StoreError(.corrupt, "notification \(id) has an invalid token or state")
                 }
-                let notification = try Self.notification(from: row, token: token)
                 return Receipt(
-                    apnsID: apnsID, token: token, bundleID: notification.bundleID,
-                    events: Receipt.events(
-                        notification: notification, discardAtMilliseconds: row["discard_at_ms"], state: state,
-                        sentAtMilliseconds: row["sent_at_ms"], ackedAtMilliseconds: row["acked_at_ms"],
-                        endedAtMilliseconds: row["ended_at_ms"]))
+                    of: try Self.notification(from: row, token: token), discardAtMilliseconds: row["discard_at_ms"], state: state,
+                    sentAtMilliseconds: row["sent_at_ms"], ackedAtMilliseconds: row["acked_at_ms"], endedAtMilliseconds: row["ended_at_ms"])
             }
         }
     }

@@ -24,7 +24,7 @@ public final class TestGateway: Sendable {
     /// Starts a gateway. `configure` adjusts the configuration (ports are always 0).
     public static func start(
         store: (any GatewayStore)? = nil, clock: SimulatedAlarmClock = SimulatedAlarmClock(),
-        environment: APNsEnvironment = .development, h2c: Bool = true, admin: Bool = true,
+        environment: PushEnvironment = .development, h2c: Bool = true, admin: Bool = true,
         configure: (inout GatewayConfiguration) -> Void = { _ in }
     ) async throws -> TestGateway {
         let directory = try TemporaryDirectory.make(prefix: "herald-gateway")
@@ -124,7 +124,7 @@ public final class TestGateway: Sendable {
     /// Registers a new provider key for `team` owning `topics`; returns a signer for it.
     @discardableResult
     public func makeKey(
-        team: String = "TEAM000001", topics: [String] = ["com.example.app"], environment: APNsEnvironment? = nil,
+        team: String = "TEAM000001", topics: [String] = ["com.example.app"], environment: PushEnvironment? = nil,
         keyID: String? = nil
     ) async throws -> ProviderTokenSigner {
         let privateKey = P256.Signing.PrivateKey()
@@ -136,10 +136,10 @@ public final class TestGateway: Sendable {
     }
 
     /// Registers a token for an app on a device that is not connected.
-    public func makeToken(topic: String = "com.example.app", environment: APNsEnvironment? = nil) async throws -> DeviceToken {
+    public func makeToken(topic: String = "com.example.app", environment: PushEnvironment? = nil) async throws -> DeviceToken {
         let token = DeviceToken.random()
         try await store.registerToken(TokenRegistration(
-            token: token, bundleID: topic, environment: environment ?? gateway.configuration.environment,
+            token: token, scope: TokenScope(stored: topic), environment: environment ?? gateway.configuration.environment,
             createdAtMilliseconds: clock.nowMilliseconds()))
         return token
     }

@@ -46,7 +46,7 @@ struct BenchPrepare: AsyncParsableCommand {
         var batch: [TokenRegistration] = []
         for i in 0..<tokens {
             let token = DeviceToken.random()
-            batch.append(TokenRegistration(token: token, bundleID: topic, environment: .development, createdAtMilliseconds: clock.nowMilliseconds()))
+            batch.append(TokenRegistration(token: token, scope: TokenScope(bundleID: topic), environment: .development, createdAtMilliseconds: clock.nowMilliseconds()))
             uris += "\(url)/3/device/\(token.hex)\n"
             hexTokens += token.hex + "\n"
             if batch.count == 10_000 || i == tokens - 1 {
@@ -78,7 +78,7 @@ struct BenchPrepare: AsyncParsableCommand {
         for i in 0..<tokens {
             let token = DeviceToken.random()
             let scope = TokenScope(bundleID: "browser", kind: .webPush(channel: UUID().uuidString.lowercased(), applicationServerKey: signer.publicKeyText))
-            batch.append(TokenRegistration(token: token, bundleID: scope.stored, environment: .development, createdAtMilliseconds: now))
+            batch.append(TokenRegistration(token: token, scope: scope, environment: .development, createdAtMilliseconds: now))
             uris += "\(origin)/wpush/\(token.hex)\n"
             if batch.count == 10_000 || i == tokens - 1 {
                 try await store.registerTokens(batch)

@@ -7,7 +7,7 @@ import HeraldStorePostgres
 import HeraldStoreSQLite
 import Logging
 
-extension APNsEnvironment: ExpressibleByArgument {
+extension PushEnvironment: ExpressibleByArgument {
     public init?(argument: String) { self.init(rawValue: argument) }
     public static var allValueStrings: [String] { ["development", "production"] }
 }

@@ -125,7 +125,7 @@ struct GatewayRunCommand: AsyncParsableCommand {
     var host: String = "127.0.0.1"
 
     @Option(help: "The environment this gateway runs as: development (the sandbox) or production.")
-    var environment: APNsEnvironment = .development
+    var environment: PushEnvironment = .development
 
     @Option(help: ArgumentHelp("The server certificate chain (PEM). Needs --tls-key.", valueName: "PEM"))
     var tlsCert: String?

@@ -257,7 +257,7 @@ struct ReceiptsCommand: AsyncParsableCommand {
             if json { return printLineFlushed(String(decoding: body, as: UTF8.self)) }
             let formatter = ISO8601DateFormatter()
             formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-            for receipt in try await store.receipts(apnsID: id) {
+            for receipt in try await ReceiptReader.receipts(of: id, for: .operator, in: store) {
                 printLineFlushed("\(receipt.bundleID) \(receipt.token.hex): \(receipt.events.last?.status.rawValue ?? "accepted")")
                 for event in receipt.events {
                     printLineFlushed("  \(formatter.string(from: Date(timeIntervalSince1970: Double(event.atMilliseconds) / 1000)))  \(event.status.rawValue)")
@@ -279,7 +279,7 @@ struct FeedbackListCommand: AsyncParsableCommand {
     var topic: String
 
     @Option(help: "The environment of the tokens.")
-    var environment: APNsEnvironment = .development
+    var environment: PushEnvironment = .development
 
     @Flag(help: "Print JSON (the admin port's /v1/feedback) instead of a table.")
     var json = false

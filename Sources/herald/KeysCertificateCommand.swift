@@ -38,7 +38,7 @@ struct KeysCertificateCommand: AsyncParsableCommand {
     var variant: [PushCertificate.Variant] = []
 
     @Option(help: "Restrict the certificate to one environment (development or production); by default it works in both.")
-    var environment: APNsEnvironment?
+    var environment: PushEnvironment?
 
     @Option(help: ArgumentHelp("Where to write the certificate (PEM).", valueName: "PEM"))
     var outCert: String

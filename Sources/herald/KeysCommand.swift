@@ -36,7 +36,7 @@ struct KeysCommand: AsyncParsableCommand {
         var keyID: String?
 
         @Option(help: "Restrict the key to one environment (development or production); by default it works in both.")
-        var environment: APNsEnvironment?
+        var environment: PushEnvironment?
 
         func validate() throws {
             guard TeamID(team) != nil else { throw ValidationError("--team must be 10 letters or digits, like TEAM123456; got '\(team)'") }
@@ -92,13 +92,13 @@ struct TokensCommand: AsyncParsableCommand {
         var topic: String
 
         @Option(help: "The environment the token belongs to; a gateway of the other environment answers BadDeviceToken.")
-        var environment: APNsEnvironment = .development
+        var environment: PushEnvironment = .development
 
         func run() async throws {
             let store = try await data.openStoreInExistingDirectory()
             let token = DeviceToken.random()
             try await store.registerToken(TokenRegistration(
-                token: token, bundleID: topic, environment: environment,
+                token: token, scope: TokenScope(stored: topic), environment: environment,
                 createdAtMilliseconds: SystemWallClock().nowMilliseconds()))
             print(token.hex)
         }

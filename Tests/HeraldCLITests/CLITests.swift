@@ -247,7 +247,7 @@ struct CLITests {
         var tokens: [DeviceToken] = []
         for _ in 0..<40 {
             let token = DeviceToken.random()
-            try await store.registerToken(TokenRegistration(token: token, bundleID: "com.example.app", environment: .development, createdAtMilliseconds: 0))
+            try await store.registerToken(TokenRegistration(token: token, scope: TokenScope(bundleID: "com.example.app"), environment: .development, createdAtMilliseconds: 0))
             tokens.append(token)
         }
         let connection = try await HTTP2Connection.connect(host: "127.0.0.1", port: gateway.h2cPort, tls: nil)

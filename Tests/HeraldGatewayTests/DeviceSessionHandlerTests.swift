@@ -126,7 +126,7 @@ struct DeviceSessionHandlerTests {
             Issue.record("no registered frame")
             return
         }
-        #expect(await harness.store.activeToken(deviceID: deviceID, bundleID: "com.example.app", environment: .development)?.token == token)
+        #expect(await harness.store.activeToken(deviceID: deviceID, scope: TokenScope(bundleID: "com.example.app"), environment: .development)?.token == token)
 
         // Two notifications committed, then handed over through the registry as the intake does.
         let now = SystemWallClock().nowMilliseconds()
@@ -158,14 +158,14 @@ struct DeviceSessionHandlerTests {
         await harness.port.recorder.waitUntilRecorded()
         let pending = await harness.store.pendingDeliveries(forDevice: deviceID, nowMilliseconds: now).map(\.seq)
         #expect(pending == [second.seq])
-        #expect(await harness.store.receipts(apnsID: first.notification.id).first?.events.map(\.status).contains(.acked) == true)
+        #expect(await harness.store.receipts(of: first.notification.id).first?.events.map(\.status).contains(.acked) == true)
 
         // The device goes away with the second one unacked: recorded as delivered, still held for next time.
         try await channel.close()
         await harness.port.recorder.waitUntilRecorded()
         let pendingAfterClose = await harness.store.pendingDeliveries(forDevice: deviceID, nowMilliseconds: now).map(\.seq)
         #expect(pendingAfterClose == [second.seq])
-        let statuses = await harness.store.receipts(apnsID: second.notification.id).first?.events.map(\.status) ?? []
+        let statuses = await harness.store.receipts(of: second.notification.id).first?.events.map(\.status) ?? []
         #expect(statuses.contains(.delivered) && !statuses.contains(.acked), "\(statuses)")
         #expect(harness.registry.connectedDeviceIDs().isEmpty)
         port.recorder.close()

@@ -54,8 +54,8 @@ struct FaultToleranceTests {
         // replace it); the one refused at once was never stored.
         let stuckID = try #require(stuck.apnsID.flatMap(NotificationID.init(header:)))
         let refusedID = try #require(refused.apnsID.flatMap(NotificationID.init(header:)))
-        #expect(await store.receipts(apnsID: stuckID).count == 1)
-        #expect(await store.receipts(apnsID: refusedID).isEmpty)
+        #expect(await store.receipts(of: stuckID).count == 1)
+        #expect(await store.receipts(of: refusedID).isEmpty)
         await connection.close()
         try await gateway.stop()
     }

@@ -20,7 +20,7 @@ struct ProviderPortTests {
         let authorization: String
 
         static func make(
-            environment: APNsEnvironment = .development,
+            environment: PushEnvironment = .development,
             configure: (inout GatewayConfiguration) -> Void = { _ in }
         ) async throws -> Fixture {
             let gateway = try await TestGateway.start(environment: environment, configure: configure)
@@ -131,7 +131,7 @@ struct ProviderPortTests {
 
         let expired = DeviceToken.random()
         try await f.gateway.store.registerToken(TokenRegistration(
-            token: expired, bundleID: "com.example.app", environment: .development,
+            token: expired, scope: TokenScope(bundleID: "com.example.app"), environment: .development,
             createdAtMilliseconds: 0, expiredAtMilliseconds: removedAt - 5000))
         let expiredResponse = try await f.push(token: expired)
         Self.expect(expiredResponse, .expiredToken)

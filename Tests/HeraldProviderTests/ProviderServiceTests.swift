@@ -334,7 +334,7 @@ struct ProviderServiceTests {
         // A push-to-start token, as a version 2 device gets it, registered with the provider like an app token.
         let token = DeviceToken.random()
         try await stack.gateway.store.registerToken(TokenRegistration(
-            token: token, bundleID: TokenScope(bundleID: "com.example.app", kind: .pushToStart).stored, environment: .development,
+            token: token, scope: TokenScope(bundleID: "com.example.app", kind: .pushToStart), environment: .development,
             createdAtMilliseconds: stack.gateway.clock.nowMilliseconds()))
         let registered = try await Self.http("POST", stack.base + "/v1/registrations", #"{"token":"\#(token.hex)","topic":"com.example.app","language":"en","timeZone":"UTC"}"#)
         #expect(registered.status == 200)

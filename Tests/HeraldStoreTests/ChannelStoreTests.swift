@@ -31,9 +31,9 @@ struct ChannelStoreTests {
         let store = try await kind.make()
         let app = DeviceToken.random(), start = DeviceToken.random(), channel = DeviceToken.random()
         try await store.registerTokens([
-            TokenRegistration(token: app, bundleID: "com.a", environment: .development, createdAtMilliseconds: now),
-            TokenRegistration(token: start, bundleID: TokenScope(bundleID: "com.a", kind: .pushToStart).stored, environment: .development, createdAtMilliseconds: now),
-            TokenRegistration(token: channel, bundleID: TokenScope.channelSubscriptions(bundleID: "com.a", channel: "AAAAAAAAAAAAAAAAAAAAAA=="),
+            TokenRegistration(token: app, scope: TokenScope(bundleID: "com.a"), environment: .development, createdAtMilliseconds: now),
+            TokenRegistration(token: start, scope: TokenScope(bundleID: "com.a", kind: .pushToStart), environment: .development, createdAtMilliseconds: now),
+            TokenRegistration(token: channel, scope: TokenScope(bundleID: "com.a", kind: .channel("AAAAAAAAAAAAAAAAAAAAAA==")),
                               environment: .development, createdAtMilliseconds: now),
         ])
         func push(_ token: DeviceToken, _ type: PushType, bundle: String = "com.a") -> StoredNotification {
@@ -45,9 +45,9 @@ struct ChannelStoreTests {
              push(start, .liveactivity, bundle: "com.b")],
             policy: StorePolicy(), environment: .development, nowMilliseconds: now)
         let refused = outcomes.map { outcome -> String in
-            if case .rejected(let r) = outcome { r.reason.rawValue } else { "ok" }
+            if case .rejected(let r) = outcome { r.description } else { "ok" }
         }
-        #expect(refused == ["ok", "DeviceTokenNotForTopic", "ok", "DeviceTokenNotForTopic", "ok", "DeviceTokenNotForTopic"])
+        #expect(refused == ["ok", "token not for this app or push type", "ok", "token not for this app or push type", "ok", "token not for this app or push type"])
         #expect(try await store.unregisterToken(start, atMilliseconds: now))
         #expect(try await store.unregisterToken(app, atMilliseconds: now))
         #expect(try await store.pendingFeedback(bundleID: "com.a", environment: .development).map(\.token) == [app])
@@ -60,10 +60,10 @@ struct ChannelStoreTests {
         let key = "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4"
         let scope = TokenScope(bundleID: "browser", kind: .webPush(channel: "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0", applicationServerKey: key))
         try await store.registerTokens([
-            TokenRegistration(token: app, bundleID: "browser", environment: .development, createdAtMilliseconds: now),
-            TokenRegistration(token: subscription, bundleID: scope.stored, environment: .development, createdAtMilliseconds: now),
+            TokenRegistration(token: app, scope: TokenScope(bundleID: "browser"), environment: .development, createdAtMilliseconds: now),
+            TokenRegistration(token: subscription, scope: scope, environment: .development, createdAtMilliseconds: now),
         ])
-        #expect(TokenScope(stored: try #require(try await store.registration(of: subscription)).bundleID) == scope, "the key comes back with the subscription")
+        #expect(try #require(try await store.registration(of: subscription)).scope == scope, "the key comes back with the subscription")
         func push(_ token: DeviceToken, _ type: PushType, _ text: String = "{}", topic: String? = nil) -> StoredNotification {
             StoredNotification(id: .random(), token: token, bundleID: "browser", pushType: type, priority: .immediate, expiration: .unspecified,
                                collapseID: topic.flatMap(CollapseID.init), payload: Array(text.utf8), receivedAtMilliseconds: now)
@@ -72,9 +72,9 @@ struct ChannelStoreTests {
             [push(app, .webpush), push(subscription, .alert), push(subscription, .liveactivity), push(subscription, .webpush)],
             policy: StorePolicy(), environment: .development, nowMilliseconds: now)
         let refused = outcomes.map { outcome -> String in
-            if case .rejected(let r) = outcome { r.reason.rawValue } else { "ok" }
+            if case .rejected(let r) = outcome { r.description } else { "ok" }
         }
-        #expect(refused == ["DeviceTokenNotForTopic", "DeviceTokenNotForTopic", "DeviceTokenNotForTopic", "ok"])
+        #expect(refused == ["token not for this app or push type", "token not for this app or push type", "token not for this app or push type", "ok"])
 
         // APNs keeps the newest per app (maximumPerApp 1); Web Push keeps each message, to its bound.
         let policy = StorePolicy(maximumPerApp: 1, maximumPerWebPushSubscription: 4)

@@ -22,7 +22,7 @@ struct PostgresClusterStoreTests {
         let store = try await PostgresStore.connect(try database(), logger: logger)
         _ = try await store.deviceConnected(id: "d1", publicKey: Array(repeating: 1, count: 64), atMilliseconds: now)
         let token = try await store.issueToken(
-            TokenRegistration(token: .random(), bundleID: "com.a", environment: .development, deviceID: "d1", createdAtMilliseconds: now),
+            TokenRegistration(token: .random(), scope: TokenScope(bundleID: "com.a"), environment: .development, deviceID: "d1", createdAtMilliseconds: now),
             maximumActivePerDevice: 10).token
         return (store, token)
     }

@@ -38,9 +38,9 @@ struct StoreTests {
             receivedAtMilliseconds: now)
     }
 
-    func registered(_ store: any GatewayStore, environment: APNsEnvironment = .development) async throws -> DeviceToken {
+    func registered(_ store: any GatewayStore, environment: PushEnvironment = .development) async throws -> DeviceToken {
         let token = DeviceToken.random()
-        try await store.registerToken(TokenRegistration(token: token, bundleID: "com.a", environment: environment, createdAtMilliseconds: now))
+        try await store.registerToken(TokenRegistration(token: token, scope: TokenScope(bundleID: "com.a"), environment: environment, createdAtMilliseconds: now))
         return token
     }
 
@@ -73,8 +73,8 @@ struct StoreTests {
             notification(token, "ok"),
         ], policy: .default, environment: .development, nowMilliseconds: now)
         #expect(outcomes.prefix(3) == [
-            .rejected(APNsRejection(.badDeviceToken)), .rejected(APNsRejection(.badDeviceToken)),
-            .rejected(APNsRejection(.deviceTokenNotForTopic)),
+            .rejected(.unknownToken), .rejected(.unknownToken),
+            .rejected(.notForThisScope),
         ])
         #expect(outcomes[3].isStored && outcomes[4].isStored, "apns-expiration 0 is recorded (for the receipt) and handed to a connected device")
         let past = try await store.accept(
@@ -85,10 +85,10 @@ struct StoreTests {
         #expect(try await store.unregisterToken(token, atMilliseconds: now + 9), "unregistering twice is harmless")
         #expect(try await store.storedNotificationCount() == 0, "an unregistered token's notifications are dropped")
         let gone = try await store.accept([notification(token, "late")], policy: .default, environment: .development, nowMilliseconds: now)
-        #expect(gone == [.rejected(APNsRejection(.unregistered, timestampMilliseconds: now + 5))])
+        #expect(gone == [.rejected(.unregistered(atMilliseconds: now + 5))])
         #expect(try await store.unregisterToken(DeviceToken.random(), atMilliseconds: now) == false)
         await #expect(throws: StoreError.self) {
-            try await store.registerToken(TokenRegistration(token: production, bundleID: "com.a", environment: .production, createdAtMilliseconds: now))
+            try await store.registerToken(TokenRegistration(token: production, scope: TokenScope(bundleID: "com.a"), environment: .production, createdAtMilliseconds: now))
         }
     }
 
@@ -125,7 +125,7 @@ struct StoreTests {
             _ = try await store.accept([notification(token, "kept")], policy: .default, environment: .development, nowMilliseconds: now)
         }
         let reopened = try SQLiteStore(path: path)
-        #expect(try await reopened.registration(of: token)?.bundleID == "com.a")
+        #expect(try await reopened.registration(of: token)?.scope == TokenScope(bundleID: "com.a"))
         #expect(try await reopened.storedNotifications(for: token, policy: .default, nowMilliseconds: now).count == 1)
     }
 
@@ -143,14 +143,14 @@ struct StoreTests {
             return
         }
         #expect(try await cli.unregisterToken(token, atMilliseconds: now + 1))
-        #expect(try await gateway.receipts(apnsID: first.id).first?.events.map(\.status) == [.accepted, .stored, .dropped])
+        #expect(try await gateway.receipts(of: first.id).first?.events.map(\.status) == [.accepted, .stored, .dropped])
         #expect(try await gateway.storedNotifications(for: token, policy: .default, nowMilliseconds: now + 2).isEmpty)
         let late = try await gateway.accept([notification(token, "late")], policy: .default, environment: .development, nowMilliseconds: now + 2)
-        guard case .rejected(let rejection) = late.first else {
+        guard case .rejected(let refusal) = late.first else {
             Issue.record("a push to the revoked token was not rejected: \(late)")
             return
         }
-        #expect(rejection.status == 410)
+        #expect(refusal.isGone)
     }
 
     // MARK: devices, delivery, feedback, receipts
@@ -167,7 +167,7 @@ struct StoreTests {
         #expect(try await store.device(id: "dev1")?.lastSeenAtMilliseconds == now + 1)
         func issue(_ bundle: String) async throws -> DeviceToken {
             try await store.issueToken(TokenRegistration(
-                token: .random(), bundleID: bundle, environment: .development, deviceID: "dev1", createdAtMilliseconds: now), maximumActivePerDevice: 2).token
+                token: .random(), scope: TokenScope(stored: bundle), environment: .development, deviceID: "dev1", createdAtMilliseconds: now), maximumActivePerDevice: 2).token
         }
         let first = try await issue("com.a")
         #expect(try await issue("com.a") == first, "registering again returns the same token")
@@ -176,7 +176,7 @@ struct StoreTests {
         #expect(try await store.unregisterToken(first, atMilliseconds: now + 10))
         let second = try await issue("com.a")
         #expect(second != first, "after unregistering, a new token (a reinstall)")
-        #expect(try await store.activeToken(deviceID: "dev1", bundleID: "com.a", environment: .development)?.token == second)
+        #expect(try await store.activeToken(deviceID: "dev1", scope: TokenScope(bundleID: "com.a"), environment: .development)?.token == second)
         // Two active tokens (com.a, com.b) is the most this device may have: a third app is refused,
         // the ones it has still answer, and unregistering one makes room.
         await #expect { _ = try await issue("com.c") } throws: { ($0 as? StoreError)?.code == .tooManyTokens }
@@ -188,7 +188,7 @@ struct StoreTests {
     func deviceToken(_ store: any GatewayStore, device: String = "dev1", bundle: String = "com.a") async throws -> DeviceToken {
         _ = try await store.deviceConnected(id: device, publicKey: Array(repeating: 1, count: 64), atMilliseconds: now)
         return try await store.issueToken(TokenRegistration(
-            token: .random(), bundleID: bundle, environment: .development, deviceID: device, createdAtMilliseconds: now), maximumActivePerDevice: 256).token
+            token: .random(), scope: TokenScope(stored: bundle), environment: .development, deviceID: device, createdAtMilliseconds: now), maximumActivePerDevice: 256).token
     }
 
     @Test("delivery: pending in order, acks, receipts with every status", arguments: Kind.available)
@@ -207,12 +207,12 @@ struct StoreTests {
         #expect(device == "dev1")
         var pending = try await store.pendingDeliveries(forDevice: "dev1", nowMilliseconds: now + 1)
         #expect(pending.map(\.notification.id) == [n2.id, n3.id, n4.id], "n1 replaced (two per app); zero never waits")
-        #expect(try await store.receipts(apnsID: n1.id).first?.events.map(\.status) == [.accepted, .stored, .replaced])
+        #expect(try await store.receipts(of: n1.id).first?.events.map(\.status) == [.accepted, .stored, .replaced])
 
         try await store.record([.acked(seq: seq2, sentAtMilliseconds: now + 2, ackedAtMilliseconds: now + 3)])
         pending = try await store.pendingDeliveries(forDevice: "dev1", nowMilliseconds: now + 4)
         #expect(pending.map(\.notification.id) == [n3.id, n4.id])
-        let receipt = try #require(try await store.receipts(apnsID: n2.id).first)
+        let receipt = try #require(try await store.receipts(of: n2.id).first)
         #expect(receipt.events == [
             .init(status: .accepted, atMilliseconds: now), .init(status: .stored, atMilliseconds: now),
             .init(status: .delivered, atMilliseconds: now + 2), .init(status: .acked, atMilliseconds: now + 3),
@@ -227,14 +227,14 @@ struct StoreTests {
 
         // The sweep: apns-expiration 0 left undelivered is dropped; past storage time is expired.
         #expect(try await store.sweep(nowMilliseconds: now + 8, retainFinishedUntil: 0) == 0)
-        #expect(try await store.receipts(apnsID: zero.id).first?.events.map(\.status) == [.accepted, .dropped])
+        #expect(try await store.receipts(of: zero.id).first?.events.map(\.status) == [.accepted, .dropped])
         let expired = try await store.sweep(nowMilliseconds: now + deep.maximumStorageMilliseconds + 10, retainFinishedUntil: 0)
         #expect(expired == 3)
-        #expect(try await store.receipts(apnsID: n3.id).first?.events.map(\.status) == [.accepted, .stored, .delivered, .expired])
+        #expect(try await store.receipts(of: n3.id).first?.events.map(\.status) == [.accepted, .stored, .delivered, .expired])
         #expect(try await store.storedNotificationCount() == 0)
         // Finished records are deleted after the retention time.
         _ = try await store.sweep(nowMilliseconds: now + deep.maximumStorageMilliseconds + 20, retainFinishedUntil: now + deep.maximumStorageMilliseconds + 11)
-        #expect(try await store.receipts(apnsID: n2.id).isEmpty)
+        #expect(try await store.receipts(of: n2.id).isEmpty)
         _ = seq1
     }
 
@@ -291,7 +291,7 @@ struct StoreTests {
         var issued: [DeviceToken] = []
         for bundle in ["com.a", "com.b"] {
             let t = try await store.issueToken(
-                TokenRegistration(token: .random(), bundleID: bundle, environment: .development, deviceID: "dev-a", createdAtMilliseconds: now),
+                TokenRegistration(token: .random(), scope: TokenScope(stored: bundle), environment: .development, deviceID: "dev-a", createdAtMilliseconds: now),
                 maximumActivePerDevice: 10)
             issued.append(t.token)
         }

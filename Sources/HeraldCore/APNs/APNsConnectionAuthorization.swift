@@ -30,14 +30,14 @@ public struct APNsConnectionAuthorization: Sendable {
         case unknown
     }
 
-    public let environment: APNsEnvironment
+    public let environment: PushEnvironment
     /// The whole `authorization` value last accepted: compared first, as one string, because
     /// providers repeat it byte for byte.
     private var currentHeader: String?
     private var currentClaims: ProviderTokenClaims?
     private var acceptedAtSeconds: Int64 = 0
 
-    public init(environment: APNsEnvironment) { self.environment = environment }
+    public init(environment: PushEnvironment) { self.environment = environment }
 
     /// Whether a provider token has been accepted on this connection.
     public var isAuthenticated: Bool { currentClaims != nil }

@@ -7,9 +7,9 @@ public struct ProviderKey: Sendable {
     public var teamID: String
     public var publicKey: P256.Signing.PublicKey
     /// `nil`: the key works in both environments.
-    public var environment: APNsEnvironment?
+    public var environment: PushEnvironment?
 
-    public init(keyID: String, teamID: String, publicKey: P256.Signing.PublicKey, environment: APNsEnvironment? = nil) {
+    public init(keyID: String, teamID: String, publicKey: P256.Signing.PublicKey, environment: PushEnvironment? = nil) {
         self.keyID = keyID
         self.teamID = teamID
         self.publicKey = publicKey

@@ -286,7 +286,7 @@ public enum DeviceServerFrame: Sendable, Hashable {
     /// The first frame on every connection: sign `nonce` and answer with hello.
     case challenge(version: Int, nonce: String)
     /// Authentication succeeded. `enrolled` is true when this hello enrolled the device.
-    case welcome(deviceID: String, environment: APNsEnvironment, enrolled: Bool, pingIntervalSeconds: Int)
+    case welcome(deviceID: String, environment: PushEnvironment, enrolled: Bool, pingIntervalSeconds: Int)
     case registered(topic: String, token: DeviceToken)
     case unregistered(topic: String, atMilliseconds: Int64)
     /// Version 2: a Live Activity token (answer to `register` with `activity`).
@@ -400,7 +400,7 @@ public enum DeviceServerFrame: Sendable, Hashable {
             }
             return .success(.challenge(version: version, nonce: nonce))
         case "welcome":
-            guard let device = f.device, let env = f.environment.flatMap(APNsEnvironment.init(rawValue:)) else {
+            guard let device = f.device, let env = f.environment.flatMap(PushEnvironment.init(rawValue:)) else {
                 return .failure(DeviceFrameError("a welcome needs device and environment"))
             }
             return .success(.welcome(deviceID: device, environment: env, enrolled: f.enrolled ?? false, pingIntervalSeconds: f.pingInterval ?? 0))

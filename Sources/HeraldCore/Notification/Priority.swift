@@ -27,20 +27,3 @@ public struct Priority: RawRepresentable, Hashable, Sendable, Comparable, Custom
     public static func < (lhs: Priority, rhs: Priority) -> Bool { lhs.rawValue < rhs.rawValue }
     public var description: String { String(rawValue) }
 }
-
-/// The environment a gateway runs as. Tokens minted by one are unknown (`BadDeviceToken`) on the other.
-public struct APNsEnvironment: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    public let rawValue: String
-    public init?(rawValue: String) {
-        guard rawValue == "development" || rawValue == "production" else { return nil }
-        self.rawValue = rawValue
-    }
-    private init(known: String) { rawValue = known }
-
-    /// The sandbox (`api.sandbox.push.apple.com`).
-    public static let development = APNsEnvironment(known: "development")
-    /// `api.push.apple.com`.
-    public static let production = APNsEnvironment(known: "production")
-
-    public var description: String { rawValue }
-}

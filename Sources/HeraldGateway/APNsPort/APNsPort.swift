@@ -6,7 +6,7 @@ import NIOCore
 /// What every stream of the provider port shares: configuration, the caches in front of the
 /// store, the rate limiter, the intake and the metrics.
 struct APNsPort: Sendable {
-    var environment: APNsEnvironment
+    var environment: PushEnvironment
     var clock: any WallClock
     var directory: ProviderKeyDirectory
     var limiter: TokenRateLimiter

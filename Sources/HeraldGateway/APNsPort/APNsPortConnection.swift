@@ -34,7 +34,7 @@ final class APNsPortConnection: @unchecked Sendable {
     private let onIdleClose: @Sendable () -> Void
 
     init(
-        channel: Channel, environment: APNsEnvironment, idleTimeout: TimeAmount = .seconds(3600),
+        channel: Channel, environment: PushEnvironment, idleTimeout: TimeAmount = .seconds(3600),
         maximumHeaderListSize: Int = 8_000, onIdleClose: @escaping @Sendable () -> Void = {}
     ) {
         self.channel = channel

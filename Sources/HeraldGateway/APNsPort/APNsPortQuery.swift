@@ -35,15 +35,16 @@ enum APNsPortQuery: Sendable, Hashable {
 
     /// The JSON answer, or the rejection.
     func run(
-        store: any GatewayStore, team: String, environment: APNsEnvironment, nowMilliseconds: Int64, inactivityMilliseconds: Int64
+        store: any GatewayStore, team: String, environment: PushEnvironment, nowMilliseconds: Int64, inactivityMilliseconds: Int64
     ) async throws -> Result<[UInt8], APNsRejection> {
         let topics = try await store.topics(ofTeam: team)
         switch self {
         case .receipt(let id):
             // Only the team that owns the topic may read it; another team's receipt does not exist for it.
-            let receipts = try await store.receipts(apnsID: id).filter { topics.contains($0.bundleID) }
-            guard !receipts.isEmpty else { return .failure(APNsRejection(.notFound)) }
-            return .success(try Self.encode(NotificationReceipt(apnsID: id, receipts: receipts)))
+            guard let receipt = try await ReceiptReader.read(id, for: .team(topics: topics), in: store) else {
+                return .failure(APNsRejection(.notFound))
+            }
+            return .success(receipt)
         case .feedback(let topic):
             guard topics.contains(topic) else { return .failure(APNsRejection(.topicDisallowed)) }
             let entries = try await store.takeFeedback(
@@ -57,16 +58,5 @@ enum APNsPortQuery: Sendable, Hashable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return Array(try encoder.encode(value))
-    }
-}
-
-extension NotificationReceipt {
-    /// The receipt of every delivery of one apns-id, with how many are in each state.
-    init(apnsID: NotificationID, receipts: [Receipt]) {
-        self.init(apnsID: apnsID.description, deliveries: receipts.map { receipt in
-            Delivery(token: receipt.token.description, topic: receipt.bundleID,
-                     status: (receipt.events.last?.status ?? .accepted).rawValue,
-                     events: receipt.events.map { .init(status: $0.status.rawValue, timestamp: $0.atMilliseconds) })
-        })
     }
 }

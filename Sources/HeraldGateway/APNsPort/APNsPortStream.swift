@@ -218,8 +218,8 @@ final class APNsPortStream {
             let (handler, context) = loopBound.value
             switch result {
             case .success(.stored), .success(.discarded): handler.respondOK(context: context)
-            case .success(.rejected(let rejection)): handler.respond(context: context, rejection)
-            case .failure(let error as APNsRejection): handler.respond(context: context, error)
+            case .success(.rejected(let refusal)): handler.respond(context: context, APNsRejection(refusal))
+            case .failure(let unavailable as IntakeUnavailable): handler.respond(context: context, APNsRejection(unavailable))
             case .failure: handler.respond(context: context, APNsRejection(.internalServerError))
             }
         }

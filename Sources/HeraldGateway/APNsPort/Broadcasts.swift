@@ -11,7 +11,7 @@ extension ChannelRequest {
         var body: [UInt8]?
     }
 
-    func run(store: any GatewayStore, environment: APNsEnvironment, nowMilliseconds: Int64) async throws -> Result<Answer, APNsRejection> {
+    func run(store: any GatewayStore, environment: PushEnvironment, nowMilliseconds: Int64) async throws -> Result<Answer, APNsRejection> {
         switch self {
         case .create(let bundleID, let policy):
             let id = BroadcastChannelID.random()

@@ -20,7 +20,7 @@ final class LegacyFeedbackListener: Sendable {
     struct Context: Sendable {
         var store: any GatewayStore
         var clock: any WallClock
-        var environment: APNsEnvironment
+        var environment: PushEnvironment
         var inactivityMilliseconds: Int64
         var logger: Logger
     }

@@ -22,7 +22,7 @@ public struct PushCertificate: Sendable {
     /// The topics the certificate lists, the bundle id first.
     public var topics: [String]
     /// Empty: both environments.
-    public var environments: Set<APNsEnvironment>
+    public var environments: Set<PushEnvironment>
     /// The certificate's public key, compared with the registered credential's.
     public var publicKey: P256.Signing.PublicKey
 
@@ -33,7 +33,7 @@ public struct PushCertificate: Sendable {
     }
 
     /// Whether the certificate works in `environment`.
-    public func works(in environment: APNsEnvironment) -> Bool {
+    public func works(in environment: PushEnvironment) -> Bool {
         environments.isEmpty || environments.contains(environment)
     }
 
@@ -94,7 +94,7 @@ public struct PushCertificate: Sendable {
             throw Unusable(description: "the certificate's key is not P-256")
         }
         var topics = [bundleID]
-        var environments = Set<APNsEnvironment>()
+        var environments = Set<PushEnvironment>()
         for e in certificate.extensions {
             switch e.oid {
             case Self.topicsExtension:

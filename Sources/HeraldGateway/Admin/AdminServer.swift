@@ -41,7 +41,7 @@ struct AdminRoutes: Sendable {
     let health: GatewayHealth
     let storeTimeout: TimeAmount
     let inspection: GatewayInspection
-    let environment: APNsEnvironment
+    let environment: PushEnvironment
     let feed: DeliveryFeed
     /// `nil` unless the gateway was started with fault injection: `/faults` is then 404.
     let faults: GatewayFaults?

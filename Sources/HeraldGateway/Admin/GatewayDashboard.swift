@@ -15,7 +15,7 @@ struct GatewayDashboard: Sendable {
     let renderer = GatewayPages.renderer()
     let inspection: GatewayInspection
     let store: any GatewayStore
-    let environment: APNsEnvironment
+    let environment: PushEnvironment
     /// This node's id in a cluster, or nil on a single gateway.
     let nodeID: String?
     /// The device port, to link to the browser device's page (nil when the gateway has none).
@@ -81,7 +81,7 @@ struct GatewayDashboard: Sendable {
         for index in items.indices {
             guard let id = items[index]["id"] as? String else { continue }
             let tokens = try await store.tokens(TokenFilter(deviceID: id, activeOnly: true), after: nil, limit: maximumInspectionPage)
-            items[index]["apps"] = tokens.map(\.bundleID).sorted()
+            items[index]["apps"] = tokens.map(\.scope.stored).sorted()
         }
         context["items"] = items
         context["connectedOnly"] = parameters["connected"] == "true"

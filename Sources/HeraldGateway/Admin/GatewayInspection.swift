@@ -16,7 +16,7 @@ public struct GatewayInspection: Sendable {
         case teams
         case held(HeldFilter, after: Int64?, limit: Int)
         case receipt(NotificationID)
-        case feedback(topic: String, environment: APNsEnvironment)
+        case feedback(topic: String, environment: PushEnvironment)
     }
 
     /// A query that cannot be answered as asked: the HTTP status and what to fix.
@@ -45,7 +45,7 @@ public struct GatewayInspection: Sendable {
     // MARK: parsing
 
     /// Parses an admin-port path below `/v1/` and its query parameters.
-    public static func parse(path: String, parameters: [String: String], environment: APNsEnvironment) throws(Refusal) -> Query {
+    public static func parse(path: String, parameters: [String: String], environment: PushEnvironment) throws(Refusal) -> Query {
         let known: Set<String>
         let query: Query
         switch path {
@@ -85,7 +85,7 @@ public struct GatewayInspection: Sendable {
             }
             var chosen = environment
             if let name = parameters["environment"] {
-                guard let parsed = APNsEnvironment(rawValue: name) else { throw Refusal(400, "environment must be development or production") }
+                guard let parsed = PushEnvironment(rawValue: name) else { throw Refusal(400, "environment must be development or production") }
                 chosen = parsed
             }
             query = .feedback(topic: topic, environment: chosen)
@@ -166,9 +166,10 @@ public struct GatewayInspection: Sendable {
             let items = page.map(HeldItem.init)
             return Array(try encoder.encode(Page(items: items, next: items.count == limit ? items.last.map { String($0.seq) } : nil)))
         case .receipt(let id):
-            let receipts = try await store.receipts(apnsID: id)
-            guard !receipts.isEmpty else { throw Refusal(404, "no notification with apns-id \(id) is recorded (receipts are kept for a while after they end)") }
-            return Array(try encoder.encode(NotificationReceipt(apnsID: id, receipts: receipts)))
+            guard let receipt = try await ReceiptReader.read(id, for: .operator, in: store) else {
+                throw Refusal(404, "no notification with apns-id \(id) is recorded (receipts are kept for a while after they end)")
+            }
+            return receipt
         case .feedback(let topic, let environment):
             let entries = try await store.pendingFeedback(bundleID: topic, environment: environment)
             return Array(try encoder.encode(FeedbackList(
@@ -206,7 +207,7 @@ public struct GatewayInspection: Sendable {
 
         init(_ r: TokenRegistration) {
             token = r.token.hex
-            topic = r.bundleID
+            topic = r.scope.stored
             environment = r.environment.rawValue
             device = r.deviceID
             createdAt = r.createdAtMilliseconds

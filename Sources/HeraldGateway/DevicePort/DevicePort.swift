@@ -5,7 +5,7 @@ import NIOCore
 
 /// What every device session shares.
 struct DevicePort: Sendable {
-    var environment: APNsEnvironment
+    var environment: PushEnvironment
     var clock: any WallClock
     var store: any GatewayStore
     var registry: DeviceRegistry

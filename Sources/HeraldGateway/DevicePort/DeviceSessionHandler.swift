@@ -242,7 +242,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     private func register(_ scope: TokenScope, webPushOrigin: String? = nil) {
         guard let deviceID = session.deviceID else { return }
         let candidate = TokenRegistration(
-            token: .random(), bundleID: scope.stored, environment: port.environment, deviceID: deviceID,
+            token: .random(), scope: scope, environment: port.environment, deviceID: deviceID,
             createdAtMilliseconds: port.clock.nowMilliseconds())
         let store = port.store
         let maximum = port.limits.topicsPerDevice
@@ -327,9 +327,8 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         let store = port.store
         let environment = port.environment
         let now = port.clock.nowMilliseconds()
-        let stored = scope.stored
         run({ () async throws -> Int64? in
-            guard let registration = try await store.activeToken(deviceID: deviceID, bundleID: stored, environment: environment) else {
+            guard let registration = try await store.activeToken(deviceID: deviceID, scope: scope, environment: environment) else {
                 return nil
             }
             _ = try await store.unregisterToken(registration.token, atMilliseconds: now)
@@ -337,7 +336,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         }) { handler, result in
             switch result {
             case .success(let at?):
-                if let held = handler.session.unregistered(stored: stored) {
+                if let held = handler.session.unregistered(stored: scope.stored) {
                     handler.port.recorder.record(.dropped(seq: held.seq, atMilliseconds: at))
                 }
                 switch scope.kind {
@@ -349,10 +348,10 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
                 case .webPush(let subscription, _): handler.send(.webPushUnsubscribed(topic: scope.bundleID, subscription: subscription), flush: true)
                 }
             case .success(nil):
-                handler.send(.error(code: .unknownTopic, message: "this device has no token for \(stored)"), flush: true)
+                handler.send(.error(code: .unknownTopic, message: "this device has no token for \(scope.stored)"), flush: true)
             case .failure(let error):
                 handler.port.logger.error("could not unregister a token", metadata: ["error": "\(error)"])
-                handler.send(.error(code: .internalError, message: "could not unregister \(stored); try again"), flush: true)
+                handler.send(.error(code: .internalError, message: "could not unregister \(scope.stored); try again"), flush: true)
             }
         }
     }

@@ -35,7 +35,7 @@ public final class NotificationIntake: Sendable {
     private let highWater: Int
     private let store: any GatewayStore
     private let policy: StorePolicy
-    private let environment: APNsEnvironment
+    private let environment: PushEnvironment
     private let clock: any WallClock
     private let logger: Logger
     private let metrics: GatewayMetrics
@@ -52,7 +52,7 @@ public final class NotificationIntake: Sendable {
     private let committing = Locked<Committing?>(nil)
 
     init(
-        store: any GatewayStore, policy: StorePolicy, environment: APNsEnvironment, clock: any WallClock,
+        store: any GatewayStore, policy: StorePolicy, environment: PushEnvironment, clock: any WallClock,
         maximumBatchSize: Int, highWater: Int = 50_000, storeTimeout: TimeAmount = .seconds(5), health: GatewayHealth,
         registry: DeviceRegistry, recorder: DeliveryRecorder,
         feed: DeliveryFeed, cluster: ClusterNode? = nil, metrics: GatewayMetrics, logger: Logger
@@ -75,19 +75,19 @@ public final class NotificationIntake: Sendable {
     }
 
     /// Queues a notification; the future completes on `eventLoop` once its batch is committed.
-    /// After ``close()`` it fails with 503 `Shutdown`; with ``highWater`` notifications already
-    /// waiting (the store has fallen behind), or while a commit is stuck past the store's bound,
-    /// with 503 `ServiceUnavailable`, which providers retry.
+    /// After ``close()`` it fails with ``IntakeUnavailable/shuttingDown``; with ``highWater``
+    /// notifications already waiting (the store has fallen behind), while a commit is stuck past
+    /// the store's bound, or when the commit fails, with ``IntakeUnavailable/storeBehind``.
     func submit(_ notification: StoredNotification, on eventLoop: EventLoop) -> EventLoopFuture<SubmissionOutcome> {
         let promise = eventLoop.makePromise(of: SubmissionOutcome.self)
         if health.isStoreStalled {
-            promise.fail(APNsRejection(.serviceUnavailable))
+            promise.fail(IntakeUnavailable.storeBehind)
             return promise.futureResult
         }
         switch queue.append(Pending(notification: notification, promise: promise), limit: highWater) {
         case .accepted: break
-        case .full: promise.fail(APNsRejection(.serviceUnavailable))
-        case .closed: promise.fail(APNsRejection(.shutdown))
+        case .full: promise.fail(IntakeUnavailable.storeBehind)
+        case .closed: promise.fail(IntakeUnavailable.shuttingDown)
         }
         return promise.futureResult
     }
@@ -127,7 +127,7 @@ public final class NotificationIntake: Sendable {
             // A database that answers behind a pool that does not: the store replaces its pool.
             Task { [store] in await store.recoverConnections() }
             let all = overdue.batch + waiting
-            complete(all, with: Array(repeating: .failure(APNsRejection(.serviceUnavailable)), count: all.count))
+            complete(all, with: Array(repeating: .failure(IntakeUnavailable.storeBehind), count: all.count))
         }
     }
 
@@ -173,7 +173,7 @@ public final class NotificationIntake: Sendable {
             // The store refused or lost the commit (a database restarting, a connection cut):
             // the provider retries, as for a stalled commit (the same apns-id replaces what
             // a commit lost in flight may have stored).
-            if !answered { complete(batch, with: Array(repeating: .failure(APNsRejection(.serviceUnavailable)), count: batch.count)) }
+            if !answered { complete(batch, with: Array(repeating: .failure(IntakeUnavailable.storeBehind), count: batch.count)) }
         }
     }
 

@@ -244,7 +244,7 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
         guard let deviceID else { return }
         let scope = TokenScope(bundleID: WebPushPort.browserApp, kind: .webPush(channel: channel, applicationServerKey: key.map(Base64URL.encode)))
         let candidate = TokenRegistration(
-            token: .random(), bundleID: scope.stored, environment: port.environment, deviceID: deviceID,
+            token: .random(), scope: scope, environment: port.environment, deviceID: deviceID,
             createdAtMilliseconds: port.clock.nowMilliseconds())
         let store = port.store
         let maximum = port.limits.topicsPerDevice

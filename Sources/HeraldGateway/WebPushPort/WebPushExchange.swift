@@ -135,15 +135,15 @@ struct WebPushExchange {
             switch outcome {
             case .stored, .discarded:
                 return accepted(id: id, ttl: ttl, wantsReceipt: options.wantsReceipt, origin: origin)
-            case .rejected(let rejection) where rejection.reason == .unregistered || rejection.reason == .expiredToken:
+            case .rejected(let refusal) where refusal.isGone:
                 port.subscriptions.forget(token)
                 return refuse(.init(410, "the subscription was removed; delete it"))
             case .rejected:
                 return refuse(.init(404, "no such subscription"))
             }
         }.recover { [self] error in
-            if let rejection = error as? APNsRejection, rejection.status == 503 {
-                return refuse(.init(503, "the gateway is \(rejection.reason == .shutdown ? "shutting down" : "behind its store"); retry later"), retryAfter: 5)
+            if let unavailable = error as? IntakeUnavailable {
+                return refuse(.init(503, "\(unavailable); retry later"), retryAfter: 5)
             }
             return refuse(.init(500, "the gateway could not store the message; retry later"), retryAfter: 5)
         }
@@ -163,20 +163,12 @@ struct WebPushExchange {
 
     private func receipt(_ text: String, on eventLoop: EventLoop) -> EventLoopFuture<WebPushAnswer> {
         guard let id = NotificationID(header: text) else { return eventLoop.makeSucceededFuture(refuse(.init(404, "no such message"))) }
-        let store = port.store, subscriptions = port.subscriptions
+        let store = port.store
         let timeout = port.limits.storeTimeout
-        return eventLoop.makeFutureWithTask { () async throws -> [Receipt] in
-            let all = try await withDeadline(timeout) { try await store.receipts(apnsID: id) }
-            // Only deliveries to Web Push subscriptions: an APNs notification's id is no capability here.
-            var receipts: [Receipt] = []
-            for receipt in all {
-                if case .unknown = try await subscriptions.lookup(receipt.token) { continue }
-                receipts.append(receipt)
-            }
-            return receipts
-        }.map { [self] receipts -> WebPushAnswer in
-            guard !receipts.isEmpty else { return refuse(.init(404, "no such message (or its receipt is past the retention time)")) }
-            let bytes = (try? JSONEncoder().encode(NotificationReceipt(apnsID: id, receipts: receipts))).map(Array.init) ?? []
+        return eventLoop.makeFutureWithTask { () async throws -> [UInt8]? in
+            try await withDeadline(timeout) { try await ReceiptReader.read(id, for: .webPush, in: store) }
+        }.map { [self] receipt -> WebPushAnswer in
+            guard let bytes = receipt else { return refuse(.init(404, "no such message (or its receipt is past the retention time)")) }
             port.metrics.recordWebPushResponse(status: 200)
             return WebPushAnswer(status: 200, headers: [("content-type", "application/json")], body: bytes)
         }.recover { [self] _ in

@@ -132,7 +132,7 @@ public struct DevelopmentCertificates: Sendable {
     /// `UID=<bundle id>, CN=Apple Push Services: <bundle id>, OU=<team id>`, the topics extension
     /// listing the bundle id and the `variants`, and the environment extension (none: both).
     public static func issuePushCertificate(
-        bundleID: String, teamID: String, variants: [PushCertificate.Variant], environment: APNsEnvironment?,
+        bundleID: String, teamID: String, variants: [PushCertificate.Variant], environment: PushEnvironment?,
         in dataDirectory: String, clock: any WallClock
     ) throws -> IssuedPushCertificate {
         var extensions = [Certificate.Extension(

@@ -1,0 +1,104 @@
+import Foundation
+
+/// What a device token stands for (a registration's scope), and its stored form: an app
+/// (`com.example.app`), the app's Live Activity push-to-start token
+/// (`com.example.app.push-type.liveactivity`), one activity's update token
+/// (`com.example.app.push-type.liveactivity/<activity id>`), or the device's subscription to a
+/// broadcast channel (`com.example.app.push-type.liveactivity#<channel id>`), or a Web Push
+/// subscription of a user agent (`<app>.push-type.webpush/<channel id>[/<application server key>]`:
+/// the key, when the subscription was made with one, is part of the scope, so a subscription and
+/// the key every push to it must be signed with are stored in one write). Device topics can never
+/// take the latter forms (``DeviceProtocol/isValidTopic(_:)`` refuses them), so they never mix.
+public struct TokenScope: Sendable, Hashable {
+    public enum Kind: Sendable, Hashable {
+        case app
+        case pushToStart
+        case activity(String)
+        case channel(String)
+        /// A Web Push subscription: the user agent's channel id and, when the subscription was
+        /// made with one, the application server's public key (base64url, unpadded).
+        case webPush(channel: String, applicationServerKey: String?)
+        /// The app's widget push token (iOS 26): `widgets` pushes, and only they.
+        case widgets
+    }
+
+    /// The app's bundle id.
+    public var bundleID: String
+    public var kind: Kind
+
+    public init(bundleID: String, kind: Kind = .app) {
+        self.bundleID = bundleID
+        self.kind = kind
+    }
+
+    public init(bundleID: String, activity: LiveActivityToken) {
+        switch activity {
+        case .pushToStart: self.init(bundleID: bundleID, kind: .pushToStart)
+        case .activity(let id): self.init(bundleID: bundleID, kind: .activity(id))
+        }
+    }
+
+    /// The stored form.
+    public var stored: String {
+        let marker = PushType.liveactivity.topicSuffix
+        return switch kind {
+        case .app: bundleID
+        case .pushToStart: bundleID + marker
+        case .activity(let id): bundleID + marker + "/" + id
+        case .channel(let id): bundleID + marker + "#" + id
+        case .webPush(let channel, let key): bundleID + Self.webPushMarker + channel + (key.map { "/" + $0 } ?? "")
+        case .widgets: bundleID + PushType.widgets.topicSuffix
+        }
+    }
+
+    /// What separates the app from the channel in a Web Push subscription's stored form.
+    static let webPushMarker = ".push-type.webpush/"
+
+    /// The stored form of every subscription to a channel (the tokens a broadcast goes to).
+    public static func channelSubscriptions(bundleID: String, channel: String) -> String {
+        TokenScope(bundleID: bundleID, kind: .channel(channel)).stored
+    }
+
+    /// Reads the stored form.
+    public init(stored: String) {
+        if let range = stored.range(of: Self.webPushMarker) {
+            let parts = stored[range.upperBound...].split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+            let bundle = String(stored[..<range.lowerBound])
+            self.init(bundleID: bundle, kind: .webPush(channel: String(parts[0]), applicationServerKey: parts.count > 1 ? String(parts[1]) : nil))
+            return
+        }
+        if stored.hasSuffix(PushType.widgets.topicSuffix), !stored.contains(PushType.liveactivity.topicSuffix) {
+            self.init(bundleID: String(stored.dropLast(PushType.widgets.topicSuffix.count)), kind: .widgets)
+            return
+        }
+        let marker = PushType.liveactivity.topicSuffix
+        guard let range = stored.range(of: marker) else {
+            self.init(bundleID: stored)
+            return
+        }
+        let bundle = String(stored[..<range.lowerBound])
+        let rest = stored[range.upperBound...]
+        if rest.isEmpty {
+            self.init(bundleID: bundle, kind: .pushToStart)
+        } else if rest.hasPrefix("/") {
+            self.init(bundleID: bundle, kind: .activity(String(rest.dropFirst())))
+        } else if rest.hasPrefix("#") {
+            self.init(bundleID: bundle, kind: .channel(String(rest.dropFirst())))
+        } else {
+            self.init(bundleID: stored)
+        }
+    }
+
+    /// Whether a push of `pushType` for `bundleID` may go to a token of this scope: Live Activity
+    /// pushes only to Live Activity tokens, Web Push messages only to Web Push subscriptions,
+    /// widget pushes only to widget tokens, every other push type only to app tokens.
+    public func accepts(bundleID: String, pushType: PushType) -> Bool {
+        guard bundleID == self.bundleID else { return false }
+        switch kind {
+        case .app: return pushType != .liveactivity && pushType != .webpush && pushType != .widgets
+        case .webPush: return pushType == .webpush
+        case .widgets: return pushType == .widgets
+        case .pushToStart, .activity, .channel: return pushType == .liveactivity
+        }
+    }
+}
