@@ -280,8 +280,63 @@ struct GatewayRunCommand: AsyncParsableCommand {
 
         try data.lockForGateway()
         let opened = try await data.openStore(durability: durability, logger: logger)
-        let store = opened.store
         let clock = SystemWallClock()
+        let (tls, caPath) = try tlsFiles(clock: clock)
+        let configuration = try gatewayConfiguration(tls: tls, caPath: caPath, opened: opened)
+        let gateway = Gateway(configuration: configuration, store: opened.store, clock: clock, logger: logger)
+        // SIGHUP: the settings and the TLS files are read again (docs/operations.md).
+        let started = try? Settings.layer(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
+        let reloads = Task {
+            var running = started
+            for await _ in await UnixSignalsSequence(trapping: .sighup) {
+                running = Self.reload(gateway: gateway, running: running, logger: logger)
+            }
+        }
+        defer { reloads.cancel() }
+        // One ServiceGroup for the whole process, shut down in reverse order: the gateway's parts
+        // (the admin port last of them) drain and commit first, then checkpointing stops, the
+        // trace exporter last, so that it flushes what the others recorded.
+        var services: [any Service] = (tracer.map { [$0] } ?? []) + [HeapReturner(interval: .seconds(10))]
+        if case .sqlite(let sqlite) = opened { services.append(SQLiteCheckpointer(store: sqlite, logger: logger)) }
+        do { services += try await gateway.services() } catch {
+            throw Self.startFailure(error)
+        }
+        let group = ServiceGroup(configuration: .init(
+            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        async let running: Void = group.run()
+        do {
+            let ports = try await gateway.ports
+            let announcement = StartupLine(
+                provider_port: ports.providerPort, h2c_port: ports.h2cPort, admin_port: ports.adminPort,
+                device_port: ports.devicePort, webpush_port: ports.webPushPort, feedback_port: ports.feedbackPort, channel_port: ports.channelPort,
+                ca: caPath, environment: environment.rawValue, database: opened.location,
+                node: configuration.cluster?.nodeID)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
+            printLineFlushed(String(decoding: try encoder.encode(announcement), as: UTF8.self))
+            if let caPath { printError("herald: development CA for clients (curl --cacert): \(caPath)") }
+        } catch {
+            _ = try? await running
+            throw Self.startFailure(error)
+        }
+        try await running
+        logger.info("gateway stopped")
+    }
+
+    /// Says why the gateway could not start (a port in use names its flag); the exit status is 1.
+    private static func startFailure(_ error: Error) -> ExitCode {
+        if let error = error as? GatewayListenError {
+            let flag = "--\(error.listener)-port"
+            printError("herald: \(error) (\(flag) \(error.port))" + (error.isAddressInUse ? "; stop what holds it, or choose another \(flag) (0 lets the system choose)" : ""))
+        } else {
+            printError("herald: the gateway could not start: \(error)")
+        }
+        return ExitCode.failure
+    }
+
+    /// The TLS certificate and key: the operator's, or the development CA's in the data directory
+    /// (then `caPath` is that CA, for clients).
+    private func tlsFiles(clock: SystemWallClock) throws -> (GatewayConfiguration.TLSFiles, caPath: String?) {
         let tls: GatewayConfiguration.TLSFiles
         var caPath: String?
         if let tlsCert, let tlsKey {
@@ -294,7 +349,11 @@ struct GatewayRunCommand: AsyncParsableCommand {
         if let warning = tls.expiryWarning(nowMilliseconds: clock.nowMilliseconds()) {
             printError("herald: warning: " + warning)
         }
+        return (tls, caPath)
+    }
 
+    /// The gateway's configuration from the flags.
+    private func gatewayConfiguration(tls: GatewayConfiguration.TLSFiles, caPath: String?, opened: OpenedStore) throws -> GatewayConfiguration {
         var configuration = GatewayConfiguration(tls: tls)
         configuration.environment = environment
         configuration.host = host
@@ -339,47 +398,7 @@ struct GatewayRunCommand: AsyncParsableCommand {
             cluster.hints = crossNodeHints == .on
             configuration.cluster = cluster
         }
-
-        let gateway = Gateway(configuration: configuration, store: store, clock: clock, logger: logger)
-        // SIGHUP: the settings and the TLS files are read again (docs/operations.md).
-        let started = try? Settings.layer(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
-        let reloads = Task {
-            var running = started
-            for await _ in await UnixSignalsSequence(trapping: .sighup) {
-                running = Self.reload(gateway: gateway, running: running, logger: logger)
-            }
-        }
-        defer { reloads.cancel() }
-        // Shut down in reverse order: the gateway drains and commits first, then checkpointing stops.
-        // The trace exporter first, so that it stops last and flushes what the others recorded.
-        var services: [any Service] = (tracer.map { [$0] } ?? []) + [HeapReturner(interval: .seconds(10))]
-        if case .sqlite(let sqlite) = opened { services.append(SQLiteCheckpointer(store: sqlite, logger: logger)) }
-        services.append(gateway)
-        let group = ServiceGroup(configuration: .init(
-            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        async let running: Void = group.run()
-        do {
-            let ports = try await gateway.ports
-            let announcement = StartupLine(
-                provider_port: ports.providerPort, h2c_port: ports.h2cPort, admin_port: ports.adminPort,
-                device_port: ports.devicePort, webpush_port: ports.webPushPort, feedback_port: ports.feedbackPort, channel_port: ports.channelPort,
-                ca: caPath, environment: environment.rawValue, database: opened.location,
-                node: configuration.cluster?.nodeID)
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
-            printLineFlushed(String(decoding: try encoder.encode(announcement), as: UTF8.self))
-            if let caPath { printError("herald: development CA for clients (curl --cacert): \(caPath)") }
-        } catch let error as GatewayListenError {
-            let flag = "--\(error.listener)-port"
-            printError("herald: \(error) (\(flag) \(error.port))" + (error.isAddressInUse ? "; stop what holds it, or choose another \(flag) (0 lets the system choose)" : ""))
-            _ = try? await running
-            throw ExitCode.failure
-        } catch {
-            printError("herald: the gateway could not start: \(error)")
-            _ = try? await running
-            throw ExitCode.failure
-        }
-        try await running
+        return configuration
     }
 
     /// The start-up line; `null` for ports that are off.
