@@ -53,62 +53,8 @@ public actor ProviderService {
         return metrics.exposition()
     }
 
-    // MARK: reads (the REST API's lists and the dashboard): off the actor, failures as ProviderError
-
-    /// One page of registrations in token order, after the token `after`.
-    public nonisolated func registrations(_ filter: RegistrationFilter, after: String?, limit: Int) async throws(ProviderError) -> [Registration] {
-        try await Self.reading { try await store.registrations(filter, after: after?.lowercased(), limit: limit) }
-    }
-
-    /// A token's registration.
-    public nonisolated func registration(token: String) async throws(ProviderError) -> Registration {
-        guard let found = try await Self.reading({ try await store.registration(token: token.lowercased()) }) else {
-            throw ProviderError(.notFound, "no registration for token \(token)")
-        }
-        return found
-    }
-
-    /// The badge count each registration shows, by token.
-    public nonisolated func badges(of registrations: [Registration]) async throws(ProviderError) -> [String: Int] {
-        let counts = try await Self.reading { try await store.badges(keys: registrations.map(\.badgeKey)) }
-        return registrations.reduce(into: [:]) { found, r in found[r.token] = counts[r.badgeKey] ?? 0 }
-    }
-
-    /// Sets the badge count a registration shows (its user's, or its own): the app was opened.
-    public func setBadge(token: String, to value: Int) async throws(ProviderError) -> Registration {
-        guard (0...BadgeCount.maximum).contains(value) else { throw ProviderError(.invalid, "\"badge\" must be from 0 to \(BadgeCount.maximum)") }
-        let registration = try await registration(token: token)
-        do { try await store.setBadges(keys: [registration.badgeKey], to: value) } catch {
-            throw ProviderError(.internalFailure, "could not store the badge count: \(error)")
-        }
-        return registration
-    }
-
-    /// How many registrations there are by language, time zone and topic.
-    public nonisolated func registrationCounts() async throws(ProviderError) -> RegistrationCounts {
-        try await Self.reading { try await store.registrationCounts() }
-    }
-
-    /// One page of templates in id order, after the id `after`.
-    public nonisolated func templates(after: String?, limit: Int) async throws(ProviderError) -> [MessageTemplate] {
-        try await Self.reading { try await store.templates(after: after, limit: limit) }
-    }
-
-    /// One page of sends, newest first, after the send `after` (which must exist); only a
-    /// schedule's when given.
-    public nonisolated func sends(after: String?, scheduleID: String?, limit: Int) async throws(ProviderError) -> [SendSummary] {
-        if let after, try await !Self.reading({ try await store.sendExists(id: after) }) {
-            throw ProviderError(.invalid, "after must be the id of a send (the previous page's next)")
-        }
-        return try await Self.reading { try await store.sends(after: after, scheduleID: scheduleID, limit: limit) }
-    }
-
-    /// Runs a read, reporting a storage failure as the service's own.
-    private static func reading<T>(_ read: () async throws -> T) async throws(ProviderError) -> T {
-        do { return try await read() } catch { throw ProviderError(.internalFailure, "could not read the provider database: \(error)") }
-    }
     /// Sends under way by idempotency key, with their request's fingerprint.
-    private var inFlight: [String: (fingerprint: String, task: Task<(report: SendReport, replayed: Bool), Error>)] = [:]
+    var inFlight: [String: (fingerprint: String, task: Task<(report: SendReport, replayed: Bool), Error>)] = [:]
     /// The schedules' plan (see SchedulePlan.swift).
     var plan = SchedulePlan()
     /// Held while the schedules and their plan change together (see ``lockSchedules()``).
@@ -117,7 +63,7 @@ public actor ProviderService {
     /// Pushes of one send started at once (each waits in the client for a stream when more are
     /// started than it lets through).
     public var sendConcurrency = 2_000
-    private var feedbackAlarm: ClockAlarm?
+    var feedbackAlarm: ClockAlarm?
 
     /// - Parameters:
     ///   - clock: the time of registrations and reports, and the alarms schedules wake on.
@@ -132,123 +78,6 @@ public actor ProviderService {
         self.clock = clock
         self.defaultLanguage = defaultLanguage
         self.missedSendWindow = missedSendWindow
-    }
-
-    // MARK: registrations
-
-    /// Registers (or registers again) a device: at every launch, and when its language or zone changes.
-    /// With `webPush` it is a Web Push subscription: `token` is then absent (or the one derived
-    /// from the endpoint, ``WebPushRecipient/token(endpoint:)``).
-    @discardableResult
-    public func register(
-        token givenToken: String?, topic: String, language: String, timeZone: String, userID: String?, tags: [String], webPush: WebPushRecipient? = nil
-    ) async throws(ProviderError) -> Registration {
-        let token: String
-        if let webPush {
-            guard webPushSender != nil else {
-                throw ProviderError(.invalid, "this provider service sends no Web Push (start herald provider with --vapid-key)")
-            }
-            try Self.check(webPush)
-            token = WebPushRecipient.token(endpoint: webPush.endpoint)
-        } else {
-            // The one token parser: ASCII hex of either case, an even count, at most Apple's length.
-            guard let given = givenToken, let parsed = DeviceToken(hex: given) else {
-                throw ProviderError(.invalid, "\"token\" must be the device token in hex, not \"\(givenToken ?? "")\" (or give \"webPush\")")
-            }
-            token = parsed.hex
-        }
-        guard DeviceProtocol.isValidTopic(topic) else { throw ProviderError(.invalid, "\"topic\" must be the app's bundle id, not \"\(topic)\"") }
-        guard Self.isLanguageTag(language) else {
-            throw ProviderError(.invalid, "\"language\" must be a BCP 47 tag such as en, fr-CA or zh-Hant-TW, not \"\(language)\"")
-        }
-        guard TimeZone(identifier: timeZone) != nil else {
-            throw ProviderError(.invalid, "\"timeZone\" must be an IANA time zone such as Europe/Paris, not \"\(timeZone)\"")
-        }
-        let registration = Registration(token: token, topic: topic, language: language, timeZone: timeZone, userID: userID, tags: tags,
-                                        registeredAt: clock.nowMilliseconds(), webPush: webPush)
-        do { try await store.upsert(registration) } catch { throw ProviderError(.internalFailure, "could not store the registration: \(error)") }
-        zoneSeen(timeZone)
-        return registration
-    }
-
-    /// A Web Push subscription as a registration takes it: an https endpoint of at most 1,000
-    /// bytes (UnifiedPush's bound), keys that are a P-256 point and 16 bytes, an http(s) url.
-    static func check(_ webPush: WebPushRecipient) throws(ProviderError) {
-        guard webPush.endpoint.utf8.count <= 1_000, let url = URLComponents(string: webPush.endpoint), url.scheme?.lowercased() == "https",
-              url.host?.isEmpty == false else {
-            throw ProviderError(.invalid, "\"webPush.endpoint\" must be an https URL of at most 1000 bytes")
-        }
-        guard WebPushSubscriptionKeys(p256dh: webPush.p256dh, auth: webPush.auth) != nil else {
-            throw ProviderError(.invalid, "\"webPush.keys\" must hold p256dh (a P-256 public key) and auth (16 bytes), base64url")
-        }
-        if let page = webPush.url { try checkPage(page, "webPush.url") }
-    }
-
-    static func checkPage(_ page: String, _ field: String) throws(ProviderError) {
-        guard page.utf8.count <= 2_048, let url = URLComponents(string: page), let scheme = url.scheme?.lowercased(),
-              scheme == "https" || scheme == "http", url.host?.isEmpty == false else {
-            throw ProviderError(.invalid, "\"\(field)\" must be an absolute http(s) URL of at most 2048 bytes")
-        }
-    }
-
-    static func isLanguageTag(_ tag: String) -> Bool {
-        let parts = tag.split(separator: "-", omittingEmptySubsequences: false)
-        guard let first = parts.first, (2...3).contains(first.count), first.allSatisfy({ $0.isASCII && $0.isLetter }) else { return false }
-        return parts.dropFirst().allSatisfy { (1...8).contains($0.count) && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } }
-    }
-
-    public func unregister(token: String) async throws(ProviderError) {
-        do {
-            guard try await store.deleteRegistration(token.lowercased()) else { throw ProviderError(.notFound, "no registration for token \(token)") }
-        } catch let error as ProviderError { throw error } catch { throw ProviderError(.internalFailure, "\(error)") }
-    }
-
-    /// The most arguments a send gives a template (`args`), so the most a template may take.
-    public static let maximumArguments = 100
-
-    public func putTemplate(_ template: MessageTemplate) async throws(ProviderError) {
-        guard !template.id.isEmpty, !template.translations.isEmpty else {
-            throw ProviderError(.invalid, "a template needs an id and at least one translation")
-        }
-        for language in template.translations.keys where !Self.isLanguageTag(language) {
-            throw ProviderError(.invalid, "translation key \"\(language)\" is not a BCP 47 language tag")
-        }
-        guard template.argumentCount <= Self.maximumArguments else {
-            throw ProviderError(.invalid, "template \"\(template.id)\" takes \(template.argumentCount) arguments; a send gives at most \(Self.maximumArguments)")
-        }
-        do { try await store.put(template) } catch { throw ProviderError(.internalFailure, "\(error)") }
-    }
-
-    public func template(_ id: String) async throws(ProviderError) -> MessageTemplate {
-        do {
-            guard let template = try await store.template(id) else { throw ProviderError(.notFound, "no template \"\(id)\"") }
-            return template
-        } catch let error as ProviderError { throw error } catch { throw ProviderError(.internalFailure, "\(error)") }
-    }
-
-    /// Deletes a template no active schedule uses (409 names the schedule otherwise).
-    public func deleteTemplate(_ id: String) async throws(ProviderError) {
-        // Under the schedule lock: no schedule can start using the template while it is checked.
-        await lockSchedules()
-        defer { unlockSchedules() }
-        do {
-            for schedule in try await store.schedules(state: .active) {
-                if case .template(id, _) = schedule.send.message {
-                    throw ProviderError(.conflict, "template \"\(id)\" is used by active schedule \"\(schedule.id)\"; cancel it first (DELETE /v1/schedules/\(schedule.id))")
-                }
-            }
-            guard try await store.deleteTemplate(id) else { throw ProviderError(.notFound, "no template \"\(id)\"") }
-        } catch let error as ProviderError { throw error } catch { throw ProviderError(.internalFailure, "\(error)") }
-    }
-
-    /// The template a send names, checked: it exists and the send gives exactly the arguments it takes.
-    func checkedTemplate(_ message: SendMessage) async throws -> MessageTemplate? {
-        guard case .template(let id, let arguments) = message else { return nil }
-        guard let template = try await store.template(id) else { throw ProviderError(.notFound, "no template \"\(id)\": PUT /v1/templates/\(id) first") }
-        guard arguments.count == template.argumentCount else {
-            throw ProviderError(.invalid, "template \"\(id)\" takes \(template.argumentCount) argument\(template.argumentCount == 1 ? "" : "s") (\"args\"), this send gives \(arguments.count)")
-        }
-        return template
     }
 
     // MARK: sending
@@ -589,79 +418,6 @@ public actor ProviderService {
         return isTopic ? collapseID : String(Base64URL.encode(Array(SHA256.hash(data: bytes))).prefix(32))
     }
 
-    // MARK: feedback and receipts
-
-    /// What one reading of the gateway's feedback lists did.
-    public struct FeedbackPoll: Sendable, Hashable {
-        /// Dead tokens the gateway listed.
-        public var read = 0
-        /// Registrations removed (listed and not registered again after the listed time).
-        public var pruned: [String] = []
-        /// Topics whose list could not be read, with why.
-        public var errors: [String: String] = [:]
-    }
-
-    /// Reads (and so clears) the feedback list of every topic with registrations, and prunes the
-    /// tokens it names unless their app registered them again after the listed time.
-    public func pollFeedback() async throws(ProviderError) -> FeedbackPoll {
-        var poll = FeedbackPoll()
-        let topics: [String]
-        do { topics = try await store.topics() } catch { throw ProviderError(.internalFailure, "\(error)") }
-        for topic in topics {
-            do {
-                let items = try await sender.feedback(topic: topic)
-                poll.read += items.count
-                for item in items where try await store.prune(item.token.lowercased(), unregisteredAt: item.timestamp) {
-                    poll.pruned.append(item.token.lowercased())
-                }
-            } catch {
-                poll.errors[topic] = "\(error)"
-            }
-        }
-        return poll
-    }
-
-    /// Polls the feedback lists every `interval` milliseconds on the service's clock, from now on.
-    public func startFeedbackPolling(every interval: Int64, log: @escaping @Sendable (FeedbackPoll) -> Void = { _ in }) {
-        feedbackAlarm?.cancel()
-        guard interval > 0 else { return }
-        feedbackAlarm = clock.setAlarm(at: clock.nowMilliseconds() + interval) { [work] in
-            work.spawn {
-                if let poll = try? await self.pollFeedback() { log(poll) }
-                await self.startFeedbackPolling(every: interval, log: log)
-            }
-        }
-    }
-
-    public func stopFeedbackPolling() {
-        feedbackAlarm?.cancel()
-        feedbackAlarm = nil
-    }
-
-    /// The gateway's receipts for the accepted deliveries of sends: the latest status per token
-    /// (`delivered`, `stored`, `acked`, `expired`, …; `unknown` when the gateway has no receipt).
-    public func receipts(sendIDs: [String]) async throws(ProviderError) -> [String: String] {
-        var apnsIDs: [(token: String, apnsID: String)] = []
-        for id in sendIDs {
-            for delivery in try await report(id: id).deliveries where delivery.status == 200 {
-                if let apnsID = delivery.apnsID { apnsIDs.append((delivery.token, apnsID)) }
-            }
-        }
-        do {
-            let sender = self.sender
-            let statuses = try await concurrentMap(apnsIDs, limit: 64) { token, apnsID in
-                (token, try await sender.receipt(apnsID: apnsID)?.deliveries.first { $0.token.lowercased() == token }?.status ?? "unknown")
-            }
-            return Dictionary(statuses, uniquingKeysWith: { _, last in last })
-        } catch let error as ProviderError { throw error } catch { throw ProviderError(.gatewayFailed, "the gateway's receipts could not be read: \(error)") }
-    }
-
-    public func report(id: String) async throws(ProviderError) -> SendReport {
-        do {
-            guard let report = try await store.send(id: id) else { throw ProviderError(.notFound, "no send \(id)") }
-            return report
-        } catch let error as ProviderError { throw error } catch { throw ProviderError(.internalFailure, "\(error)") }
-    }
 }
 
 extension UInt8 {

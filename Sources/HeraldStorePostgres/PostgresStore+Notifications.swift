@@ -1,5 +1,6 @@
 import HeraldCore
 import HeraldStore
+import Logging
 import NIOCore
 import PostgresNIO
 
@@ -50,119 +51,20 @@ extension PostgresStore {
         guard !batch.isEmpty else { return [] }
         let logger = self.logger
         return try await transaction { c in
-            // The registrations, locked in token order: accepting for a token, replacing what
-            // waits for it and unregistering it are serialized across nodes.
-            let tokens = Array(Set(batch.map { Self.buffer($0.token.bytes) })).sorted {
-                $0.readableBytesView.lexicographicallyPrecedes($1.readableBytesView)
-            }
-            // With each, the node its device is connected to now (its presence), if any: what
-            // replacement needs, and what routing across nodes needs after the commit.
-            var registrations: [DeviceToken: TokenRegistration] = [:]
-            var nodes: [DeviceToken: String] = [:]
-            for try await row in try await c.query("""
-                SELECT \(unescaped: Self.registrationColumns),
-                       (SELECT p.node_id FROM presence p WHERE p.device_id = device_tokens.device_id)
-                FROM device_tokens WHERE token = ANY(\(tokens)) ORDER BY token FOR UPDATE
-                """, logger: logger).decode(PresentRegistrationRow.self) {
-                let registration = try Self.registration((row.0, row.1, row.2, row.3, row.4, row.5, row.6))
-                registrations[registration.token] = registration
-                if let node = row.7 { nodes[registration.token] = node }
-            }
+            let (registrations, nodes) = try await Self.lockRegistrations(of: batch, in: c, logger: logger)
             var outcomes = batch.map { n in
                 Admission.decide(
                     registration: registrations[n.token], notification: n, environment: environment, nowMilliseconds: nowMilliseconds)
             }
             // What already waits for the admitted tokens.
             let admitted = Array(Set(zip(batch, outcomes).compactMap { n, o in o.isStored ? Self.buffer(n.token.bytes) : nil }))
-            var waiting: [DeviceToken: [Waiting]] = [:]
-            if !admitted.isEmpty {
-                for try await (seq, token, apnsID, collapseID, sent) in try await c.query("""
-                    SELECT seq, token, apns_id, collapse_id, sent_at_ms IS NOT NULL FROM notifications
-                    WHERE token = ANY(\(admitted)) AND state = 0 ORDER BY seq
-                    """, logger: logger).decode((Int64, ByteBuffer, String, String?, Bool).self) {
-                    waiting[try Self.token(token), default: []].append(.stored(seq: seq, apnsID: apnsID, collapseID: collapseID, sent: sent))
-                }
-            }
-            // Store-and-forward, in the batch's order (the same rules as the other stores).
-            var states = [NotificationState?](repeating: nil, count: batch.count)
-            var replacedRows: [Int64] = []
-            for (index, n) in batch.enumerated() {
-                switch outcomes[index] {
-                case .rejected: continue
-                case .discarded: states[index] = .expired
-                case .stored:
-                    states[index] = .held
-                    // Replacement is for devices that are offline. One connected to a node gets
-                    // every push, as on a single gateway (where its session has each in memory
-                    // before a later one could replace it); here the next push may be committed
-                    // before the hint of this one reaches the node holding the device.
-                    guard n.expiration != .immediately, nodes[n.token] == nil else { continue }
-                    var kept: [Waiting] = []
-                    var unsent: [Waiting] = []
-                    for entry in waiting[n.token] ?? [] {
-                        let (apnsID, collapseID, sent): (String, String?, Bool)
-                        switch entry {
-                        case .stored(_, let id, let collapse, let wasSent): (apnsID, collapseID, sent) = (id, collapse, wasSent)
-                        case .batch(let i):
-                            guard states[i] == .held else { continue }
-                            (apnsID, collapseID, sent) = (batch[i].id.description, batch[i].collapseID?.value, false)
-                        }
-                        if sent {
-                            kept.append(entry)
-                        } else if apnsID == n.id.description || (n.collapseID != nil && collapseID == n.collapseID?.value) {
-                            Self.replace(entry, &replacedRows, &states)
-                        } else {
-                            unsent.append(entry)
-                        }
-                    }
-                    // Keep the newest `maximumWaiting - 1` of what waits unsent; the new one makes `maximumWaiting`.
-                    for entry in unsent.dropLast(policy.maximumWaiting(for: n.pushType) - 1) { Self.replace(entry, &replacedRows, &states) }
-                    let survivors = unsent.suffix(policy.maximumWaiting(for: n.pushType) - 1)
-                    waiting[n.token] = kept + survivors + [.batch(index: index)]
-                }
-            }
+            let waiting = try await Self.waiting(for: admitted, in: c, logger: logger)
+            let (states, replacedRows) = Self.storeAndForward(batch, outcomes, waiting: waiting, connected: nodes, policy: policy)
             // One multi-row insert for the batch, in its order.
             let rows = batch.indices.filter { states[$0] != nil }
             if !rows.isEmpty {
-                var apnsIDs: [String] = [], tokenBytes: [ByteBuffer] = [], bundles: [String] = [], types: [String] = []
-                var priorities: [Int64] = [], expirations: [Int64] = [], collapses: [String] = [], payloads: [ByteBuffer] = []
-                var received: [Int64] = [], discards: [Int64] = [], rowStates: [Int64] = [], ended: [Int64] = []
-                for index in rows {
-                    let n = batch[index]
-                    let state = states[index] ?? .held
-                    apnsIDs.append(n.id.description)
-                    tokenBytes.append(Self.buffer(n.token.bytes))
-                    bundles.append(n.bundleID)
-                    types.append(n.pushType.rawValue)
-                    priorities.append(Int64(n.priority.rawValue))
-                    expirations.append(n.expiration.storedSeconds ?? Self.absent)
-                    collapses.append(n.collapseID?.value ?? "")
-                    payloads.append(Self.buffer(n.payload))
-                    received.append(n.receivedAtMilliseconds)
-                    discards.append(n.discardAtMilliseconds(policy: policy))
-                    rowStates.append(Int64(state.rawValue))
-                    ended.append(state == .held ? Self.absent : nowMilliseconds)
-                }
-                var seqs: [Int64] = []
-                for try await seq in try await c.query("""
-                    INSERT INTO notifications
-                        (apns_id, token, bundle_id, push_type, priority, expiration, collapse_id, payload, received_at_ms,
-                         discard_at_ms, state, ended_at_ms)
-                    SELECT a, t, b, p, pr, nullif(e, \(Self.absent)), nullif(c, ''), pl, r, d, s, nullif(en, \(Self.absent))
-                    FROM unnest(\(apnsIDs)::text[], \(tokenBytes)::bytea[], \(bundles)::text[], \(types)::text[],
-                                \(priorities)::int8[], \(expirations)::int8[], \(collapses)::text[], \(payloads)::bytea[],
-                                \(received)::int8[], \(discards)::int8[], \(rowStates)::int8[], \(ended)::int8[])
-                        WITH ORDINALITY AS u(a, t, b, p, pr, e, c, pl, r, d, s, en, ord)
-                    ORDER BY ord
-                    RETURNING seq
-                    """, logger: logger).decode(Int64.self) {
-                    seqs.append(seq)
-                }
-                guard seqs.count == rows.count else {
-                    throw StoreError(.corrupt, "inserting \(rows.count) notifications returned \(seqs.count) sequence numbers")
-                }
-                // Identity values are drawn in the order the rows are inserted.
-                seqs.sort()
+                let seqs = try await Self.insert(
+                    rows.map { (batch[$0], states[$0] ?? .held) }, policy: policy, nowMilliseconds: nowMilliseconds, in: c, logger: logger)
                 for (index, seq) in zip(rows, seqs) {
                     if case .stored(_, let deviceID, _) = outcomes[index] {
                         outcomes[index] = .stored(seq: seq, deviceID: deviceID, presence: nodes[batch[index].token].map(DevicePresence.node) ?? .nowhere)
@@ -177,6 +79,134 @@ extension PostgresStore {
             }
             return outcomes
         }
+    }
+
+    /// The batch's registrations, locked in token order (accepting for a token, replacing what
+    /// waits for it and unregistering it are serialized across nodes), with the node each one's
+    /// device is connected to now (its presence), if any: what replacement needs, and what
+    /// routing across nodes needs after the commit.
+    private static func lockRegistrations(
+        of batch: [StoredNotification], in c: PostgresConnection, logger: Logger
+    ) async throws -> (registrations: [DeviceToken: TokenRegistration], nodes: [DeviceToken: String]) {
+        let tokens = Array(Set(batch.map { buffer($0.token.bytes) })).sorted {
+            $0.readableBytesView.lexicographicallyPrecedes($1.readableBytesView)
+        }
+        var registrations: [DeviceToken: TokenRegistration] = [:]
+        var nodes: [DeviceToken: String] = [:]
+        for try await row in try await c.query("""
+            SELECT \(unescaped: registrationColumns),
+                   (SELECT p.node_id FROM presence p WHERE p.device_id = device_tokens.device_id)
+            FROM device_tokens WHERE token = ANY(\(tokens)) ORDER BY token FOR UPDATE
+            """, logger: logger).decode(PresentRegistrationRow.self) {
+            let found = try Self.registration((row.0, row.1, row.2, row.3, row.4, row.5, row.6))
+            registrations[found.token] = found
+            if let node = row.7 { nodes[found.token] = node }
+        }
+        return (registrations, nodes)
+    }
+
+    /// The held notifications of these tokens, oldest first.
+    private static func waiting(for tokens: [ByteBuffer], in c: PostgresConnection, logger: Logger) async throws -> [DeviceToken: [Waiting]] {
+        var waiting: [DeviceToken: [Waiting]] = [:]
+        guard !tokens.isEmpty else { return waiting }
+        for try await (seq, token, apnsID, collapseID, sent) in try await c.query("""
+            SELECT seq, token, apns_id, collapse_id, sent_at_ms IS NOT NULL FROM notifications
+            WHERE token = ANY(\(tokens)) AND state = 0 ORDER BY seq
+            """, logger: logger).decode((Int64, ByteBuffer, String, String?, Bool).self) {
+            waiting[try Self.token(token), default: []].append(.stored(seq: seq, apnsID: apnsID, collapseID: collapseID, sent: sent))
+        }
+        return waiting
+    }
+
+    /// Store-and-forward, in the batch's order (the same rules as the other stores): the state
+    /// each notification of the batch is stored in (`nil`: not stored), and the rows it replaces.
+    private static func storeAndForward(
+        _ batch: [StoredNotification], _ outcomes: [SubmissionOutcome], waiting: [DeviceToken: [Waiting]],
+        connected nodes: [DeviceToken: String], policy: StorePolicy
+    ) -> (states: [NotificationState?], replacedRows: [Int64]) {
+        var waiting = waiting
+        var states = [NotificationState?](repeating: nil, count: batch.count)
+        var replacedRows: [Int64] = []
+        for (index, n) in batch.enumerated() {
+            switch outcomes[index] {
+            case .rejected: continue
+            case .discarded: states[index] = .expired
+            case .stored:
+                states[index] = .held
+                // Replacement is for devices that are offline. One connected to a node gets
+                // every push, as on a single gateway (where its session has each in memory
+                // before a later one could replace it); here the next push may be committed
+                // before the hint of this one reaches the node holding the device.
+                guard n.expiration != .immediately, nodes[n.token] == nil else { continue }
+                var kept: [Waiting] = []
+                var unsent: [Waiting] = []
+                for entry in waiting[n.token] ?? [] {
+                    let (apnsID, collapseID, sent): (String, String?, Bool)
+                    switch entry {
+                    case .stored(_, let id, let collapse, let wasSent): (apnsID, collapseID, sent) = (id, collapse, wasSent)
+                    case .batch(let i):
+                        guard states[i] == .held else { continue }
+                        (apnsID, collapseID, sent) = (batch[i].id.description, batch[i].collapseID?.value, false)
+                    }
+                    if sent {
+                        kept.append(entry)
+                    } else if apnsID == n.id.description || (n.collapseID != nil && collapseID == n.collapseID?.value) {
+                        replace(entry, &replacedRows, &states)
+                    } else {
+                        unsent.append(entry)
+                    }
+                }
+                // Keep the newest `maximumWaiting - 1` of what waits unsent; the new one makes `maximumWaiting`.
+                for entry in unsent.dropLast(policy.maximumWaiting(for: n.pushType) - 1) { replace(entry, &replacedRows, &states) }
+                let survivors = unsent.suffix(policy.maximumWaiting(for: n.pushType) - 1)
+                waiting[n.token] = kept + survivors + [.batch(index: index)]
+            }
+        }
+        return (states, replacedRows)
+    }
+
+    /// Inserts the rows in one statement, in their order; returns their sequence numbers, in order.
+    private static func insert(
+        _ rows: [(StoredNotification, NotificationState)], policy: StorePolicy, nowMilliseconds: Int64,
+        in c: PostgresConnection, logger: Logger
+    ) async throws -> [Int64] {
+        var apnsIDs: [String] = [], tokenBytes: [ByteBuffer] = [], bundles: [String] = [], types: [String] = []
+        var priorities: [Int64] = [], expirations: [Int64] = [], collapses: [String] = [], payloads: [ByteBuffer] = []
+        var received: [Int64] = [], discards: [Int64] = [], rowStates: [Int64] = [], ended: [Int64] = []
+        for (n, state) in rows {
+            apnsIDs.append(n.id.description)
+            tokenBytes.append(buffer(n.token.bytes))
+            bundles.append(n.bundleID)
+            types.append(n.pushType.rawValue)
+            priorities.append(Int64(n.priority.rawValue))
+            expirations.append(n.expiration.storedSeconds ?? absent)
+            collapses.append(n.collapseID?.value ?? "")
+            payloads.append(buffer(n.payload))
+            received.append(n.receivedAtMilliseconds)
+            discards.append(n.discardAtMilliseconds(policy: policy))
+            rowStates.append(Int64(state.rawValue))
+            ended.append(state == .held ? absent : nowMilliseconds)
+        }
+        var seqs: [Int64] = []
+        for try await seq in try await c.query("""
+            INSERT INTO notifications
+                (apns_id, token, bundle_id, push_type, priority, expiration, collapse_id, payload, received_at_ms,
+                 discard_at_ms, state, ended_at_ms)
+            SELECT a, t, b, p, pr, nullif(e, \(absent)), nullif(c, ''), pl, r, d, s, nullif(en, \(absent))
+            FROM unnest(\(apnsIDs)::text[], \(tokenBytes)::bytea[], \(bundles)::text[], \(types)::text[],
+                        \(priorities)::int8[], \(expirations)::int8[], \(collapses)::text[], \(payloads)::bytea[],
+                        \(received)::int8[], \(discards)::int8[], \(rowStates)::int8[], \(ended)::int8[])
+                WITH ORDINALITY AS u(a, t, b, p, pr, e, c, pl, r, d, s, en, ord)
+            ORDER BY ord
+            RETURNING seq
+            """, logger: logger).decode(Int64.self) {
+            seqs.append(seq)
+        }
+        guard seqs.count == rows.count else {
+            throw StoreError(.corrupt, "inserting \(rows.count) notifications returned \(seqs.count) sequence numbers")
+        }
+        // Identity values are drawn in the order the rows are inserted.
+        return seqs.sorted()
     }
 
     typealias PresentRegistrationRow = (ByteBuffer, String, String, String?, Int64, Int64?, Int64?, String?)

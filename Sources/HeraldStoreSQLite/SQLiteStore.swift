@@ -21,9 +21,9 @@ public final class SQLiteStore: GatewayStore {
     /// Registrations read by `accept`, so that a push does not pay a query for its token. Only
     /// touched inside write transactions (GRDB serializes them); emptied whenever another
     /// process has committed (`PRAGMA data_version` changed), e.g. `herald tokens revoke`.
-    private let registrations = RegistrationCache()
+    let registrations = RegistrationCache()
     /// The held notifications of each token (see ``HeldIndex``).
-    private let held = HeldIndex()
+    let held = HeldIndex()
     /// The writer connection's `PRAGMA data_version` when the caches above were last known to be
     /// current: it changes only when another process commits.
     private let seenDataVersion = Mutex<Int?>(nil)
@@ -34,7 +34,7 @@ public final class SQLiteStore: GatewayStore {
     static let fallbackCheckpointPages = 10_000
 
     /// Opens (creating if needed) the database at `path` and runs its migrations.
-    private let durability: Durability
+    let durability: Durability
 
     public init(path: String, durability: Durability = .full) throws {
         try Self.checkIsHerald(path: path)
@@ -57,7 +57,7 @@ public final class SQLiteStore: GatewayStore {
     /// Brings the caches up to date with what other processes committed (e.g. `herald tokens
     /// revoke`): run first in every write transaction that relies on them. Opening the store, and
     /// every commit by another process, costs one pass over the held notifications.
-    private func noticeOtherProcesses(_ db: Database) throws {
+    func noticeOtherProcesses(_ db: Database) throws {
         let version = try Int.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) ?? 0
         guard seenDataVersion.withLock({ $0 }) != version else { return }
         registrations.removeAll()
@@ -67,7 +67,7 @@ public final class SQLiteStore: GatewayStore {
 
     /// Runs a write transaction that changes the held index; if it fails, the index (which may
     /// have forgotten notifications that the rollback keeps) is rebuilt before the error is thrown.
-    private func writeKeepingIndex<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    func writeKeepingIndex<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
             return try await pool.write(body)
         } catch {
@@ -217,95 +217,6 @@ public final class SQLiteStore: GatewayStore {
         }
     }
 
-    // MARK: tokens
-
-    public func registerTokens(_ registrations: [TokenRegistration]) async throws {
-        let cache = self.registrations
-        try await pool.write { db in
-            for registration in registrations { cache.remove(registration.token) }
-            for registration in registrations {
-                if try Bool.fetchOne(db, sql: "SELECT 1 FROM device_tokens WHERE token = ?", arguments: [Data(registration.token.bytes)]) == true {
-                    throw StoreError(.tokenExists, "token \(registration.token) is already registered")
-                }
-                try Self.insert(registration, in: db)
-            }
-        }
-    }
-
-    private static func insert(_ registration: TokenRegistration, in db: Database) throws {
-        try db.cachedStatement(sql: """
-            INSERT INTO device_tokens (token, bundle_id, environment, device_id, created_at_ms, unregistered_at_ms, expired_at_ms)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [
-                Data(registration.token.bytes), registration.scope.stored, registration.environment.rawValue,
-                registration.deviceID, registration.createdAtMilliseconds,
-                registration.unregisteredAtMilliseconds, registration.expiredAtMilliseconds,
-            ])
-    }
-
-    public func unregisterToken(_ token: DeviceToken, atMilliseconds: Int64) async throws -> Bool {
-        let cache = registrations
-        return try await writeKeepingIndex { db in
-            try self.noticeOtherProcesses(db)
-            cache.remove(token)
-            let key = Data(token.bytes)
-            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM device_tokens WHERE token = ?", arguments: [key]) == true else {
-                return false
-            }
-            try db.execute(
-                sql: "UPDATE device_tokens SET unregistered_at_ms = ? WHERE token = ? AND unregistered_at_ms IS NULL",
-                arguments: [atMilliseconds, key])
-            if db.changesCount > 0 {
-                // An app's token, or a Web Push subscription (in its app's list); never a Live
-                // Activity's or a channel's.
-                try db.execute(
-                    sql: """
-                        INSERT INTO feedback (bundle_id, environment, token, at_ms)
-                        SELECT CASE WHEN instr(bundle_id, '.push-type.webpush/') > 0
-                                    THEN substr(bundle_id, 1, instr(bundle_id, '.push-type.webpush/') - 1) ELSE bundle_id END,
-                               environment, token, unregistered_at_ms FROM device_tokens
-                        WHERE token = ? AND instr(bundle_id, '.push-type.liveactivity') = 0
-                        """,
-                    arguments: [key])
-            }
-            var dropped: [Int64] = []
-            let drop = try db.cachedStatement(sql: """
-                UPDATE OR FAIL notifications SET state = ?, ended_at_ms = ? WHERE seq = ? AND token = ? AND state = 0
-                """)
-            for seq in self.held.candidates(for: token) {
-                try drop.execute(arguments: [NotificationState.dropped.rawValue, atMilliseconds, seq, key])
-                if db.changesCount > 0 { dropped.append(seq) }
-            }
-            self.held.remove(dropped, for: token)
-            return true
-        }
-    }
-
-    public func registration(of token: DeviceToken) async throws -> TokenRegistration? {
-        try await pool.read { db in try Self.registration(of: token, in: db) }
-    }
-
-    private static func registration(of token: DeviceToken, in db: Database) throws -> TokenRegistration? {
-        let statement = try db.cachedStatement(sql: """
-            SELECT bundle_id, environment, device_id, created_at_ms, unregistered_at_ms, expired_at_ms
-            FROM device_tokens WHERE token = ?
-            """)
-        guard let row = try Row.fetchOne(statement, arguments: [Data(token.bytes)]) else { return nil }
-        return try registration(of: token, from: row)
-    }
-
-    /// A token's registration from the columns bundle_id, environment, device_id, created_at_ms,
-    /// unregistered_at_ms, expired_at_ms (in this order).
-    static func registration(of token: DeviceToken, from row: Row) throws -> TokenRegistration {
-        let environmentName: String = row[1]
-        guard let environment = PushEnvironment(rawValue: environmentName) else {
-            throw StoreError(.corrupt, "token \(token) has an unknown environment \(environmentName)")
-        }
-        return TokenRegistration(
-            token: token, scope: TokenScope(stored: row[0]), environment: environment, deviceID: row[2],
-            createdAtMilliseconds: row[3], unregisteredAtMilliseconds: row[4], expiredAtMilliseconds: row[5])
-    }
-
     // MARK: notifications
 
     public func accept(
@@ -433,7 +344,7 @@ public final class SQLiteStore: GatewayStore {
     }
 
     /// The rows of `token`'s held notifications not yet discarded, in seq order.
-    private static func heldRows(of token: DeviceToken, held: HeldIndex, nowMilliseconds: Int64, in db: Database) throws -> [Row] {
+    static func heldRows(of token: DeviceToken, held: HeldIndex, nowMilliseconds: Int64, in db: Database) throws -> [Row] {
         let statement = try db.cachedStatement(sql: """
             SELECT * FROM notifications WHERE seq = ? AND token = ? AND state = 0 AND discard_at_ms > ?
             """)
@@ -451,218 +362,10 @@ public final class SQLiteStore: GatewayStore {
         try await pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notifications WHERE state = 0") ?? 0 }
     }
 
-    // MARK: devices
-
-    public func deviceConnected(id: String, publicKey: [UInt8], atMilliseconds: Int64) async throws -> Bool {
-        try await pool.write { db in
-            if let known = try Data.fetchOne(db, sql: "SELECT public_key FROM devices WHERE device_id = ?", arguments: [id]) {
-                guard Array(known) == publicKey else {
-                    throw StoreError(.deviceKeyMismatch, "device \(id) is enrolled with another public key")
-                }
-                try db.execute(sql: "UPDATE devices SET last_seen_at_ms = ? WHERE device_id = ?", arguments: [atMilliseconds, id])
-                try db.execute(
-                    sql: "UPDATE device_tokens SET inactivity_reported = 0 WHERE device_id = ? AND inactivity_reported <> 0",
-                    arguments: [id])
-                return false
-            }
-            try db.execute(
-                sql: "INSERT INTO devices (device_id, public_key, enrolled_at_ms, last_seen_at_ms) VALUES (?, ?, ?, ?)",
-                arguments: [id, Data(publicKey), atMilliseconds, atMilliseconds])
-            return true
-        }
-    }
-
-    public func device(id: String) async throws -> DeviceRecord? {
-        try await pool.read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM devices WHERE device_id = ?", arguments: [id]) else { return nil }
-            let key: Data = row["public_key"]
-            return DeviceRecord(
-                id: id, publicKey: Array(key), enrolledAtMilliseconds: row["enrolled_at_ms"],
-                lastSeenAtMilliseconds: row["last_seen_at_ms"])
-        }
-    }
-
-    public func issueToken(_ candidate: TokenRegistration, maximumActivePerDevice: Int) async throws -> TokenRegistration {
-        let cache = registrations
-        return try await pool.write { db in
-            if let deviceID = candidate.deviceID {
-                if let existing = try Self.activeToken(deviceID: deviceID, scope: candidate.scope, environment: candidate.environment, in: db) {
-                    return existing
-                }
-                let active = try Int.fetchOne(
-                    db, sql: "SELECT COUNT(*) FROM device_tokens WHERE device_id = ? AND unregistered_at_ms IS NULL", arguments: [deviceID]) ?? 0
-                guard active < maximumActivePerDevice else {
-                    throw StoreError(.tooManyTokens, "device \(deviceID) has \(active) active tokens, the most it may have")
-                }
-            }
-            cache.remove(candidate.token)
-            try Self.insert(candidate, in: db)
-            return candidate
-        }
-    }
-
-    public func activeToken(deviceID: String, scope: TokenScope, environment: PushEnvironment) async throws -> TokenRegistration? {
-        try await pool.read { db in
-            try Self.activeToken(deviceID: deviceID, scope: scope, environment: environment, in: db)
-        }
-    }
-
-    private static func activeToken(
-        deviceID: String, scope: TokenScope, environment: PushEnvironment, in db: Database
-    ) throws -> TokenRegistration? {
-        guard let data = try Data.fetchOne(
-            db,
-            sql: """
-                SELECT token FROM device_tokens
-                WHERE device_id = ? AND bundle_id = ? AND environment = ? AND unregistered_at_ms IS NULL
-                """,
-            arguments: [deviceID, scope.stored, environment.rawValue]),
-            let token = DeviceToken(bytes: Array(data))
-        else { return nil }
-        return try registration(of: token, in: db)
-    }
-
-    // MARK: delivery
-
-    public func pendingDeliveries(forDevice deviceID: String, nowMilliseconds: Int64) async throws -> [Delivery] {
-        let held = self.held
-        return try await pool.read { db in
-            let tokens = try Data.fetchAll(
-                db, sql: "SELECT token FROM device_tokens WHERE device_id = ? AND unregistered_at_ms IS NULL", arguments: [deviceID])
-            var deliveries: [Delivery] = []
-            for tokenData in tokens {
-                guard let token = DeviceToken(bytes: Array(tokenData)) else {
-                    throw StoreError(.corrupt, "device \(deviceID) has an invalid token")
-                }
-                for row in try Self.heldRows(of: token, held: held, nowMilliseconds: nowMilliseconds, in: db) {
-                    deliveries.append(Delivery(seq: row["seq"], deviceID: deviceID, notification: try Self.notification(from: row, token: token)))
-                }
-            }
-            return deliveries.sorted { $0.seq < $1.seq }
-        }
-    }
-
-    /// Records delivery events. These commits do not wait for the disk even with
-    /// ``Durability/full``: the WAL is synced by the next full commit, and a crash that loses an
-    /// ack only means the notification is sent again (the device drops it by apns-id). So acks
-    /// do not double the fsyncs that accepted pushes pay for.
-    public func record(_ events: [DeliveryEvent]) async throws {
-        guard !events.isEmpty else { return }
-        let relaxed = durability == .full
-        let held = self.held
-        try await pool.writeWithoutTransaction { db in
-            if relaxed { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
-            defer { if relaxed { try? db.execute(sql: "PRAGMA synchronous = FULL") } }
-            var ended: [(seq: Int64, token: Data)] = []
-            try db.inTransaction {
-                ended = try Self.apply(events, in: db)
-                return .commit
-            }
-            // Only after the commit: a rollback keeps these held, so the index must too.
-            for (seq, token) in ended { held.remove(seq, tokenBytes: token) }
-        }
-    }
-
-    /// Applies delivery events; returns the notifications they ended (no longer held).
-    private static func apply(_ events: [DeliveryEvent], in db: Database) throws -> [(seq: Int64, token: Data)] {
-        let ack = try db.cachedStatement(sql: """
-            UPDATE notifications SET state = ?, sent_at_ms = coalesce(sent_at_ms, ?), acked_at_ms = ?, ended_at_ms = ?
-            WHERE seq = ? AND state <> 2 RETURNING token
-            """)
-        let sent = try db.cachedStatement(sql: "UPDATE notifications SET sent_at_ms = ? WHERE seq = ? AND sent_at_ms IS NULL")
-        let end = try db.cachedStatement(sql: "UPDATE notifications SET state = ?, ended_at_ms = ? WHERE seq = ? AND state = 0 RETURNING token")
-        var ended: [(seq: Int64, token: Data)] = []
-        for event in events {
-            switch event {
-            case .acked(let seq, let sentAt, let ackedAt):
-                if let token = try Data.fetchOne(ack, arguments: [NotificationState.acked.rawValue, sentAt, ackedAt, ackedAt, seq]) {
-                    ended.append((seq, token))
-                }
-            case .sent(let seq, let at):
-                try sent.execute(arguments: [at, seq])
-            case .replaced(let seq, let at):
-                if let token = try Data.fetchOne(end, arguments: [NotificationState.replaced.rawValue, at, seq]) { ended.append((seq, token)) }
-            case .dropped(let seq, let at):
-                if let token = try Data.fetchOne(end, arguments: [NotificationState.dropped.rawValue, at, seq]) { ended.append((seq, token)) }
-            }
-        }
-        return ended
-    }
-
-    public func sweep(nowMilliseconds: Int64, retainFinishedUntil: Int64) async throws -> Int {
-        let held = self.held
-        return try await writeKeepingIndex { db in
-            let dropped = try Row.fetchAll(
-                db,
-                sql: "UPDATE notifications SET state = ?, ended_at_ms = ? WHERE state = 0 AND discard_at_ms <= ? AND expiration = 0 RETURNING seq, token",
-                arguments: [NotificationState.dropped.rawValue, nowMilliseconds, nowMilliseconds])
-            let expired = try Row.fetchAll(
-                db,
-                sql: "UPDATE notifications SET state = ?, ended_at_ms = ? WHERE state = 0 AND discard_at_ms <= ? RETURNING seq, token",
-                arguments: [NotificationState.expired.rawValue, nowMilliseconds, nowMilliseconds])
-            try db.execute(
-                sql: "DELETE FROM notifications WHERE state <> 0 AND ended_at_ms < ?", arguments: [retainFinishedUntil])
-            for row in dropped + expired { held.remove(row[0], tokenBytes: row[1]) }
-            return expired.count
-        }
-    }
-
-    // MARK: feedback and receipts
-
-    public func takeFeedback(
-        bundleID: String, environment: PushEnvironment, inactiveBefore: Int64, inactivityMilliseconds: Int64
-    ) async throws -> [FeedbackEntry] {
-        try await pool.write { db in
-            var entries: [FeedbackEntry] = []
-            let removed = try Row.fetchAll(
-                db, sql: "SELECT token, at_ms FROM feedback WHERE bundle_id = ? AND environment = ? ORDER BY id",
-                arguments: [bundleID, environment.rawValue])
-            for row in removed {
-                let data: Data = row[0]
-                if let token = DeviceToken(bytes: Array(data)) { entries.append(FeedbackEntry(token: token, atMilliseconds: row[1])) }
-            }
-            try db.execute(
-                sql: "DELETE FROM feedback WHERE bundle_id = ? AND environment = ?", arguments: [bundleID, environment.rawValue])
-            let inactive = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT t.token, d.last_seen_at_ms FROM device_tokens t JOIN devices d ON d.device_id = t.device_id
-                    WHERE t.bundle_id = ? AND t.environment = ? AND t.unregistered_at_ms IS NULL
-                      AND t.inactivity_reported = 0 AND d.last_seen_at_ms < ?
-                    ORDER BY t.created_at_ms
-                    """,
-                arguments: [bundleID, environment.rawValue, inactiveBefore])
-            for row in inactive {
-                let data: Data = row[0]
-                let lastSeen: Int64 = row[1]
-                guard let token = DeviceToken(bytes: Array(data)) else { continue }
-                entries.append(FeedbackEntry(token: token, atMilliseconds: lastSeen + inactivityMilliseconds))
-                try db.execute(sql: "UPDATE device_tokens SET inactivity_reported = 1 WHERE token = ?", arguments: [data])
-            }
-            return entries
-        }
-    }
-
-    public func receipts(of id: NotificationID) async throws -> [Receipt] {
-        try await pool.read { db in
-            let rows = try Row.fetchAll(
-                db, sql: "SELECT * FROM notifications WHERE apns_id = ? ORDER BY seq", arguments: [id.description])
-            return try rows.map { row in
-                let tokenData: Data = row["token"]
-                guard let token = DeviceToken(bytes: Array(tokenData)),
-                      let state = NotificationState(rawValue: row["state"]) else {
-                    throw StoreError(.corrupt, "notification \(id) has an invalid token or state")
-                }
-                return Receipt(
-                    of: try Self.notification(from: row, token: token), discardAtMilliseconds: row["discard_at_ms"], state: state,
-                    sentAtMilliseconds: row["sent_at_ms"], ackedAtMilliseconds: row["acked_at_ms"], endedAtMilliseconds: row["ended_at_ms"])
-            }
-        }
-    }
 }
 
 /// The registration cache of ``SQLiteStore``.
-private final class RegistrationCache: Sendable {
+final class RegistrationCache: Sendable {
     /// Beyond this many entries the cache starts over, bounding its memory (~150 bytes an entry).
     static let capacity = 500_000
     private let entries = Mutex<[DeviceToken: TokenRegistration]>([:])

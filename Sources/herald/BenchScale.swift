@@ -149,25 +149,40 @@ struct BenchScale: AsyncParsableCommand {
         // Hostile: some devices stop reading. The others get the next broadcast as fast, the
         // gateway's memory stays bounded, and the stalled ones get it once they read again.
         if nonReaders > 0 {
-            let stalled = Array(stride(from: 0, to: devices, by: max(1, 100 / nonReaders)))
-            let stalledSet = Set(stalled)
-            let readers = (0..<devices).filter { !stalledSet.contains($0) }
-            for index in stalled { await fleet.connections[index].setReading(false) }
-            let memoryBefore = BenchDelivery.residentKiB(gateway.pid)
-            fleet.resetLatencies()
-            let start = try await sendBroadcast(score: 2)
-            let readersGotIt = await fleet.waitForDelivery(to: readers, timeout: .seconds(600))
-            let readersSeconds = Double(fleet.lastArrival() &- start) / 1e9
-            let memoryGrowth = BenchDelivery.residentKiB(gateway.pid) - memoryBefore
-            for index in stalled { await fleet.connections[index].setReading(true) }
-            let stalledGotIt = await fleet.waitForDelivery(to: stalled, timeout: .seconds(60))
-            print(String(format: "scale: broadcast with %d %% of devices not reading: readers' last receipt %.2f s%@, gateway memory %+d KiB; the %d non-readers %@ once reading again",
-                         nonReaders, readersSeconds, readersGotIt ? "" : " (NOT ALL READERS GOT IT)", memoryGrowth, stalled.count,
-                         stalledGotIt ? "all got it" : "did NOT all get it"))
+            try await broadcastWithNonReaders(fleet: fleet, gatewayPID: gateway.pid, broadcast: sendBroadcast)
         }
-
-        // The reconnect storm: a graceful restart (every device told to go, all back at once).
         for pusher in pushers { await pusher.close() }
+        try await reconnectStorm(fleet: fleet, gateway: gateway)
+
+        print(String(format: "scale: provider port p99 with %d connected against 0 connected: %.2f (%.1f ms / %.1f ms)",
+                     devices, busyAccepted.latency(0.99) / max(idleAccepted.latency(0.99), 1e-6), busyAccepted.latency(0.99), idleAccepted.latency(0.99)))
+        print(String(format: "scale: gateway CPU per delivered push / per accepted push %.2f (%.1f µs / %.1f µs)",
+                     perDelivered.microsecondsPerItem / max(perAccepted.microsecondsPerItem, 1e-9), perDelivered.microsecondsPerItem, perAccepted.microsecondsPerItem))
+        await fleet.stop()
+    }
+
+    /// Hostile: some devices stop reading. The others get the next broadcast as fast, the
+    /// gateway's memory stays bounded, and the stalled ones get it once they read again.
+    private func broadcastWithNonReaders(fleet: Fleet, gatewayPID: Int32, broadcast: (Int) async throws -> UInt64) async throws {
+        let stalled = Array(stride(from: 0, to: devices, by: max(1, 100 / nonReaders)))
+        let stalledSet = Set(stalled)
+        let readers = (0..<devices).filter { !stalledSet.contains($0) }
+        for index in stalled { await fleet.connections[index].setReading(false) }
+        let memoryBefore = BenchDelivery.residentKiB(gatewayPID)
+        fleet.resetLatencies()
+        let start = try await broadcast(2)
+        let readersGotIt = await fleet.waitForDelivery(to: readers, timeout: .seconds(600))
+        let readersSeconds = Double(fleet.lastArrival() &- start) / 1e9
+        let memoryGrowth = BenchDelivery.residentKiB(gatewayPID) - memoryBefore
+        for index in stalled { await fleet.connections[index].setReading(true) }
+        let stalledGotIt = await fleet.waitForDelivery(to: stalled, timeout: .seconds(60))
+        print(String(format: "scale: broadcast with %d %% of devices not reading: readers' last receipt %.2f s%@, gateway memory %+d KiB; the %d non-readers %@ once reading again",
+                     nonReaders, readersSeconds, readersGotIt ? "" : " (NOT ALL READERS GOT IT)", memoryGrowth, stalled.count,
+                     stalledGotIt ? "all got it" : "did NOT all get it"))
+    }
+
+    /// The reconnect storm: a graceful restart (every device told to go, all back at once).
+    private func reconnectStorm(fleet: Fleet, gateway: ScaleGateway) async throws {
         fleet.reconnected.withLock { $0.removeAll() }
         // Each device's connection ends once at the stop; any more is an attempt that failed.
         fleet.disconnectionReasons.withLock { $0.removeAll() }
@@ -192,12 +207,6 @@ struct BenchScale: AsyncParsableCommand {
                      shape.joined(separator: ", "), fleet.disconnectionReasons.withLock { $0.values.reduce(0, +) } - devices))
         let reasons = fleet.disconnectionReasons.withLock { $0 }.sorted { $0.value > $1.value }.prefix(4)
         FileHandle.standardError.write(Data("reconnect storm, why connections ended: \(reasons.map { "\($0.value)× \($0.key)" }.joined(separator: "; "))\n".utf8))
-
-        print(String(format: "scale: provider port p99 with %d connected against 0 connected: %.2f (%.1f ms / %.1f ms)",
-                     devices, busyAccepted.latency(0.99) / max(idleAccepted.latency(0.99), 1e-6), busyAccepted.latency(0.99), idleAccepted.latency(0.99)))
-        print(String(format: "scale: gateway CPU per delivered push / per accepted push %.2f (%.1f µs / %.1f µs)",
-                     perDelivered.microsecondsPerItem / max(perAccepted.microsecondsPerItem, 1e-9), perDelivered.microsecondsPerItem, perAccepted.microsecondsPerItem))
-        await fleet.stop()
     }
 
     static func seconds(_ duration: Duration) -> Double {

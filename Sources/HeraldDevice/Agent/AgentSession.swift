@@ -74,18 +74,7 @@ final class AgentSession: Sendable {
         guard case .string(let op)? = m["op"] else { throw RuntimeError("a message needs \"op\" (see docs/device-agent.md)") }
         switch op {
         case "hello":
-            guard case .string(let app)? = m["app"] else { throw RuntimeError("hello needs \"app\": the app's bundle id") }
-            guard let center = await runtime.center(for: app) else {
-                throw RuntimeError("\(app) is not installed on this device: start herald device run with --app \(app)")
-            }
-            if bound.withLock({ $0.app }) != nil { throw RuntimeError("this connection is already an app") }
-            let delegate = AgentAppDelegate(session: self, zone: await runtime.timeZone)
-            bound.withLock { $0 = (app, delegate) }
-            try await center.setDelegate(delegate)
-            if case .bool(true)? = m["serviceExtension"] { try await center.setServiceExtension(delegate) }
-            let state = m["state"]?.stringValue ?? "foreground"
-            try await setState(app, state)
-            return ["app": .string(app), "settings": RuntimeJSON.json(try await center.settings())]
+            return try await hello(m)
         case "state":
             let (app, _) = try app()
             try await setState(app, m["state"]?.stringValue ?? "")
@@ -141,19 +130,7 @@ final class AgentSession: Sendable {
             try delegate.complete(number, m)
             return [:]
         case "webPushSubscribe":
-            let (app, _) = try app()
-            var key: [UInt8]?
-            switch m["applicationServerKey"] {
-            case nil, .null?: break
-            case .string(let text)?:
-                guard text.utf8.count <= 256, let bytes = Base64URL.decode(text[...]) else {
-                    throw RuntimeError("\"applicationServerKey\" must be base64url (the application server's P-256 public key)")
-                }
-                key = bytes
-            default: throw RuntimeError("\"applicationServerKey\" must be a base64url string or null")
-            }
-            let subscription = try await runtime.subscribeWebPush(app: app, scope: try scope(m), applicationServerKey: key)
-            return ["subscription": subscription.json]
+            return try await webPushSubscribe(m)
         case "webPushSubscriptions":
             let (app, _) = try app()
             return ["subscriptions": .array(try await runtime.webPushSubscriptions(app: app).map(\.json))]
@@ -173,45 +150,88 @@ final class AgentSession: Sendable {
             let (app, _) = try app()
             return ["activities": .array(try await runtime.liveActivities(app: app).map(RuntimeJSON.json))]
         case "startActivity":
-            let (app, _) = try app()
-            guard case .string(let type)? = m["attributesType"], !type.isEmpty else { throw RuntimeError("startActivity needs \"attributesType\": a string") }
-            guard case .object(let attributes)? = m["attributes"] else { throw RuntimeError("startActivity needs \"attributes\": an object") }
-            guard case .object(let state)? = m["contentState"] else { throw RuntimeError("startActivity needs \"contentState\": an object") }
-            let mode: LiveActivity.PushMode
-            switch m["pushType"] {
-            case nil, .null?: mode = .none
-            case .string("token")?: mode = .token
-            case .object(let o)? where o["channel"]?.stringValue != nil: mode = .channel(o["channel"]?.stringValue ?? "")
-            default: throw RuntimeError("\"pushType\" is null, \"token\" or {\"channel\": \"<channel id>\"}")
-            }
-            let stale = try m["staleDate"].map { value throws(RuntimeError) -> Int64 in
-                guard let seconds = value.integer(Int64.self) else { throw RuntimeError("\"staleDate\" must be UNIX seconds") }
-                return seconds
-            }
-            let activity = try await runtime.startActivity(
-                app: app, attributesType: type, attributes: attributes, contentState: state, staleDate: stale, pushMode: mode)
-            return ["activity": RuntimeJSON.json(activity)]
+            return try await startActivity(m)
         case "endActivity":
-            let (app, _) = try app()
-            // "activity", not "id": a request's "id" is the one its answer echoes.
-            guard case .string(let id)? = m["activity"] else { throw RuntimeError("endActivity needs \"activity\": the activity's id") }
-            var state: [String: JSONValue]?
-            switch m["contentState"] {
-            case nil, .null?: break
-            case .object(let o)?: state = o
-            default: throw RuntimeError("\"contentState\" must be an object")
-            }
-            let dismissal = try m["dismissalDate"].map { value throws(RuntimeError) -> Int64 in
-                guard let seconds = value.integer(Int64.self) else { throw RuntimeError("\"dismissalDate\" must be UNIX seconds") }
-                return seconds
-            }
-            try await runtime.endActivity(app: app, id: id, contentState: state, dismissalDate: dismissal)
-            return [:]
+            return try await endActivity(m)
         case "user": return try await user(m)
         case "device": return try await device(m)
         default:
             throw RuntimeError("unknown op \"\(op)\" (see docs/device-agent.md)")
         }
+    }
+
+    /// `hello`: binds this connection to an installed app, its delegate and its state.
+    private func hello(_ m: [String: JSONValue]) async throws -> [String: JSONValue] {
+        guard case .string(let app)? = m["app"] else { throw RuntimeError("hello needs \"app\": the app's bundle id") }
+        guard let center = await runtime.center(for: app) else {
+            throw RuntimeError("\(app) is not installed on this device: start herald device run with --app \(app)")
+        }
+        if bound.withLock({ $0.app }) != nil { throw RuntimeError("this connection is already an app") }
+        let delegate = AgentAppDelegate(session: self, zone: await runtime.timeZone)
+        bound.withLock { $0 = (app, delegate) }
+        try await center.setDelegate(delegate)
+        if case .bool(true)? = m["serviceExtension"] { try await center.setServiceExtension(delegate) }
+        let state = m["state"]?.stringValue ?? "foreground"
+        try await setState(app, state)
+        return ["app": .string(app), "settings": RuntimeJSON.json(try await center.settings())]
+    }
+
+    /// `webPushSubscribe`: a Web Push subscription of the app (with an application server key or none).
+    private func webPushSubscribe(_ m: [String: JSONValue]) async throws -> [String: JSONValue] {
+        let (app, _) = try app()
+        var key: [UInt8]?
+        switch m["applicationServerKey"] {
+        case nil, .null?: break
+        case .string(let text)?:
+            guard text.utf8.count <= 256, let bytes = Base64URL.decode(text[...]) else {
+                throw RuntimeError("\"applicationServerKey\" must be base64url (the application server's P-256 public key)")
+            }
+            key = bytes
+        default: throw RuntimeError("\"applicationServerKey\" must be a base64url string or null")
+        }
+        let subscription = try await runtime.subscribeWebPush(app: app, scope: try scope(m), applicationServerKey: key)
+        return ["subscription": subscription.json]
+    }
+
+    /// `startActivity`: a Live Activity the app starts, with how it is updated.
+    private func startActivity(_ m: [String: JSONValue]) async throws -> [String: JSONValue] {
+        let (app, _) = try app()
+        guard case .string(let type)? = m["attributesType"], !type.isEmpty else { throw RuntimeError("startActivity needs \"attributesType\": a string") }
+        guard case .object(let attributes)? = m["attributes"] else { throw RuntimeError("startActivity needs \"attributes\": an object") }
+        guard case .object(let state)? = m["contentState"] else { throw RuntimeError("startActivity needs \"contentState\": an object") }
+        let mode: LiveActivity.PushMode
+        switch m["pushType"] {
+        case nil, .null?: mode = .none
+        case .string("token")?: mode = .token
+        case .object(let o)? where o["channel"]?.stringValue != nil: mode = .channel(o["channel"]?.stringValue ?? "")
+        default: throw RuntimeError("\"pushType\" is null, \"token\" or {\"channel\": \"<channel id>\"}")
+        }
+        let stale = try m["staleDate"].map { value throws(RuntimeError) -> Int64 in
+            guard let seconds = value.integer(Int64.self) else { throw RuntimeError("\"staleDate\" must be UNIX seconds") }
+            return seconds
+        }
+        let activity = try await runtime.startActivity(
+            app: app, attributesType: type, attributes: attributes, contentState: state, staleDate: stale, pushMode: mode)
+        return ["activity": RuntimeJSON.json(activity)]
+    }
+
+    /// `endActivity`: ends one of the app's activities.
+    private func endActivity(_ m: [String: JSONValue]) async throws -> [String: JSONValue] {
+        let (app, _) = try app()
+        // "activity", not "id": a request's "id" is the one its answer echoes.
+        guard case .string(let id)? = m["activity"] else { throw RuntimeError("endActivity needs \"activity\": the activity's id") }
+        var state: [String: JSONValue]?
+        switch m["contentState"] {
+        case nil, .null?: break
+        case .object(let o)?: state = o
+        default: throw RuntimeError("\"contentState\" must be an object")
+        }
+        let dismissal = try m["dismissalDate"].map { value throws(RuntimeError) -> Int64 in
+            guard let seconds = value.integer(Int64.self) else { throw RuntimeError("\"dismissalDate\" must be UNIX seconds") }
+            return seconds
+        }
+        try await runtime.endActivity(app: app, id: id, contentState: state, dismissalDate: dismissal)
+        return [:]
     }
 
     private func scope(_ m: [String: JSONValue]) throws -> String {

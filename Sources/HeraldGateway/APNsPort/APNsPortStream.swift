@@ -19,27 +19,27 @@ final class APNsPortStream {
     private static let maximumBodyKept = PushType.voip.maximumPayloadSize + 1
 
     let id: HTTP2StreamID
-    private let port: APNsPort
-    private let connection: APNsPortConnection
-    private var head = APNsRequestHead()
-    private var sawHeaders = false
-    private var body: ByteBuffer?
-    private var bodySize = 0
-    private var isComplete = false
-    private var hasResponded = false
+    let port: APNsPort
+    let connection: APNsPortConnection
+    var head = APNsRequestHead()
+    var sawHeaders = false
+    var body: ByteBuffer?
+    var bodySize = 0
+    var isComplete = false
+    var hasResponded = false
     /// The stream closed (reset by the peer, or the connection went) before it was answered.
     var isClosed = false
 
     /// What the request asks for (``APNsPortRoute``), once its head is complete.
-    private var route: APNsPortRoute?
+    var route: APNsPortRoute?
     /// A push's headers, once validated.
-    private var pushHeaders: PushHeaders?
+    var pushHeaders: PushHeaders?
     /// A push's apns-id: the provider's, or the one the gateway gives it when accepted.
-    private var apnsID: NotificationID?
+    var apnsID: NotificationID?
     /// Broadcast and channel answers carry `apns-request-id` instead of `apns-id`.
-    private var requestID: NotificationID?
+    var requestID: NotificationID?
     /// The request's span while tracing is on (``Traces``): from the complete request to its answer.
-    private var span: (any Span)?
+    var span: (any Span)?
 
     init(id: HTTP2StreamID, port: APNsPort, connection: APNsPortConnection) {
         self.id = id
@@ -69,7 +69,7 @@ final class APNsPortStream {
         }
     }
 
-    private func requestComplete(context: ChannelHandlerContext) {
+    func requestComplete(context: ChannelHandlerContext) {
         guard !isComplete else { return }
         isComplete = true
         if Traces.isEnabled { startSpan() }
@@ -90,7 +90,7 @@ final class APNsPortStream {
     }
 
     /// Steps 3 on, once the credential is known: what the route needs next.
-    private func proceed(team: String, certificate: PushCertificate?, context: ChannelHandlerContext) {
+    func proceed(team: String, certificate: PushCertificate?, context: ChannelHandlerContext) {
         switch route {
         case .query(let query)?: answer(query, team: team, context: context)
         case .broadcast?, .channel?: checkBroadcastOwner(team: team, certificate: certificate, context: context)
@@ -101,7 +101,7 @@ final class APNsPortStream {
     }
 
     // Step 2: the provider token, or the connection's client certificate.
-    private func authorize(context: ChannelHandlerContext) {
+    func authorize(context: ChannelHandlerContext) {
         switch connection.clientCertificate {
         case .none: break
         case .usable(let certificate): return authorize(certificate, context: context)
@@ -124,7 +124,7 @@ final class APNsPortStream {
     /// certificate must work in this environment (else 403 BadCertificateEnvironment and GOAWAY
     /// with that reason), be registered and not revoked, and list the topic; a request without
     /// `apns-topic` goes to a single-topic certificate's bundle id.
-    private func authorize(_ certificate: PushCertificate, context: ChannelHandlerContext) {
+    func authorize(_ certificate: PushCertificate, context: ChannelHandlerContext) {
         guard certificate.works(in: port.environment) else {
             respond(context: context, APNsRejection(
                 .badCertificateEnvironment, detail: "the certificate is for \(certificate.environments.map(\.rawValue).sorted().joined(separator: ", ")), this gateway is \(port.environment)"))
@@ -149,7 +149,7 @@ final class APNsPortStream {
     }
 
     /// A push on a certificate connection: its headers, and the certificate must list its topic.
-    private func validateHeaders(for certificate: PushCertificate, context: ChannelHandlerContext) {
+    func validateHeaders(for certificate: PushCertificate, context: ChannelHandlerContext) {
         if head.topic == nil, let topic = certificate.defaultTopic { head.topic = topic }
         switch APNsRequestValidation.validateHeaders(head) {
         case .failure(let rejection): respond(context: context, rejection)
@@ -164,7 +164,7 @@ final class APNsPortStream {
     }
 
     // Steps 3 and 4: the notification headers, then the topic's owner.
-    private func validateHeaders(team: String, context: ChannelHandlerContext) {
+    func validateHeaders(team: String, context: ChannelHandlerContext) {
         switch APNsRequestValidation.validateHeaders(head) {
         case .failure(let rejection): respond(context: context, rejection)
         case .success(let headers):
@@ -173,7 +173,7 @@ final class APNsPortStream {
         }
     }
 
-    private func checkTopicOwner(team: String, context: ChannelHandlerContext) {
+    func checkTopicOwner(team: String, context: ChannelHandlerContext) {
         guard let pushHeaders else { return }
         let directory = port.directory
         switch directory.teamOwns(team, topic: pushHeaders.bundleID) {
@@ -190,7 +190,7 @@ final class APNsPortStream {
     }
 
     // Steps 5 to 7: the body, the per-token rate, then the store.
-    private func validatePayload(context: ChannelHandlerContext) {
+    func validatePayload(context: ChannelHandlerContext) {
         guard case .push(let target)? = route, let pushHeaders else { return }
         let bytes = body.map { Array($0.readableBytesView) } ?? []
         if let rejection = APNsRequestValidation.validatePayload(bytes, bodySize: bodySize, pushType: pushHeaders.pushType) {
@@ -225,132 +225,10 @@ final class APNsPortStream {
         }
     }
 
-    // MARK: broadcasts and channels
-
-    /// The app of a broadcast or channel request must be the credential's: a team's topic, or
-    /// the certificate's app.
-    private func checkBroadcastOwner(team: String, certificate: PushCertificate?, context: ChannelHandlerContext) {
-        guard let bundleID = route?.appOfChannelRequest else { return }
-        if let certificate {
-            guard certificate.covers(topic: bundleID + PushType.liveactivity.topicSuffix, pushType: .liveactivity) else {
-                return respond(context: context, APNsRejection(.topicDisallowed, detail: "the certificate is for \(certificate.bundleID), not \(bundleID)"))
-            }
-            return broadcastOrChannel(context: context)
-        }
-        let directory = port.directory
-        switch directory.teamOwns(team, topic: bundleID) {
-        case true?: broadcastOrChannel(context: context)
-        case false?: respond(context: context, APNsRejection(.topicDisallowed))
-        case nil:
-            wait(context: context, for: { try await directory.loadTopics(ofTeam: team) }) { handler in
-                switch directory.teamOwns(team, topic: bundleID) {
-                case true?: handler.broadcastOrChannel(context: context)
-                default: handler.respond(context: context, APNsRejection(.topicDisallowed))
-                }
-            }
-        }
-    }
-
-    private func broadcastOrChannel(context: ChannelHandlerContext) {
-        let store = port.store
-        let environment = port.environment
-        let now = port.clock.nowMilliseconds()
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        let logger = port.logger
-        if case .channel(let channelRequest)? = route {
-            context.eventLoop.makeFutureWithTask {
-                try await channelRequest.run(store: store, environment: environment, nowMilliseconds: now)
-            }.whenComplete { result in
-                let (handler, context) = loopBound.value
-                switch result {
-                case .success(.success(let answer)): handler.respond(context: context, status: answer.status, headers: answer.headers, body: answer.body)
-                case .success(.failure(let rejection)): handler.respond(context: context, rejection)
-                case .failure(let error):
-                    logger.error("channel request failed", metadata: ["error": "\(error)"])
-                    handler.respond(context: context, APNsRejection(.internalServerError))
-                }
-            }
-            return
-        }
-        guard case .broadcast(let bundleID)? = route, let requestID else { return }
-        guard let broadcaster = port.broadcaster else {
-            return respond(context: context, APNsRejection(.featureNotEnabled, detail: "this gateway has no channel port (herald gateway --channel-port), so no channels and no broadcasts"))
-        }
-        let bytes = body.map { Array($0.readableBytesView) } ?? []
-        let validated: BroadcastRequest.Validated
-        switch BroadcastRequest.validate(head, bundleID: bundleID, body: bytes, bodySize: bodySize) {
-        case .failure(let rejection): return respond(context: context, rejection)
-        case .success(let v): validated = v
-        }
-        let eventLoop = context.eventLoop
-        context.eventLoop.makeFutureWithTask { () async throws -> Result<Broadcaster.Outcome, APNsRejection> in
-            guard let channel = try await store.channel(bundleID: bundleID, id: validated.channel, environment: environment) else {
-                return .failure(APNsRejection(.channelNotRegistered))
-            }
-            return .success(try await broadcaster.send(validated, channel: channel, apnsID: requestID, nowMilliseconds: now, on: eventLoop))
-        }.whenComplete { result in
-            let (handler, context) = loopBound.value
-            switch result {
-            case .success(.success(let outcome)):
-                logger.debug("broadcast sent", metadata: ["apns-request-id": "\(requestID)", "subscribers": "\(outcome.subscribers)", "stored": "\(outcome.stored)"])
-                handler.respond(context: context, status: 200, headers: [], body: nil)
-            case .success(.failure(let rejection)): handler.respond(context: context, rejection)
-            case .failure(let error as APNsRejection): handler.respond(context: context, error)
-            case .failure(let error):
-                logger.error("broadcast failed", metadata: ["error": "\(error)"])
-                handler.respond(context: context, APNsRejection(.internalServerError))
-            }
-        }
-    }
-
-    /// Answers a receipt or feedback query (see `APNsPortQuery`).
-    private func answer(_ query: APNsPortQuery, team: String, context: ChannelHandlerContext) {
-        let store = port.store
-        let environment = port.environment
-        let inactivity = port.inactivityPeriodMilliseconds
-        let now = port.clock.nowMilliseconds()
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        let logger = port.logger
-        context.eventLoop.makeFutureWithTask { () async throws -> Result<[UInt8], APNsRejection> in
-            try await query.run(store: store, team: team, environment: environment, nowMilliseconds: now, inactivityMilliseconds: inactivity)
-        }.whenComplete { result in
-            let (handler, context) = loopBound.value
-            switch result {
-            case .success(.success(let body)): handler.respondJSON(context: context, body)
-            case .success(.failure(let rejection)): handler.respond(context: context, rejection)
-            case .failure(let error):
-                logger.error("provider query failed", metadata: ["error": "\(error)"])
-                handler.respond(context: context, APNsRejection(.internalServerError))
-            }
-        }
-    }
-
-    /// Runs an async store lookup off the event loop, then continues on it.
-    private func wait(
-        context: ChannelHandlerContext, for work: @escaping @Sendable () async throws -> Void,
-        then next: @escaping (APNsPortStream) -> Void
-    ) {
-        let loopBound = NIOLoopBound((self, context, next), eventLoop: context.eventLoop)
-        let logger = port.logger
-        let bound = port.limits.storeTimeout
-        context.eventLoop.makeFutureWithTask { try await withDeadline(bound, work) }.whenComplete { result in
-            let (handler, context, next) = loopBound.value
-            switch result {
-            case .success: next(handler)
-            case .failure(let error as DeadlineExceeded):
-                logger.error("store lookup timed out", metadata: ["error": "\(error)"])
-                handler.respond(context: context, APNsRejection(.serviceUnavailable))
-            case .failure(let error):
-                logger.error("store lookup failed", metadata: ["error": "\(error)"])
-                handler.respond(context: context, APNsRejection(.internalServerError))
-            }
-        }
-    }
-
     // MARK: traces
 
     /// The request's span, in the trace its `traceparent` names (a new one without).
-    private func startSpan() {
+    func startSpan() {
         let parent = Traces.context(from: Traces.Carrier(traceparent: head.traceparent, tracestate: head.tracestate))
         let span = InstrumentationSystem.tracer.startSpan("apns.request", context: parent, ofKind: .server)
         if let topic = head.topic { span.attributes["apns.topic"] = topic }
@@ -359,7 +237,7 @@ final class APNsPortStream {
     }
 
     /// Ends the request's span with its answer.
-    private func endSpan(status: Int, reason: APNsReason? = nil) {
+    func endSpan(status: Int, reason: APNsReason? = nil) {
         guard let span else { return }
         self.span = nil
         span.attributes["http.response.status_code"] = status
@@ -371,12 +249,12 @@ final class APNsPortStream {
     // MARK: answers
 
     /// A push's device token, for the live feed.
-    private var pushToken: DeviceToken? {
+    var pushToken: DeviceToken? {
         if case .push(let target)? = route { return target.token }
         return nil
     }
 
-    private func responseHeaders(status: String) -> HPACKHeaders {
+    func responseHeaders(status: String) -> HPACKHeaders {
         var headers = HPACKHeaders()
         headers.add(name: ":status", value: status)
         if let requestID {
@@ -391,12 +269,12 @@ final class APNsPortStream {
     }
 
     /// Writes a frame of this stream on the connection.
-    private func send(_ payload: HTTP2Frame.FramePayload, context: ChannelHandlerContext, flush: Bool) {
+    func send(_ payload: HTTP2Frame.FramePayload, context: ChannelHandlerContext, flush: Bool) {
         let frame = NIOAny(HTTP2Frame(streamID: id, payload: payload))
         if flush { context.writeAndFlush(frame, promise: nil) } else { context.write(frame, promise: nil) }
     }
 
-    private func respondOK(context: ChannelHandlerContext) {
+    func respondOK(context: ChannelHandlerContext) {
         guard !hasResponded, !isClosed else { return }
         hasResponded = true
         port.metrics.acceptedPushes.increment()
@@ -408,7 +286,7 @@ final class APNsPortStream {
 
     /// A success with its status, extra headers and JSON body: broadcasts, channel requests and
     /// Herald's read endpoints.
-    private func respond(context: ChannelHandlerContext, status: Int, headers extra: [(String, String)], body: [UInt8]?) {
+    func respond(context: ChannelHandlerContext, status: Int, headers extra: [(String, String)], body: [UInt8]?) {
         guard !hasResponded, !isClosed else { return }
         hasResponded = true
         port.metrics.recordResponse(status: status, reason: nil)
@@ -426,11 +304,11 @@ final class APNsPortStream {
         send(.data(.init(data: .byteBuffer(buffer), endStream: true)), context: context, flush: true)
     }
 
-    private func respondJSON(context: ChannelHandlerContext, _ body: [UInt8]) {
+    func respondJSON(context: ChannelHandlerContext, _ body: [UInt8]) {
         respond(context: context, status: 200, headers: [], body: body)
     }
 
-    private func respond(context: ChannelHandlerContext, _ rejection: APNsRejection) {
+    func respond(context: ChannelHandlerContext, _ rejection: APNsRejection) {
         guard !hasResponded, !isClosed else { return }
         hasResponded = true
         port.metrics.recordResponse(status: rejection.status, reason: rejection.reason)
@@ -453,66 +331,5 @@ final class APNsPortStream {
         headers.add(name: "content-length", value: String(buffer.readableBytes))
         send(.headers(.init(headers: headers)), context: context, flush: false)
         send(.data(.init(data: .byteBuffer(buffer), endStream: true)), context: context, flush: true)
-    }
-}
-
-/// The streams of one provider connection, after SwiftNIO's HTTP/2 handler: it gives each stream's
-/// frames to its ``APNsPortStream`` (made at the stream's first HEADERS), forgets a stream when
-/// NIO reports it closed, tells the ``APNsPortConnection`` how many are open, and returns the
-/// flow-control window that request bodies use, for the connection and for each stream (NIO's
-/// handler leaves that to a multiplexer, and there is none: a child channel per request was the
-/// larger part of the provider port's event-loop time).
-final class APNsPortStreamTable: ChannelInboundHandler {
-    typealias InboundIn = HTTP2Frame
-    typealias InboundOut = HTTP2Frame
-    typealias OutboundOut = HTTP2Frame
-
-    private let port: APNsPort
-    private let connection: APNsPortConnection
-    private var streams: [HTTP2StreamID: APNsPortStream] = [:]
-    private var window = InboundWindow()
-
-    init(port: APNsPort, connection: APNsPortConnection) {
-        self.port = port
-        self.connection = connection
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let frame = unwrapInboundIn(data)
-        let id = frame.streamID
-        guard id != .rootStream else { return context.fireChannelRead(data) }
-        switch frame.payload {
-        case .headers:
-            let stream: APNsPortStream
-            if let open = streams[id] {
-                stream = open
-            } else {
-                stream = APNsPortStream(id: id, port: port, connection: connection)
-                streams[id] = stream
-            }
-            stream.receive(frame.payload, context: context)
-        case .data(let data):
-            window.consume(data, on: id, streamOpen: streams[id] != nil, context: context)
-            streams[id]?.receive(frame.payload, context: context)
-        default:
-            break
-        }
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let created = event as? NIOHTTP2StreamCreatedEvent {
-            connection.streamCreated(created.streamID)
-        } else if let closed = event as? StreamClosedEvent {
-            streams.removeValue(forKey: closed.streamID)?.isClosed = true
-            window.forget(closed.streamID)
-            connection.streamClosed(closed.streamID)
-        }
-        context.fireUserInboundEventTriggered(event)
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        for stream in streams.values { stream.isClosed = true }
-        streams.removeAll()
-        context.fireChannelInactive()
     }
 }

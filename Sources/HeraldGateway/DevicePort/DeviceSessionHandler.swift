@@ -14,8 +14,8 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
 
-    private let port: DevicePort
-    private var session: DeviceSession
+    let port: DevicePort
+    var session: DeviceSession
     private var context: ChannelHandlerContext?
     /// The timers that release held background pushes, by topic.
     private var releaseTimers: [String: Scheduled<Void>] = [:]
@@ -25,7 +25,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     private let connectionID = Int64.random(in: 1...Int64.max)
 
     /// The `Host` the device connected to: Web Push endpoints issued to it name this host.
-    private let host: String?
+    let host: String?
 
     init(port: DevicePort, host: String? = nil) {
         self.port = port
@@ -234,128 +234,6 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         }
     }
 
-    // MARK: topics
-
-    /// Issues (or finds) the device's token of a scope: an app, a Live Activity push-to-start or
-    /// update token, a channel subscription or a Web Push subscription. Answers `registered`,
-    /// `subscribed` or `webpush-subscribed` (`webPushOrigin`: the origin of its endpoint).
-    private func register(_ scope: TokenScope, webPushOrigin: String? = nil) {
-        guard let deviceID = session.deviceID else { return }
-        let candidate = TokenRegistration(
-            token: .random(), scope: scope, environment: port.environment, deviceID: deviceID,
-            createdAtMilliseconds: port.clock.nowMilliseconds())
-        let store = port.store
-        let maximum = port.limits.topicsPerDevice
-        run({ try await store.issueToken(candidate, maximumActivePerDevice: maximum) }) { handler, result in
-            switch result {
-            case .success(let registration):
-                handler.send(Self.registeredFrame(scope, registration.token, webPushOrigin: webPushOrigin), flush: true)
-            case .failure(let error as StoreError) where error.code == .tooManyTokens:
-                handler.send(.error(code: .tooManyTopics, message: "a device may have at most \(maximum) tokens (apps, Live Activities, channel and Web Push subscriptions); unregister one first"), flush: true)
-            case .failure(let error):
-                handler.port.logger.error("could not issue a token", metadata: ["error": "\(error)"])
-                handler.send(.error(code: .internalError, message: "could not register \(scope.stored); try again"), flush: true)
-            }
-        }
-    }
-
-    private static func registeredFrame(_ scope: TokenScope, _ token: DeviceToken, webPushOrigin: String?) -> DeviceServerFrame {
-        switch scope.kind {
-        case .app: .registered(topic: scope.bundleID, token: token)
-        case .pushToStart: .registeredActivity(topic: scope.bundleID, activity: .pushToStart, token: token)
-        case .activity(let id): .registeredActivity(topic: scope.bundleID, activity: .activity(id), token: token)
-        case .widgets: .registeredWidgets(topic: scope.bundleID, token: token)
-        case .channel(let id): .subscribed(topic: scope.bundleID, channel: id, token: token)
-        case .webPush(let subscription, _):
-            .webPushSubscribed(topic: scope.bundleID, subscription: subscription, endpoint: (webPushOrigin ?? "") + "/wpush/" + token.hex, token: token)
-        }
-    }
-
-    /// A Web Push subscription for one of the device's apps: a token like the others, whose
-    /// endpoint is on the Web Push port. The device keeps the keys; the gateway only the scope.
-    private func webPushSubscribe(_ scope: TokenScope) {
-        guard let endpoints = webPushEndpoints() else { return }
-        guard let origin = endpoints.origin(deviceHost: host) else {
-            return send(.error(code: .webPushUnavailable, message: "the gateway cannot name its Web Push endpoints for this connection (no usable Host; set --webpush-origin)"), flush: true)
-        }
-        register(scope, webPushOrigin: origin)
-    }
-
-    /// The gateway's Web Push endpoints, or nil after telling the device this gateway has none.
-    private func webPushEndpoints() -> WebPushEndpoints? {
-        if let endpoints = port.webPush { return endpoints }
-        send(.error(code: .webPushUnavailable, message: "this gateway has no Web Push port (herald gateway --webpush-port)"), flush: true)
-        return nil
-    }
-
-    private func webPushUnsubscribe(topic: String, subscription: String) {
-        guard let deviceID = session.deviceID else { return }
-        guard let endpoints = webPushEndpoints() else { return }
-        let now = port.clock.nowMilliseconds()
-        let maximum = port.limits.topicsPerDevice
-        run({ try await endpoints.subscriptions.unsubscribe(deviceID: deviceID, bundleID: topic, channel: subscription, atMilliseconds: now, limit: maximum) }) { handler, result in
-            switch result {
-            case .success(true): handler.send(.webPushUnsubscribed(topic: topic, subscription: subscription), flush: true)
-            case .success(false):
-                handler.send(.error(code: .unknownSubscription, message: "\(topic) has no Web Push subscription \(subscription) on this device"), flush: true)
-            case .failure(let error):
-                handler.port.logger.error("could not remove a Web Push subscription", metadata: ["error": "\(error)"])
-                handler.send(.error(code: .internalError, message: "could not unsubscribe \(subscription); try again"), flush: true)
-            }
-        }
-    }
-
-    /// Subscribes the device to a channel the app has (created on the channel management port).
-    private func subscribe(topic: String, channel id: BroadcastChannelID) {
-        let store = port.store
-        let environment = port.environment
-        let channel = id.value
-        run({ try await store.channel(bundleID: topic, id: id, environment: environment) != nil }) { handler, result in
-            switch result {
-            case .success(true): handler.register(TokenScope(bundleID: topic, kind: .channel(channel)))
-            case .success(false):
-                handler.send(.error(code: .unknownChannel, message: "\(topic) has no channel \(channel) in \(environment) (never created, or deleted)"), flush: true)
-            case .failure(let error):
-                handler.port.logger.error("could not look up a channel", metadata: ["error": "\(error)"])
-                handler.send(.error(code: .internalError, message: "could not subscribe to \(channel); try again"), flush: true)
-            }
-        }
-    }
-
-    private func unregister(_ scope: TokenScope) {
-        guard let deviceID = session.deviceID else { return }
-        let store = port.store
-        let environment = port.environment
-        let now = port.clock.nowMilliseconds()
-        run({ () async throws -> Int64? in
-            guard let registration = try await store.activeToken(deviceID: deviceID, scope: scope, environment: environment) else {
-                return nil
-            }
-            _ = try await store.unregisterToken(registration.token, atMilliseconds: now)
-            return now
-        }) { handler, result in
-            switch result {
-            case .success(let at?):
-                if let held = handler.session.unregistered(stored: scope.stored) {
-                    handler.port.recorder.record(.dropped(seq: held.seq, atMilliseconds: at))
-                }
-                switch scope.kind {
-                case .app: handler.send(.unregistered(topic: scope.bundleID, atMilliseconds: at), flush: true)
-                case .pushToStart: handler.send(.unregisteredActivity(topic: scope.bundleID, activity: .pushToStart, atMilliseconds: at), flush: true)
-                case .activity(let id): handler.send(.unregisteredActivity(topic: scope.bundleID, activity: .activity(id), atMilliseconds: at), flush: true)
-                case .widgets: handler.send(.unregisteredWidgets(topic: scope.bundleID, atMilliseconds: at), flush: true)
-                case .channel(let id): handler.send(.unsubscribed(topic: scope.bundleID, channel: id), flush: true)
-                case .webPush(let subscription, _): handler.send(.webPushUnsubscribed(topic: scope.bundleID, subscription: subscription), flush: true)
-                }
-            case .success(nil):
-                handler.send(.error(code: .unknownTopic, message: "this device has no token for \(scope.stored)"), flush: true)
-            case .failure(let error):
-                handler.port.logger.error("could not unregister a token", metadata: ["error": "\(error)"])
-                handler.send(.error(code: .internalError, message: "could not unregister \(scope.stored); try again"), flush: true)
-            }
-        }
-    }
-
     // MARK: delivery
 
     /// Sends a notification (or holds it while loading, or while over the background budget).
@@ -454,7 +332,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
 
     // MARK: plumbing
 
-    private func send(_ frame: DeviceServerFrame, flush: Bool) {
+    func send(_ frame: DeviceServerFrame, flush: Bool) {
         guard let context else { return }
         let bytes = frame.encoded()
         var buffer = context.channel.allocator.buffer(capacity: bytes.count)
@@ -464,7 +342,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     }
 
     /// Runs store work off the event loop, then continues on it (unless the session closed).
-    private func run<T: Sendable>(
+    func run<T: Sendable>(
         _ work: @escaping @Sendable () async throws -> T,
         then next: @escaping (DeviceSessionHandler, Result<T, Error>) -> Void
     ) {

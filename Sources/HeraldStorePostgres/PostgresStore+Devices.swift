@@ -1,0 +1,90 @@
+import Crypto
+import Foundation
+import HeraldCore
+import HeraldStore
+import Logging
+import NIOCore
+import NIOPosix
+import PostgresNIO
+
+extension PostgresStore {
+    // MARK: devices
+
+    public func deviceConnected(id: String, publicKey: [UInt8], atMilliseconds: Int64) async throws -> Bool {
+        try await transaction(relaxed: true) { c in
+            let inserted = try await c.query("""
+                INSERT INTO devices (device_id, public_key, enrolled_at_ms, last_seen_at_ms)
+                VALUES (\(id), \(Self.buffer(publicKey)), \(atMilliseconds), \(atMilliseconds))
+                ON CONFLICT (device_id) DO NOTHING RETURNING 1
+                """, logger: logger)
+            for try await _ in inserted { return true }
+            var known: ByteBuffer?
+            for try await key in try await c.query(
+                "SELECT public_key FROM devices WHERE device_id = \(id) FOR UPDATE", logger: logger).decode(ByteBuffer.self) {
+                known = key
+            }
+            guard let known, Self.bytes(known) == publicKey else {
+                throw StoreError(.deviceKeyMismatch, "device \(id) is enrolled with another public key")
+            }
+            try await c.query(
+                "UPDATE devices SET last_seen_at_ms = greatest(last_seen_at_ms, \(atMilliseconds)) WHERE device_id = \(id)",
+                logger: logger)
+            try await c.query(
+                "UPDATE device_tokens SET inactivity_reported = false WHERE device_id = \(id) AND inactivity_reported",
+                logger: logger)
+            return false
+        }
+    }
+
+    public func device(id: String) async throws -> DeviceRecord? {
+        let rows = try await client.query(
+            "SELECT public_key, enrolled_at_ms, last_seen_at_ms FROM devices WHERE device_id = \(id)", logger: logger)
+        for try await (key, enrolled, seen) in rows.decode((ByteBuffer, Int64, Int64).self) {
+            return DeviceRecord(id: id, publicKey: Self.bytes(key), enrolledAtMilliseconds: enrolled, lastSeenAtMilliseconds: seen)
+        }
+        return nil
+    }
+
+    public func issueToken(_ candidate: TokenRegistration, maximumActivePerDevice: Int) async throws -> TokenRegistration {
+        try await transaction { c in
+            if let deviceID = candidate.deviceID {
+                // The device's row serializes its registrations, on every node.
+                try await c.query("SELECT 1 FROM devices WHERE device_id = \(deviceID) FOR UPDATE", logger: logger)
+                if let existing = try await Self.activeToken(
+                    deviceID: deviceID, scope: candidate.scope, environment: candidate.environment, in: c, logger: logger) {
+                    return existing
+                }
+                var active = 0
+                for try await count in try await c.query(
+                    "SELECT count(*) FROM device_tokens WHERE device_id = \(deviceID) AND unregistered_at_ms IS NULL",
+                    logger: logger).decode(Int64.self) {
+                    active = Int(clamping: count)
+                }
+                guard active < maximumActivePerDevice else {
+                    throw StoreError(.tooManyTokens, "device \(deviceID) has \(active) active tokens, the most it may have")
+                }
+            }
+            try await Self.insert(candidate, in: c, logger: logger)
+            return candidate
+        }
+    }
+
+    public func activeToken(deviceID: String, scope: TokenScope, environment: PushEnvironment) async throws -> TokenRegistration? {
+        try await client.withConnection { c in
+            try await Self.activeToken(deviceID: deviceID, scope: scope, environment: environment, in: c, logger: logger)
+        }
+    }
+
+    static func activeToken(
+        deviceID: String, scope: TokenScope, environment: PushEnvironment, in c: PostgresConnection, logger: Logger
+    ) async throws -> TokenRegistration? {
+        let rows = try await c.query("""
+            SELECT \(unescaped: registrationColumns) FROM device_tokens
+            WHERE device_id = \(deviceID) AND bundle_id = \(scope.stored) AND environment = \(environment.rawValue)
+              AND unregistered_at_ms IS NULL
+            ORDER BY created_at_ms LIMIT 1
+            """, logger: logger)
+        for try await row in rows.decode(RegistrationRow.self) { return try registration(row) }
+        return nil
+    }
+}
