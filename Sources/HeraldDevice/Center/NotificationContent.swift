@@ -67,7 +67,11 @@ public struct NotificationContent: Sendable, Hashable {
 
     /// A push's payload, its alert localized from the app's tables for `languages`.
     public static func remote(_ payload: JSONValue, localization: AlertLocalization, languages: [String]) -> NotificationContent {
-        let read = NotificationPayload(lenient: payload)
+        remote(NotificationPayload(lenient: payload), localization: localization, languages: languages)
+    }
+
+    /// The same, for a payload already read (as the device reads it: leniently).
+    public static func remote(_ read: NotificationPayload, localization: AlertLocalization, languages: [String]) -> NotificationContent {
         let aps = read.aps
         var content = NotificationContent()
         content.userInfo = .object(read.custom)

@@ -138,8 +138,12 @@ public enum ServiceExtension {
 
     /// Runs only for remote alerts with `mutable-content: 1`: never for silent, sound-only or badge-only pushes.
     public static func runs(for payload: JSONValue) -> Bool {
-        let aps = NotificationPayload(lenient: payload).aps
-        return aps.mutableContent == 1 && aps.hasAlertText
+        runs(for: NotificationPayload(lenient: payload))
+    }
+
+    /// The same, for a payload already read.
+    public static func runs(for payload: NotificationPayload) -> Bool {
+        payload.aps.mutableContent == 1 && payload.aps.hasAlertText
     }
 
     /// What is shown: the extension's content if it called its handler in time and kept an
@@ -147,11 +151,22 @@ public enum ServiceExtension {
     public static func outcome(
         original: JSONValue, startedAt: Int64, handlerCalled: (content: ExtensionContent, at: Int64)?
     ) -> (shown: ExtensionContent, timeWillExpire: Bool) {
-        guard let handlerCalled, handlerCalled.at - startedAt <= timeLimitMilliseconds else { return (ExtensionContent(payload: original), true) }
-        guard NotificationPayload(lenient: handlerCalled.content.payload).aps.hasAlertText else {
-            return (ExtensionContent(payload: original), false)  // removing the alert text voids the changes
-        }
-        return (handlerCalled.content, false)
+        let decided = outcome(original: NotificationPayload(lenient: original), startedAt: startedAt, handlerCalled: handlerCalled)
+        guard decided.keptChanges, let handlerCalled else { return (ExtensionContent(payload: original), decided.timeWillExpire) }
+        return (handlerCalled.content, decided.timeWillExpire)
+    }
+
+    /// The same, for an original already read: `payload` is what is shown, read once (the
+    /// extension's when it kept its changes, else the original), `communication` the
+    /// extension's context when its changes are kept.
+    public static func outcome(
+        original: NotificationPayload, startedAt: Int64, handlerCalled: (content: ExtensionContent, at: Int64)?
+    ) -> (payload: NotificationPayload, communication: CommunicationContext?, keptChanges: Bool, timeWillExpire: Bool) {
+        guard let handlerCalled, handlerCalled.at - startedAt <= timeLimitMilliseconds else { return (original, nil, false, true) }
+        let changed = NotificationPayload(lenient: handlerCalled.content.payload)
+        // Removing the alert text voids the changes.
+        guard changed.aps.hasAlertText else { return (original, nil, false, false) }
+        return (changed, handlerCalled.content.communication, true, false)
     }
 }
 

@@ -100,7 +100,9 @@ extension DeviceRuntime {
         if push.pushType == .liveactivity { return receiveLiveActivity(slot, push, now: now) }
         if push.pushType == .webpush { return receiveWebPush(slot, push, now: now) }
         if push.pushType == .widgets { return receiveWidgetPush(slot, push, now: now) }
-        if SilentPushes.isSilent(push.payload) {
+        // Read once, leniently (as iOS reads it), and passed on as the model.
+        let read = NotificationPayload(lenient: push.payload)
+        if read.isSilent {
             // Woken, launched, held over budget or not delivered: decided now.
             defer {
                 concludeRemote(slot, id: id)
@@ -120,7 +122,7 @@ extension DeviceRuntime {
             }
             return
         }
-        if let ext = slot.serviceExtension, ServiceExtension.runs(for: push.payload) {
+        if let ext = slot.serviceExtension, ServiceExtension.runs(for: read) {
             let original = push.payload
             let appID = slot.id
             let handler = CallbackHandler<ExtensionContent>(
@@ -130,24 +132,24 @@ extension DeviceRuntime {
                 then: { [work, clock] outcome in
                     work.spawn {
                         let handlerCalled: (ExtensionContent, Int64)? = if case .answered(let content) = outcome { (content, clock.nowMilliseconds()) } else { nil }
-                        let shown = ServiceExtension.outcome(original: original, startedAt: now, handlerCalled: handlerCalled)
+                        let shown = ServiceExtension.outcome(original: read, startedAt: now, handlerCalled: handlerCalled)
                         if shown.timeWillExpire { await ext.timeWillExpire() }
-                        await self.presentRemote(appID, id: id, payload: shown.shown.payload, communication: shown.shown.communication, arrivedAt: now)
+                        await self.presentRemote(appID, id: id, payload: shown.payload, communication: shown.communication, arrivedAt: now)
                     }
                 })
             work.spawn { await ext.didReceive(original, contentHandler: handler) }
             return
         }
-        presentRemote(slot, id: id, payload: push.payload, arrivedAt: now)
+        presentRemote(slot, id: id, payload: read, arrivedAt: now)
     }
 
-    private func presentRemote(_ appID: String, id: String, payload: JSONValue, communication: CommunicationContext?, arrivedAt: Int64) {
+    private func presentRemote(_ appID: String, id: String, payload: NotificationPayload, communication: CommunicationContext?, arrivedAt: Int64) {
         guard let slot = apps[appID] else { return }
         presentRemote(slot, id: id, payload: payload, communication: communication, arrivedAt: arrivedAt)
     }
 
     /// `communication`: the context a service extension gave it (a message from a person).
-    private func presentRemote(_ slot: AppSlot, id: String, payload: JSONValue, communication: CommunicationContext? = nil, arrivedAt: Int64) {
+    private func presentRemote(_ slot: AppSlot, id: String, payload: NotificationPayload, communication: CommunicationContext? = nil, arrivedAt: Int64) {
         var content = NotificationContent.remote(payload, localization: slot.bundle.localization, languages: preferredLanguages)
         content.communication = communication
         arrive(slot, id: id, origin: .remote(apnsID: id), content: content, dueAt: arrivedAt, now: clock.nowMilliseconds())
