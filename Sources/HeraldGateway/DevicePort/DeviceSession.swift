@@ -10,9 +10,16 @@ import HeraldStore
 /// The phases: the challenge is out and the hello awaited; the hello verified and the store asked
 /// about the device; the device welcomed and what the store holds for it loading (deliveries that
 /// arrive meanwhile wait); live; closed.
+///
+/// A browser on the Web Push port (``BrowserPushSessionHandler``, Mozilla's push protocol) is a
+/// session too: it starts in ``Phase/awaitingBrowserHello`` (no challenge: its `hello` names a
+/// uaid the handler checks with the store, ``browserHello()``), and from then on its delivery,
+/// in-flight bound, acks, reloads and close are these.
 struct DeviceSession {
     enum Phase: Hashable {
         case awaitingHello(nonce: String)
+        /// A browser's session, before its `hello`.
+        case awaitingBrowserHello
         case authenticating
         case loading(waiting: [Delivery])
         case live
@@ -95,6 +102,28 @@ struct DeviceSession {
         self.maximumInFlight = maximumInFlight
     }
 
+    /// A browser's session (Mozilla's push protocol on the Web Push port).
+    init(browserWithMaximumInFlight maximumInFlight: Int) {
+        phase = .awaitingBrowserHello
+        self.maximumInFlight = maximumInFlight
+    }
+
+    /// A browser said `hello`: the store is asked about its uaid. `false` when it is not awaited
+    /// (a second hello).
+    mutating func browserHello() -> Bool {
+        guard phase == .awaitingBrowserHello else { return false }
+        phase = .authenticating
+        return true
+    }
+
+    /// Welcomed and not closed: subscriptions may change.
+    var isWelcomed: Bool {
+        switch phase {
+        case .loading, .live: true
+        default: false
+        }
+    }
+
     var isClosed: Bool { phase == .closed }
     var inFlightCount: Int { inFlightSeqs.count }
 
@@ -111,7 +140,7 @@ struct DeviceSession {
         case (.closed, _): return .none
         case (.awaitingHello(let nonce), .hello(let version, let publicKey, let signature, let secret)):
             return hello(nonce: nonce, version: version, publicKey: publicKey, signature: signature, enrollmentSecret: secret)
-        case (.awaitingHello, _), (.authenticating, _):
+        case (.awaitingHello, _), (.authenticating, _), (.awaitingBrowserHello, _):
             return .reply(.error(code: .notAuthenticated, message: "answer the challenge with a hello frame first"))
         case (_, .hello):
             return .reply(.error(code: .alreadyAuthenticated, message: "this connection is already authenticated"))

@@ -14,6 +14,10 @@ import NIOWebSocket
 /// the gateway issued gets it back, with what was stored while it was away; any other uaid is
 /// replaced by a fresh one (the browser then drops its old subscriptions, as the protocol says).
 ///
+/// Its decisions are a ``DeviceSession``'s, the state machine every device port session runs:
+/// the phases, what is loaded and what waits meanwhile, what is in flight and its bound, acks and
+/// reloads, what stays held at the close. This handler speaks the protocol and does the I/O.
+///
 /// Bounds: one `hello` within the port's deadline, frames of at most 64 KiB, at most
 /// ``GatewayLimits/topicsPerDevice`` subscriptions per browser (counted by the store), at most
 /// ``GatewayLimits/deviceInFlight`` messages written and not acked (the rest wait in the store),
@@ -22,33 +26,19 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
 
-    private struct InFlight {
-        var seq: Int64
-        var sentAtMilliseconds: Int64
-        var bundleID: String
-    }
-
-    private enum Phase { case awaitingHello, connecting, ready, closed }
-
     private let port: WebPushPort
     /// The origin endpoints are issued under (the port's, or the `Host` the browser connected to).
     private let origin: String
-    private var phase = Phase.awaitingHello
+    private(set) var session: DeviceSession
     private var context: ChannelHandlerContext?
-    private var deviceID: String?
-    /// Written and not yet acked, by version (the message id).
-    private var inFlight: [String: InFlight] = [:]
-    private var inFlightSeqs: Set<Int64> = []
-    /// Offered while what the store holds was being loaded: merged with it.
-    private var offeredWhileLoading: [Delivery]? = []
-    /// Deliveries were left in the store at the in-flight bound: load again once acks drain.
-    private var needsReload = false
+    private var deviceID: String? { session.deviceID }
     private var needsFlush = false
     private let connectionID = Int64.random(in: 1...Int64.max)
 
     init(port: WebPushPort, origin: String) {
         self.port = port
         self.origin = origin
+        self.session = DeviceSession(browserWithMaximumInFlight: port.limits.deviceInFlight)
     }
 
     // MARK: lifecycle
@@ -67,21 +57,17 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
 
     /// Forgets the session: what was written and not acked stays held, and goes again next time.
     private func finish() {
-        let wasReady = phase == .ready
-        guard phase != .closed else { return }
-        phase = .closed
-        guard wasReady, let deviceID, let context else { return }
+        let wasWelcomed = session.isWelcomed
+        guard let unacked = session.close(), wasWelcomed, let deviceID, let context else { return }
         port.registry.remove(deviceID: deviceID, sessionID: ObjectIdentifier(context.channel))
         port.cluster?.release(deviceID: deviceID, connection: connectionID)
         port.metrics.connectedUserAgents.decrement()
-        port.recorder.record(inFlight.values.map { DeliveryEvent.sent(seq: $0.seq, atMilliseconds: $0.sentAtMilliseconds) })
-        inFlight = [:]
-        inFlightSeqs = []
+        port.recorder.record(unacked.map { DeliveryEvent.sent(seq: $0.seq, atMilliseconds: $0.sentAtMilliseconds) })
     }
 
     /// Mozilla's protocol has no reconnect hint: a browser comes back on its own backoff.
     func close(with code: DeviceErrorCode, _ message: String, reconnectWithinMilliseconds: Int64?) {
-        guard let context, phase != .closed else { return }
+        guard let context, !session.isClosed else { return }
         port.logger.debug("closing a browser connection", metadata: ["device": "\(deviceID ?? "-")", "why": "\(message)"])
         let closeCode: WebSocketErrorCode = switch code {
         case .frameTooLarge: .messageTooLarge
@@ -107,7 +93,7 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if !context.channel.isWritable && phase != .closed {
+        if !context.channel.isWritable && !session.isClosed {
             port.metrics.recordPeerClosed(port: "webpush", reason: "slow_reader")
             close(with: .slowConsumer, "the browser does not read")
         }
@@ -154,8 +140,8 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
     private func receive(_ message: BrowserPushProtocol.ClientMessage) {
         switch message {
         case .hello(let uaid, _, let useWebPush):
-            guard phase == .awaitingHello else { return close(with: .malformedFrame, "hello twice") }
             guard useWebPush else { return close(with: .malformedFrame, "this push service speaks Web Push only (use_webpush: true)") }
+            guard session.browserHello() else { return close(with: .malformedFrame, "hello twice") }
             hello(uaid: uaid)
         case .ping:
             send(BrowserPushProtocol.pong)
@@ -163,10 +149,10 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
             // Messages Herald does not use (broadcast_subscribe…) are ignored, never fatal.
             break
         case .register(let channel, let key):
-            guard phase == .ready else { return close(with: .malformedFrame, "register before hello") }
+            guard session.isWelcomed else { return close(with: .malformedFrame, "register before hello") }
             register(channel: channel, key: key)
         case .unregister(let channel, _):
-            guard phase == .ready else { return close(with: .malformedFrame, "unregister before hello") }
+            guard session.isWelcomed else { return close(with: .malformedFrame, "unregister before hello") }
             unregister(channel: channel)
         case .ack(let updates):
             acknowledge(updates.map(\.version))
@@ -179,7 +165,6 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
     // MARK: hello
 
     private func hello(uaid offered: String?) {
-        phase = .connecting
         let store = port.store
         let now = port.clock.nowMilliseconds()
         run({ () async throws -> (uaid: String, enrolled: Bool) in
@@ -207,8 +192,7 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
             return close(with: .shutdown, "this gateway node has lost its cluster lease; connect to another node")
         }
         let deviceID = WebPushPort.deviceID(uaid: uaid)
-        self.deviceID = deviceID
-        phase = .ready
+        guard session.welcomed(deviceID: deviceID) else { return }
         context.triggerUserOutboundEvent(ConnectionDeadline.DeadlineMet(), promise: nil)
         port.metrics.connectedUserAgents.increment()
         port.registry.register(deviceID: deviceID, session: .init(
@@ -227,12 +211,8 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
                 handler.port.logger.error("could not load a browser's messages", metadata: ["error": "\(error)"])
                 handler.close(with: .internalError, "the gateway could not load this browser's messages")
             case .success(let stored):
-                let offered = handler.offeredWhileLoading ?? []
-                handler.offeredWhileLoading = nil
-                var seen = Set<Int64>()
-                for delivery in (stored + offered).sorted(by: { $0.seq < $1.seq }) where seen.insert(delivery.seq).inserted {
-                    handler.offer(delivery)
-                }
+                guard let deliveries = handler.session.loaded(stored) else { return }
+                for delivery in deliveries { handler.offer(delivery) }
                 handler.flushIfNeeded()
             }
         }
@@ -282,16 +262,7 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
     // MARK: delivery
 
     func offer(_ delivery: Delivery) {
-        guard phase == .ready, let context else { return }
-        if offeredWhileLoading != nil {
-            offeredWhileLoading?.append(delivery)
-            return
-        }
-        guard !inFlightSeqs.contains(delivery.seq) else { return }
-        guard inFlight.count < port.limits.deviceInFlight else {
-            needsReload = true
-            return
-        }
+        guard let context, session.isWelcomed else { return }
         let n = delivery.notification
         let now = port.clock.nowMilliseconds()
         let message: WebPushStoredMessage
@@ -301,14 +272,13 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
             port.recorder.record(.dropped(seq: delivery.seq, atMilliseconds: now))
             return
         }
-        let version = n.id.description
-        let bytes = message.browserNotification(version: version)
+        // Loading, already in flight, or at the in-flight bound: not now (no background budget here).
+        guard session.offer(delivery, nowMilliseconds: now, throttle: nil) == .send else { return }
+        let bytes = message.browserNotification(version: n.id.description)
         var buffer = context.channel.allocator.buffer(capacity: bytes.count)
         buffer.writeBytes(bytes)
         context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer)), promise: nil)
         needsFlush = true
-        inFlight[version] = InFlight(seq: delivery.seq, sentAtMilliseconds: now, bundleID: n.bundleID)
-        inFlightSeqs.insert(delivery.seq)
         port.metrics.webPushDeliveries.increment()
         port.feed.publish {
             DeliveryFeed.Event(event: .sent, at: now, protocol: "webpush", apnsId: n.id.description, topic: n.bundleID, token: n.token.hex, device: delivery.deviceID)
@@ -323,23 +293,24 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
 
     private func acknowledge(_ versions: [String]) {
         let now = port.clock.nowMilliseconds()
+        let (acked, reload) = session.acknowledge(versions.compactMap(NotificationID.init(header:)), nowMilliseconds: now)
         var events: [DeliveryEvent] = []
-        for version in versions {
-            guard let sent = inFlight.removeValue(forKey: version.lowercased()) else { continue }
-            inFlightSeqs.remove(sent.seq)
+        for ack in acked {
+            let sent = ack.sent
             events.append(.acked(seq: sent.seq, sentAtMilliseconds: sent.sentAtMilliseconds, ackedAtMilliseconds: now))
-            port.feed.publish { DeliveryFeed.Event(event: .acked, at: now, protocol: "webpush", apnsId: version, topic: sent.bundleID, device: self.deviceID) }
+            port.feed.publish {
+                DeliveryFeed.Event(event: .acked, at: now, protocol: "webpush", apnsId: ack.apnsID.description, topic: sent.topic, device: self.deviceID)
+            }
             port.metrics.deviceAckSeconds.record(milliseconds: now - sent.sentAtMilliseconds)
         }
         port.metrics.webPushAcks.increment(by: Int64(events.count))
         port.recorder.record(events)
-        if needsReload && inFlight.isEmpty { reload() }
+        if reload { self.reload() }
     }
 
     /// Loads what the store still holds (deliveries were left there at the in-flight bound).
     private func reload() {
         guard let deviceID else { return }
-        needsReload = false
         let store = port.store, recorder = port.recorder
         let now = port.clock.nowMilliseconds()
         run({ () async throws -> [Delivery] in
@@ -347,7 +318,7 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
             await recorder.waitUntilRecorded()
             return try await store.pendingDeliveries(forDevice: deviceID, nowMilliseconds: now)
         }) { handler, result in
-            for delivery in (try? result.get()) ?? [] { handler.offer(delivery) }
+            for delivery in handler.session.reloaded(try? result.get()) { handler.offer(delivery) }
             handler.flushIfNeeded()
         }
     }
@@ -370,7 +341,7 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
         let bound = NIOLoopBound((self, next), eventLoop: context.eventLoop)
         context.eventLoop.makeFutureWithTask(work).whenComplete { result in
             let (handler, next) = bound.value
-            if handler.phase == .closed { return }
+            if handler.session.isClosed { return }
             next(handler, result)
         }
     }
