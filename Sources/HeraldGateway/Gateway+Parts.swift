@@ -28,8 +28,8 @@ extension Gateway {
     /// The listeners bound, and their ports.
     struct Listeners {
         var provider: [APNsPortListener] = []
-        var device: DeviceListener?
-        var webPush: WebPushListener?
+        var device: BoundListener?
+        var webPush: BoundListener?
         var feedback: LegacyFeedbackListener?
         var ports = GatewayPorts(providerPort: 0)
 

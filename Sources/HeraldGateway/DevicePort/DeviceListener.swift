@@ -10,18 +10,9 @@ import NIOSSL
 import NIOWebSocket
 
 /// The device port: WebSocket over TLS at ``DeviceProtocol/path``, one connection per device.
-final class DeviceListener: Sendable {
-    let serverChannel: Channel
-    private let connections: OpenConnections
-
-    var port: Int { serverChannel.localAddress?.port ?? 0 }
-
-    private init(serverChannel: Channel, connections: OpenConnections) {
-        self.serverChannel = serverChannel
-        self.connections = connections
-    }
-
-    static func bind(host: String, port: Int, tls: ReloadableTLSContext, devicePort: DevicePort, group: EventLoopGroup) async throws -> DeviceListener {
+/// Builds each connection's pipeline; the listener is a ``BoundListener``.
+enum DeviceListener {
+    static func bind(host: String, port: Int, tls: ReloadableTLSContext, devicePort: DevicePort, group: EventLoopGroup) async throws -> BoundListener {
         let connections = OpenConnections()
         let gate = HandshakeGate(limit: devicePort.limits.deviceHandshakesInFlight, perAddress: devicePort.limits.deviceHandshakesInFlightPerAddress)
         let pageResponder = DevicePortPage.router().buildResponder()
@@ -79,20 +70,8 @@ final class DeviceListener: Sendable {
                     metrics.connectionSetup.succeeded(port: "device")
                 }
             }
-        let serverChannel = try await bootstrap.bind(host: host, port: port).get()
-        try await devicePort.metrics.connectionSetup.watch(serverChannel, port: "device", logger: devicePort.logger)
-        return DeviceListener(serverChannel: serverChannel, connections: connections)
-    }
-
-    /// Stops accepting; closes connections that never became device sessions. Sessions are
-    /// closed by the registry with a `shutdown` error frame.
-    func close() async {
-        try? await serverChannel.close()
-    }
-
-    /// Waits (up to `timeout`) for every connection to close, then closes what is left.
-    func waitForConnectionsToClose(timeout: TimeAmount) async {
-        await connections.waitUntilClosed(timeout: timeout)
+        return try await BoundListener.bind(
+            bootstrap, host: host, port: port, name: "device", connections: connections, metrics: devicePort.metrics, logger: devicePort.logger)
     }
 }
 

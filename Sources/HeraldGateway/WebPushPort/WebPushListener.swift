@@ -13,19 +13,10 @@ import NIOWebSocket
 /// (most use HTTP/1.1); browsers open Mozilla's push WebSocket at `/` with an HTTP/1.1 upgrade.
 ///
 /// Raw SwiftNIO, as the APNs port: the acceptance path is measured against the APNs port's
-/// (`scripts/bench.sh`), and the WebSocket shares the connection's pipeline.
-final class WebPushListener: Sendable {
-    let serverChannel: Channel
-    private let connections: OpenConnections
-
-    var port: Int { serverChannel.localAddress?.port ?? 0 }
-
-    private init(serverChannel: Channel, connections: OpenConnections) {
-        self.serverChannel = serverChannel
-        self.connections = connections
-    }
-
-    static func bind(host: String, port: Int, tls: ReloadableTLSContext, webPushPort: WebPushPort, group: EventLoopGroup) async throws -> WebPushListener {
+/// (`scripts/bench.sh`), and the WebSocket shares the connection's pipeline. Builds each
+/// connection's pipeline; the listener is a ``BoundListener``.
+enum WebPushListener {
+    static func bind(host: String, port: Int, tls: ReloadableTLSContext, webPushPort: WebPushPort, group: EventLoopGroup) async throws -> BoundListener {
         let connections = OpenConnections()
         let limits = webPushPort.limits, metrics = webPushPort.metrics
         let bootstrap = ServerBootstrap(group: group)
@@ -57,9 +48,8 @@ final class WebPushListener: Sendable {
                     metrics.connectionSetup.succeeded(port: "webpush")
                 }
             }
-        let serverChannel = try await bootstrap.bind(host: host, port: port).get()
-        try await metrics.connectionSetup.watch(serverChannel, port: "webpush", logger: webPushPort.logger)
-        return WebPushListener(serverChannel: serverChannel, connections: connections)
+        return try await BoundListener.bind(
+            bootstrap, host: host, port: port, name: "webpush", connections: connections, metrics: metrics, logger: webPushPort.logger)
     }
 
     private static func configureHTTP2(_ channel: Channel, _ port: WebPushPort) throws {
@@ -113,16 +103,6 @@ final class WebPushListener: Sendable {
         try sync.configureHTTPServerPipeline(
             withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }), withErrorHandling: true)
         try sync.addHandler(WebPushHTTP1Handler(port: port))
-    }
-
-    /// Stops accepting new connections.
-    func close() async {
-        try? await serverChannel.close()
-    }
-
-    /// Waits (up to `timeout`) for every connection to close, then closes what is left.
-    func waitForConnectionsToClose(timeout: TimeAmount) async {
-        await connections.waitUntilClosed(timeout: timeout)
     }
 }
 
