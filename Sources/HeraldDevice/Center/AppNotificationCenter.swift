@@ -28,7 +28,7 @@ public struct AppNotificationCenter: Sendable {
 
     /// The settings as the user left them (read them at every launch).
     public func settings() async throws(RuntimeError) -> NotificationSettings {
-        try await runtime.read(appID) { $0.authorization.settings }
+        try await runtime.read(appID) { $0.center.authorization.settings }
     }
 
     /// Replaces the app's categories. Returns the categories ignored because an earlier one had
@@ -39,7 +39,7 @@ public struct AppNotificationCenter: Sendable {
     }
 
     public func categories() async throws(RuntimeError) -> [NotificationCategory] {
-        try await runtime.read(appID) { slot in slot.categories.categories.keys.sorted().compactMap { slot.categories.categories[$0] } }
+        try await runtime.read(appID) { slot in slot.center.categories.categories.keys.sorted().compactMap { slot.center.categories.categories[$0] } }
     }
 
     /// Adds a request, replacing a pending one with the same identifier. No trigger, or a fire
@@ -84,7 +84,7 @@ public struct AppNotificationCenter: Sendable {
 
     /// What is in Notification Center for the app, oldest first.
     public func deliveredNotifications() async throws(RuntimeError) -> [DeliveredNotification] {
-        try await runtime.read(appID) { $0.delivered }
+        try await runtime.read(appID) { $0.center.delivered }
     }
 
     public func removeDeliveredNotifications(_ ids: [String]) async throws(RuntimeError) {
@@ -96,7 +96,7 @@ public struct AppNotificationCenter: Sendable {
     }
 
     /// The app's badge (0: none).
-    public func badge() async throws(RuntimeError) -> Int { try await runtime.read(appID) { $0.badge } }
+    public func badge() async throws(RuntimeError) -> Int { try await runtime.read(appID) { $0.center.badge } }
 
     /// Sets the badge; needs badge authorization. A legacy app setting 0 also clears its
     /// Notification Center entries (iOS 8–9 behaviour).
@@ -124,9 +124,9 @@ extension DeviceRuntime {
     func requestAuthorization(_ appID: String, _ options: AuthorizationOptions) async throws(RuntimeError) -> (granted: Bool, settings: NotificationSettings, prompted: Bool) {
         let slot = try slot(appID)
         // The prompt is answered outside the actor's state: copy, ask, write back.
-        var authorization = slot.authorization
+        var authorization = slot.center.authorization
         let (settings, prompted) = await authorization.request(options, appID: appID, user: user)
-        slot.authorization = authorization
+        slot.center.authorization = authorization
         if prompted { emit(.prompted(app: appID, requested: options, granted: settings.enabledOptions)) }
         save(slot)
         let granted = settings.status == .authorized || settings.status == .provisional || settings.status == .ephemeral
@@ -136,7 +136,7 @@ extension DeviceRuntime {
     func setCategories(_ appID: String, _ categories: [NotificationCategory]) throws(RuntimeError) -> [NotificationCategory] {
         let slot = try slot(appID)
         let ignored: [NotificationCategory]
-        do { ignored = try slot.categories.setCategories(categories) } catch { throw RuntimeError(error.message) }
+        do { ignored = try slot.center.categories.setCategories(categories) } catch { throw RuntimeError(error.message) }
         save(slot)
         return ignored
     }
@@ -158,7 +158,7 @@ extension DeviceRuntime {
     func cancel(_ appID: String, ids: Set<String>?) throws(RuntimeError) {
         let slot = try slot(appID)
         if let ids { slot.scheduler.remove(ids: ids) } else { slot.scheduler.removeAll() }
-        let local = (slot.delivered.map(\.id) + slot.shownOnly.keys).filter { id in
+        let local = (slot.center.delivered.map(\.id) + slot.center.shownOnly.keys).filter { id in
             guard let n = shown(slot, id), case .local = n.origin else { return false }
             return ids?.contains(id) ?? true
         }
@@ -170,22 +170,22 @@ extension DeviceRuntime {
 
     func removeDelivered(_ appID: String, ids: Set<String>?) throws(RuntimeError) {
         let slot = try slot(appID)
-        for id in Set(slot.delivered.map(\.id) + slot.shownOnly.keys) where ids?.contains(id) ?? true { forget(slot, id) }
+        for id in Set(slot.center.delivered.map(\.id) + slot.center.shownOnly.keys) where ids?.contains(id) ?? true { forget(slot, id) }
         save(slot)
     }
 
     func setBadge(_ appID: String, _ badge: Int) throws(RuntimeError) {
         let slot = try slot(appID)
         guard badge >= 0 else { throw RuntimeError("a badge is 0 (none) or more, not \(badge)") }
-        guard slot.authorization.settings.badge == .enabled else {
+        guard slot.center.authorization.settings.badge == .enabled else {
             throw RuntimeError("\(appID) may not set its badge: the user has not allowed badges (request .badge authorization first)")
         }
-        if badge != slot.badge {
-            slot.badge = badge
+        if badge != slot.center.badge {
+            slot.center.badge = badge
             emit(.badgeChanged(app: appID, badge: badge))
         }
         if badge == 0 && slot.bundle.api == .legacy {
-            for id in Set(slot.delivered.map(\.id)) { forget(slot, id) }
+            for id in Set(slot.center.delivered.map(\.id)) { forget(slot, id) }
         }
         save(slot)
     }

@@ -21,11 +21,11 @@ enum Announcement: Sendable {
 extension DeviceRuntime {
     /// Announced by the next save of `slot`, after its state is written (the caller saves).
     func announce(_ slot: AppSlot, _ announcement: Announcement) {
-        slot.announcing.append((slot.nextAnnouncement, announcement))
-        slot.nextAnnouncement += 1
+        slot.saving.announcing.append((slot.saving.nextAnnouncement, announcement))
+        slot.saving.nextAnnouncement += 1
     }
 
     /// Emitted after the next save of `slot` (not journaled: an event about state the save
     /// writes, which a crash before the save makes untrue).
-    func emitAfterSave(_ slot: AppSlot, _ event: RuntimeEvent) { slot.eventsAfterSave.append(event) }
+    func emitAfterSave(_ slot: AppSlot, _ event: RuntimeEvent) { slot.saving.eventsAfterSave.append(event) }
 }

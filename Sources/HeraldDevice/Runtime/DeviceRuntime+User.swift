@@ -33,7 +33,7 @@ extension DeviceRuntime {
     public func userChoseAction(app appID: String, notification id: String, action: String, text: String? = nil) throws(RuntimeError) {
         let slot = try slot(appID)
         guard let notification = shown(slot, id) else { throw RuntimeError("\(appID) has no notification \"\(id)\" on screen or in Notification Center") }
-        let category = slot.categories.category(named: notification.content.category)
+        let category = slot.center.categories.category(named: notification.content.category)
         let response: NotificationResponse?
         do { response = try NotificationResponse.response(to: .action(action, text: text), category: category, locked: isLocked) } catch {
             throw RuntimeError(error.message)
@@ -52,7 +52,7 @@ extension DeviceRuntime {
         let slot = try slot(appID)
         guard let notification = shown(slot, id) else { throw RuntimeError("\(appID) has no notification \"\(id)\" on screen or in Notification Center") }
         forget(slot, id)
-        let category = slot.categories.category(named: notification.content.category)
+        let category = slot.center.categories.category(named: notification.content.category)
         if let response = try? NotificationResponse.response(to: .dismiss, category: category, locked: isLocked), let delegate = slot.delegate {
             respond(slot, delegate, response, notification)
         }
@@ -80,7 +80,7 @@ extension DeviceRuntime {
         let wasRunning = slot.appState != .notRunning
         setLifecycle(slot, .foreground)
         if !wasRunning, let delegate = slot.delegate { work.spawn { await delegate.didLaunch(with: nil) } }
-        if let held = slot.silentBudget.launched() { startSilentPush(slot, held) }
+        if let held = slot.remote.silentBudget.launched() { startSilentPush(slot, held) }
         reschedule(slot)
         armAlarm()
     }
@@ -92,7 +92,7 @@ extension DeviceRuntime {
     public func userForceQuit(_ appID: String) throws(RuntimeError) {
         let slot = try slot(appID)
         setLifecycle(slot, .forceQuitByUser)
-        slot.silentBudget.userForceQuit()
+        slot.remote.silentBudget.userForceQuit()
         reschedule(slot)
         armAlarm()
     }
@@ -112,14 +112,14 @@ extension DeviceRuntime {
     /// The user changed a type in the app's notification settings.
     public func userChangedSetting(app appID: String, _ option: AuthorizationOptions, to setting: NotificationSetting) throws(RuntimeError) {
         let slot = try slot(appID)
-        slot.authorization.userSet(option, setting)
+        slot.center.authorization.userSet(option, setting)
         save(slot)
     }
 
     /// The user changed the app's authorization (promoted a provisional app, turned it off).
     public func userChangedStatus(app appID: String, to status: AuthorizationStatus) throws(RuntimeError) {
         let slot = try slot(appID)
-        slot.authorization.userSetStatus(status)
+        slot.center.authorization.userSetStatus(status)
         save(slot)
     }
 

@@ -107,7 +107,7 @@ public actor DeviceRuntime {
             reschedule(slot)
             armAlarm()
             // Notifications shown before a crash whose event was not emitted yet.
-            if !slot.announcing.isEmpty { save(slot) }
+            if !slot.saving.announcing.isEmpty { save(slot) }
         }
         return AppNotificationCenter(runtime: self, appID: appID)
     }
@@ -146,14 +146,14 @@ public actor DeviceRuntime {
 
     /// Recomputes an app's soonest due time (its scheduler and its held silent push).
     func reschedule(_ slot: AppSlot) {
-        slot.version &+= 1
-        let due = [slot.scheduler.nextDue, slot.silentBudget.nextRelease, slot.activities.nextDue, slot.summaryDue].compactMap { $0 }.min()
-        if let due { dueHeap.push(due: due, (slot.id, slot.version)) }
+        slot.saving.version &+= 1
+        let due = [slot.scheduler.nextDue, slot.remote.silentBudget.nextRelease, slot.widgetKit.activities.nextDue, slot.center.summaryDue].compactMap { $0 }.min()
+        if let due { dueHeap.push(due: due, (slot.id, slot.saving.version)) }
     }
 
     /// Arms the one alarm for the soonest due time of any app, or the next Focus edge (or none).
     func armAlarm() {
-        while let top = dueHeap.top, apps[top.payload.app]?.version != top.payload.version { dueHeap.pop() }
+        while let top = dueHeap.top, apps[top.payload.app]?.saving.version != top.payload.version { dueHeap.pop() }
         let next = [dueHeap.top?.due, focusEdge].compactMap { $0 }.min()
         if alarm?.deadline == next, alarm?.isCancelled == false { return }
         alarm?.cancel()
@@ -168,11 +168,11 @@ public actor DeviceRuntime {
         var summary: [SummaryItem] = []
         while let top = dueHeap.top, top.due <= now {
             dueHeap.pop()
-            guard let slot = apps[top.payload.app], slot.version == top.payload.version else { continue }
+            guard let slot = apps[top.payload.app], slot.saving.version == top.payload.version else { continue }
             for firing in slot.scheduler.fireDue(upTo: now) { deliverLocal(slot, firing, now: now) }
-            if let payload = slot.silentBudget.release(now: now) { startSilentPush(slot, payload) }
+            if let payload = slot.remote.silentBudget.release(now: now) { startSilentPush(slot, payload) }
             fireLiveActivities(slot, now: now)
-            if let due = slot.summaryDue, due <= now { summary += releaseSummary(slot, now: now) }
+            if let due = slot.center.summaryDue, due <= now { summary += releaseSummary(slot, now: now) }
             reschedule(slot)
             save(slot)
         }
@@ -195,13 +195,13 @@ public actor DeviceRuntime {
     /// never shows one twice through a redelivery; the journal of ``RuntimeStorage`` makes sure a
     /// crash between the two never loses an event either.
     func save(_ slot: AppSlot) {
-        let acks = slot.acksAfterSave
-        slot.acksAfterSave = []
-        let announcing = slot.announcing
-        let events = slot.eventsAfterSave
-        slot.eventsAfterSave = []
+        let acks = slot.saving.acksAfterSave
+        slot.saving.acksAfterSave = []
+        let announcing = slot.saving.announcing
+        let events = slot.saving.eventsAfterSave
+        slot.saving.eventsAfterSave = []
         // Saved with the state below (what a crash before their events leaves to announce at start).
-        defer { slot.announcing = [] }
+        defer { slot.saving.announcing = [] }
         guard let storage else {
             for (_, announcement) in announcing { emit(announcement.event(app: slot.id)) }
             for event in events { emit(event) }
@@ -231,9 +231,9 @@ public actor DeviceRuntime {
     /// A remote notification has its outcome (presented, shown to the app, dropped, held): it is
     /// remembered as handled and acked after the next save, which the caller makes.
     func concludeRemote(_ slot: AppSlot, id: String) {
-        guard let ack = slot.inProgressRemote.removeValue(forKey: id) else { return }
-        slot.handledRemote.insert(id)
-        slot.acksAfterSave.append(ack)
+        guard let ack = slot.remote.inProgress.removeValue(forKey: id) else { return }
+        slot.remote.handled.insert(id)
+        slot.saving.acksAfterSave.append(ack)
     }
 
     // MARK: delivery by app state
@@ -250,7 +250,7 @@ public actor DeviceRuntime {
                 if name != "default" { emit(.soundReplaced(app: slot.id, name: name, reason: reason)) }
             }
         }
-        let category = slot.categories.category(named: content.category)
+        let category = slot.center.categories.category(named: content.category)
         var notification = DeliveredNotification(
             id: id, origin: origin, content: content, deliveredAt: now, dueAt: dueAt, presentation: .init(),
             playedSound: played, actions: category?.actions(in: .minimal) ?? [])
@@ -291,7 +291,7 @@ public actor DeviceRuntime {
 
     func present(_ slot: AppSlot, _ arriving: DeliveredNotification, foregroundOptions: DeliveryByAppState.ForegroundOptions?) {
         var notification = arriving
-        let settings = slot.authorization.settings
+        let settings = slot.center.authorization.settings
         var (presentation, callback) = DeliveryByAppState.arrive(
             state: slot.appState, api: slot.bundle.api, kinds: notification.content.kinds, badge: notification.content.badge,
             settings: settings, foregroundOptions: foregroundOptions)
@@ -310,17 +310,17 @@ public actor DeviceRuntime {
         }
         if !presentation.sound { notification.playedSound = nil }
         notification.presentation = presentation
-        if let badge = presentation.badge, badge != slot.badge {
-            slot.badge = badge
+        if let badge = presentation.badge, badge != slot.center.badge {
+            slot.center.badge = badge
             emit(.badgeChanged(app: slot.id, badge: badge))
         }
         if presentation.listed {
-            slot.delivered.removeAll { $0.id == notification.id }
-            slot.delivered.append(notification)
-            if slot.delivered.count > deliveredLimit { slot.delivered.removeFirst(slot.delivered.count - deliveredLimit) }
+            slot.center.delivered.removeAll { $0.id == notification.id }
+            slot.center.delivered.append(notification)
+            if slot.center.delivered.count > deliveredLimit { slot.center.delivered.removeFirst(slot.center.delivered.count - deliveredLimit) }
         } else {
             // A banner that is not listed stays tappable only while it is on screen: until the next one.
-            slot.shownOnly = [notification.id: notification]
+            slot.center.shownOnly = [notification.id: notification]
         }
         // Announced by the save that records it (the caller saves).
         announce(slot, .delivered(notification))
@@ -339,13 +339,13 @@ public actor DeviceRuntime {
 
     /// A delivered notification the user can still act on: in Notification Center, or shown only.
     func shown(_ slot: AppSlot, _ id: String) -> DeliveredNotification? {
-        slot.delivered.last { $0.id == id } ?? slot.shownOnly[id]
+        slot.center.delivered.last { $0.id == id } ?? slot.center.shownOnly[id]
     }
 
     func forget(_ slot: AppSlot, _ id: String) {
-        let wasListed = slot.delivered.contains { $0.id == id }
-        slot.delivered.removeAll { $0.id == id }
-        slot.shownOnly[id] = nil
+        let wasListed = slot.center.delivered.contains { $0.id == id }
+        slot.center.delivered.removeAll { $0.id == id }
+        slot.center.shownOnly[id] = nil
         if wasListed { emit(.dismissed(app: slot.id, id: id)) }
     }
 

@@ -23,9 +23,9 @@ extension DeviceRuntime {
         focus = settings
         let now = clock.nowMilliseconds()
         var released: [SummaryItem] = []
-        for slot in apps.values where !slot.summaryHeld.isEmpty {
+        for slot in apps.values where !slot.center.summaryHeld.isEmpty {
             if settings.summary?.apps.contains(slot.id) == true {
-                slot.summaryDue = settings.nextSummary(after: now, in: timeZone)
+                slot.center.summaryDue = settings.nextSummary(after: now, in: timeZone)
             } else {
                 released += releaseSummary(slot, now: now)
             }
@@ -67,7 +67,7 @@ extension DeviceRuntime {
     /// it for the summary.
     func attention(_ slot: AppSlot, _ content: NotificationContent, now: Int64) -> (attention: DeliveredNotification.Attention, hold: Bool) {
         var attention = DeliveredNotification.Attention()
-        attention.level = Interruption.effectiveLevel(content.interruptionLevel, entitlements: slot.bundle.entitlements, settings: slot.authorization.settings)
+        attention.level = Interruption.effectiveLevel(content.interruptionLevel, entitlements: slot.bundle.entitlements, settings: slot.center.authorization.settings)
         let active = noticeFocus(now: now)
         attention.focus = active?.name
         switch Interruption.decide(
@@ -84,13 +84,13 @@ extension DeviceRuntime {
     /// Keeps a notification for the next summary; announced, and a remote one acked, once that is
     /// saved (the caller saves).
     func holdForSummary(_ slot: AppSlot, _ notification: DeliveredNotification, now: Int64) {
-        guard let due = slot.summaryDue ?? focus.nextSummary(after: now, in: timeZone) else {
+        guard let due = slot.center.summaryDue ?? focus.nextSummary(after: now, in: timeZone) else {
             return present(slot, notification, foregroundOptions: nil)
         }
-        slot.summaryDue = due
-        slot.summaryHeld.removeAll { $0.id == notification.id }
-        slot.summaryHeld.append(notification)
-        if slot.summaryHeld.count > deliveredLimit { slot.summaryHeld.removeFirst(slot.summaryHeld.count - deliveredLimit) }
+        slot.center.summaryDue = due
+        slot.center.summaryHeld.removeAll { $0.id == notification.id }
+        slot.center.summaryHeld.append(notification)
+        if slot.center.summaryHeld.count > deliveredLimit { slot.center.summaryHeld.removeFirst(slot.center.summaryHeld.count - deliveredLimit) }
         if case .remote(let apnsID) = notification.origin { concludeRemote(slot, id: apnsID) }
         announce(slot, .held(notification, until: due))
         reschedule(slot)
@@ -99,9 +99,9 @@ extension DeviceRuntime {
 
     /// Delivers what an app's summary held, quietly (listed, no banner or sound); the caller saves.
     func releaseSummary(_ slot: AppSlot, now: Int64) -> [SummaryItem] {
-        let held = slot.summaryHeld
-        slot.summaryHeld = []
-        slot.summaryDue = nil
+        let held = slot.center.summaryHeld
+        slot.center.summaryHeld = []
+        slot.center.summaryDue = nil
         var items: [SummaryItem] = []
         for (order, var notification) in held.enumerated() {
             notification.attention.summaryAt = now

@@ -16,9 +16,9 @@ extension DeviceRuntime {
     func setRequester(_ requester: @escaping @Sendable (DeviceConnection.Want, _ keep: Bool) -> Void) {
         liveActivityRequester = requester
         for slot in apps.values.sorted(by: { $0.id < $1.id }) {
-            if slot.wantsPushToStart { liveActivityRequester?(.activityToken(topic: slot.id, .pushToStart), true) }
-            if slot.wantsWidgetPushes { liveActivityRequester?(.widgets(topic: slot.id), true) }
-            perform(slot, slot.activities.standingRequests)
+            if slot.widgetKit.wantsPushToStart { liveActivityRequester?(.activityToken(topic: slot.id, .pushToStart), true) }
+            if slot.widgetKit.wantsWidgetPushes { liveActivityRequester?(.widgets(topic: slot.id), true) }
+            perform(slot, slot.widgetKit.activities.standingRequests)
             webPushStandingRequests(slot)
         }
     }
@@ -27,16 +27,16 @@ extension DeviceRuntime {
     /// it arrives as a ``LiveActivityEvent/pushToStartToken(_:)`` event, now or once connected.
     public func requestPushToStartToken(app appID: String) throws(RuntimeError) {
         let slot = try slot(appID)
-        if let token = slot.activities.pushToStartToken { emit(.liveActivity(app: appID, .pushToStartToken(token))) }
-        guard !slot.wantsPushToStart else { return }
-        slot.wantsPushToStart = true
+        if let token = slot.widgetKit.activities.pushToStartToken { emit(.liveActivity(app: appID, .pushToStartToken(token))) }
+        guard !slot.widgetKit.wantsPushToStart else { return }
+        slot.widgetKit.wantsPushToStart = true
         save(slot)
         liveActivityRequester?(.activityToken(topic: appID, .pushToStart), true)
     }
 
     /// An app's Live Activities, running and recently ended, oldest first.
     public func liveActivities(app appID: String) throws(RuntimeError) -> [LiveActivity] {
-        try slot(appID).activities.activities
+        try slot(appID).widgetKit.activities.activities
     }
 
     /// The app starts an activity (`Activity.request`): with `.token` it gets an update token from
@@ -50,7 +50,7 @@ extension DeviceRuntime {
             throw RuntimeError("\"\(channel)\" is not a channel id (base64 of 16 bytes)")
         }
         let now = clock.nowMilliseconds()
-        let (activity, requests) = try slot.activities.start(
+        let (activity, requests) = try slot.widgetKit.activities.start(
             id: UUID().uuidString.lowercased(), attributesType: attributesType, attributes: attributes, contentState: contentState,
             // An activity the app starts has no push timestamp yet: the first update of any time applies.
             staleDate: staleDate, relevanceScore: relevanceScore, timestamp: 0, pushMode: pushMode, now: now)
@@ -65,7 +65,7 @@ extension DeviceRuntime {
         app appID: String, id: String, contentState: [String: JSONValue]? = nil, dismissalDate: Int64? = nil
     ) throws(RuntimeError) {
         let slot = try slot(appID)
-        let (ended, dismissedNow, requests) = try slot.activities.end(id, contentState: contentState, dismissalDate: dismissalDate, now: clock.nowMilliseconds())
+        let (ended, dismissedNow, requests) = try slot.widgetKit.activities.end(id, contentState: contentState, dismissalDate: dismissalDate, now: clock.nowMilliseconds())
         emit(.liveActivity(app: appID, .ended(ended, apnsID: nil, alert: nil)))
         if dismissedNow { emit(.liveActivity(app: appID, .dismissed(ended))) }
         perform(slot, requests)
@@ -78,10 +78,10 @@ extension DeviceRuntime {
         guard let slot = apps[topic] else { return }
         switch activity {
         case .pushToStart:
-            slot.activities.pushToStartToken = token
+            slot.widgetKit.activities.pushToStartToken = token
             emit(.liveActivity(app: topic, .pushToStartToken(token)))
         case .activity(let id):
-            guard slot.activities.setUpdateToken(token, for: id) else { return }
+            guard slot.widgetKit.activities.setUpdateToken(token, for: id) else { return }
             emit(.liveActivity(app: topic, .updateToken(activityID: id, token)))
         }
         save(slot)
@@ -89,13 +89,13 @@ extension DeviceRuntime {
 
     func gatewaySubscribed(topic: String, channel: String, token: DeviceToken) {
         guard let slot = apps[topic] else { return }
-        slot.activities.channelTokens[token] = channel
+        slot.widgetKit.activities.channelTokens[token] = channel
         save(slot)
     }
 
     func gatewayUnsubscribed(topic: String, channel: String) {
         guard let slot = apps[topic] else { return }
-        slot.activities.channelTokens = slot.activities.channelTokens.filter { $0.value != channel }
+        slot.widgetKit.activities.channelTokens = slot.widgetKit.activities.channelTokens.filter { $0.value != channel }
         save(slot)
     }
 
@@ -121,13 +121,13 @@ extension DeviceRuntime {
         guard let token = push.token else {
             return emitAfterSave(slot, .liveActivity(app: slot.id, .ignored(apnsID: id, reason: "the push names no token (a gateway of device protocol version 1?)")))
         }
-        if token == slot.activities.pushToStartToken {
+        if token == slot.widgetKit.activities.pushToStartToken {
             guard update.event == .start, let type = update.attributesType, let attributes = update.attributes, let state = update.contentState else {
                 return emitAfterSave(slot, .liveActivity(app: slot.id, .ignored(apnsID: id, reason: "the push-to-start token takes only event start")))
             }
             let mode: LiveActivity.PushMode = update.channel.map { .channel($0) } ?? (update.wantsPushToken ? .token : .none)
             do {
-                let (activity, requests) = try slot.activities.start(
+                let (activity, requests) = try slot.widgetKit.activities.start(
                     id: id.lowercased(), attributesType: type, attributes: attributes, contentState: state, staleDate: update.staleDate,
                     relevanceScore: update.relevanceScore, timestamp: update.timestamp, pushMode: mode, now: now)
                 emitAfterSave(slot, .liveActivity(app: slot.id, .started(activity, apnsID: id, alert: update.alertText)))
@@ -137,12 +137,12 @@ extension DeviceRuntime {
             }
             return
         }
-        let targets = slot.activities.targets(of: token)
+        let targets = slot.widgetKit.activities.targets(of: token)
         guard !targets.isEmpty else {
             return emitAfterSave(slot, .liveActivity(app: slot.id, .ignored(apnsID: id, reason: "no running activity has token \(token)")))
         }
         for target in targets {
-            let (outcome, requests) = slot.activities.apply(update, priority: push.priority, to: target, now: now)
+            let (outcome, requests) = slot.widgetKit.activities.apply(update, priority: push.priority, to: target, now: now)
             switch outcome {
             case .ignored(let reason):
                 emitAfterSave(slot, .liveActivity(app: slot.id, .ignored(apnsID: id, reason: reason)))
@@ -160,7 +160,7 @@ extension DeviceRuntime {
 
     /// Stale and dismissal dates that passed (the runtime's alarm).
     func fireLiveActivities(_ slot: AppSlot, now: Int64) {
-        let (events, requests) = slot.activities.fireDue(now: now)
+        let (events, requests) = slot.widgetKit.activities.fireDue(now: now)
         for event in events { emit(.liveActivity(app: slot.id, event)) }
         perform(slot, requests)
     }

@@ -26,7 +26,7 @@ extension DeviceRuntime {
             case .tokenChanged: break  // `registered` follows with the new token
             case .unregistered(let topic, _):
                 if let slot = apps[topic] {
-                    slot.token = nil
+                    slot.remote.token = nil
                     save(slot)
                 }
             case .notification(let notification):
@@ -49,7 +49,7 @@ extension DeviceRuntime {
 
     /// Each installed app's last token: what the gateway's next answer is compared with.
     public func tokens() -> [String: DeviceToken] {
-        apps.compactMapValues { $0.token }
+        apps.compactMapValues { $0.remote.token }
     }
 
     /// The device has (or lost) a connection to its gateway.
@@ -60,17 +60,17 @@ extension DeviceRuntime {
     /// reinstall, restore to a new device).
     public func gatewayIssued(token: DeviceToken, topic: String) {
         guard let slot = apps[topic] else { return }
-        let changed = slot.token != token
-        slot.token = token
-        if changed, slot.wantsRemote { tellToken(slot, token) }
+        let changed = slot.remote.token != token
+        slot.remote.token = token
+        if changed, slot.remote.wantsRemote { tellToken(slot, token) }
         save(slot)
     }
 
     func registerForRemote(_ slot: AppSlot) {
-        slot.wantsRemote = true
+        slot.remote.wantsRemote = true
         // Already registered: the stored token comes back at once, even offline. Otherwise
         // nothing happens (neither success nor failure) until the gateway issues one.
-        if let token = slot.token { tellToken(slot, token) }
+        if let token = slot.remote.token { tellToken(slot, token) }
         save(slot)
     }
 
@@ -93,9 +93,9 @@ extension DeviceRuntime {
             return acknowledge()
         }
         let id = push.apnsID.description
-        if slot.handledRemote.contains(id) { return acknowledge() }
-        if slot.inProgressRemote[id] != nil { return }
-        slot.inProgressRemote[id] = acknowledge
+        if slot.remote.handled.contains(id) { return acknowledge() }
+        if slot.remote.inProgress[id] != nil { return }
+        slot.remote.inProgress[id] = acknowledge
         let now = clock.nowMilliseconds()
         if push.pushType == .liveactivity { return receiveLiveActivity(slot, push, now: now) }
         if push.pushType == .webpush { return receiveWebPush(slot, push, now: now) }
@@ -112,10 +112,10 @@ extension DeviceRuntime {
             case .notDelivered(let reason):
                 emitAfterSave(slot, .silentPush(app: slot.id, outcome: "not delivered: \(reason)"))
             case .handleNow, .launchInBackground:
-                if let payload = slot.silentBudget.receive(push.payload, now: now) {
+                if let payload = slot.remote.silentBudget.receive(push.payload, now: now) {
                     startSilentPush(slot, payload)
                 } else {
-                    emitAfterSave(slot, .silentPush(app: slot.id, outcome: "held: over the device's budget of \(slot.silentBudget.count) per hour (the newest is kept)"))
+                    emitAfterSave(slot, .silentPush(app: slot.id, outcome: "held: over the device's budget of \(slot.remote.silentBudget.count) per hour (the newest is kept)"))
                     reschedule(slot)
                     armAlarm()
                 }

@@ -165,7 +165,7 @@ struct SavedApp: Codable {
             var notification = DeliveredNotification(
                 id: id, origin: remote ? .remote(apnsID: id) : .local(trigger: trigger ?? "now"), content: content,
                 deliveredAt: deliveredAt, dueAt: dueAt, presentation: presentation, playedSound: playedSound,
-                actions: slot.categories.category(named: content.category)?.actions(in: .minimal) ?? [])
+                actions: slot.center.categories.category(named: content.category)?.actions(in: .minimal) ?? [])
             if let attention {
                 notification.attention = attention.attention
             } else {
@@ -295,31 +295,31 @@ struct SavedApp: Codable {
     }
 
     init(_ slot: AppSlot) {
-        let s = slot.authorization.settings
+        let s = slot.center.authorization.settings
         status = s.status.rawValue
         (alert, sound, badgeSetting, criticalAlert, timeSensitive, carPlay) =
             (s.alert.rawValue, s.sound.rawValue, s.badge.rawValue, s.criticalAlert.rawValue, s.timeSensitive.rawValue, s.carPlay.rawValue)
-        promptCount = slot.authorization.promptCount
-        categories = slot.categories.categories.keys.sorted().compactMap { slot.categories.categories[$0].map(RuntimeJSON.json) }
+        promptCount = slot.center.authorization.promptCount
+        categories = slot.center.categories.categories.keys.sorted().compactMap { slot.center.categories.categories[$0].map(RuntimeJSON.json) }
         pending = slot.scheduler.pending.map { Pending(request: RuntimeJSON.json($0.request), scheduledAt: $0.scheduledAt, nextFire: $0.nextFire) }
-        delivered = slot.delivered.map(Delivered.init)
-        announcing = slot.announcing.map { SavedAnnouncement(seq: $0.seq, $0.announcement) }
-        nextAnnouncement = slot.nextAnnouncement
-        badge = slot.badge
-        token = slot.token?.description
-        wantsRemote = slot.wantsRemote
+        delivered = slot.center.delivered.map(Delivered.init)
+        announcing = slot.saving.announcing.map { SavedAnnouncement(seq: $0.seq, $0.announcement) }
+        nextAnnouncement = slot.saving.nextAnnouncement
+        badge = slot.center.badge
+        token = slot.remote.token?.description
+        wantsRemote = slot.remote.wantsRemote
         locationAuthorized = slot.locationAuthorized
-        handledRemote = slot.handledRemote.ids
-        silentBudget = slot.silentBudget.saved
-        liveActivities = slot.activities.saved
-        wantsPushToStart = slot.wantsPushToStart
-        webPush = slot.webPush.values.sorted { $0.scope < $1.scope }.map(\.saved)
-        webPushInbox = slot.webPushInbox.map { SavedWebPushMessage(scope: $0.scope, id: $0.id, data: Base64URL.encode($0.data), declarative: $0.declarative) }
-        summaryHeld = slot.summaryHeld.isEmpty ? nil : slot.summaryHeld.map(Delivered.init)
-        summaryDue = slot.summaryDue
-        wantsWidgetPushes = slot.wantsWidgetPushes ? true : nil
-        widgetToken = slot.widgetToken?.description
-        widgetBudget = slot.widgetBudget.recent.isEmpty ? nil : slot.widgetBudget
+        handledRemote = slot.remote.handled.ids
+        silentBudget = slot.remote.silentBudget.saved
+        liveActivities = slot.widgetKit.activities.saved
+        wantsPushToStart = slot.widgetKit.wantsPushToStart
+        webPush = slot.webPush.subscriptions.values.sorted { $0.scope < $1.scope }.map(\.saved)
+        webPushInbox = slot.webPush.inbox.map { SavedWebPushMessage(scope: $0.scope, id: $0.id, data: Base64URL.encode($0.data), declarative: $0.declarative) }
+        summaryHeld = slot.center.summaryHeld.isEmpty ? nil : slot.center.summaryHeld.map(Delivered.init)
+        summaryDue = slot.center.summaryDue
+        wantsWidgetPushes = slot.widgetKit.wantsWidgetPushes ? true : nil
+        widgetToken = slot.widgetKit.widgetToken?.description
+        widgetBudget = slot.widgetKit.widgetBudget.recent.isEmpty ? nil : slot.widgetKit.widgetBudget
     }
 
     /// Puts the state back into a fresh slot. A pending request whose fire time passed while the
@@ -334,39 +334,39 @@ struct SavedApp: Codable {
         settings.criticalAlert = setting(criticalAlert)
         settings.timeSensitive = setting(timeSensitive)
         settings.carPlay = setting(carPlay)
-        slot.authorization = AppAuthorization(restoring: settings, promptCount: promptCount, entitlements: slot.bundle.entitlements)
-        _ = try? slot.categories.setCategories(categories.compactMap { try? RuntimeJSON.category($0) })
+        slot.center.authorization = AppAuthorization(restoring: settings, promptCount: promptCount, entitlements: slot.bundle.entitlements)
+        _ = try? slot.center.categories.setCategories(categories.compactMap { try? RuntimeJSON.category($0) })
         for entry in pending {
             guard let request = try? PlanFormat.request(entry.request) else { continue }
             slot.scheduler.restore(request, scheduledAt: entry.scheduledAt, nextFire: entry.nextFire)
         }
-        slot.delivered = delivered.map { $0.notification(in: slot, listed: true) }
-        slot.nextAnnouncement = max(1, nextAnnouncement ?? 1)
+        slot.center.delivered = delivered.map { $0.notification(in: slot, listed: true) }
+        slot.saving.nextAnnouncement = max(1, nextAnnouncement ?? 1)
         // What was saved as shown but whose event the journal does not record is announced
         // again (by the first save after start-up).
-        slot.announcing = (announcing ?? []).filter { !alreadyAnnounced.contains($0.seq) }.compactMap { a in
+        slot.saving.announcing = (announcing ?? []).filter { !alreadyAnnounced.contains($0.seq) }.compactMap { a in
             a.announcement(in: slot).map { (a.seq, $0) }
         }
-        slot.badge = badge
-        slot.token = token.flatMap { DeviceToken(hex: $0) }
-        slot.wantsRemote = wantsRemote
+        slot.center.badge = badge
+        slot.remote.token = token.flatMap { DeviceToken(hex: $0) }
+        slot.remote.wantsRemote = wantsRemote
         slot.locationAuthorized = locationAuthorized
-        for id in handledRemote ?? [] { slot.handledRemote.insert(id) }
-        if let silentBudget { slot.silentBudget.restore(silentBudget, now: now) }
-        if let liveActivities { slot.activities = LiveActivityBook(saved: liveActivities) }
-        slot.wantsPushToStart = wantsPushToStart ?? false
+        for id in handledRemote ?? [] { slot.remote.handled.insert(id) }
+        if let silentBudget { slot.remote.silentBudget.restore(silentBudget, now: now) }
+        if let liveActivities { slot.widgetKit.activities = LiveActivityBook(saved: liveActivities) }
+        slot.widgetKit.wantsPushToStart = wantsPushToStart ?? false
         for saved in webPush ?? [] {
-            if let state = WebPushSubscriptionState(saved: saved) { slot.webPush[state.scope] = state }
+            if let state = WebPushSubscriptionState(saved: saved) { slot.webPush.subscriptions[state.scope] = state }
         }
-        slot.webPushInbox = (webPushInbox ?? []).compactMap { m in
+        slot.webPush.inbox = (webPushInbox ?? []).compactMap { m in
             Base64URL.decode(m.data[...]).map { WebPushMessageDelivery(scope: m.scope, id: m.id, data: $0, declarative: m.declarative) }
         }
-        slot.summaryHeld = (summaryHeld ?? []).map { $0.notification(in: slot, listed: false) }
+        slot.center.summaryHeld = (summaryHeld ?? []).map { $0.notification(in: slot, listed: false) }
         // A summary time that passed while the runtime was stopped is due at once.
-        slot.summaryDue = slot.summaryHeld.isEmpty ? nil : summaryDue
-        slot.wantsWidgetPushes = wantsWidgetPushes ?? false
-        slot.widgetToken = widgetToken.flatMap { DeviceToken(hex: $0) }
-        slot.widgetBudget = widgetBudget ?? WidgetReloadBudget()
+        slot.center.summaryDue = slot.center.summaryHeld.isEmpty ? nil : summaryDue
+        slot.widgetKit.wantsWidgetPushes = wantsWidgetPushes ?? false
+        slot.widgetKit.widgetToken = widgetToken.flatMap { DeviceToken(hex: $0) }
+        slot.widgetKit.widgetBudget = widgetBudget ?? WidgetReloadBudget()
         slot.scheduler.setLocation(authorized: locationAuthorized)
     }
 }

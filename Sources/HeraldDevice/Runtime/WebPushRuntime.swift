@@ -118,18 +118,18 @@ extension DeviceRuntime {
         if let key = applicationServerKey, !ApplicationServerKey.isValid(key) {
             throw RuntimeError("\"applicationServerKey\" must be an uncompressed P-256 public key (65 bytes)")
         }
-        if let existing = slot.webPush[scope] {
+        if let existing = slot.webPush.subscriptions[scope] {
             guard existing.applicationServerKey == applicationServerKey else {
                 throw RuntimeError("the subscription \"\(scope)\" was made with another application server key; unsubscribe first")
             }
             return existing.subscription
         }
-        guard slot.webPush.count < Self.maximumWebPushSubscriptionsPerApp else {
+        guard slot.webPush.subscriptions.count < Self.maximumWebPushSubscriptionsPerApp else {
             throw RuntimeError("an app holds at most \(Self.maximumWebPushSubscriptionsPerApp) Web Push subscriptions")
         }
         let state = WebPushSubscriptionState(
             scope: scope, id: UUID().uuidString.lowercased(), applicationServerKey: applicationServerKey, keys: .generate())
-        slot.webPush[scope] = state
+        slot.webPush.subscriptions[scope] = state
         save(slot)
         liveActivityRequester?(.webPush(topic: appID, subscription: state.id, applicationServerKey: applicationServerKey), true)
         return state.subscription
@@ -137,7 +137,7 @@ extension DeviceRuntime {
 
     /// The app's subscriptions.
     public func webPushSubscriptions(app appID: String) throws(RuntimeError) -> [WebPushSubscription] {
-        try slot(appID).webPush.values.sorted { $0.scope < $1.scope }.map(\.subscription)
+        try slot(appID).webPush.subscriptions.values.sorted { $0.scope < $1.scope }.map(\.subscription)
     }
 
     /// The app unsubscribes: the gateway answers 410 to its endpoint from now on (or from the
@@ -145,7 +145,7 @@ extension DeviceRuntime {
     @discardableResult
     public func unsubscribeWebPush(app appID: String, scope: String = "default") throws(RuntimeError) -> Bool {
         let slot = try slot(appID)
-        guard let state = slot.webPush.removeValue(forKey: scope) else { return false }
+        guard let state = slot.webPush.subscriptions.removeValue(forKey: scope) else { return false }
         save(slot)
         liveActivityRequester?(.webPush(topic: appID, subscription: state.id, applicationServerKey: state.applicationServerKey), false)
         emit(.webPush(app: appID, .unsubscribed(scope: scope)))
@@ -154,18 +154,18 @@ extension DeviceRuntime {
 
     /// What every app's subscriptions need from a (new) connection.
     func webPushStandingRequests(_ slot: AppSlot) {
-        for state in slot.webPush.values.sorted(by: { $0.scope < $1.scope }) {
+        for state in slot.webPush.subscriptions.values.sorted(by: { $0.scope < $1.scope }) {
             liveActivityRequester?(.webPush(topic: slot.id, subscription: state.id, applicationServerKey: state.applicationServerKey), true)
         }
     }
 
     /// The gateway answered a subscription with its endpoint.
     func gatewayWebPushSubscribed(topic: String, subscription id: String, endpoint: String, token: DeviceToken) {
-        guard let slot = apps[topic], let scope = slot.webPush.first(where: { $0.value.id == id })?.key, var state = slot.webPush[scope] else { return }
+        guard let slot = apps[topic], let scope = slot.webPush.subscriptions.first(where: { $0.value.id == id })?.key, var state = slot.webPush.subscriptions[scope] else { return }
         let changed = state.endpoint != endpoint
         state.endpoint = endpoint
         state.token = token
-        slot.webPush[scope] = state
+        slot.webPush.subscriptions[scope] = state
         save(slot)
         guard changed else { return }
         emit(.webPush(app: topic, .subscribed(state.subscription)))
@@ -188,7 +188,7 @@ extension DeviceRuntime {
         do { message = try WebPushStoredMessage(stored: push.payload.compactBytes) } catch {
             return emit(.webPush(app: slot.id, .undecryptable(id: id, reason: "not a Web Push message: \(error)")))
         }
-        guard let state = slot.webPush.values.first(where: { $0.id == message.channelID }) else {
+        guard let state = slot.webPush.subscriptions.values.first(where: { $0.id == message.channelID }) else {
             return emit(.webPush(app: slot.id, .undecryptable(id: id, reason: "no subscription \(message.channelID) on this device (unsubscribed)")))
         }
         var plaintext: [UInt8] = []
@@ -207,8 +207,8 @@ extension DeviceRuntime {
         if let delegate = slot.delegate {
             work.spawn { await delegate.didReceiveWebPush(delivery) }
         } else {
-            slot.webPushInbox.append(delivery)
-            if slot.webPushInbox.count > Self.maximumWebPushInbox { slot.webPushInbox.removeFirst(slot.webPushInbox.count - Self.maximumWebPushInbox) }
+            slot.webPush.inbox.append(delivery)
+            if slot.webPush.inbox.count > Self.maximumWebPushInbox { slot.webPush.inbox.removeFirst(slot.webPush.inbox.count - Self.maximumWebPushInbox) }
         }
         emit(.webPush(app: slot.id, .received(scope: state.scope, id: id, bytes: plaintext.count, declarative: declarative != nil, handedToApp: handedToApp)))
         if let declarative {
@@ -222,9 +222,9 @@ extension DeviceRuntime {
     /// The app's delegate changed: messages kept while it was away are handed to it, oldest first.
     func delegateChanged(_ appID: String) throws(RuntimeError) {
         let slot = try slot(appID)
-        guard let delegate = slot.delegate, !slot.webPushInbox.isEmpty else { return }
-        let waiting = slot.webPushInbox
-        slot.webPushInbox = []
+        guard let delegate = slot.delegate, !slot.webPush.inbox.isEmpty else { return }
+        let waiting = slot.webPush.inbox
+        slot.webPush.inbox = []
         save(slot)
         work.spawn { for delivery in waiting { await delegate.didReceiveWebPush(delivery) } }
     }

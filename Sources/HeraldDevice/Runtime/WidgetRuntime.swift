@@ -59,21 +59,21 @@ extension DeviceRuntime {
     /// asked for now or once connected, and given up when `enabled` is false.
     public func configureWidgetPushes(app appID: String, enabled: Bool) throws(RuntimeError) {
         let slot = try slot(appID)
-        guard slot.wantsWidgetPushes != enabled else {
-            if enabled, let token = slot.widgetToken { emit(.widgets(app: appID, .token(token))) }
+        guard slot.widgetKit.wantsWidgetPushes != enabled else {
+            if enabled, let token = slot.widgetKit.widgetToken { emit(.widgets(app: appID, .token(token))) }
             return
         }
-        slot.wantsWidgetPushes = enabled
-        if !enabled { slot.widgetToken = nil }
+        slot.widgetKit.wantsWidgetPushes = enabled
+        if !enabled { slot.widgetKit.widgetToken = nil }
         save(slot)
         liveActivityRequester?(.widgets(topic: appID), enabled)
     }
 
     /// The gateway issued the app's widget push token.
     func gatewayIssued(widgetToken token: DeviceToken, topic: String) {
-        guard let slot = apps[topic], slot.wantsWidgetPushes else { return }
-        let changed = slot.widgetToken != token
-        slot.widgetToken = token
+        guard let slot = apps[topic], slot.widgetKit.wantsWidgetPushes else { return }
+        let changed = slot.widgetKit.widgetToken != token
+        slot.widgetKit.widgetToken = token
         if changed {
             emit(.widgets(app: topic, .token(token)))
             save(slot)
@@ -88,18 +88,18 @@ extension DeviceRuntime {
             concludeRemote(slot, id: id)
             save(slot)
         }
-        guard slot.wantsWidgetPushes else {
+        guard slot.widgetKit.wantsWidgetPushes else {
             return announce(slot, .widget(.refused(apnsID: id, reason: "the app's widgets are not configured for pushes", retryAt: nil)))
         }
         guard case .object(let root) = push.payload, case .object(let aps)? = root["aps"], aps["content-changed"] == .bool(true) else {
             return announce(slot, .widget(.refused(apnsID: id, reason: "the payload is not {\"aps\":{\"content-changed\":true}}", retryAt: nil)))
         }
-        guard slot.widgetBudget.take(now: now) else {
-            let next = slot.widgetBudget.nextAvailable(now: now)
+        guard slot.widgetKit.widgetBudget.take(now: now) else {
+            let next = slot.widgetKit.widgetBudget.nextAvailable(now: now)
             return announce(slot, .widget(.refused(
                 apnsID: id, reason: "over the budget of \(WidgetReloadBudget.reloadsPerDay) widget reloads a day" + (next.map { " until \(PlanFormat.utcString($0))" } ?? ""),
                 retryAt: next)))
         }
-        announce(slot, .widget(.reloaded(apnsID: id, remaining: slot.widgetBudget.remaining(now: now))))
+        announce(slot, .widget(.reloaded(apnsID: id, remaining: slot.widgetKit.widgetBudget.remaining(now: now))))
     }
 }
