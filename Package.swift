@@ -306,12 +306,14 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
-        // APNsClient against a scripted HTTP/2 server and against a gateway.
+        // APNsClient against a scripted HTTP/2 server and against a gateway; the HTTP/2 request
+        // table (HeraldNIO) every HTTP/2 endpoint shares, on an EmbeddedChannel.
         .testTarget(
             name: "HeraldClientTests",
             dependencies: [
-                "HeraldCore", "HeraldClient", "HeraldDevice", "HeraldTesting",
+                "HeraldCore", "HeraldClient", "HeraldDevice", "HeraldNIO", "HeraldTesting",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
             ]

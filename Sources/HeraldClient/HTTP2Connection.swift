@@ -17,18 +17,19 @@ public struct GoAway: Sendable, Hashable {
 /// One HTTP/2 connection to an APNs-compatible server (Herald's gateway or Apple's), over TLS or
 /// h2c with prior knowledge. Many requests may be in flight at once, one stream each.
 ///
-/// Streams are frames on the connection, not channels: a ``StreamTable`` after SwiftNIO's HTTP/2
-/// handler numbers the streams, writes their frames, gathers each answer and returns the flow-
-/// control window the answers used. Creating a child channel per request (SwiftNIO's stream
+/// Streams are frames on the connection, not channels: an ``HTTP2StreamTable`` after SwiftNIO's
+/// HTTP/2 handler (the one request table the gateway's ports use too) gathers each answer and
+/// returns the flow-control window the answers used; a ``RequestStarter`` numbers the streams and
+/// writes their frames. Creating a child channel per request (SwiftNIO's stream
 /// multiplexer) was most of the client's CPU per push.
 public final class HTTP2Connection: Sendable {
     private let channel: Channel
-    private let streams: NIOLoopBound<StreamTable>
+    private let streams: NIOLoopBound<RequestStarter>
     private let observer: ConnectionObserver
     /// The ALPN protocol the server chose (`nil` on h2c).
     public let negotiatedProtocol: String?
 
-    private init(channel: Channel, streams: NIOLoopBound<StreamTable>, observer: ConnectionObserver, negotiatedProtocol: String?) {
+    private init(channel: Channel, streams: NIOLoopBound<RequestStarter>, observer: ConnectionObserver, negotiatedProtocol: String?) {
         self.channel = channel
         self.streams = streams
         self.observer = observer
@@ -56,7 +57,7 @@ public final class HTTP2Connection: Sendable {
         let authority = HostName.authority(host, port: port)
         let host = HostName.unbracketed(host)
         let handshake = group.any().makePromise(of: String?.self)
-        let tablePromise = group.any().makePromise(of: NIOLoopBound<StreamTable>.self)
+        let tablePromise = group.any().makePromise(of: NIOLoopBound<RequestStarter>.self)
         let channel: Channel
         do {
             channel = try await ClientBootstrap(group: group)
@@ -79,9 +80,10 @@ public final class HTTP2Connection: Sendable {
                         // HTTP/2 goes in at once too: the server's SETTINGS may follow the handshake
                         // immediately, and must not reach a pipeline that cannot read them.
                         try sync.addHandler(NIOHTTP2Handler(mode: .client))
-                        let table = StreamTable(authority: authority)
-                        try sync.addHandlers(table, observer)
-                        tablePromise.succeed(NIOLoopBound(table, eventLoop: channel.eventLoop))
+                        let table = HTTP2StreamTable()
+                        let starter = RequestStarter(authority: authority, table: table)
+                        try sync.addHandlers(table, starter, observer)
+                        tablePromise.succeed(NIOLoopBound(starter, eventLoop: channel.eventLoop))
                     }
                 }
                 .connect(host: host, port: port).get()
@@ -124,7 +126,7 @@ public final class HTTP2Connection: Sendable {
 
     /// A request whose headers are sent and whose body is not.
     public struct PartialRequest: Sendable {
-        let streams: NIOLoopBound<StreamTable>
+        let streams: NIOLoopBound<RequestStarter>
         let streamID: HTTP2StreamID
         let response: EventLoopFuture<HTTP2Response>
         public func finish(body: [UInt8]) async throws -> HTTP2Response {
@@ -182,35 +184,26 @@ public final class HTTP2Connection: Sendable {
     }
 }
 
-/// The requests of one connection, by stream id; used on the connection's event loop only.
+/// Starts the requests of one connection; used on the connection's event loop only.
 ///
-/// It numbers new streams (odd ids, rising), writes each request's HEADERS and DATA, gathers
-/// each response from the frames that arrive, fails a request whose stream is reset, refused
-/// (GOAWAY) or closed with the connection, and sends WINDOW_UPDATEs for the response bytes it has
-/// consumed (SwiftNIO's HTTP/2 handler leaves that to a multiplexer, and there is none). Frames
-/// of the connection itself (SETTINGS, PING, GOAWAY) go on to the ``ConnectionObserver``.
-final class StreamTable: ChannelInboundHandler {
+/// It numbers new streams (odd ids, rising), adds each to the connection's ``HTTP2StreamTable``
+/// as a ``ClientStream`` and writes its HEADERS and DATA. The table (before it in the pipeline)
+/// hands each response's frames to its stream and returns the window they used; frames of the
+/// connection itself (SETTINGS, PING, GOAWAY) go on to the ``ConnectionObserver``.
+final class RequestStarter: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
     typealias InboundOut = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
 
-    /// A response being gathered.
-    private struct Exchange {
-        let answer: EventLoopPromise<HTTP2Response>
-        var status: Int?
-        var headers: [(name: String, value: String)] = []
-        var body: [UInt8] = []
-    }
-
     private let authority: String
+    private let table: HTTP2StreamTable
     private var context: ChannelHandlerContext?
-    private var exchanges: [HTTP2StreamID: Exchange] = [:]
     private var nextStreamID: Int32 = 1
-    private var window = InboundWindow()
     private var closed = false
 
-    init(authority: String) {
+    init(authority: String, table: HTTP2StreamTable) {
         self.authority = authority
+        self.table = table
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -219,7 +212,11 @@ final class StreamTable: ChannelInboundHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
-        failAll(HTTP2StreamReset(errorCode: -1))
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        closed = true
+        context.fireChannelInactive()
     }
 
     /// Opens a stream: HEADERS, then the body when `sendingBody` (an empty body ends the stream
@@ -238,7 +235,7 @@ final class StreamTable: ChannelInboundHandler {
         }
         let id = HTTP2StreamID(nextStreamID)
         nextStreamID = nextStreamID <= Int32.max - 2 ? nextStreamID + 2 : -1
-        exchanges[id] = Exchange(answer: answer)
+        table.open(ClientStream(answer: answer), on: id)
         let endWithHeaders = sendingBody && request.body.isEmpty
         let headersWritten = context.eventLoop.makePromise(of: Void.self)
         // A write the connection refuses (a stream opened after the server's GOAWAY, say) must fail
@@ -248,29 +245,43 @@ final class StreamTable: ChannelInboundHandler {
             case .success: opened?.succeed(id)
             case .failure(let error):
                 opened?.fail(error)
-                self.fail(id, error)
+                self.fail(id, answer, error)
             }
         }
         context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers(of: request), endStream: endWithHeaders)))),
                       promise: headersWritten)
-        if sendingBody && !endWithHeaders { writeBody(request.body, on: id, context: context, written: nil) }
+        if sendingBody && !endWithHeaders { writeBody(request.body, on: id, answer: answer, context: context, written: nil) }
         context.flush()
     }
 
     /// Sends the body of a stream opened by `start(…, sendingBody: false, …)`.
     func finish(_ id: HTTP2StreamID, body: [UInt8], written: EventLoopPromise<Void>) {
         guard let context, !closed else { return written.fail(ChannelError.ioOnClosedChannel) }
-        writeBody(body, on: id, context: context, written: written)
+        writeBody(body, on: id, answer: nil, context: context, written: written)
         context.flush()
     }
 
-    private func writeBody(_ body: [UInt8], on id: HTTP2StreamID, context: ChannelHandlerContext, written: EventLoopPromise<Void>?) {
+    private func writeBody(
+        _ body: [UInt8], on id: HTTP2StreamID, answer: EventLoopPromise<HTTP2Response>?, context: ChannelHandlerContext,
+        written: EventLoopPromise<Void>?
+    ) {
         var buffer = context.channel.allocator.buffer(capacity: body.count)
         buffer.writeBytes(body)
         let promise = written ?? context.eventLoop.makePromise(of: Void.self)
-        promise.futureResult.assumeIsolated().whenFailure { error in self.fail(id, error) }
+        promise.futureResult.assumeIsolated().whenFailure { error in self.fail(id, answer, error) }
         context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))),
                       promise: promise)
+    }
+
+    /// A stream whose frames could not be written: its request fails (with the write's error
+    /// when its promise is at hand, else as a reset stream).
+    private func fail(_ id: HTTP2StreamID, _ answer: EventLoopPromise<HTTP2Response>?, _ error: Error) {
+        if let answer {
+            table.forget(id)
+            answer.fail(error)
+        } else {
+            table.close(id)
+        }
     }
 
     /// The HEADERS block of a request: pseudo-headers, then the request's headers in order.
@@ -289,60 +300,50 @@ final class StreamTable: ChannelInboundHandler {
         }
         return headers
     }
+}
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let frame = unwrapInboundIn(data)
-        let id = frame.streamID
-        guard id != .rootStream else { return context.fireChannelRead(data) }
-        switch frame.payload {
-        case .headers(let headers):
-            guard exchanges[id] != nil else { return }
-            for (name, value, _) in headers.headers {
-                if name == ":status" { exchanges[id]!.status = Int(value) } else { exchanges[id]!.headers.append((name, value)) }
+/// One request's response, gathered from its stream's frames; fails when the stream is reset,
+/// refused (GOAWAY) or closed with the connection before the response ended.
+final class ClientStream: HTTP2TableStream {
+    private let answer: EventLoopPromise<HTTP2Response>
+    private var status: Int?
+    private var headers: [(name: String, value: String)] = []
+    private var body: [UInt8] = []
+    private var done = false
+
+    init(answer: EventLoopPromise<HTTP2Response>) { self.answer = answer }
+
+    func receive(_ payload: HTTP2Frame.FramePayload, context: ChannelHandlerContext) {
+        guard !done else { return }
+        switch payload {
+        case .headers(let frame):
+            for (name, value, _) in frame.headers {
+                if name == ":status" { status = Int(value) } else { headers.append((name, value)) }
             }
-            if headers.endStream { complete(id, endedWithHeaders: true) }
+            if frame.endStream { complete(endedWithHeaders: true) }
         case .data(let data):
-            window.consume(data, on: id, streamOpen: exchanges[id] != nil, context: context)
-            guard exchanges[id] != nil else { return }
-            if case .byteBuffer(let buffer) = data.data { exchanges[id]!.body.append(contentsOf: buffer.readableBytesView) }
-            if data.endStream { complete(id, endedWithHeaders: false) }
+            if case .byteBuffer(let buffer) = data.data { body.append(contentsOf: buffer.readableBytesView) }
+            if data.endStream { complete(endedWithHeaders: false) }
         case .rstStream(let code):
-            fail(id, HTTP2StreamReset(errorCode: Int(code.networkCode)))
+            fail(HTTP2StreamReset(errorCode: Int(code.networkCode)))
         default:
             break
         }
     }
 
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        // A stream the server refused with GOAWAY, or that closed without an answer.
-        if let closed = event as? StreamClosedEvent {
-            fail(closed.streamID, HTTP2StreamReset(errorCode: closed.reason.map { Int($0.networkCode) } ?? -1))
-        }
-        context.fireUserInboundEventTriggered(event)
+    func streamClosed(reason: HTTP2ErrorCode?) {
+        fail(HTTP2StreamReset(errorCode: reason.map { Int($0.networkCode) } ?? -1))
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
-        closed = true
-        failAll(HTTP2StreamReset(errorCode: -1))
-        context.fireChannelInactive()
+    private func complete(endedWithHeaders: Bool) {
+        done = true
+        answer.succeed(HTTP2Response(status: status ?? 0, headers: headers, body: body, endedWithHeaders: endedWithHeaders))
     }
 
-    private func complete(_ id: HTTP2StreamID, endedWithHeaders: Bool) {
-        window.forget(id)
-        guard let exchange = exchanges.removeValue(forKey: id) else { return }
-        exchange.answer.succeed(HTTP2Response(
-            status: exchange.status ?? 0, headers: exchange.headers, body: exchange.body, endedWithHeaders: endedWithHeaders))
-    }
-
-    private func fail(_ id: HTTP2StreamID, _ error: Error) {
-        window.forget(id)
-        exchanges.removeValue(forKey: id)?.answer.fail(error)
-    }
-
-    private func failAll(_ error: Error) {
-        let open = exchanges
-        exchanges.removeAll()
-        for exchange in open.values { exchange.answer.fail(error) }
+    private func fail(_ error: Error) {
+        guard !done else { return }
+        done = true
+        answer.fail(error)
     }
 }
 

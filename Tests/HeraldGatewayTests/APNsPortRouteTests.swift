@@ -79,7 +79,7 @@ struct APNsPortRouteTests {
 
     // MARK: the stream handler on an EmbeddedChannel
 
-    /// An ``APNsPortStreamTable`` on an `EmbeddedChannel`, with everything a provider port shares
+    /// A provider connection's ``HTTP2StreamTable`` on an `EmbeddedChannel`, with everything a provider port shares
     /// (an in-memory store; nothing runs the intake, so a test stays before the commit).
     struct Harness {
         let channel = EmbeddedChannel()
@@ -101,7 +101,7 @@ struct APNsPortRouteTests {
                 intake: intake, store: store, inactivityPeriodMilliseconds: 86_400_000, metrics: metrics, logger: logger,
                 faults: GatewayFaults(), limits: GatewayLimits(), connectionsPerAddress: ConnectionsPerAddress(limit: 100), feed: feed)
             connection = APNsPortConnection(channel: channel, environment: .development)
-            try channel.pipeline.syncOperations.addHandler(APNsPortStreamTable(port: port, connection: connection))
+            try channel.pipeline.syncOperations.addHandler(APNsPortStream.table(port: port, connection: connection))
         }
 
         /// Sends one request as a HEADERS frame that ends the stream, and reads the answer.

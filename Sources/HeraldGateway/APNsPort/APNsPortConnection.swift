@@ -101,7 +101,7 @@ final class APNsPortConnection: @unchecked Sendable {
         channel.writeAndFlush(settings, promise: nil)
     }
 
-    /// A stream opened (``APNsPortStreamTable`` reports NIO's events).
+    /// A stream opened (its ``HTTP2StreamTable`` reports NIO's events).
     func streamCreated(_ id: HTTP2StreamID) {
         activeStreams += 1
         idleTimer?.cancel()

@@ -61,7 +61,7 @@ final class APNsPortListener: Sendable {
                     try sync.addHandler(NIOHTTP2Handler(
                         mode: .server, connectionConfiguration: connection.connectionConfiguration,
                         streamConfiguration: APNsPortConnection.streamConfiguration))
-                    try sync.addHandler(APNsPortStreamTable(port: providerPort, connection: connection))
+                    try sync.addHandler(APNsPortStream.table(port: providerPort, connection: connection))
                     if tls != nil { try sync.addHandler(ClientCertificateReader(connection: connection, logger: providerPort.logger)) }
                     try sync.addHandler(ConnectionErrorLogger(logger: providerPort.logger))
                     let id = ObjectIdentifier(channel)

@@ -11,10 +11,11 @@ import Tracing
 /// exactly as APNs does — `HEADERS(:status 200, apns-id, END_STREAM)` on success, or a status with
 /// `{"reason":…}` on failure.
 ///
-/// A stream is frames on its connection, not a channel of its own: ``APNsPortStreamTable`` hands
-/// it the frames of its stream, and `context` is the table's. Runs on the connection's event
-/// loop; it waits (without blocking) only on a key or topic cache miss and on the intake's commit.
-final class APNsPortStream {
+/// A stream is frames on its connection, not a channel of its own: the connection's
+/// ``HTTP2StreamTable`` (``table(port:connection:)``) hands it the frames of its stream, and
+/// `context` is the table's. Runs on the connection's event loop; it waits (without blocking)
+/// only on a key or topic cache miss and on the intake's commit.
+final class APNsPortStream: HTTP2TableStream {
     /// Bytes of body kept: enough to tell every push type's limit apart from "too large".
     private static let maximumBodyKept = PushType.voip.maximumPayloadSize + 1
 
@@ -46,6 +47,16 @@ final class APNsPortStream {
         self.port = port
         self.connection = connection
     }
+
+    /// The request table of one provider connection: a stream made at each first HEADERS, the
+    /// connection told how many are open.
+    static func table(port: APNsPort, connection: APNsPortConnection) -> HTTP2StreamTable {
+        HTTP2StreamTable(
+            accept: { id in APNsPortStream(id: id, port: port, connection: connection) },
+            onStreamCreated: { connection.streamCreated($0) }, onStreamClosed: { connection.streamClosed($0) })
+    }
+
+    func streamClosed(reason: HTTP2ErrorCode?) { isClosed = true }
 
     /// A frame of this stream, from the table.
     func receive(_ payload: HTTP2Frame.FramePayload, context: ChannelHandlerContext) {

@@ -65,7 +65,7 @@ enum WebPushListener {
         ]
         connection.maximumRecentlyResetStreams = 100
         try sync.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: connection, streamConfiguration: .init()))
-        try sync.addHandler(WebPushStreamTable(port: port))
+        try sync.addHandler(WebPushStream.table(port: port))
     }
 
     private static func configureHTTP1(_ channel: Channel, _ port: WebPushPort) throws {

@@ -71,63 +71,61 @@ final class WebPushHTTP1Handler: ChannelInboundHandler, RemovableChannelHandler 
     }
 }
 
-/// The Web Push port's HTTP/2 streams, as frames on the connection (no child channel per
-/// stream: as on the APNs port, that was most of the event loop's time): collects each stream's
-/// head and body, has ``WebPushExchange`` answer, writes HEADERS (and DATA) on the stream while
-/// it is open, and returns the flow-control window request bodies use.
-final class WebPushStreamTable: ChannelInboundHandler {
-    typealias InboundIn = HTTP2Frame
-    typealias OutboundOut = HTTP2Frame
+/// One HTTP/2 request on the Web Push port, in the connection's ``HTTP2StreamTable``
+/// (``table(port:)``; no child channel per stream: as on the APNs port, that was most of the
+/// event loop's time): collects the stream's head and body, has ``WebPushExchange`` answer, and
+/// writes HEADERS (and DATA) on the stream while it is open.
+final class WebPushStream: HTTP2TableStream {
+    private let id: HTTP2StreamID
+    private let exchange: WebPushExchange
+    private var request = WebPushRequest(method: "", path: "", headers: [], host: nil, declaredLength: nil, body: [], bodyLength: 0)
+    private var sawHeaders = false
+    /// Answered (from the head, or once complete): what else arrives is dropped.
+    private var answered = false
+    /// Reset or closed: an answer that comes later is not written.
+    private var isClosed = false
 
-    private struct Stream {
-        var request = WebPushRequest(method: "", path: "", headers: [], host: nil, declaredLength: nil, body: [], bodyLength: 0)
-        var sawHeaders = false
-        /// Answered (from the head, or once complete): what else arrives is dropped.
-        var answered = false
+    init(id: HTTP2StreamID, exchange: WebPushExchange) {
+        self.id = id
+        self.exchange = exchange
     }
 
-    private let exchange: WebPushExchange
-    private var streams: [HTTP2StreamID: Stream] = [:]
-    private var window = InboundWindow()
+    /// The request table of one Web Push connection over HTTP/2.
+    static func table(port: WebPushPort) -> HTTP2StreamTable {
+        let exchange = WebPushExchange(port: port)
+        return HTTP2StreamTable(accept: { id in WebPushStream(id: id, exchange: exchange) })
+    }
 
-    init(port: WebPushPort) { exchange = WebPushExchange(port: port) }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let frame = unwrapInboundIn(data)
-        let id = frame.streamID
-        guard id != .rootStream else { return context.fireChannelRead(data) }
-        switch frame.payload {
+    func receive(_ payload: HTTP2Frame.FramePayload, context: ChannelHandlerContext) {
+        guard !answered else { return }
+        switch payload {
         case .headers(let headers):
-            var stream = streams[id] ?? Stream()
-            guard !stream.answered else { return }
-            if !stream.sawHeaders {
-                stream.sawHeaders = true
-                read(headers.headers, into: &stream.request)
-                if let answer = exchange.answerFromHead(declaredLength: stream.request.declaredLength) {
-                    stream.answered = true
-                    write(answer, on: id, context: context)
+            if !sawHeaders {
+                sawHeaders = true
+                read(headers.headers)
+                if let answer = exchange.answerFromHead(declaredLength: request.declaredLength) {
+                    answered = true
+                    return write(answer, context: context)
                 }
             }
-            streams[id] = stream
-            if headers.endStream { complete(id, context: context) }
+            if headers.endStream { complete(context: context) }
         case .data(let data):
-            window.consume(data, on: id, streamOpen: streams[id] != nil, context: context)
-            guard var stream = streams[id], !stream.answered else { return }
             if case .byteBuffer(var buffer) = data.data {
                 let count = buffer.readableBytes
-                if stream.request.bodyLength + count <= WebPushEncryption.maximumBody, let bytes = buffer.readBytes(length: count) {
-                    stream.request.body += bytes
+                if request.bodyLength + count <= WebPushEncryption.maximumBody, let bytes = buffer.readBytes(length: count) {
+                    request.body += bytes
                 }
-                stream.request.bodyLength += count
+                request.bodyLength += count
             }
-            streams[id] = stream
-            if data.endStream { complete(id, context: context) }
+            if data.endStream { complete(context: context) }
         default:
             break
         }
     }
 
-    private func read(_ headers: HPACKHeaders, into request: inout WebPushRequest) {
+    func streamClosed(reason: HTTP2ErrorCode?) { isClosed = true }
+
+    private func read(_ headers: HPACKHeaders) {
         for (name, value, _) in headers {
             switch name {
             case ":method": request.method = value
@@ -140,49 +138,33 @@ final class WebPushStreamTable: ChannelInboundHandler {
         }
     }
 
-    private func complete(_ id: HTTP2StreamID, context: ChannelHandlerContext) {
-        guard var stream = streams[id], !stream.answered else { return }
-        stream.answered = true
-        streams[id] = stream
-        var request = stream.request
+    private func complete(context: ChannelHandlerContext) {
+        answered = true
         // HTTP/2 frames the body: a request may leave its length out.
         if request.declaredLength == nil { request.declaredLength = request.bodyLength }
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         exchange.answer(request, on: context.eventLoop).whenSuccess { answer in
-            let (table, context) = bound.value
+            let (stream, context) = bound.value
             // A stream reset or closed meanwhile gets nothing.
-            guard table.streams[id] != nil else { return }
-            table.write(answer, on: id, context: context)
+            guard !stream.isClosed else { return }
+            stream.write(answer, context: context)
         }
     }
 
-    private func write(_ answer: WebPushAnswer, on id: HTTP2StreamID, context: ChannelHandlerContext) {
+    private func write(_ answer: WebPushAnswer, context: ChannelHandlerContext) {
         var headers = HPACKHeaders()
         headers.add(name: ":status", value: String(answer.status))
         for (name, value) in answer.headers {
             headers.add(name: name, value: value, indexing: name == "location" || name == "link" ? .nonIndexable : .indexable)
         }
         if answer.body.isEmpty {
-            context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: true)))), promise: nil)
+            context.writeAndFlush(NIOAny(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: true)))), promise: nil)
             return
         }
         headers.add(name: "content-length", value: String(answer.body.count))
         var buffer = context.channel.allocator.buffer(capacity: answer.body.count)
         buffer.writeBytes(answer.body)
-        context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers)))), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))), promise: nil)
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let closed = event as? StreamClosedEvent {
-            streams.removeValue(forKey: closed.streamID)
-            window.forget(closed.streamID)
-        }
-        context.fireUserInboundEventTriggered(event)
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        streams.removeAll()
-        context.fireChannelInactive()
+        context.write(NIOAny(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers)))), promise: nil)
+        context.writeAndFlush(NIOAny(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))), promise: nil)
     }
 }
