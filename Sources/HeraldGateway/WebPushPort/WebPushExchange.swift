@@ -17,6 +17,14 @@ struct WebPushRequest {
     var body: [UInt8]
     /// Bytes of body received (more than `body` holds when it was too large).
     var bodyLength: Int
+
+    /// A body chunk as either transport reads it: counted, and kept while the body is within the
+    /// bound (past it the request is refused by its length, so the bytes are not kept).
+    mutating func appendBody(_ chunk: inout ByteBuffer) {
+        let count = chunk.readableBytes
+        if bodyLength + count <= WebPushEncryption.maximumBody, let bytes = chunk.readBytes(length: count) { body += bytes }
+        bodyLength += count
+    }
 }
 
 /// The answer to a request, as either transport writes it.
@@ -40,8 +48,8 @@ struct WebPushExchange {
     /// The answer a request gets from its head alone, before its body is read: a body declared
     /// larger than any message (413).
     func answerFromHead(declaredLength: Int?) -> WebPushAnswer? {
-        guard let declared = declaredLength, declared > WebPushEncryption.maximumBody else { return nil }
-        return refuse(.init(413, "the body is \(declared) bytes; a push message is at most \(WebPushEncryption.maximumBody)"))
+        guard let declared = declaredLength, let tooLarge = WebPushRoute.bodyTooLarge(declared) else { return nil }
+        return refuse(tooLarge)
     }
 
     /// The answer to a complete request, on `eventLoop`.

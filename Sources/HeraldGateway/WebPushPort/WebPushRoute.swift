@@ -104,6 +104,13 @@ enum WebPushRoute: Hashable {
         }
     }
 
+    /// The one bound on a push message's body (413 past ``WebPushEncryption/maximumBody``): checked
+    /// on the declared length, from the head, before a body is read.
+    static func bodyTooLarge(_ length: Int) -> Refusal? {
+        guard length > WebPushEncryption.maximumBody else { return nil }
+        return Refusal(413, "the body is \(length) bytes; a push message is at most \(WebPushEncryption.maximumBody)")
+    }
+
     /// A push to `/wpush/<endpoint>`: the method (405), the body's length (411, 413), then the
     /// delivery options (400).
     private static func push(_ head: Head, endpoint hex: some Collection<UInt8>) -> Result<WebPushRoute, Refusal> {
@@ -114,9 +121,7 @@ enum WebPushRoute: Hashable {
         guard let length = head.contentLength else {
             return .failure(Refusal(411, "a push message needs a Content-Length (0 for a message without a body)"))
         }
-        guard length <= WebPushEncryption.maximumBody else {
-            return .failure(Refusal(413, "the body is \(length) bytes; a push message is at most \(WebPushEncryption.maximumBody)"))
-        }
+        if let tooLarge = bodyTooLarge(length) { return .failure(tooLarge) }
         do {
             let options = try WebPushOptions(headers: head.headers, bodyLength: length)
             return .success(.push(endpoint: endpoint, options: options, authorization: head.value("authorization"), cryptoKey: head.value("crypto-key")))

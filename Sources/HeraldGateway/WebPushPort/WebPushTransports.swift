@@ -14,8 +14,7 @@ final class WebPushHTTP1Handler: ChannelInboundHandler, RemovableChannelHandler 
 
     private let exchange: WebPushExchange
     private var head: HTTPRequestHead?
-    private var body: [UInt8] = []
-    private var bodyLength = 0
+    private var received = WebPushRequest(method: "", path: "", headers: [], host: nil, declaredLength: nil, body: [], bodyLength: 0)
     private var answeredEarly = false
 
     init(port: WebPushPort) { exchange = WebPushExchange(port: port) }
@@ -24,24 +23,21 @@ final class WebPushHTTP1Handler: ChannelInboundHandler, RemovableChannelHandler 
         switch unwrapInboundIn(data) {
         case .head(let head):
             self.head = head
-            body = []
-            bodyLength = 0
+            received = WebPushRequest(
+                method: head.method.rawValue, path: head.uri, headers: head.headers.map { (name: $0.name.lowercased(), value: $0.value) },
+                host: head.headers.first(name: "host"), declaredLength: Self.declaredLength(head), body: [], bodyLength: 0)
             answeredEarly = false
-            if let answer = exchange.answerFromHead(declaredLength: Self.declaredLength(head)) {
+            if let answer = exchange.answerFromHead(declaredLength: received.declaredLength) {
                 answeredEarly = true
                 write(answer, version: head.version, context: context, close: true)
             }
         case .body(var chunk):
             guard !answeredEarly else { return }
-            let count = chunk.readableBytes
-            if bodyLength + count <= WebPushEncryption.maximumBody, let bytes = chunk.readBytes(length: count) { body += bytes }
-            bodyLength += count
+            received.appendBody(&chunk)
         case .end:
             guard let head, !answeredEarly else { return }
             self.head = nil
-            let request = WebPushRequest(
-                method: head.method.rawValue, path: head.uri, headers: head.headers.map { (name: $0.name.lowercased(), value: $0.value) },
-                host: head.headers.first(name: "host"), declaredLength: Self.declaredLength(head), body: body, bodyLength: bodyLength)
+            let request = received
             let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             exchange.answer(request, on: context.eventLoop).whenSuccess { answer in
                 let (handler, context) = bound.value
@@ -110,13 +106,7 @@ final class WebPushStream: HTTP2TableStream {
             }
             if headers.endStream { complete(context: context) }
         case .data(let data):
-            if case .byteBuffer(var buffer) = data.data {
-                let count = buffer.readableBytes
-                if request.bodyLength + count <= WebPushEncryption.maximumBody, let bytes = buffer.readBytes(length: count) {
-                    request.body += bytes
-                }
-                request.bodyLength += count
-            }
+            if case .byteBuffer(var buffer) = data.data { request.appendBody(&buffer) }
             if data.endStream { complete(context: context) }
         default:
             break
