@@ -13,12 +13,9 @@ extension DeviceSessionHandler {
     /// `subscribed` or `webpush-subscribed` (`webPushOrigin`: the origin of its endpoint).
     func register(_ scope: TokenScope, webPushOrigin: String? = nil) {
         guard let deviceID = session.deviceID else { return }
-        let candidate = TokenRegistration(
-            token: .random(), scope: scope, environment: port.environment, deviceID: deviceID,
-            createdAtMilliseconds: port.clock.nowMilliseconds())
-        let store = port.store
-        let maximum = port.limits.topicsPerDevice
-        run({ try await store.issueToken(candidate, maximumActivePerDevice: maximum) }) { handler, result in
+        let tokens = port.tokens
+        let maximum = tokens.maximumPerDevice
+        run({ try await tokens.issue(scope, deviceID: deviceID) }) { handler, result in
             switch result {
             case .success(let registration):
                 handler.send(Self.registeredFrame(scope, registration.token, webPushOrigin: webPushOrigin), flush: true)

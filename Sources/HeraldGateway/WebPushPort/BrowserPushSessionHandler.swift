@@ -223,12 +223,9 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
     private func register(channel: String, key: [UInt8]?) {
         guard let deviceID else { return }
         let scope = TokenScope(bundleID: WebPushPort.browserApp, kind: .webPush(channel: channel, applicationServerKey: key.map(Base64URL.encode)))
-        let candidate = TokenRegistration(
-            token: .random(), scope: scope, environment: port.environment, deviceID: deviceID,
-            createdAtMilliseconds: port.clock.nowMilliseconds())
-        let store = port.store
-        let maximum = port.limits.topicsPerDevice
-        run({ try await store.issueToken(candidate, maximumActivePerDevice: maximum) }) { handler, result in
+        let tokens = port.tokens
+        let maximum = tokens.maximumPerDevice
+        run({ try await tokens.issue(scope, deviceID: deviceID) }) { handler, result in
             switch result {
             case .success(let registration):
                 let endpoint = handler.origin + "/wpush/" + registration.token.hex
