@@ -150,6 +150,26 @@ struct DeviceSessionTests {
         expectEqual(session.close()?.map(\.seq).sorted(), [4, 5])
     }
 
+    @Test("a snapshot of the store read before an ack (the sweep's, a reload's) does not send the acked push again; the memory is bounded and released when quiet")
+    func staleSnapshot() throws {
+        var session = try Self.live(maximumInFlight: 1_000)
+        let first = Self.delivery(1)
+        expectEqual(session.offer(first, nowMilliseconds: 10, throttle: nil), .send)
+        // The sweep reads seq 1 as held; the device's ack arrives before the sweep offers it.
+        expectEqual(session.acknowledge([first.notification.id], nowMilliseconds: 20).acked.map(\.sent.seq), [1])
+        expectEqual(session.offer(first, nowMilliseconds: 30, throttle: nil), .notNow)
+
+        // Only the latest RecentlyAcked.capacity acks are remembered: the oldest goes again.
+        let many = (2...Int64(RecentlyAcked.capacity + 1)).map { Self.delivery($0) }
+        for delivery in many { expectEqual(session.offer(delivery, nowMilliseconds: 40, throttle: nil), .send) }
+        expectEqual(session.acknowledge(many.map(\.notification.id), nowMilliseconds: 50).acked.count, many.count)
+        expectEqual(session.offer(first, nowMilliseconds: 60, throttle: nil), .send)
+        expectEqual(session.offer(many[0], nowMilliseconds: 60, throttle: nil), .notNow)
+
+        session.quiet()
+        expectEqual(session.offer(many[0], nowMilliseconds: 70, throttle: nil), .send)
+    }
+
     @Test("one apns-id sent to two apps of the device is acked for both")
     func sameIDTwice() throws {
         var session = try Self.live()

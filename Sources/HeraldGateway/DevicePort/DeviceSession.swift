@@ -88,6 +88,10 @@ struct DeviceSession {
     /// Sent and not yet acked, by apns-id (the same apns-id may go to several apps of the device).
     private var inFlight: [NotificationID: [Sent]] = [:]
     private var inFlightSeqs: Set<Int64> = []
+    /// The latest acked sequence numbers: a snapshot of what the store holds (the cluster's
+    /// sweep, a reload) read before an ack was recorded and offered after it would send the push
+    /// again.
+    private var recentlyAcked = RecentlyAcked()
     /// Background pushes over budget: the newest per topic.
     private var heldBackground: [String: Delivery] = [:]
     /// Deliveries were left held because the in-flight bound was reached: load them from the
@@ -231,7 +235,7 @@ struct DeviceSession {
         case .live: break
         default: return .notNow
         }
-        guard !inFlightSeqs.contains(delivery.seq) else { return .notNow }
+        guard !inFlightSeqs.contains(delivery.seq), !recentlyAcked.contains(delivery.seq) else { return .notNow }
         guard inFlightSeqs.count < maximumInFlight else {
             reloadWhenAcked = true
             return .notNow
@@ -257,6 +261,12 @@ struct DeviceSession {
         return .held(topic: topic, untilMilliseconds: nextAt, replacedSeq: replaced)
     }
 
+    /// Nothing was written to the device for a ping interval: the acks remembered against
+    /// snapshots read before them are long past every snapshot's store round trip.
+    mutating func quiet() {
+        recentlyAcked = RecentlyAcked()
+    }
+
     /// The release timer of `topic` fired: the push held for it, to offer again.
     mutating func release(topic: String) -> Delivery? {
         heldBackground.removeValue(forKey: topic)
@@ -276,6 +286,7 @@ struct DeviceSession {
             guard let sends = inFlight.removeValue(forKey: id) else { continue }
             for sent in sends {
                 inFlightSeqs.remove(sent.seq)
+                recentlyAcked.insert(sent.seq)
                 acked.append(Acked(apnsID: id, sent: sent))
             }
         }

@@ -96,6 +96,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
             case .read:
                 close(with: .idleTimeout, "nothing heard from the device for \(port.idleTimeout.nanoseconds / 1_000_000_000) s")
             case .write, .all:
+                session.quiet()
                 WebSocketControl.ping(context)
             }
             return

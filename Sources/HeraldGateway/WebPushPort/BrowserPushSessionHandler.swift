@@ -84,6 +84,7 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
             case .read:
                 close(with: .idleTimeout, "nothing heard from the browser")
             case .write, .all:
+                session.quiet()
                 // Browsers answer WebSocket pings themselves; the pong keeps the read side alive.
                 WebSocketControl.ping(context)
             }
