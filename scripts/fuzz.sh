@@ -5,6 +5,8 @@
 #   HERALD_FUZZ_RUNS=10000000 scripts/fuzz.sh 3600 device-frames   # stop at 10M inputs or an hour
 #   HERALD_FUZZ_BUILD=debug scripts/fuzz.sh 10   # CI's smoke run: a debug build (7 minutes from scratch
 #                                                # here, against about 10 for release), slower inputs
+#   scripts/fuzz.sh --build-only   # builds the harness and stops (CI builds it while the tests run)
+#   HERALD_FUZZ_SCRATCH=DIR        # SwiftPM's build directory (default Fuzz/.build)
 #
 # Builds the Fuzz/ package (release, -sanitize=fuzzer,address), then runs each target for the given
 # time from its committed corpus (Fuzz/corpus/<target>; new inputs go to a scratch copy, not the
@@ -12,14 +14,18 @@
 # every file there. Prints executions per second and inputs run per target; exits 1 on a finding.
 set -euo pipefail
 cd "$(dirname "$0")/../Fuzz"
+BUILD_ONLY=0
+[ "${1:-}" = --build-only ] && { BUILD_ONLY=1; shift; }
 SECONDS_PER_TARGET=${1:-30}
 shift || true
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(provider-token provider-request device-frames remote-content agent-line rest-body plan-file sound-file dbus-stream live-activity broadcast-request announcement-journal query-string webpush-request webpush-body browser-push-frames declarative-push webpush-stored dbus-unifiedpush focus-settings config-file backup-manifest traceparent)
 BUILD=${HERALD_FUZZ_BUILD:-release}
 case "$BUILD" in release|debug) ;; *) echo "HERALD_FUZZ_BUILD is release or debug, not $BUILD" >&2; exit 2 ;; esac
-swift build -c "$BUILD" --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address >/dev/null
-BIN="$(swift build -c "$BUILD" --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address --show-bin-path)/herald-fuzz"
+BUILD_FLAGS=(-c "$BUILD" --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address --scratch-path "${HERALD_FUZZ_SCRATCH:-.build}")
+swift build "${BUILD_FLAGS[@]}" >/dev/null
+[ "$BUILD_ONLY" = 1 ] && exit 0
+BIN="$(swift build "${BUILD_FLAGS[@]}" --show-bin-path)/herald-fuzz"
 SCRATCH=$(mktemp -d /tmp/herald-fuzz.XXXXXX)
 status=0
 passed=0
