@@ -4,6 +4,7 @@ import HeraldStore
 import Logging
 import NIOCore
 import ServiceLifecycle
+import Synchronization
 
 /// How ``Gateway/services()`` builds a running gateway, one step per function: the core and the
 /// ports' settings (``assemble()``), the listeners (``bind(_:)``), the admin application
@@ -194,11 +195,16 @@ extension Gateway {
                 inspection: inspection, store: store, environment: configuration.environment, nodeID: configuration.cluster?.nodeID,
                 devicePort: devicePort, connectedDevices: { registry.connectedDeviceIDs().count }),
             logger: logger)
+        let listening = AdminPortListening()
         return AdminService(
             application: RunningHTTPServer.application(
                 router: routes.router(), host: configuration.adminHost, port: port, idleTimeout: .seconds(60),
-                serverName: "herald-admin", logger: logger, onServerRunning: { onListening($0) }),
-            feed: core.feed, host: configuration.adminHost, port: port, portsPromise: portsPromise)
+                serverName: "herald-admin", logger: logger,
+                onServerRunning: { port in
+                    listening.value.store(true, ordering: .releasing)
+                    onListening(port)
+                }),
+            listening: listening, feed: core.feed, host: configuration.adminHost, port: port, portsPromise: portsPromise)
     }
 
     /// The parts after the admin port, in start order (see ``services()``).
@@ -244,11 +250,18 @@ extension Gateway {
     }
 }
 
+/// Set once the admin port listens: a failure before that is the port's (in use, not allowed)
+/// and fails the gateway's `ports` naming the admin port; one after it is the application's own.
+final class AdminPortListening: Sendable {
+    let value = Atomic<Bool>(false)
+}
+
 /// The admin port's Hummingbird application as one of the gateway's services: it binds when the
-/// group starts it (a failure fails ``Gateway/ports`` and names the admin port); graceful
+/// group starts it (a failure to listen fails ``Gateway/ports`` and names the admin port); graceful
 /// shutdown ends the live feeds being watched, then lets the requests under way finish.
 struct AdminService<Application: Service>: Service {
     let application: Application
+    let listening: AdminPortListening
     let feed: DeliveryFeed
     let host: String
     let port: Int
@@ -261,7 +274,7 @@ struct AdminService<Application: Service>: Service {
             } onGracefulShutdown: {
                 feed.closeAll()
             }
-        } catch {
+        } catch where !listening.value.load(ordering: .acquiring) {
             let failure = GatewayListenError(listener: "admin", host: host, port: port, underlying: error)
             portsPromise.fail(failure)
             throw failure
