@@ -7,7 +7,7 @@
 #
 #   scale: connected N devices in T s (R handshakes/s)
 #   scale: resident memory per connected device X KiB
-#   scale: idle gateway CPU with N connected: P % of one core
+#   scale: idle gateway CPU with N connected: P % of one core (pinged every S s)
 #   scale: unicast fan-out to N devices: last receipt T s
 #   scale: broadcast to N devices: last receipt T s
 #   scale: broadcast with P % of devices not reading: readers' last receipt T s, gateway memory +X KiB; …

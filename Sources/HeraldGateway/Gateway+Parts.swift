@@ -69,7 +69,7 @@ extension Gateway {
             environment: configuration.environment, clock: clock, store: store, intake: intake, registry: registry, recorder: recorder,
             subscriptions: webPushSubscriptions,
             limiter: limiters.webPush, publicOrigin: configuration.webPushOrigin,
-            pingInterval: configuration.devicePingInterval, idleTimeout: configuration.deviceIdleTimeout, metrics: metrics, logger: logger,
+            pingInterval: configuration.browserPingInterval, idleTimeout: configuration.browserIdleTimeout, metrics: metrics, logger: logger,
             limits: limits, connectionsPerAddress: ConnectionsPerAddress(limit: limits.deviceConnectionsPerAddress),
             feed: feed, cluster: cluster)
         let webPushEndpoints = configuration.webPushPort.map { [configuration] _ in
@@ -78,7 +78,9 @@ extension Gateway {
         let devicePort = DevicePort(
             environment: configuration.environment, clock: clock, store: store, registry: registry, recorder: recorder,
             backgroundThrottle: configuration.backgroundBudget.map { BackgroundThrottle(budget: $0) },
-            pingInterval: configuration.devicePingInterval, idleTimeout: configuration.deviceIdleTimeout,
+            keepalive: DeviceKeepalive(
+                interval: configuration.devicePingInterval, minimum: configuration.devicePingMinimum,
+                idleTimeout: configuration.deviceIdleTimeout),
             lowPriorityDelay: configuration.lowPriorityDelay, metrics: metrics, logger: logger, limits: limits,
             connectionsPerAddress: ConnectionsPerAddress(limit: limits.deviceConnectionsPerAddress),
             enrollmentSecret: configuration.enrollmentSecret, feed: feed, cluster: cluster, webPush: webPushEndpoints)

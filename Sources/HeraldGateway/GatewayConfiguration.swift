@@ -48,10 +48,20 @@ public struct GatewayConfiguration: Sendable {
     /// (`https://push.example.com`, as senders reach the port); `nil`: `https://` and the `Host`
     /// each peer connected to.
     public var webPushOrigin: String?
-    /// How often the gateway pings a device whose connection is quiet.
-    public var devicePingInterval: TimeAmount = .seconds(30)
-    /// A device not heard from for this long is disconnected.
-    public var deviceIdleTimeout: TimeAmount = .seconds(90)
+    /// How often the gateway pings a device whose connection is quiet, at most: the interval of
+    /// devices that ask for none, the longest any gets (docs/device-protocol.md, "Keep-alive").
+    /// It is also how long a device takes, at most twice over, to notice a node that froze.
+    public var devicePingInterval: TimeAmount = .seconds(DeviceKeepalive.defaultIntervalSeconds)
+    /// The shortest ping interval a device may ask for (at most ``devicePingInterval``).
+    public var devicePingMinimum: TimeAmount = .seconds(DeviceKeepalive.defaultMinimumSeconds)
+    /// A device not heard from for this long at the longest ping interval is disconnected; a
+    /// connection with a shorter interval gets the same multiple of its own.
+    public var deviceIdleTimeout: TimeAmount = .seconds(DeviceKeepalive.defaultIdleTimeoutSeconds)
+    /// How often the Web Push port pings a browser's quiet push connection (browsers also ping
+    /// their own; Firefox every 30 minutes).
+    public var browserPingInterval: TimeAmount = .seconds(30)
+    /// A browser or Web Push sender not heard from for this long is disconnected.
+    public var browserIdleTimeout: TimeAmount = .seconds(90)
     /// How long priority 5 and 1 notifications may wait to be sent to a device together.
     public var lowPriorityDelay: TimeAmount = .milliseconds(100)
     /// The budget of background pushes per device and app; `nil` turns throttling off.

@@ -56,6 +56,9 @@ struct BenchScale: AsyncParsableCommand {
     @Option(help: "Seconds every device has to come back after the restart before it counts as given up.")
     var stormDeadline: Int = 300
 
+    @Option(help: "The gateway's --device-ping-interval (default: its own). The idle CPU is measured over 10 s right after the fleet connected, so an interval longer than the connect time sees no ping due.")
+    var pingInterval: Int?
+
     func validate() throws {
         guard (1...1_000_000).contains(devices) else { throw ValidationError("--devices must be from 1 to 1000000") }
         guard (0...250).contains(sources) else { throw ValidationError("--sources must be from 0 to 250") }
@@ -64,12 +67,13 @@ struct BenchScale: AsyncParsableCommand {
         guard (1...1_000_000).contains(reconnectRate) else { throw ValidationError("--reconnect-rate must be from 1 to 1000000 a second") }
         guard (0...50).contains(nonReaders) else { throw ValidationError("--non-readers must be from 0 to 50 (percent)") }
         guard (1...3_600).contains(stormDeadline) else { throw ValidationError("--storm-deadline must be from 1 to 3600 seconds") }
+        if let pingInterval, !(1...86_400).contains(pingInterval) { throw ValidationError("--ping-interval must be from 1 to 86400 seconds") }
     }
 
     func run() async throws {
         var logger = Logger(label: "herald.bench")
         logger.logLevel = .critical
-        let gateway = try ScaleGateway(work: work, devices: devices, reconnectRate: reconnectRate)
+        let gateway = try ScaleGateway(work: work, devices: devices, reconnectRate: reconnectRate, pingInterval: pingInterval)
         defer { gateway.stop() }
         try gateway.start()
         let ports = try await gateway.waitForPorts()
@@ -114,7 +118,8 @@ struct BenchScale: AsyncParsableCommand {
         _ = cpu.lap(per: 1)
         try await Task.sleep(for: .seconds(10))
         let idle = cpu.lap(per: 1)
-        print(String(format: "scale: idle gateway CPU with %d connected: %.1f %% of one core", devices, idle.seconds / 10 * 100))
+        let every = pingInterval.map { "\($0)" } ?? "\(DeviceKeepalive.defaultIntervalSeconds)"
+        print(String(format: "scale: idle gateway CPU with %d connected: %.1f %% of one core (pinged every %@ s)", devices, idle.seconds / 10 * 100, every))
 
         let busyAccepted = try await offlineSender.send(count: pushes, rate: nil)
         _ = cpu.lap(per: 1)
@@ -221,14 +226,16 @@ final class ScaleGateway {
     private let work: String
     private let devices: Int
     private let reconnectRate: Int
+    private let pingInterval: Int?
     private var process: Process?
     private var ports: (provider: Int, device: Int, channel: Int)?
     private var run = 0
 
-    init(work: String, devices: Int, reconnectRate: Int) throws {
+    init(work: String, devices: Int, reconnectRate: Int, pingInterval: Int?) throws {
         self.work = work
         self.devices = devices
         self.reconnectRate = reconnectRate
+        self.pingInterval = pingInterval
         dataDirectory = (work as NSString).appendingPathComponent("data")
         try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
     }
@@ -248,6 +255,9 @@ final class ScaleGateway {
             // Every device comes from a few loopback addresses here; on the Internet they are many.
             "--device-handshakes-per-address", "100000", "--device-reconnect-rate", "\(reconnectRate)",
         ]
+        if let pingInterval {
+            process.arguments! += ["--device-ping-interval", "\(pingInterval)", "--device-idle-timeout", "\(2 * pingInterval + 60)"]
+        }
         let out = (work as NSString).appendingPathComponent("gateway-\(run).json")
         let err = (work as NSString).appendingPathComponent("gateway-\(run).err")
         guard FileManager.default.createFile(atPath: out, contents: nil), FileManager.default.createFile(atPath: err, contents: nil) else {

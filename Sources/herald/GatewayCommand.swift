@@ -103,11 +103,14 @@ struct GatewayRunCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The CA (PEM) whose push certificates the provider port accepts (certificate authentication). Default: the development CA (see `herald keys certificate`); with --tls-cert, none unless given.", valueName: "PEM"))
     var providerClientCa: String?
 
-    @Option(help: ArgumentHelp("Seconds of quiet after which the gateway pings a device.", valueName: "SECONDS"))
-    var devicePingInterval: Int = 30
+    @Option(help: ArgumentHelp("Seconds of quiet after which the gateway pings a device, at most: devices may ask for less (down to --device-ping-minimum). A device notices a frozen node within twice this.", valueName: "SECONDS"))
+    var devicePingInterval: Int = Int(DeviceKeepalive.defaultIntervalSeconds)
 
-    @Option(help: ArgumentHelp("Seconds without a word from a device after which it is disconnected.", valueName: "SECONDS"))
-    var deviceIdleTimeout: Int = 90
+    @Option(help: ArgumentHelp("The shortest ping interval a device may ask for (a device whose network drops idle connections sooner learns to ask).", valueName: "SECONDS"))
+    var devicePingMinimum: Int = Int(DeviceKeepalive.defaultMinimumSeconds)
+
+    @Option(help: ArgumentHelp("Seconds without a word from a device pinged every --device-ping-interval after which it is disconnected (the same multiple of a shorter interval for devices that asked for one).", valueName: "SECONDS"))
+    var deviceIdleTimeout: Int = Int(DeviceKeepalive.defaultIdleTimeoutSeconds)
 
     @Option(help: ArgumentHelp("Milliseconds the store has to commit a push (or answer a key look-up) before the provider is answered 503 ServiceUnavailable; /health then reports the store.", valueName: "MS"))
     var storeTimeout: Int = 5_000
@@ -176,9 +179,10 @@ struct GatewayRunCommand: AsyncParsableCommand {
         if feedbackPort != nil && feedbackClientCa == nil && tlsCert != nil {
             throw ValidationError("with --tls-cert, the feedback port needs --feedback-client-ca (the CA of the apps' client certificates)")
         }
-        if devicePingInterval < 1 || deviceIdleTimeout <= devicePingInterval || deviceIdleTimeout > 86_400 {
-            throw ValidationError("--device-ping-interval must be ≥ 1 and --device-idle-timeout greater than it (at most 86400)")
+        if !(1...86_400).contains(devicePingInterval) || deviceIdleTimeout <= devicePingInterval || deviceIdleTimeout > 172_800 {
+            throw ValidationError("--device-ping-interval must be from 1 to 86400 and --device-idle-timeout greater than it (at most 172800)")
         }
+        if !(1...86_400).contains(devicePingMinimum) { throw ValidationError("--device-ping-minimum must be from 1 to 86400 seconds") }
         if !(100...600_000).contains(storeTimeout) { throw ValidationError("--store-timeout must be from 100 to 600000 milliseconds") }
         if !(0...1_000_000).contains(backgroundPerHour) { throw ValidationError("--background-per-hour must be from 0 (throttling off) to 1000000") }
         if !(1...3650).contains(inactivityDays) || !(1...3650).contains(receiptDays) {
@@ -332,6 +336,7 @@ struct GatewayRunCommand: AsyncParsableCommand {
         configuration.providerClientCAPath = providerClientCa ?? caPath
         configuration.devicePingInterval = .seconds(Int64(devicePingInterval))
         configuration.deviceIdleTimeout = .seconds(Int64(deviceIdleTimeout))
+        configuration.devicePingMinimum = .seconds(Int64(devicePingMinimum))
         configuration.limits.storeTimeout = .milliseconds(Int64(storeTimeout))
         configuration.backgroundBudget = backgroundPerHour == 0 ? nil : .init(count: backgroundPerHour, windowMilliseconds: 3_600_000)
         configuration.inactivityPeriodMilliseconds = Int64(inactivityDays) * 86_400_000

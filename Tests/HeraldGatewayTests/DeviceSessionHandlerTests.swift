@@ -19,12 +19,12 @@ struct DeviceSessionHandlerTests {
         let registry = DeviceRegistry()
         let port: DevicePort
 
-        init() {
+        init(keepalive: DeviceKeepalive = DeviceKeepalive(interval: .seconds(30), minimum: .seconds(15), idleTimeout: .seconds(90))) {
             let logger = Logger(label: "test")
             port = DevicePort(
                 environment: .development, clock: SystemWallClock(), store: store, registry: registry,
                 recorder: DeliveryRecorder(store: store, logger: logger), backgroundThrottle: nil,
-                pingInterval: .seconds(30), idleTimeout: .seconds(90), lowPriorityDelay: .milliseconds(5),
+                keepalive: keepalive, lowPriorityDelay: .milliseconds(5),
                 metrics: GatewayMetrics(), logger: logger, limits: GatewayLimits(),
                 connectionsPerAddress: ConnectionsPerAddress(limit: 100), enrollmentSecret: nil, feed: DeliveryFeed(), cluster: nil)
         }
@@ -170,5 +170,55 @@ struct DeviceSessionHandlerTests {
         #expect(harness.registry.connectedDeviceIDs().isEmpty)
         port.recorder.close()
         await recording.value
+    }
+
+    @Test("a device that asks for a shorter ping interval is welcomed with it (within the port's floor), pinged at it, and dropped at the idle timeout scaled to it")
+    func keepalive() async throws {
+        let harness = Harness(keepalive: DeviceKeepalive(interval: .seconds(30), minimum: .seconds(4), idleTimeout: .seconds(62)))
+        let port = harness.port
+        let recording = Task { await port.recorder.run() }
+        let channel = try await NIOAsyncTestingChannel {
+            try $0.pipeline.syncOperations.addHandler(KeepaliveHandler(pingInterval: .seconds(30), idleTimeout: .seconds(62)))
+            try $0.pipeline.syncOperations.addHandler(DeviceSessionHandler(port: port))
+        }
+        try await channel.connect(to: .init(ipAddress: "127.0.0.1", port: 1))
+        let nonce = try #require(Self.nonce(of: Self.serverFrame(try await Self.nextFrame(channel))))
+        let key = P256.Signing.PrivateKey()
+        let signature = try key.signature(for: DeviceProtocol.challengeMessage(nonce: nonce))
+        try await channel.writeInbound(Self.text(.hello(
+            version: 3, publicKey: Array(key.publicKey.rawRepresentation), signature: Array(signature.rawRepresentation), keepaliveSeconds: 5)))
+        guard case .welcome(_, _, _, let granted)? = Self.serverFrame(try await Self.nextFrame(channel)) else {
+            Issue.record("no welcome")
+            return
+        }
+        #expect(granted == 5)
+
+        // Quiet for the granted interval: a ping (not at the port's 30 s).
+        await channel.testingEventLoop.advanceTime(by: .seconds(5))
+        #expect(try await channel.readOutbound(as: WebSocketFrame.self)?.opcode == .ping)
+        // The device answers nothing: dropped 62 × 5 / 30 = 10.33… s after its last frame.
+        await channel.testingEventLoop.advanceTime(by: .seconds(5))
+        #expect(try await channel.readOutbound(as: WebSocketFrame.self)?.opcode == .ping)
+        #expect(channel.isActive)
+        await channel.testingEventLoop.advanceTime(by: .milliseconds(400))
+        guard case .error(.idleTimeout, let message, _)? = Self.serverFrame(try await channel.readOutbound(as: WebSocketFrame.self)) else {
+            Issue.record("no idle-timeout error")
+            return
+        }
+        #expect(message == "nothing heard from the device for 10 s")
+        port.recorder.close()
+        await recording.value
+    }
+
+    @Test("the grant: the port's interval for no request, the request within floor and ceiling, the idle timeout scaled")
+    func grants() {
+        let keepalive = DeviceKeepalive(interval: .seconds(1_500), minimum: .seconds(15), idleTimeout: .seconds(3_060))
+        #expect(keepalive.grant(requestedSeconds: nil) == .init(pingInterval: .seconds(1_500), idleTimeout: .seconds(3_060)))
+        #expect(keepalive.grant(requestedSeconds: 750) == .init(pingInterval: .seconds(750), idleTimeout: .seconds(1_530)))
+        #expect(keepalive.grant(requestedSeconds: 1) == .init(pingInterval: .seconds(15), idleTimeout: .seconds(30) + .milliseconds(600)))
+        #expect(keepalive.grant(requestedSeconds: 86_400).pingInterval == .seconds(1_500))
+        // A floor above the interval is taken as the interval.
+        let short = DeviceKeepalive(interval: .seconds(1), minimum: .seconds(15), idleTimeout: .seconds(4))
+        #expect(short.grant(requestedSeconds: 60) == .init(pingInterval: .seconds(1), idleTimeout: .seconds(4)))
     }
 }

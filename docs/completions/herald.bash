@@ -211,7 +211,7 @@ _herald_gateway_run() {
     repeating_flags=()
     non_repeating_flags=(--enable-faults --print-config --version -h --help)
     repeating_options=()
-    non_repeating_options=(--data-dir --database --provider-port --h2c-port --admin-port --admin-host --enrollment-secret-file --provider-idle-timeout --provider-connections-per-address --device-connections-per-address --device-handshakes-per-address --device-reconnect-rate --handshake-timeout --device-port --webpush-port --webpush-origin --channel-port --feedback-port --feedback-client-ca --provider-client-ca --device-ping-interval --device-idle-timeout --store-timeout --background-per-hour --inactivity-days --receipt-days --host --environment --tls-cert --tls-key --token-burst --token-rate --offline-queue --durability --node-id --node-lease --cluster-sweep --cross-node-hints --log-level --log-format --otlp-endpoint --config)
+    non_repeating_options=(--data-dir --database --provider-port --h2c-port --admin-port --admin-host --enrollment-secret-file --provider-idle-timeout --provider-connections-per-address --device-connections-per-address --device-handshakes-per-address --device-reconnect-rate --handshake-timeout --device-port --webpush-port --webpush-origin --channel-port --feedback-port --feedback-client-ca --provider-client-ca --device-ping-interval --device-ping-minimum --device-idle-timeout --store-timeout --background-per-hour --inactivity-days --receipt-days --host --environment --tls-cert --tls-key --token-burst --token-rate --offline-queue --durability --node-id --node-lease --cluster-sweep --cross-node-hints --log-level --log-format --otlp-endpoint --config)
     __herald_offer_flags_options 0
 
     # Offer option value completions
@@ -277,6 +277,9 @@ _herald_gateway_run() {
         return
         ;;
     '--device-ping-interval')
+        return
+        ;;
+    '--device-ping-minimum')
         return
         ;;
     '--device-idle-timeout')
@@ -1665,7 +1668,7 @@ _herald_bench_scale() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--work --devices --sources --concurrency --pushes --reconnect-rate --non-readers --storm-deadline)
+    non_repeating_options=(--work --devices --sources --concurrency --pushes --reconnect-rate --non-readers --storm-deadline --ping-interval)
     __herald_offer_flags_options 0
 
     # Offer option value completions
@@ -1692,6 +1695,9 @@ _herald_bench_scale() {
         return
         ;;
     '--storm-deadline')
+        return
+        ;;
+    '--ping-interval')
         return
         ;;
     esac

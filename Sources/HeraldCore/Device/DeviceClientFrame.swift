@@ -6,7 +6,10 @@ public enum DeviceClientFrame: Sendable, Hashable {
     /// Answers the challenge: the device's raw P-256 public key and its signature (raw r ‖ s) of
     /// ``DeviceProtocol/challengeMessage(nonce:)``. The first hello of a key enrolls the device;
     /// a gateway that closed open enrollment enrolls a new key only with its `enrollmentSecret`.
-    case hello(version: Int, publicKey: [UInt8], signature: [UInt8], enrollmentSecret: String? = nil)
+    /// `keepaliveSeconds` is the ping interval the device's network has kept idle connections
+    /// through (what ``KeepaliveLearner`` learned; `nil`: the gateway's own): the gateway pings
+    /// no less often, within its bounds, and says the interval in its `welcome`.
+    case hello(version: Int, publicKey: [UInt8], signature: [UInt8], enrollmentSecret: String? = nil, keepaliveSeconds: Int? = nil)
     /// Asks for the device token of an app (a topic = its bundle id).
     case register(topic: String)
     /// The app was removed: its token becomes unregistered.
@@ -44,12 +47,13 @@ public enum DeviceClientFrame: Sendable, Hashable {
     public func encoded() -> [UInt8] {
         var object: [String: Any]
         switch self {
-        case .hello(let version, let publicKey, let signature, let secret):
+        case .hello(let version, let publicKey, let signature, let secret, let keepalive):
             object = [
                 "type": "hello", "version": version,
                 "public-key": Data(publicKey).base64EncodedString(), "signature": Data(signature).base64EncodedString(),
             ]
             if let secret { object["enrollment-secret"] = secret }
+            if let keepalive { object["keepalive"] = keepalive }
         case .register(let topic): object = ["type": "register", "topic": topic]
         case .unregister(let topic): object = ["type": "unregister", "topic": topic]
         case .ack(let ids): object = ["type": "ack", "ids": ids.map(\.description)]
@@ -83,7 +87,13 @@ public enum DeviceClientFrame: Sendable, Hashable {
             guard secret == nil || secret?.string(maximumBytes: DeviceProtocol.maximumEnrollmentSecretBytes) != nil else {
                 return .failure(DeviceFrameError("\"enrollment-secret\" must be a string of at most \(DeviceProtocol.maximumEnrollmentSecretBytes) bytes"))
             }
-            return .success(.hello(version: version, publicKey: key, signature: signature, enrollmentSecret: secret?.stringValue))
+            let keepalive = fields.object["keepalive"]
+            guard keepalive == nil || keepalive?.integer(in: DeviceProtocol.keepaliveSeconds) != nil else {
+                return .failure(DeviceFrameError("\"keepalive\" must be an integer from \(DeviceProtocol.keepaliveSeconds.lowerBound) to \(DeviceProtocol.keepaliveSeconds.upperBound) (seconds)"))
+            }
+            return .success(.hello(
+                version: version, publicKey: key, signature: signature, enrollmentSecret: secret?.stringValue,
+                keepaliveSeconds: keepalive?.integer(in: DeviceProtocol.keepaliveSeconds)))
         case "register", "unregister":
             guard let topic = fields.string("topic") else { return .failure(fields.missing("topic", "a string")) }
             let isRegister = fields.type == "register"

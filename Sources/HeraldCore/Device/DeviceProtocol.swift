@@ -22,6 +22,9 @@ public enum DeviceProtocol {
     /// The largest frame either side accepts (a notification frame is at most ~6 KiB).
     /// The longest enrollment secret a hello may carry.
     public static let maximumEnrollmentSecretBytes = 1_024
+    /// The range of a hello's `keepalive` and a welcome's `ping-interval`, in seconds (a day at
+    /// most: longer than any NAT keeps an idle mapping).
+    public static let keepaliveSeconds = 1...86_400
     public static let maximumFrameSize = 64 * 1024
     /// The longest Web Push endpoint a `webpush-subscribed` frame may carry (UnifiedPush's bound).
     public static let maximumEndpointBytes = 1_000

@@ -251,6 +251,9 @@ public final class DeviceConnection: Sendable {
         /// Set by a `shutdown` frame's `reconnect-within`: the next attempt waits a random time up
         /// to this instead of the backoff's delay.
         var reconnectWithin: Int64?
+        /// The ping interval the network keeps idle connections through, learned from how
+        /// connections end (the next hello's `keepalive`).
+        var keepalive = KeepaliveLearner()
 
         /// Remembers an id; `false` when it was seen already.
         mutating func remember(_ id: NotificationID) -> Bool {
@@ -269,15 +272,27 @@ public final class DeviceConnection: Sendable {
     }
 
     /// How long a connection may stay silent once the gateway announced its ping interval:
-    /// twice the interval plus two seconds (an interval out of 1…3600 s is taken as 30 s).
+    /// twice the interval plus two seconds (an interval out of 1…86400 s is taken as 30 s).
     public static func silenceBound(pingIntervalSeconds: Int) -> TimeAmount {
-        let interval = (1...3_600).contains(pingIntervalSeconds) ? Int64(pingIntervalSeconds) : 30
+        let interval = DeviceProtocol.keepaliveSeconds.contains(pingIntervalSeconds) ? Int64(pingIntervalSeconds) : 30
         return .seconds(2 * interval + 2)
     }
 
     /// One connection's life; returns why it ended.
     private func session(on socket: DeviceSocket, state: inout SessionState, backoff: inout ReconnectBackoff) async -> String {
         var reason = "closed by the gateway"
+        var welcomedAt: ContinuousClock.Instant?
+        var silent = false
+        defer {
+            let lived = welcomedAt.map { ContinuousClock.now - $0 }?.components.seconds ?? 0
+            let before = state.keepalive.requestedSeconds
+            state.keepalive.ended(silent: silent, livedSeconds: lived)
+            if state.keepalive.requestedSeconds != before {
+                logger.info("asking the gateway for another ping interval", metadata: [
+                    "keepalive_s": "\(state.keepalive.requestedSeconds.map(String.init) ?? "the gateway's own")",
+                    "because": "\(silent ? "the connection went silent" : "the connection lived long")"])
+            }
+        }
         for await event in socket.events {
             switch event {
             case .closed:
@@ -287,14 +302,20 @@ public final class DeviceConnection: Sendable {
                 logger.warning("malformed frame from the gateway", metadata: ["error": "\(message)"])
             case .timedOut(let message):
                 reason = message
+                silent = welcomedAt != nil
             case .frame(let frame):
                 switch frame {
                 case .challenge(_, let nonce):
-                    do { socket.send(try identity.hello(nonce: nonce, enrollmentSecret: configuration.enrollmentSecret)) } catch {
+                    do {
+                        socket.send(try identity.hello(
+                            nonce: nonce, enrollmentSecret: configuration.enrollmentSecret, keepaliveSeconds: state.keepalive.requestedSeconds))
+                    } catch {
                         return "could not sign the challenge: \(error)"
                     }
                 case .welcome(let deviceID, _, let enrolled, let pingInterval):
                     backoff.reset()
+                    welcomedAt = .now
+                    state.keepalive.welcomed(pingIntervalSeconds: pingInterval)
                     // The gateway writes at least every ping interval: silence for twice that
                     // (and two seconds of slack) means the node or the path to it is gone.
                     socket.expectTraffic(within: Self.silenceBound(pingIntervalSeconds: pingInterval))

@@ -15,12 +15,12 @@ public struct DeviceIdentity: Sendable {
     }
 
     /// The hello frame answering a challenge (with the gateway's enrollment secret, when it asks
-    /// for one).
-    public func hello(nonce: String, enrollmentSecret: String? = nil) throws -> DeviceClientFrame {
+    /// for one, and the ping interval the device's network needs, when it learned one).
+    public func hello(nonce: String, enrollmentSecret: String? = nil, keepaliveSeconds: Int? = nil) throws -> DeviceClientFrame {
         let signature = try privateKey.signature(for: DeviceProtocol.challengeMessage(nonce: nonce))
         return .hello(
             version: DeviceProtocol.latestVersion, publicKey: publicKey, signature: Array(signature.rawRepresentation),
-            enrollmentSecret: enrollmentSecret)
+            enrollmentSecret: enrollmentSecret, keepaliveSeconds: keepaliveSeconds)
     }
 
     public static let fileName = "device-key.pem"

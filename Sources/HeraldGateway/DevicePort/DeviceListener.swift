@@ -43,8 +43,8 @@ enum DeviceListener {
                             try sync.addHandler(NIOWebSocketFrameAggregator(
                                 minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 64,
                                 maxAccumulatedFrameSize: DeviceProtocol.maximumFrameSize))
-                            try sync.addHandler(IdleStateHandler(
-                                readTimeout: devicePort.idleTimeout, writeTimeout: devicePort.pingInterval))
+                            try sync.addHandler(KeepaliveHandler(
+                                pingInterval: devicePort.keepalive.interval, idleTimeout: devicePort.keepalive.idleTimeout))
                             try sync.addHandler(DeviceSessionHandler(port: devicePort, host: head.headers.first(name: "host")))
                         }
                     })

@@ -12,8 +12,8 @@ struct DevicePort: Sendable {
     var recorder: DeliveryRecorder
     /// `nil` when background pushes are not throttled.
     var backgroundThrottle: BackgroundThrottle?
-    var pingInterval: TimeAmount
-    var idleTimeout: TimeAmount
+    /// How often quiet connections are pinged, and when a silent one is dropped.
+    var keepalive: DeviceKeepalive
     /// How long priority 5 and 1 notifications may wait to be sent together.
     var lowPriorityDelay: TimeAmount
     var metrics: GatewayMetrics

@@ -85,6 +85,8 @@ struct DeviceSession {
     private(set) var deviceID: String?
     /// The protocol version the device's hello named.
     private(set) var protocolVersion = 1
+    /// The ping interval the device's hello asked for (`keepalive`), if it did.
+    private(set) var requestedKeepaliveSeconds: Int?
     /// Sent and not yet acked, by apns-id (the same apns-id may go to several apps of the device).
     private var inFlight: [NotificationID: [Sent]] = [:]
     private var inFlightSeqs: Set<Int64> = []
@@ -142,7 +144,8 @@ struct DeviceSession {
     mutating func receive(_ frame: DeviceClientFrame, nowMilliseconds now: Int64) -> FrameAction {
         switch (phase, frame) {
         case (.closed, _): return .none
-        case (.awaitingHello(let nonce), .hello(let version, let publicKey, let signature, let secret)):
+        case (.awaitingHello(let nonce), .hello(let version, let publicKey, let signature, let secret, let keepalive)):
+            requestedKeepaliveSeconds = keepalive
             return hello(nonce: nonce, version: version, publicKey: publicKey, signature: signature, enrollmentSecret: secret)
         case (.awaitingHello, _), (.authenticating, _), (.awaitingBrowserHello, _):
             return .reply(.error(code: .notAuthenticated, message: "answer the challenge with a hello frame first"))

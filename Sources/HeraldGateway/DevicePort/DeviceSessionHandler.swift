@@ -23,6 +23,8 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     private var lowPriorityFlush: Scheduled<Void>?
     /// This connection, in the device's cluster presence (a newer connection replaces it).
     private let connectionID = Int64.random(in: 1...Int64.max)
+    /// How often this connection is pinged when quiet and when it is dropped for silence.
+    private var keepalive: DeviceKeepalive.Grant
 
     /// The `Host` the device connected to: Web Push endpoints issued to it name this host.
     let host: String?
@@ -30,6 +32,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     init(port: DevicePort, host: String? = nil) {
         self.port = port
         self.host = host
+        keepalive = port.keepalive.grant(requestedSeconds: nil)
         var nonce = [UInt8](repeating: 0, count: 32)
         var generator = SystemRandomNumberGenerator()
         for i in nonce.indices { nonce[i] = generator.next() }
@@ -94,7 +97,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         if let idle = event as? IdleStateHandler.IdleStateEvent {
             switch idle {
             case .read:
-                close(with: .idleTimeout, "nothing heard from the device for \(port.idleTimeout.nanoseconds / 1_000_000_000) s")
+                close(with: .idleTimeout, "nothing heard from the device for \(keepalive.idleTimeout.nanoseconds / 1_000_000_000) s")
             case .write, .all:
                 session.quiet()
                 WebSocketControl.ping(context)
@@ -211,9 +214,10 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
             deviceID: deviceID,
             session: .init(
                 id: ObjectIdentifier(context.channel), connection: connectionID, handler: NIOLoopBound<any DeliverySession>(self, eventLoop: context.eventLoop)))
+        applyKeepalive(port.keepalive.grant(requestedSeconds: session.requestedKeepaliveSeconds), context: context)
         send(.welcome(
             deviceID: deviceID, environment: port.environment, enrolled: enrolled,
-            pingIntervalSeconds: Int(port.pingInterval.nanoseconds / 1_000_000_000)), flush: true)
+            pingIntervalSeconds: keepalive.pingIntervalSeconds), flush: true)
         let store = port.store
         let now = port.clock.nowMilliseconds()
         let cluster = port.cluster
@@ -329,6 +333,14 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
             for delivery in handler.session.reloaded(try? result.get()) { handler.offer(delivery) }
             handler.flushIfNeeded()
         }
+    }
+
+    /// The connection's keepalive: the port's own unless the device asked for a shorter ping
+    /// interval (its ``KeepaliveHandler`` is told the grant).
+    private func applyKeepalive(_ grant: DeviceKeepalive.Grant, context: ChannelHandlerContext) {
+        guard grant != keepalive else { return }
+        keepalive = grant
+        context.triggerUserOutboundEvent(KeepaliveHandler.Change(pingInterval: grant.pingInterval, idleTimeout: grant.idleTimeout), promise: nil)
     }
 
     // MARK: plumbing

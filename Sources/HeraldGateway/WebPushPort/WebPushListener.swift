@@ -54,7 +54,7 @@ enum WebPushListener {
 
     private static func configureHTTP2(_ channel: Channel, _ port: WebPushPort) throws {
         let sync = channel.pipeline.syncOperations
-        try sync.addHandler(IdleStateHandler(readTimeout: port.idleTimeout))
+        try sync.addHandler(KeepaliveHandler(pingInterval: nil, idleTimeout: port.idleTimeout))
         try sync.addHandler(IdleCloser(metrics: port.metrics))
         // The answers of one intake batch go out in one TLS record and one system call.
         try sync.addHandler(FlushCoalescingHandler())
@@ -72,7 +72,7 @@ enum WebPushListener {
         let sync = channel.pipeline.syncOperations
         // One idle bound for the connection, a sender's or (after the upgrade) a browser's, whose
         // session pings it when it has written nothing for a ping interval.
-        try sync.addHandler(IdleStateHandler(readTimeout: port.idleTimeout, writeTimeout: port.pingInterval))
+        try sync.addHandler(KeepaliveHandler(pingInterval: port.pingInterval, idleTimeout: port.idleTimeout))
         try sync.addHandler(IdleCloser(metrics: port.metrics))
         let upgrader = NIOWebSocketServerUpgrader(
             maxFrameSize: BrowserPushProtocol.maximumMessageBytes, automaticErrorHandling: false,
