@@ -93,42 +93,6 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         WebSocketControl.close(context, code: code == .frameTooLarge ? .messageTooLarge : code == .shutdown ? .goingAway : .policyViolation)
     }
 
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let idle = event as? IdleStateHandler.IdleStateEvent {
-            switch idle {
-            case .read:
-                close(with: .idleTimeout, "nothing heard from the device for \(keepalive.idleTimeout.nanoseconds / 1_000_000_000) s")
-            case .write, .all:
-                session.quiet()
-                WebSocketControl.ping(context)
-            }
-            return
-        }
-        context.fireUserInboundEventTriggered(event)
-    }
-
-    func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if !context.channel.isWritable && !session.isClosed {
-            // The device does not read: its notifications stay held for its next connection.
-            port.metrics.recordPeerClosed(port: "device", reason: "slow_reader")
-            close(with: .slowConsumer, "the device did not read \(port.limits.deviceOutboundBytes) bytes queued for it")
-        }
-        context.fireChannelWritabilityChanged()
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: Error) {
-        switch error {
-        case NIOWebSocketError.invalidFrameLength, is NIOWebSocketFrameAggregator.Error:
-            close(with: .frameTooLarge, "frames are limited to \(DeviceProtocol.maximumFrameSize) bytes")
-        case let error as NIOWebSocketError:
-            close(with: .malformedFrame, "invalid WebSocket framing (\(error))")
-        default:
-            port.logger.debug("device connection error", metadata: ["error": "\(error)"])
-            finish()
-            context.close(promise: nil)
-        }
-    }
-
     // MARK: frames from the device
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -366,5 +330,24 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
             if handler.session.isClosed { return }
             next(handler, result)
         }
+    }
+}
+
+extension DeviceSessionHandler: WebSocketSessionEnd {
+    var isSessionClosed: Bool { session.isClosed }
+    func sessionIsQuiet() { session.quiet() }
+
+    func forgetSession(after error: Error) {
+        port.logger.debug("device connection error", metadata: ["error": "\(error)"])
+        finish()
+    }
+
+    var terms: WebSocketSessionEvents.Terms {
+        WebSocketSessionEvents.Terms(
+            silent: "nothing heard from the device for \(keepalive.idleTimeout.nanoseconds / 1_000_000_000) s",
+            notReading: "the device did not read \(port.limits.deviceOutboundBytes) bytes queued for it",
+            maximumFrameBytes: DeviceProtocol.maximumFrameSize,
+            badFraming: { "invalid WebSocket framing (\($0))" },
+            countSlowReader: { [port] in port.metrics.recordPeerClosed(port: "device", reason: "slow_reader") })
     }
 }

@@ -78,41 +78,6 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
         WebSocketControl.close(context, code: closeCode)
     }
 
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let idle = event as? IdleStateHandler.IdleStateEvent {
-            switch idle {
-            case .read:
-                close(with: .idleTimeout, "nothing heard from the browser")
-            case .write, .all:
-                session.quiet()
-                // Browsers answer WebSocket pings themselves; the pong keeps the read side alive.
-                WebSocketControl.ping(context)
-            }
-            return
-        }
-        context.fireUserInboundEventTriggered(event)
-    }
-
-    func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if !context.channel.isWritable && !session.isClosed {
-            port.metrics.recordPeerClosed(port: "webpush", reason: "slow_reader")
-            close(with: .slowConsumer, "the browser does not read")
-        }
-        context.fireChannelWritabilityChanged()
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: Error) {
-        switch error {
-        case NIOWebSocketError.invalidFrameLength, is NIOWebSocketFrameAggregator.Error:
-            close(with: .frameTooLarge, "frames are limited to \(BrowserPushProtocol.maximumMessageBytes) bytes")
-        case is NIOWebSocketError:
-            close(with: .malformedFrame, "invalid WebSocket framing")
-        default:
-            finish()
-            context.close(promise: nil)
-        }
-    }
-
     // MARK: frames
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -342,5 +307,18 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
             if handler.session.isClosed { return }
             next(handler, result)
         }
+    }
+}
+
+extension BrowserPushSessionHandler: WebSocketSessionEnd {
+    var isSessionClosed: Bool { session.isClosed }
+    func sessionIsQuiet() { session.quiet() }
+    func forgetSession(after error: Error) { finish() }
+
+    var terms: WebSocketSessionEvents.Terms {
+        WebSocketSessionEvents.Terms(
+            silent: "nothing heard from the browser", notReading: "the browser does not read",
+            maximumFrameBytes: BrowserPushProtocol.maximumMessageBytes, badFraming: { _ in "invalid WebSocket framing" },
+            countSlowReader: { [port] in port.metrics.recordPeerClosed(port: "webpush", reason: "slow_reader") })
     }
 }
