@@ -72,7 +72,7 @@ struct KeepaliveLearnerTests {
         }
         let plain = try identity.hello(nonce: "n")
         #expect(!String(decoding: plain.encoded(), as: UTF8.self).contains("keepalive"))
-        for bad in [0, 86_401, -3] {
+        for bad in ["0", "86401", "-3", "1.5", "\"60\"", "null", "[60]", "99999999999999999999"] {
             var text = String(decoding: hello.encoded(), as: UTF8.self)
             text = text.replacingOccurrences(of: "\"keepalive\":120", with: "\"keepalive\":\(bad)")
             guard case .failure(let error) = DeviceClientFrame.decode(Array(text.utf8)) else {
