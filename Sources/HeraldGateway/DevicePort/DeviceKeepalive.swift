@@ -42,8 +42,7 @@ public struct DeviceKeepalive: Sendable, Hashable {
         // idleTimeout × ping ÷ interval in milliseconds, at full width: never more than
         // idleTimeout, since ping ≤ interval.
         let idle = max(0, idleTimeout.nanoseconds / 1_000_000), every = max(1, interval.nanoseconds / 1_000_000)
-        let product = idle.multipliedFullWidth(by: max(0, min(every, ping.nanoseconds / 1_000_000)))
-        let scaled = every.dividingFullWidth(product).quotient
+        let scaled = every.dividingFullWidth(idle.multipliedFullWidth(by: ping.nanoseconds / 1_000_000)).quotient
         return Grant(pingInterval: ping, idleTimeout: .milliseconds(scaled))
     }
 }
