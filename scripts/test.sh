@@ -25,63 +25,70 @@ if [ "$(id -u)" -eq 0 ]; then exec scripts/as-test-user.sh scripts/test.sh "$@";
 eval "$(scripts/postgres-for-tests.sh start)"
 trap 'scripts/postgres-for-tests.sh stop' EXIT
 
-swift build --build-tests
-swift test --skip-build
+# Each step's wall time, so that a slow run says where its time went (CI's budget is 50 minutes).
+timed() {
+    local started=$SECONDS
+    "$@"
+    echo "test.sh: $* — $(( SECONDS - started )) s" >&2
+}
+
+timed swift build --build-tests
+timed swift test --skip-build
 # Three gateway nodes on PostgreSQL, one killed mid-load (docs/cluster.md).
-python3 Tests/cluster/cluster.py "$(swift build --show-bin-path)/herald"
+timed python3 Tests/cluster/cluster.py "$(swift build --show-bin-path)/herald"
 # The chaos run: two nodes on a PostgreSQL of its own, real device processes, and every fault a
 # cluster meets while pushes flow (docs/cluster.md, "Faults").
-python3 Tests/faults/faults.py "$(swift build --show-bin-path)/herald"
+timed python3 Tests/faults/faults.py "$(swift build --show-bin-path)/herald"
 # PostgreSQL failover under load: a primary killed, its standby promoted; with synchronous
 # replication nothing answered 200 is lost (docs/cluster.md, "PostgreSQL failover").
-python3 Tests/faults/failover.py "$(swift build --show-bin-path)/herald"
-python3 Tests/compat/compat.py "$(swift build --show-bin-path)/herald"
+timed python3 Tests/faults/failover.py "$(swift build --show-bin-path)/herald"
+timed python3 Tests/compat/compat.py "$(swift build --show-bin-path)/herald"
 # Live Activities by push-to-start and broadcast channels, end to end (docs/live-activities.md).
-python3 Tests/liveactivity/liveactivity.py "$(swift build --show-bin-path)/herald"
+timed python3 Tests/liveactivity/liveactivity.py "$(swift build --show-bin-path)/herald"
 # The notification center as Apple ships it: Focus, interruption levels, critical alerts,
 # communication notifications, the scheduled summary, pushed with httpx (docs/device-runtime.md).
-python3 Tests/focus/focus.py "$(swift build --show-bin-path)/herald"
+timed python3 Tests/focus/focus.py "$(swift build --show-bin-path)/herald"
 # herald backup under load and herald restore, their refusals, a full disk (docs/operations.md).
-python3 Tests/operations/backup.py "$(swift build --show-bin-path)/herald"
+timed python3 Tests/operations/backup.py "$(swift build --show-bin-path)/herald"
 # A PostgreSQL store: herald doctor on it, pg_dump and pg_restore round trip (docs/operations.md).
-python3 Tests/operations/postgres.py "$(swift build --show-bin-path)/herald"
+timed python3 Tests/operations/postgres.py "$(swift build --show-bin-path)/herald"
 # Upgrades keep data: a SQLite store and a PostgreSQL database an earlier Herald wrote
 # (Tests/operations/fixtures) open in this one; a newer Herald's store is refused.
-python3 Tests/operations/upgrade.py "$(swift build --show-bin-path)/herald"
+timed python3 Tests/operations/upgrade.py "$(swift build --show-bin-path)/herald"
 # --config FILE.yaml and HERALD_* variables: precedence, --print-config, hostile files (docs/operations.md).
-python3 Tests/operations/config.py "$(swift build --show-bin-path)/herald"
+timed python3 Tests/operations/config.py "$(swift build --show-bin-path)/herald"
 # As people run it: IPv6 and dual stack end to end, a YAML alias bomb, settings named by their
 # source, every log line JSON in JSON mode, a hanging collector at stop, foreign stores refused.
-python3 Tests/operations/unprivileged.py "$(swift build --show-bin-path)/herald"
+timed python3 Tests/operations/unprivileged.py "$(swift build --show-bin-path)/herald"
 # OpenTelemetry: one push's trace across herald provider and herald gateway, received by an OTLP
 # receiver in the test (docs/operations.md, "Tracing").
-python3 Tests/operations/traces.py "$(swift build --show-bin-path)/herald"
+timed python3 Tests/operations/traces.py "$(swift build --show-bin-path)/herald"
 # SIGHUP: certificate rotation with a device connected across it (docs/operations.md).
-python3 Tests/operations/reload.py "$(swift build --show-bin-path)/herald"
+timed python3 Tests/operations/reload.py "$(swift build --show-bin-path)/herald"
 # Web Push from the application server's side: herald push send --webpush checked by independent
 # code (http_ece decrypts, cryptography verifies the VAPID token) (docs/web-push.md).
-python3 Tests/webpush/sender.py "$(swift build --show-bin-path)/herald"
+timed python3 Tests/webpush/sender.py "$(swift build --show-bin-path)/herald"
 # The Web Push port: pywebpush pushes, a user agent on Mozilla's push protocol decrypts with
 # http_ece, a SIGKILL loses nothing; then a real Firefox subscribes through Herald.
-python3 Tests/webpush/service.py "$(swift build --show-bin-path)/herald"
-python3 Tests/webpush/firefox.py "$(swift build --show-bin-path)/herald"
+timed python3 Tests/webpush/service.py "$(swift build --show-bin-path)/herald"
+timed python3 Tests/webpush/firefox.py "$(swift build --show-bin-path)/herald"
 # Herald devices as Web Push user agents: an app on herald device run subscribes, pywebpush
 # pushes, the device decrypts, presents declarative messages and hands the rest to the app.
-python3 Tests/webpush/device.py "$(swift build --show-bin-path)/herald"
+timed python3 Tests/webpush/device.py "$(swift build --show-bin-path)/herald"
 # UnifiedPush on Linux: herald device run --unifiedpush as the distributor on a private session
 # bus, a connector on jeepney (D-Bus from PyPI) as the app, pywebpush as its server.
-dbus-run-session -- python3 Tests/webpush/unifiedpush.py "$(swift build --show-bin-path)/herald"
+timed dbus-run-session -- python3 Tests/webpush/unifiedpush.py "$(swift build --show-bin-path)/herald"
 # herald provider with registrations that are Web Push subscriptions: a template localized for a
 # subscription, encrypted to it, decrypted and presented by a device; 410 prunes it.
-python3 Tests/webpush/provider.py "$(swift build --show-bin-path)/herald"
+timed python3 Tests/webpush/provider.py "$(swift build --show-bin-path)/herald"
 # Web Push across two gateway nodes on PostgreSQL: pushed through one, delivered on the other.
-python3 Tests/webpush/cluster.py "$(swift build --show-bin-path)/herald"
+timed python3 Tests/webpush/cluster.py "$(swift build --show-bin-path)/herald"
 # The attack suite: hostile peers against a running gateway and device (docs/security.md).
-python3 Tests/attack/attack.py "$(swift build --show-bin-path)/herald"
+timed python3 Tests/attack/attack.py "$(swift build --show-bin-path)/herald"
 # The provider's REST API against its own spec, from outside (docs/provider-service.md).
-scripts/schemathesis.sh "$(swift build --show-bin-path)/herald"
+timed scripts/schemathesis.sh "$(swift build --show-bin-path)/herald"
 # The pages in a real browser, and the desktop's notification server (docs/dashboards.md).
-python3 Tests/browser/browser.py "$(swift build --show-bin-path)/herald" .build/test-artifacts
-Tests/desktop/run.sh "$(swift build --show-bin-path)/herald" .build/test-artifacts
+timed python3 Tests/browser/browser.py "$(swift build --show-bin-path)/herald" .build/test-artifacts
+timed Tests/desktop/run.sh "$(swift build --show-bin-path)/herald" .build/test-artifacts
 # The README's "Five minutes with it", run exactly as written (fixed ports 2197, 2198, 9090).
-scripts/readme-walkthrough.sh "$(swift build --show-bin-path)/herald"
+timed scripts/readme-walkthrough.sh "$(swift build --show-bin-path)/herald"
