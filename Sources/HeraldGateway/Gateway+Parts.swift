@@ -65,25 +65,26 @@ extension Gateway {
             connectionsPerAddress: ConnectionsPerAddress(limit: limits.providerConnectionsPerAddress), feed: feed)
         if configuration.channelPort != nil { providerPort.broadcaster = Broadcaster(store: store, intake: intake) }
         let webPushSubscriptions = WebPushSubscriptions(store: store, storeTimeout: limits.storeTimeout)
+        let sessionCore = SessionCore(
+            environment: configuration.environment, clock: clock, store: store, registry: registry, recorder: recorder,
+            metrics: metrics, logger: logger, limits: limits, feed: feed, cluster: cluster)
         let webPushPort = WebPushPort(
-            environment: configuration.environment, clock: clock, store: store, intake: intake, registry: registry, recorder: recorder,
-            subscriptions: webPushSubscriptions,
+            core: sessionCore, intake: intake, subscriptions: webPushSubscriptions,
             limiter: limiters.webPush, publicOrigin: configuration.webPushOrigin,
-            pingInterval: configuration.browserPingInterval, idleTimeout: configuration.browserIdleTimeout, metrics: metrics, logger: logger,
-            limits: limits, connectionsPerAddress: ConnectionsPerAddress(limit: limits.deviceConnectionsPerAddress),
-            feed: feed, cluster: cluster)
+            pingInterval: configuration.browserPingInterval, idleTimeout: configuration.browserIdleTimeout,
+            connectionsPerAddress: ConnectionsPerAddress(limit: limits.deviceConnectionsPerAddress))
         let webPushEndpoints = configuration.webPushPort.map { [configuration] _ in
             WebPushEndpoints(publicOrigin: configuration.webPushOrigin, subscriptions: webPushSubscriptions, origins: webPushPort.origins)
         }
         let devicePort = DevicePort(
-            environment: configuration.environment, clock: clock, store: store, registry: registry, recorder: recorder,
+            core: sessionCore,
             backgroundThrottle: configuration.backgroundBudget.map { BackgroundThrottle(budget: $0) },
             keepalive: DeviceKeepalive(
                 interval: configuration.devicePingInterval, minimum: configuration.devicePingMinimum,
                 idleTimeout: configuration.deviceIdleTimeout),
-            lowPriorityDelay: configuration.lowPriorityDelay, metrics: metrics, logger: logger, limits: limits,
+            lowPriorityDelay: configuration.lowPriorityDelay,
             connectionsPerAddress: ConnectionsPerAddress(limit: limits.deviceConnectionsPerAddress),
-            enrollmentSecret: configuration.enrollmentSecret, feed: feed, cluster: cluster, webPush: webPushEndpoints)
+            enrollmentSecret: configuration.enrollmentSecret, webPush: webPushEndpoints)
         return Core(
             registry: registry, health: health, feed: feed, recorder: recorder, intake: intake, cluster: cluster,
             providerPort: providerPort, devicePort: devicePort, webPushPort: webPushPort, webPushEndpoints: webPushEndpoints)

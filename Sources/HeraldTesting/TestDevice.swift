@@ -52,14 +52,14 @@ public final class TestDevice: Sendable {
     /// The token the gateway gives `topic` (next `registered` event for it).
     public func token(for topic: String = "com.example.app") async throws -> DeviceToken {
         try await next("registered \(topic)") { event in
-            if case .registered(topic, let token) = event { return token }
+            if case .frame(.registered(topic, let token)) = event { return token }
             return nil
         }
     }
 
     public func notification() async throws -> DeviceNotification {
         try await next("notification") { event in
-            if case .notification(let n) = event { return n }
+            if case .frame(.notification(let n)) = event { return n }
             return nil
         }
     }
@@ -71,7 +71,7 @@ public final class TestDevice: Sendable {
         return events.withLock { events -> [DeviceNotification] in
             consumed.withLock { index in
                 defer { index = events.count }
-                return events[index...].compactMap { if case .notification(let n) = $0 { return n } else { return nil } }
+                return events[index...].compactMap { if case .frame(.notification(let n)) = $0 { return n } else { return nil } }
             }
         }
     }

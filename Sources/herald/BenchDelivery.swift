@@ -309,7 +309,7 @@ final class Fleet: Sendable {
             tasks.append(Task {
                 for await event in connection.events {
                     switch event {
-                    case .registered(_, let token):
+                    case .frame(.registered(_, let token)):
                         let first = tokens.withLock { list in
                             defer { list[index] = token }
                             return list[index] == nil
@@ -319,8 +319,8 @@ final class Fleet: Sendable {
                     case .disconnected(let reason):
                         let key = String(reason.prefix(80))
                         disconnectionReasons.withLock { $0[key, default: 0] += 1 }
-                    case .subscribed: subscribed.withLock { $0 += 1 }
-                    case .notification(let n):
+                    case .frame(.subscribed): subscribed.withLock { $0 += 1 }
+                    case .frame(.notification(let n)):
                         let now = BenchDelivery.nanos()
                         var sent: UInt64 = now
                         if case .object(let object) = n.payload, case .int(let t)? = object["t"] { sent = UInt64(t) }

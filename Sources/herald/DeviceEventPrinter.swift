@@ -7,79 +7,98 @@ struct DeviceEventPrinter {
     var json: Bool
 
     func print(_ event: DeviceEvent) {
-        if json { printLineFlushed(Self.jsonLine(event)) } else { printLineFlushed(Self.text(event)) }
+        guard let line = json ? Self.jsonLine(event) : Self.text(event) else { return }
+        printLineFlushed(line)
     }
 
-    static func text(_ event: DeviceEvent) -> String {
+    /// `nil` for what the connection never passes on (a challenge, a welcome).
+    static func text(_ event: DeviceEvent) -> String? {
         switch event {
         case .connected(let id, let enrolled): return "connected as device \(id)\(enrolled ? " (enrolled now)" : "")"
         case .reconnected(let id): return "reconnected as device \(id)"
-        case .registered(let topic, let token): return "registered \(topic): token \(token)"
         case .tokenChanged(let topic, let previous, let current):
             return "token changed for \(topic): \(previous) -> \(current) (tell the provider)"
+        case .disconnected(let reason): return "disconnected: \(ConnectionAdvice.explain(reason, side: .device))"
+        case .frame(let frame): return text(frame)
+        }
+    }
+
+    private static func text(_ frame: DeviceServerFrame) -> String? {
+        switch frame {
+        case .challenge, .welcome: return nil
+        case .registered(let topic, let token): return "registered \(topic): token \(token)"
         case .notification(let n):
             let payload = (try? encoder.encode(n.payload)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
             return "notification \(n.apnsID) for \(n.topic) (\(n.pushType.rawValue), priority \(n.priority.rawValue)\(n.collapseID.map { ", collapse-id \($0)" } ?? "")): \(payload)"
         case .unregistered(let topic, let at): return "unregistered \(topic) at \(at)"
-        case .activityTokenIssued(let topic, let activity, let token):
+        case .registeredActivity(let topic, let activity, let token):
             return activity == .pushToStart ? "push-to-start token for \(topic): \(token)" : "update token for \(topic) activity \(activity): \(token)"
-        case .activityTokenUnregistered(let topic, let activity, let at): return "unregistered \(topic) activity token \(activity) at \(at)"
-        case .widgetTokenIssued(let topic, let token): return "widget push token for \(topic): \(token)"
-        case .widgetTokenUnregistered(let topic, let at): return "unregistered \(topic) widget token at \(at)"
+        case .unregisteredActivity(let topic, let activity, let at): return "unregistered \(topic) activity token \(activity) at \(at)"
+        case .registeredWidgets(let topic, let token): return "widget push token for \(topic): \(token)"
+        case .unregisteredWidgets(let topic, let at): return "unregistered \(topic) widget token at \(at)"
         case .subscribed(let topic, let channel, _): return "subscribed \(topic) to channel \(channel)"
         case .unsubscribed(let topic, let channel): return "unsubscribed \(topic) from channel \(channel)"
         case .webPushSubscribed(let topic, let subscription, let endpoint, _): return "Web Push endpoint for \(topic) (\(subscription)): \(endpoint)"
         case .webPushUnsubscribed(let topic, let subscription): return "unsubscribed \(topic) from Web Push (\(subscription))"
-        case .disconnected(let reason): return "disconnected: \(ConnectionAdvice.explain(reason, side: .device))"
-        case .gatewayError(let code, let message): return "gateway error \(code.rawValue): \(message)"
+        case .error(let code, let message, _): return "gateway error \(code.rawValue): \(message)"
         }
     }
 
-    static func jsonLine(_ event: DeviceEvent) -> String {
-        var object: [String: JSONValue]
+    /// `nil` for what the connection never passes on (a challenge, a welcome).
+    static func jsonLine(_ event: DeviceEvent) -> String? {
+        let object: [String: JSONValue]
         switch event {
         case .connected(let id, let enrolled): object = ["event": .string("connected"), "device": .string(id), "enrolled": .bool(enrolled)]
         case .reconnected(let id): object = ["event": .string("reconnected"), "device": .string(id)]
-        case .registered(let topic, let token):
-            object = ["event": .string("registered"), "topic": .string(topic), "token": .string(token.description)]
         case .tokenChanged(let topic, let previous, let current):
             object = [
                 "event": .string("token-changed"), "topic": .string(topic), "previous": .string(previous.description),
                 "token": .string(current.description),
             ]
+        case .disconnected(let reason): object = ["event": .string("disconnected"), "reason": .string(ConnectionAdvice.explain(reason, side: .device))]
+        case .frame(let frame):
+            guard let frameObject = jsonObject(frame) else { return nil }
+            object = frameObject
+        }
+        return (try? encoder.encode(object)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    private static func jsonObject(_ frame: DeviceServerFrame) -> [String: JSONValue]? {
+        switch frame {
+        case .challenge, .welcome: return nil
+        case .registered(let topic, let token):
+            return ["event": .string("registered"), "topic": .string(topic), "token": .string(token.description)]
         case .notification(let n):
-            object = [
+            return [
                 "event": .string("notification"), "apns-id": .string(n.apnsID.description), "topic": .string(n.topic),
                 "push-type": .string(n.pushType.rawValue), "priority": .int(Int64(n.priority.rawValue)),
                 "collapse-id": n.collapseID.map(JSONValue.string) ?? .null,
                 "expiration": n.expiration.map(JSONValue.int) ?? .null, "payload": n.payload,
             ]
         case .unregistered(let topic, let at):
-            object = ["event": .string("unregistered"), "topic": .string(topic), "timestamp": .int(at)]
-        case .activityTokenIssued(let topic, let activity, let token):
-            object = ["event": .string("activity-token"), "topic": .string(topic), "activity": .string(activity.wireValue), "token": .string(token.description)]
-        case .activityTokenUnregistered(let topic, let activity, let at):
-            object = ["event": .string("activity-token-unregistered"), "topic": .string(topic), "activity": .string(activity.wireValue), "timestamp": .int(at)]
-        case .widgetTokenIssued(let topic, let token):
-            object = ["event": .string("widget-token-issued"), "topic": .string(topic), "token": .string(token.description)]
-        case .widgetTokenUnregistered(let topic, let at):
-            object = ["event": .string("widget-token-unregistered"), "topic": .string(topic), "timestamp": .int(at)]
+            return ["event": .string("unregistered"), "topic": .string(topic), "timestamp": .int(at)]
+        case .registeredActivity(let topic, let activity, let token):
+            return ["event": .string("activity-token"), "topic": .string(topic), "activity": .string(activity.wireValue), "token": .string(token.description)]
+        case .unregisteredActivity(let topic, let activity, let at):
+            return ["event": .string("activity-token-unregistered"), "topic": .string(topic), "activity": .string(activity.wireValue), "timestamp": .int(at)]
+        case .registeredWidgets(let topic, let token):
+            return ["event": .string("widget-token-issued"), "topic": .string(topic), "token": .string(token.description)]
+        case .unregisteredWidgets(let topic, let at):
+            return ["event": .string("widget-token-unregistered"), "topic": .string(topic), "timestamp": .int(at)]
         case .subscribed(let topic, let channel, let token):
-            object = ["event": .string("subscribed"), "topic": .string(topic), "channel": .string(channel), "token": .string(token.description)]
+            return ["event": .string("subscribed"), "topic": .string(topic), "channel": .string(channel), "token": .string(token.description)]
         case .unsubscribed(let topic, let channel):
-            object = ["event": .string("unsubscribed"), "topic": .string(topic), "channel": .string(channel)]
+            return ["event": .string("unsubscribed"), "topic": .string(topic), "channel": .string(channel)]
         case .webPushSubscribed(let topic, let subscription, let endpoint, let token):
-            object = [
+            return [
                 "event": .string("webpush-endpoint"), "topic": .string(topic), "subscription": .string(subscription),
                 "endpoint": .string(endpoint), "token": .string(token.description),
             ]
         case .webPushUnsubscribed(let topic, let subscription):
-            object = ["event": .string("webpush-endpoint-removed"), "topic": .string(topic), "subscription": .string(subscription)]
-        case .disconnected(let reason): object = ["event": .string("disconnected"), "reason": .string(ConnectionAdvice.explain(reason, side: .device))]
-        case .gatewayError(let code, let message):
-            object = ["event": .string("error"), "code": .string(code.rawValue), "message": .string(message)]
+            return ["event": .string("webpush-endpoint-removed"), "topic": .string(topic), "subscription": .string(subscription)]
+        case .error(let code, let message, _):
+            return ["event": .string("error"), "code": .string(code.rawValue), "message": .string(message)]
         }
-        return (try? encoder.encode(object)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 
     func print(_ event: UnifiedPushEvent) {

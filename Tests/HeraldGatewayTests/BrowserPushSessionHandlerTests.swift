@@ -28,10 +28,12 @@ struct BrowserPushSessionHandlerTests {
                 store: store, policy: .default, environment: .development, clock: SystemWallClock(), maximumBatchSize: 64,
                 health: GatewayHealth(), registry: registry, recorder: recorder, feed: DeliveryFeed(), metrics: GatewayMetrics(), logger: logger)
             port = WebPushPort(
-                environment: .development, clock: SystemWallClock(), store: store, intake: intake, registry: registry, recorder: recorder,
-                subscriptions: WebPushSubscriptions(store: store, storeTimeout: .seconds(5)), limiter: TokenRateLimiter(configuration: nil),
-                publicOrigin: "https://push.example.com", pingInterval: .seconds(30), idleTimeout: .seconds(90), metrics: GatewayMetrics(),
-                logger: logger, limits: limits, connectionsPerAddress: ConnectionsPerAddress(limit: 100), feed: DeliveryFeed(), cluster: nil)
+                core: SessionCore(
+                    environment: .development, clock: SystemWallClock(), store: store, registry: registry, recorder: recorder,
+                    metrics: GatewayMetrics(), logger: logger, limits: limits, feed: DeliveryFeed(), cluster: nil),
+                intake: intake, subscriptions: WebPushSubscriptions(store: store, storeTimeout: .seconds(5)),
+                limiter: TokenRateLimiter(configuration: nil), publicOrigin: "https://push.example.com", pingInterval: .seconds(30),
+                idleTimeout: .seconds(90), connectionsPerAddress: ConnectionsPerAddress(limit: 100))
         }
     }
 

@@ -22,11 +22,12 @@ struct DeviceSessionHandlerTests {
         init(keepalive: DeviceKeepalive = DeviceKeepalive(interval: .seconds(30), minimum: .seconds(15), idleTimeout: .seconds(90))) {
             let logger = Logger(label: "test")
             port = DevicePort(
-                environment: .development, clock: SystemWallClock(), store: store, registry: registry,
-                recorder: DeliveryRecorder(store: store, logger: logger), backgroundThrottle: nil,
-                keepalive: keepalive, lowPriorityDelay: .milliseconds(5),
-                metrics: GatewayMetrics(), logger: logger, limits: GatewayLimits(),
-                connectionsPerAddress: ConnectionsPerAddress(limit: 100), enrollmentSecret: nil, feed: DeliveryFeed(), cluster: nil)
+                core: SessionCore(
+                    environment: .development, clock: SystemWallClock(), store: store, registry: registry,
+                    recorder: DeliveryRecorder(store: store, logger: logger), metrics: GatewayMetrics(), logger: logger,
+                    limits: GatewayLimits(), feed: DeliveryFeed(), cluster: nil),
+                backgroundThrottle: nil, keepalive: keepalive, lowPriorityDelay: .milliseconds(5),
+                connectionsPerAddress: ConnectionsPerAddress(limit: 100), enrollmentSecret: nil)
         }
     }
 

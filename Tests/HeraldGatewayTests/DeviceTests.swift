@@ -288,7 +288,7 @@ struct DeviceTests {
         #expect(held.isEmpty, "over budget: held")
         gateway.clock.advance(seconds: 3600)
         let released = try await device.next(timeout: .seconds(10), "released background push") { event -> String? in
-            if case .notification(let n) = event { return Self.payloadText(n) }
+            if case .frame(.notification(let n)) = event { return Self.payloadText(n) }
             return nil
         }
         #expect(released == "b3", "only the newest held one is sent")

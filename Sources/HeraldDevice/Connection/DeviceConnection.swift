@@ -4,38 +4,29 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 
-/// What happens on a device's connection, as its apps (and `herald device run`) see it.
+/// What happens on a device's connection, as its apps (and `herald device run`) see it: the
+/// connection's own events, and every frame the gateway sends after the handshake as the protocol
+/// defines it (one frame type per direction: ``DeviceServerFrame``).
 public enum DeviceEvent: Sendable, Hashable {
     /// The first authenticated connection of this run. `enrolled` when it enrolled the device.
     case connected(deviceID: String, enrolled: Bool)
     /// Authenticated again after a disconnection.
     case reconnected(deviceID: String)
-    /// The gateway gave the app its device token.
-    case registered(topic: String, token: DeviceToken)
     /// The app's token differs from the one it had before (the app was reinstalled, or the
-    /// device enrolled anew): its provider must be told.
+    /// device enrolled anew): its provider must be told. Comes just before the
+    /// ``DeviceServerFrame/registered(topic:token:)`` frame that issued the new token.
     case tokenChanged(topic: String, previous: DeviceToken, current: DeviceToken)
-    /// A notification. With ``DeviceConnection/Acknowledgement/onReceipt``, once per apns-id
-    /// (repeats after a reconnect are acked and dropped); with
-    /// ``DeviceConnection/Acknowledgement/byConsumer`` every copy the gateway sends, until the
-    /// consumer acks it with ``DeviceConnection/acknowledge(_:)``.
-    case notification(DeviceNotification)
-    case unregistered(topic: String, atMilliseconds: Int64)
-    /// A Live Activity token the device asked for (``DeviceConnection/want(_:)``).
-    case activityTokenIssued(topic: String, activity: LiveActivityToken, token: DeviceToken)
-    case activityTokenUnregistered(topic: String, activity: LiveActivityToken, atMilliseconds: Int64)
-    /// The app's widget push token (``DeviceConnection/Want/widgets(topic:)``), and its end.
-    case widgetTokenIssued(topic: String, token: DeviceToken)
-    case widgetTokenUnregistered(topic: String, atMilliseconds: Int64)
-    /// The device is subscribed to a broadcast channel; its broadcasts carry `token`.
-    case subscribed(topic: String, channel: String, token: DeviceToken)
-    case unsubscribed(topic: String, channel: String)
-    /// Version 3: a Web Push subscription of an app, with its endpoint; its messages carry `token`.
-    case webPushSubscribed(topic: String, subscription: String, endpoint: String, token: DeviceToken)
-    case webPushUnsubscribed(topic: String, subscription: String)
     case disconnected(reason: String)
-    /// An error frame from the gateway.
-    case gatewayError(code: DeviceErrorCode, message: String)
+    /// A frame from the gateway: tokens issued and withdrawn (the app's, a Live Activity's, the
+    /// widgets'), channel and Web Push subscriptions, notifications, error frames. Never a
+    /// challenge or a welcome: the connection answers those itself (they become ``connected(deviceID:enrolled:)``
+    /// and ``reconnected(deviceID:)``).
+    ///
+    /// A notification comes, with ``DeviceConnection/Acknowledgement/onReceipt``, once per
+    /// apns-id (repeats after a reconnect are acked and dropped); with
+    /// ``DeviceConnection/Acknowledgement/byConsumer``, every copy the gateway sends, until the
+    /// consumer acks it with ``DeviceConnection/acknowledge(_:)``.
+    case frame(DeviceServerFrame)
 }
 
 /// A device's connection to a gateway, kept for as long as ``run()`` runs: connects, answers the
@@ -330,39 +321,26 @@ public final class DeviceConnection: Sendable {
                         continuation.yield(.tokenChanged(topic: topic, previous: previous, current: token))
                     }
                     state.knownTokens[topic] = token
-                    continuation.yield(.registered(topic: topic, token: token))
+                    continuation.yield(.frame(frame))
                 case .notification(let notification):
                     switch configuration.acknowledgement {
                     case .onReceipt:
                         // The socket has acked it already (acks go out per read burst).
-                        if state.remember(notification.apnsID) { continuation.yield(.notification(notification)) }
+                        if state.remember(notification.apnsID) { continuation.yield(.frame(frame)) }
                     case .byConsumer:
-                        continuation.yield(.notification(notification))
+                        continuation.yield(.frame(frame))
                     }
-                case .unregistered(let topic, let at):
+                case .unregistered(let topic, _):
                     state.knownTokens[topic] = nil
-                    continuation.yield(.unregistered(topic: topic, atMilliseconds: at))
-                case .registeredActivity(let topic, let activity, let token):
-                    continuation.yield(.activityTokenIssued(topic: topic, activity: activity, token: token))
-                case .unregisteredActivity(let topic, let activity, let at):
-                    continuation.yield(.activityTokenUnregistered(topic: topic, activity: activity, atMilliseconds: at))
-                case .registeredWidgets(let topic, let token):
-                    continuation.yield(.widgetTokenIssued(topic: topic, token: token))
-                case .unregisteredWidgets(let topic, let at):
-                    continuation.yield(.widgetTokenUnregistered(topic: topic, atMilliseconds: at))
-                case .subscribed(let topic, let channel, let token):
-                    continuation.yield(.subscribed(topic: topic, channel: channel, token: token))
-                case .unsubscribed(let topic, let channel):
-                    continuation.yield(.unsubscribed(topic: topic, channel: channel))
-                case .webPushSubscribed(let topic, let subscription, let endpoint, let token):
-                    continuation.yield(.webPushSubscribed(topic: topic, subscription: subscription, endpoint: endpoint, token: token))
-                case .webPushUnsubscribed(let topic, let subscription):
-                    continuation.yield(.webPushUnsubscribed(topic: topic, subscription: subscription))
+                    continuation.yield(.frame(frame))
+                case .registeredActivity, .unregisteredActivity, .registeredWidgets, .unregisteredWidgets, .subscribed,
+                     .unsubscribed, .webPushSubscribed, .webPushUnsubscribed:
+                    continuation.yield(.frame(frame))
                 case .error(let code, let message, let reconnectWithin):
                     if code.closesConnection { reason = "\(code.rawValue): \(message)" }
                     // A gateway stopping gracefully spreads its devices' return over a window.
                     if code == .shutdown, let reconnectWithin { state.reconnectWithin = reconnectWithin }
-                    continuation.yield(.gatewayError(code: code, message: message))
+                    continuation.yield(.frame(frame))
                 }
             }
         }

@@ -367,7 +367,7 @@ public final class UnifiedPushDistributor: Sendable {
     /// (returns `true`: the device runtime does not see them).
     public func handle(_ event: DeviceEvent) -> Bool {
         switch event {
-        case .webPushSubscribed(_, let subscription, let endpoint, let token):
+        case .frame(.webPushSubscribed(_, let subscription, let endpoint, let token)):
             guard state.withLock({ $0.byToken.values.contains { $0.subscription == subscription } }) else { return false }
             if let registration = state.withLock({ $0.endpoint(endpoint, gatewayToken: token.hex, subscription: subscription) }) {
                 save()
@@ -375,9 +375,9 @@ public final class UnifiedPushDistributor: Sendable {
                 newEndpoint(registration, endpoint)
             }
             return true
-        case .webPushUnsubscribed(_, let subscription):
+        case .frame(.webPushUnsubscribed(_, let subscription)):
             return state.withLock { $0.byToken.values.contains { $0.subscription == subscription } }
-        case .notification(let push) where push.pushType == .webpush:
+        case .frame(.notification(let push)) where push.pushType == .webpush:
             guard let token = push.token, let registration = state.withLock({ $0.registration(gatewayToken: token.hex) }) else { return false }
             deliver(push, to: registration)
             return true

@@ -22,29 +22,33 @@ extension DeviceRuntime {
             switch event {
             case .connected, .reconnected: setConnectivity(true)
             case .disconnected: setConnectivity(false)
-            case .registered(let topic, let token): gatewayIssued(token: token, topic: topic)
             case .tokenChanged: break  // `registered` follows with the new token
-            case .unregistered(let topic, _):
-                if let slot = apps[topic] {
-                    slot.remote.token = nil
-                    save(slot)
-                }
-            case .notification(let notification):
-                let id = notification.apnsID
-                receive(notification) { acknowledge?(id) }
-            case .activityTokenIssued(let topic, let activity, let token): gatewayIssued(activityToken: token, topic: topic, activity: activity)
-            case .activityTokenUnregistered: break
-            case .widgetTokenIssued(let topic, let token): gatewayIssued(widgetToken: token, topic: topic)
-            case .widgetTokenUnregistered: break
-            case .subscribed(let topic, let channel, let token): gatewaySubscribed(topic: topic, channel: channel, token: token)
-            case .unsubscribed(let topic, let channel): gatewayUnsubscribed(topic: topic, channel: channel)
-            case .webPushSubscribed(let topic, let subscription, let endpoint, let token):
-                gatewayWebPushSubscribed(topic: topic, subscription: subscription, endpoint: endpoint, token: token)
-            case .webPushUnsubscribed: break
-            case .gatewayError: break
+            case .frame(let frame): take(frame, acknowledge: acknowledge)
             }
         }
         setConnectivity(false)
+    }
+
+    /// What the gateway sent: tokens issued to the apps, their withdrawal, subscriptions and notifications.
+    private func take(_ frame: DeviceServerFrame, acknowledge: (@Sendable (NotificationID) -> Void)?) {
+        switch frame {
+        case .registered(let topic, let token): gatewayIssued(token: token, topic: topic)
+        case .unregistered(let topic, _):
+            if let slot = apps[topic] {
+                slot.remote.token = nil
+                save(slot)
+            }
+        case .notification(let notification):
+            let id = notification.apnsID
+            receive(notification) { acknowledge?(id) }
+        case .registeredActivity(let topic, let activity, let token): gatewayIssued(activityToken: token, topic: topic, activity: activity)
+        case .registeredWidgets(let topic, let token): gatewayIssued(widgetToken: token, topic: topic)
+        case .subscribed(let topic, let channel, let token): gatewaySubscribed(topic: topic, channel: channel, token: token)
+        case .unsubscribed(let topic, let channel): gatewayUnsubscribed(topic: topic, channel: channel)
+        case .webPushSubscribed(let topic, let subscription, let endpoint, let token):
+            gatewayWebPushSubscribed(topic: topic, subscription: subscription, endpoint: endpoint, token: token)
+        case .challenge, .welcome, .unregisteredActivity, .unregisteredWidgets, .webPushUnsubscribed, .error: break
+        }
     }
 
     /// Each installed app's last token: what the gateway's next answer is compared with.

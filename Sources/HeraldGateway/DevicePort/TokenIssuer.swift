@@ -20,10 +20,9 @@ struct TokenIssuer: Sendable {
     }
 }
 
-extension DevicePort {
-    var tokens: TokenIssuer { TokenIssuer(store: store, environment: environment, clock: clock, maximumPerDevice: limits.topicsPerDevice) }
-}
-
-extension WebPushPort {
-    var tokens: TokenIssuer { TokenIssuer(store: store, environment: environment, clock: clock, maximumPerDevice: limits.topicsPerDevice) }
+extension SessionPort {
+    /// Tokens for this port's sessions (a device's or a browser's), from the core they share.
+    var tokens: TokenIssuer {
+        TokenIssuer(store: core.store, environment: core.environment, clock: core.clock, maximumPerDevice: core.limits.topicsPerDevice)
+    }
 }

@@ -4,15 +4,12 @@ import Logging
 import NIOCore
 
 /// What every request and browser session on the Web Push port shares: the same core as the
-/// APNs port (the intake, the store, the registry of connected sessions, the recorder, the live
-/// feed, the cluster) and the port's own bounds.
-struct WebPushPort: Sendable {
-    var environment: PushEnvironment
-    var clock: any WallClock
-    var store: any GatewayStore
+/// device port (``SessionCore``: the store, the registry of connected sessions, the recorder, the
+/// live feed, the cluster), the intake the APNs port also takes pushes into, and the port's own
+/// settings.
+struct WebPushPort: SessionPort {
+    var core: SessionCore
     var intake: NotificationIntake
-    var registry: DeviceRegistry
-    var recorder: DeliveryRecorder
     var subscriptions: WebPushSubscriptions
     var vapid = VAPIDVerifier()
     /// Message ids: unguessable, for their URL is the capability to read the receipt.
@@ -24,12 +21,7 @@ struct WebPushPort: Sendable {
     var publicOrigin: String?
     var pingInterval: TimeAmount
     var idleTimeout: TimeAmount
-    var metrics: GatewayMetrics
-    var logger: Logger
-    var limits: GatewayLimits
     var connectionsPerAddress: ConnectionsPerAddress
-    var feed: DeliveryFeed
-    var cluster: ClusterNode?
 
     /// The app every browser's subscriptions belong to (a browser's protocol names none).
     static let browserApp = "browser"
