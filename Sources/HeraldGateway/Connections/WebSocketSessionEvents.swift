@@ -34,6 +34,38 @@ extension WebSocketSessionEnd where Self: ChannelInboundHandler {
     }
 }
 
+/// A WebSocket session's handler: how it says something to its peer and how it waits for the
+/// store, the same for a device's session and a browser's.
+protocol WebSocketSessionHandler: WebSocketSessionEnd, ChannelInboundHandler, SendableMetatype where OutboundOut == WebSocketFrame {
+    /// The handler's context while it is in a pipeline.
+    var context: ChannelHandlerContext? { get }
+}
+
+extension WebSocketSessionHandler {
+    /// Writes one text frame (and flushes it unless more follow at once).
+    func sendText(_ bytes: [UInt8], flush: Bool = true) {
+        guard let context else { return }
+        var buffer = context.channel.allocator.buffer(capacity: bytes.count)
+        buffer.writeBytes(bytes)
+        let out = wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer))
+        if flush { context.writeAndFlush(out, promise: nil) } else { context.write(out, promise: nil) }
+    }
+
+    /// Runs store work off the event loop, then continues on it (unless the session closed meanwhile).
+    func run<T: Sendable>(
+        _ work: @escaping @Sendable () async throws -> T,
+        then next: @escaping (Self, Result<T, Error>) -> Void
+    ) {
+        guard let context else { return }
+        let bound = NIOLoopBound((self, next), eventLoop: context.eventLoop)
+        context.eventLoop.makeFutureWithTask(work).whenComplete { result in
+            let (handler, next) = bound.value
+            if handler.isSessionClosed { return }
+            next(handler, result)
+        }
+    }
+}
+
 /// What both WebSocket sessions do alike when their ``KeepaliveHandler`` fires, the peer stops
 /// reading, or its framing is wrong.
 enum WebSocketSessionEvents {

@@ -16,7 +16,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
 
     let port: DevicePort
     var session: DeviceSession
-    private var context: ChannelHandlerContext?
+    private(set) var context: ChannelHandlerContext?
     /// The timers that release held background pushes, by topic.
     private var releaseTimers: [String: Scheduled<Void>] = [:]
     private var needsFlush = false
@@ -310,30 +310,11 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     // MARK: plumbing
 
     func send(_ frame: DeviceServerFrame, flush: Bool) {
-        guard let context else { return }
-        let bytes = frame.encoded()
-        var buffer = context.channel.allocator.buffer(capacity: bytes.count)
-        buffer.writeBytes(bytes)
-        let out = wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer))
-        if flush { context.writeAndFlush(out, promise: nil) } else { context.write(out, promise: nil) }
-    }
-
-    /// Runs store work off the event loop, then continues on it (unless the session closed).
-    func run<T: Sendable>(
-        _ work: @escaping @Sendable () async throws -> T,
-        then next: @escaping (DeviceSessionHandler, Result<T, Error>) -> Void
-    ) {
-        guard let context else { return }
-        let bound = NIOLoopBound((self, next), eventLoop: context.eventLoop)
-        context.eventLoop.makeFutureWithTask(work).whenComplete { result in
-            let (handler, next) = bound.value
-            if handler.session.isClosed { return }
-            next(handler, result)
-        }
+        sendText(frame.encoded(), flush: flush)
     }
 }
 
-extension DeviceSessionHandler: WebSocketSessionEnd {
+extension DeviceSessionHandler: WebSocketSessionHandler {
     var isSessionClosed: Bool { session.isClosed }
     func sessionIsQuiet() { session.quiet() }
 

@@ -30,7 +30,7 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
     /// The origin endpoints are issued under (the port's, or the `Host` the browser connected to).
     private let origin: String
     private(set) var session: DeviceSession
-    private var context: ChannelHandlerContext?
+    private(set) var context: ChannelHandlerContext?
     private var deviceID: String? { session.deviceID }
     private var needsFlush = false
     private let connectionID = Int64.random(in: 1...Int64.max)
@@ -110,7 +110,7 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
             guard session.browserHello() else { return close(with: .malformedFrame, "hello twice") }
             hello(uaid: uaid)
         case .ping:
-            send(BrowserPushProtocol.pong)
+            sendText(BrowserPushProtocol.pong)
         case .other:
             // Messages Herald does not use (broadcast_subscribe…) are ignored, never fatal.
             break
@@ -164,7 +164,7 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
         port.registry.register(deviceID: deviceID, session: .init(
             id: ObjectIdentifier(context.channel), connection: connectionID,
             handler: NIOLoopBound<any DeliverySession>(self, eventLoop: context.eventLoop)))
-        send(BrowserPushProtocol.helloReply(uaid: uaid, useWebPush: true))
+        sendText(BrowserPushProtocol.helloReply(uaid: uaid, useWebPush: true))
         let store = port.store, cluster = port.cluster, connection = connectionID
         let now = port.clock.nowMilliseconds()
         run({
@@ -195,13 +195,13 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
             switch result {
             case .success(let registration):
                 let endpoint = handler.origin + "/wpush/" + registration.token.hex
-                handler.send(BrowserPushProtocol.registerReply(channelID: channel, status: 200, pushEndpoint: endpoint))
+                handler.sendText(BrowserPushProtocol.registerReply(channelID: channel, status: 200, pushEndpoint: endpoint))
             case .failure(let error as StoreError) where error.code == .tooManyTokens:
                 handler.port.logger.notice("a browser reached its subscription bound", metadata: ["device": "\(deviceID)", "maximum": "\(maximum)"])
-                handler.send(BrowserPushProtocol.registerReply(channelID: channel, status: 409, pushEndpoint: nil))
+                handler.sendText(BrowserPushProtocol.registerReply(channelID: channel, status: 409, pushEndpoint: nil))
             case .failure(let error):
                 handler.port.logger.error("could not make a Web Push subscription", metadata: ["error": "\(error)"])
-                handler.send(BrowserPushProtocol.registerReply(channelID: channel, status: 500, pushEndpoint: nil))
+                handler.sendText(BrowserPushProtocol.registerReply(channelID: channel, status: 500, pushEndpoint: nil))
             }
         }
     }
@@ -216,9 +216,9 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
         }) { handler, result in
             if case .failure(let error) = result {
                 handler.port.logger.error("could not remove a Web Push subscription", metadata: ["error": "\(error)"])
-                return handler.send(BrowserPushProtocol.unregisterReply(channelID: channel, status: 500))
+                return handler.sendText(BrowserPushProtocol.unregisterReply(channelID: channel, status: 500))
             }
-            handler.send(BrowserPushProtocol.unregisterReply(channelID: channel, status: 200))
+            handler.sendText(BrowserPushProtocol.unregisterReply(channelID: channel, status: 200))
         }
     }
 
@@ -285,32 +285,9 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
             handler.flushIfNeeded()
         }
     }
-
-    // MARK: plumbing
-
-    private func send(_ bytes: [UInt8]) {
-        guard let context else { return }
-        var buffer = context.channel.allocator.buffer(capacity: bytes.count)
-        buffer.writeBytes(bytes)
-        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer)), promise: nil)
-    }
-
-    /// Runs store work off the event loop, then continues on it (unless the session closed).
-    private func run<T: Sendable>(
-        _ work: @escaping @Sendable () async throws -> T,
-        then next: @escaping (BrowserPushSessionHandler, Result<T, Error>) -> Void
-    ) {
-        guard let context else { return }
-        let bound = NIOLoopBound((self, next), eventLoop: context.eventLoop)
-        context.eventLoop.makeFutureWithTask(work).whenComplete { result in
-            let (handler, next) = bound.value
-            if handler.session.isClosed { return }
-            next(handler, result)
-        }
-    }
 }
 
-extension BrowserPushSessionHandler: WebSocketSessionEnd {
+extension BrowserPushSessionHandler: WebSocketSessionHandler {
     var isSessionClosed: Bool { session.isClosed }
     func sessionIsQuiet() { session.quiet() }
     func forgetSession(after error: Error) { finish() }
