@@ -1,4 +1,5 @@
 import HeraldCore
+import Logging
 import NIOCore
 import NIOWebSocket
 
@@ -36,9 +37,16 @@ extension WebSocketSessionEnd where Self: ChannelInboundHandler {
 
 /// A WebSocket session's handler: how it says something to its peer and how it waits for the
 /// store, the same for a device's session and a browser's.
-protocol WebSocketSessionHandler: WebSocketSessionEnd, ChannelInboundHandler, SendableMetatype where OutboundOut == WebSocketFrame {
+protocol WebSocketSessionHandler: WebSocketSessionEnd, ChannelInboundHandler, DeliverySession, SendableMetatype
+where OutboundOut == WebSocketFrame {
+    associatedtype Port: SessionPort
     /// The handler's context while it is in a pipeline.
     var context: ChannelHandlerContext? { get }
+    var port: Port { get }
+    /// The session's state machine: what is in flight, held, acked.
+    var session: DeviceSession { get set }
+    /// This connection's id in the device's cluster presence.
+    var connectionID: Int64 { get }
 }
 
 extension WebSocketSessionHandler {
@@ -62,6 +70,34 @@ extension WebSocketSessionHandler {
             let (handler, next) = bound.value
             if handler.isSessionClosed { return }
             next(handler, result)
+        }
+    }
+}
+
+extension WebSocketSessionHandler {
+    /// Once the peer is welcomed: it is where pushes for `deviceID` find it, its presence is
+    /// claimed in the cluster (first: whatever is committed after the load below is then hinted
+    /// here), and what the store holds for it is loaded and offered. A store that fails closes
+    /// the session with `closing` (logged as `failure`).
+    func startDelivering(deviceID: String, context: ChannelHandlerContext, failure: Logger.Message, closing: String) {
+        port.registry.register(deviceID: deviceID, session: .init(
+            id: ObjectIdentifier(context.channel), connection: connectionID,
+            handler: NIOLoopBound<any DeliverySession>(self, eventLoop: context.eventLoop)))
+        let store = port.store, cluster = port.cluster, connection = connectionID
+        let now = port.clock.nowMilliseconds()
+        run({
+            try await cluster?.claim(deviceID: deviceID, connection: connection)
+            return try await store.pendingDeliveries(forDevice: deviceID, nowMilliseconds: now)
+        }) { handler, result in
+            switch result {
+            case .failure(let error):
+                handler.port.logger.error(failure, metadata: ["error": "\(error)"])
+                handler.close(with: .internalError, closing)
+            case .success(let stored):
+                guard let deliveries = handler.session.loaded(stored) else { return }
+                for delivery in deliveries { handler.offer(delivery) }
+                handler.flushIfNeeded()
+            }
         }
     }
 }

@@ -22,7 +22,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     private var needsFlush = false
     private var lowPriorityFlush: Scheduled<Void>?
     /// This connection, in the device's cluster presence (a newer connection replaces it).
-    private let connectionID = Int64.random(in: 1...Int64.max)
+    let connectionID = Int64.random(in: 1...Int64.max)
     /// How often this connection is pinged when quiet and when it is dropped for silence.
     private var keepalive: DeviceKeepalive.Grant
 
@@ -174,33 +174,13 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         // The challenge is answered: the connection's deadline is met.
         context.triggerUserOutboundEvent(ConnectionDeadline.DeadlineMet(), promise: nil)
         port.metrics.connectedDevices.increment()
-        port.registry.register(
-            deviceID: deviceID,
-            session: .init(
-                id: ObjectIdentifier(context.channel), connection: connectionID, handler: NIOLoopBound<any DeliverySession>(self, eventLoop: context.eventLoop)))
         applyKeepalive(port.keepalive.grant(requestedSeconds: session.requestedKeepaliveSeconds), context: context)
         send(.welcome(
             deviceID: deviceID, environment: port.environment, enrolled: enrolled,
             pingIntervalSeconds: keepalive.pingIntervalSeconds), flush: true)
-        let store = port.store
-        let now = port.clock.nowMilliseconds()
-        let cluster = port.cluster
-        let connection = connectionID
-        run({
-            // Presence first: whatever is committed after the load below is then hinted here.
-            try await cluster?.claim(deviceID: deviceID, connection: connection)
-            return try await store.pendingDeliveries(forDevice: deviceID, nowMilliseconds: now)
-        }) { handler, result in
-            switch result {
-            case .failure(let error):
-                handler.port.logger.error("could not load stored notifications", metadata: ["error": "\(error)"])
-                handler.close(with: .internalError, "the gateway could not load this device's notifications; reconnect later")
-            case .success(let stored):
-                guard let deliveries = handler.session.loaded(stored) else { return }
-                for delivery in deliveries { handler.offer(delivery) }
-                handler.flushIfNeeded()
-            }
-        }
+        startDelivering(
+            deviceID: deviceID, context: context, failure: "could not load stored notifications",
+            closing: "the gateway could not load this device's notifications; reconnect later")
     }
 
     // MARK: delivery

@@ -26,14 +26,14 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
 
-    private let port: WebPushPort
+    let port: WebPushPort
     /// The origin endpoints are issued under (the port's, or the `Host` the browser connected to).
     private let origin: String
-    private(set) var session: DeviceSession
+    var session: DeviceSession
     private(set) var context: ChannelHandlerContext?
     private var deviceID: String? { session.deviceID }
     private var needsFlush = false
-    private let connectionID = Int64.random(in: 1...Int64.max)
+    let connectionID = Int64.random(in: 1...Int64.max)
 
     init(port: WebPushPort, origin: String) {
         self.port = port
@@ -161,27 +161,10 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
         guard session.welcomed(deviceID: deviceID) else { return }
         context.triggerUserOutboundEvent(ConnectionDeadline.DeadlineMet(), promise: nil)
         port.metrics.connectedUserAgents.increment()
-        port.registry.register(deviceID: deviceID, session: .init(
-            id: ObjectIdentifier(context.channel), connection: connectionID,
-            handler: NIOLoopBound<any DeliverySession>(self, eventLoop: context.eventLoop)))
         sendText(BrowserPushProtocol.helloReply(uaid: uaid, useWebPush: true))
-        let store = port.store, cluster = port.cluster, connection = connectionID
-        let now = port.clock.nowMilliseconds()
-        run({
-            // Presence first: whatever is committed after the load below is then hinted here.
-            try await cluster?.claim(deviceID: deviceID, connection: connection)
-            return try await store.pendingDeliveries(forDevice: deviceID, nowMilliseconds: now)
-        }) { handler, result in
-            switch result {
-            case .failure(let error):
-                handler.port.logger.error("could not load a browser's messages", metadata: ["error": "\(error)"])
-                handler.close(with: .internalError, "the gateway could not load this browser's messages")
-            case .success(let stored):
-                guard let deliveries = handler.session.loaded(stored) else { return }
-                for delivery in deliveries { handler.offer(delivery) }
-                handler.flushIfNeeded()
-            }
-        }
+        startDelivering(
+            deviceID: deviceID, context: context, failure: "could not load a browser's messages",
+            closing: "the gateway could not load this browser's messages")
     }
 
     // MARK: subscriptions
