@@ -6,7 +6,8 @@
 # what this script does, which is every privilege the suites need, in one place:
 #   - the user is created (useradd) once;
 #   - the checkout is made readable and writable for it with an ACL (the files stay root's, so
-#     git and the root steps of CI after the tests see the tree as before), and each directory
+#     git and the root steps of CI after the tests see the tree as before), SwiftPM's lock files
+#     of its build directory are given to it, and each directory
 #     above the checkout that others cannot enter gets an ACL that lets this user enter it
 #     (traverse only);
 #   - the user's git trusts repositories other users own (safe.directory): SwiftPM clones the
@@ -29,6 +30,12 @@ git config --file "$home/.gitconfig" safe.directory >/dev/null || git config --f
 chown "$name:" "$home/.gitconfig"
 
 setfacl -R -m "u:$name:rwX" -m "d:u:$name:rwX" "$top"
+# SwiftPM locks a build directory with a file in /tmp named after its path
+# (/tmp/_work_herald_.build.lock for /work/herald/.build); one that a root step made first (CI's
+# checks build the OpenAPI generator as root) would refuse the user: "invalid access".
+for lock in "/tmp/$(printf '%s' "$top/.build" | tr / _)"*.lock; do
+  [ ! -e "$lock" ] || chown "$name:" "$lock"
+done
 dir=$top
 while [ "$dir" != / ]; do
   dir=$(dirname "$dir")
