@@ -155,17 +155,16 @@ public struct SendRequest: Sendable, Hashable, Codable {
     }
 }
 
-/// The Live Activity part of a send (reference §4's Live Activity `aps` keys).
+/// The Live Activity part of a send (reference §4's Live Activity `aps` keys). Stored and read
+/// as one flat object: `event`, `timestamp`, the ``LiveActivityContent`` keys, `inputPushToken`,
+/// `inputPushChannel`.
+@dynamicMemberLookup
 public struct LiveActivitySend: Sendable, Hashable, Codable {
     public var event: String
     /// UNIX seconds; `nil`: when the send is planned.
     public var timestamp: Int64?
-    public var contentState: [String: JSONValue]?
-    public var staleDate: Int64?
-    public var dismissalDate: Int64?
-    public var relevanceScore: Double?
-    public var attributesType: String?
-    public var attributes: [String: JSONValue]?
+    /// The content state, dates, relevance and attributes (read as `send.contentState`).
+    public var content: LiveActivityContent
     public var inputPushToken: Bool
     public var inputPushChannel: String?
 
@@ -174,19 +173,46 @@ public struct LiveActivitySend: Sendable, Hashable, Codable {
         relevanceScore: Double? = nil, attributesType: String? = nil, attributes: [String: JSONValue]? = nil,
         inputPushToken: Bool = false, inputPushChannel: String? = nil
     ) {
-        (self.event, self.timestamp, self.contentState, self.staleDate, self.dismissalDate, self.relevanceScore, self.attributesType,
-         self.attributes, self.inputPushToken, self.inputPushChannel) =
-            (event, timestamp, contentState, staleDate, dismissalDate, relevanceScore, attributesType, attributes, inputPushToken, inputPushChannel)
+        (self.event, self.timestamp, self.inputPushToken, self.inputPushChannel) = (event, timestamp, inputPushToken, inputPushChannel)
+        self.content = LiveActivityContent(
+            contentState: contentState, staleDate: staleDate, dismissalDate: dismissalDate, relevanceScore: relevanceScore,
+            attributesType: attributesType, attributes: attributes)
+    }
+
+    public subscript<Value>(dynamicMember part: WritableKeyPath<LiveActivityContent, Value>) -> Value {
+        get { content[keyPath: part] }
+        set { content[keyPath: part] = newValue }
+    }
+
+    private enum CodingKeys: String, CodingKey { case event, timestamp, inputPushToken, inputPushChannel }
+
+    /// The content's keys sit beside the others, as sends stored before it was a part of its own.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        event = try container.decode(String.self, forKey: .event)
+        timestamp = try container.decodeIfPresent(Int64.self, forKey: .timestamp)
+        inputPushToken = try container.decode(Bool.self, forKey: .inputPushToken)
+        inputPushChannel = try container.decodeIfPresent(String.self, forKey: .inputPushChannel)
+        content = try LiveActivityContent(from: decoder)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(event, forKey: .event)
+        try container.encodeIfPresent(timestamp, forKey: .timestamp)
+        try container.encode(inputPushToken, forKey: .inputPushToken)
+        try container.encodeIfPresent(inputPushChannel, forKey: .inputPushChannel)
+        try content.encode(to: encoder)
     }
 
     /// Writes its `aps` keys (an event the spec does not name is written as given; the check of
     /// the whole payload refuses it). `nowSeconds` is the timestamp when the send names none.
     func write(into aps: inout APS, nowSeconds: Int64) {
-        LiveActivityUpdate(
-            event: LiveActivityUpdate.Event(rawValue: event) ?? .update, timestamp: timestamp ?? nowSeconds, contentState: contentState,
-            staleDate: staleDate, dismissalDate: dismissalDate, relevanceScore: relevanceScore, attributesType: attributesType,
-            attributes: attributes, wantsPushToken: inputPushToken, channel: inputPushChannel).write(into: &aps)
         aps.event = event
+        aps.timestamp = timestamp ?? nowSeconds
+        content.write(into: &aps)
+        aps.inputPushToken = inputPushToken ? 1 : nil
+        aps.inputPushChannel = inputPushChannel
     }
 }
 

@@ -17,6 +17,20 @@ import Testing
 /// chaos run with real processes and PostgreSQL is Tests/faults).
 @Suite("Faults")
 struct FaultToleranceTests {
+    /// `/health`'s status once it is 200, or its last within 5 s: each `/health` probes the store
+    /// within the store timeout (300 ms in these tests), which a machine busy with the rest of the
+    /// suite can exceed once in a while, and the probe is a precondition here, not the property
+    /// under test.
+    static func settledHealth(_ url: String) async throws -> Int {
+        var status = 0
+        for _ in 0..<50 {
+            status = try await DashboardTests.get(url).status
+            if status == 200 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return status
+    }
+
     @Test("a store that stops answering: pushes are answered 503 within the bound, never 200 later; /health says so; all is well once it answers")
     func storeStall() async throws {
         let store = InMemoryStore()
@@ -27,7 +41,7 @@ struct FaultToleranceTests {
         let authorization = try gateway.bearer(signer)
         let admin = "http://127.0.0.1:\(gateway.ports.adminPort!)/health"
 
-        #expect(try await DashboardTests.get(admin).status == 200)
+        #expect(try await Self.settledHealth(admin) == 200)
         #expect(try await connection.send(.push(token: token, authorization: authorization)).status == 200)
 
         await store.holdCommits()
@@ -49,7 +63,7 @@ struct FaultToleranceTests {
             if answered != 200 { try await Task.sleep(for: .milliseconds(20)) }
         }
         #expect(answered == 200)
-        #expect(try await DashboardTests.get(admin).status == 200)
+        #expect(try await Self.settledHealth(admin) == 200)
         // The stuck push was stored once its commit returned (a retry with its apns-id would
         // replace it); the one refused at once was never stored.
         let stuckID = try #require(stuck.apnsID.flatMap(NotificationID.init(header:)))

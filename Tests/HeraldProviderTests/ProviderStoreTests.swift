@@ -1,3 +1,4 @@
+import Foundation
 import HeraldCore
 import HeraldTesting
 @testable import HeraldProvider
@@ -15,6 +16,26 @@ struct ProviderStoreTests {
             case .memory: InMemoryProviderStore()
             }
         }
+    }
+
+    @Test("a stored Live Activity send reads as it was written before its content was a part of its own, and is written back flat")
+    func liveActivitySendFormat() throws {
+        // As the synthesized Codable of the flat struct wrote it (sends and schedules store it).
+        let stored = #"{"attributes":{"team":"A"},"attributesType":"Score","contentState":{"s":1},"dismissalDate":30,"event":"start","#
+            + #""inputPushChannel":"AAAAAAAAAAAAAAAAAAAAAA==","inputPushToken":true,"relevanceScore":0.5,"staleDate":20,"timestamp":10}"#
+        let send = try JSONDecoder().decode(LiveActivitySend.self, from: Data(stored.utf8))
+        #expect(send == LiveActivitySend(
+            event: "start", timestamp: 10, contentState: ["s": .int(1)], staleDate: 20, dismissalDate: 30, relevanceScore: 0.5,
+            attributesType: "Score", attributes: ["team": .string("A")], inputPushToken: true, inputPushChannel: "AAAAAAAAAAAAAAAAAAAAAA=="))
+        #expect(send.contentState == ["s": .int(1)] && send.staleDate == 20)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        #expect(String(decoding: try encoder.encode(send), as: UTF8.self) == stored)
+        // An update with no content: only the keys it has.
+        let bare = try JSONDecoder().decode(LiveActivitySend.self, from: Data(#"{"event":"end","inputPushToken":false}"#.utf8))
+        #expect(bare == LiveActivitySend(event: "end"))
+        #expect(String(decoding: try encoder.encode(bare), as: UTF8.self) == #"{"event":"end","inputPushToken":false}"#)
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(LiveActivitySend.self, from: Data(#"{"event":"end"}"#.utf8)) }
     }
 
     static func registration(_ token: String, topic: String = "app", language: String = "en", zone: String = "UTC", user: String? = nil,

@@ -34,18 +34,15 @@ public enum LiveActivityToken: Sendable, Hashable, CustomStringConvertible {
 /// `input-push-channel`), checked the way ActivityKit checks it. The gateway forwards what
 /// APNs forwards; the device runtime and `herald push send` use this to refuse what ActivityKit
 /// would drop, with the reason.
+@dynamicMemberLookup
 public struct LiveActivityUpdate: Sendable, Hashable {
     public enum Event: String, Sendable, Hashable, CaseIterable { case start, update, end }
 
     public var event: Event
     /// `timestamp`, UNIX seconds: updates older than the last one applied are ignored.
     public var timestamp: Int64
-    public var contentState: [String: JSONValue]?
-    public var staleDate: Int64?
-    public var dismissalDate: Int64?
-    public var relevanceScore: Double?
-    public var attributesType: String?
-    public var attributes: [String: JSONValue]?
+    /// The content state, dates, relevance and attributes (read as `update.contentState`).
+    public var content: LiveActivityContent
     public var alert: APS.Alert?
     public var sound: APS.Sound?
     /// `input-push-token: 1` on a start: issue the new activity an update token.
@@ -70,16 +67,18 @@ public struct LiveActivityUpdate: Sendable, Hashable {
     ) {
         self.event = event
         self.timestamp = timestamp
-        self.contentState = contentState
-        self.staleDate = staleDate
-        self.dismissalDate = dismissalDate
-        self.relevanceScore = relevanceScore
-        self.attributesType = attributesType
-        self.attributes = attributes
+        self.content = LiveActivityContent(
+            contentState: contentState, staleDate: staleDate, dismissalDate: dismissalDate, relevanceScore: relevanceScore,
+            attributesType: attributesType, attributes: attributes)
         self.alert = alert
         self.sound = sound
         self.wantsPushToken = wantsPushToken
         self.channel = channel
+    }
+
+    public subscript<Value>(dynamicMember part: WritableKeyPath<LiveActivityContent, Value>) -> Value {
+        get { content[keyPath: part] }
+        set { content[keyPath: part] = newValue }
     }
 
     /// Writes its `aps` keys other than `alert` and `sound` (which the caller writes with the rest
@@ -87,12 +86,7 @@ public struct LiveActivityUpdate: Sendable, Hashable {
     public func write(into aps: inout APS) {
         aps.event = event.rawValue
         aps.timestamp = timestamp
-        aps.contentState = contentState
-        aps.staleDate = staleDate
-        aps.dismissalDate = dismissalDate
-        aps.relevanceScore = relevanceScore
-        aps.attributesType = attributesType
-        aps.attributes = attributes
+        content.write(into: &aps)
         aps.inputPushToken = wantsPushToken ? 1 : nil
         aps.inputPushChannel = channel
     }
@@ -114,30 +108,25 @@ public struct LiveActivityUpdate: Sendable, Hashable {
         guard let timestamp = aps.timestamp else { throw Invalid("aps.timestamp (UNIX seconds) is missing") }
         self.event = event
         self.timestamp = timestamp
-        self.contentState = aps.contentState
-        self.staleDate = aps.staleDate
-        self.dismissalDate = aps.dismissalDate
-        self.relevanceScore = aps.relevanceScore
-        self.attributesType = aps.attributesType
-        self.attributes = aps.attributes
+        self.content = LiveActivityContent(aps: aps)
         self.alert = aps.alert
         self.sound = aps.sound
         self.wantsPushToken = aps.inputPushToken == 1
         self.channel = aps.inputPushChannel
         switch event {
         case .start:
-            guard let type = attributesType, !type.isEmpty else { throw Invalid("a start needs aps.attributes-type") }
-            guard attributes != nil else { throw Invalid("a start needs aps.attributes (an object)") }
-            guard contentState != nil else { throw Invalid("a start needs aps.content-state (an object)") }
+            guard let type = content.attributesType, !type.isEmpty else { throw Invalid("a start needs aps.attributes-type") }
+            guard content.attributes != nil else { throw Invalid("a start needs aps.attributes (an object)") }
+            guard content.contentState != nil else { throw Invalid("a start needs aps.content-state (an object)") }
             guard alert != nil else { throw Invalid("a start needs aps.alert") }
             _ = type
         case .update:
-            guard contentState != nil else { throw Invalid("an update needs aps.content-state (an object)") }
+            guard content.contentState != nil else { throw Invalid("an update needs aps.content-state (an object)") }
         case .end:
             break
         }
         if let channel, BroadcastChannelID(channel) == nil { throw Invalid("aps.input-push-channel \"\(channel)\" is not a channel id") }
-        if let contentState {
+        if let contentState = content.contentState {
             let size = (try? JSONEncoder().encode(contentState).count) ?? 0
             guard size <= Self.maximumContentStateBytes else {
                 throw Invalid("aps.content-state is \(size) bytes; ActivityKit takes at most \(Self.maximumContentStateBytes)")
