@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The provider service's REST API under load (docs/benchmarks.md), against a baseline in the same run.
 #
-#   scripts/bench-provider.sh [SEGMENT_SENDS] [SMALL_SENDS]
+#   scripts/bench-provider.sh [SEGMENT_SENDS] [SMALL_SENDS] [REGISTRATIONS]   (10,000 unless given)
 #   HERALD_BASE=/path/to/other/herald scripts/bench-provider.sh     (before/after: ratio new/base)
 #
 # Starts a release-built `herald gateway` (SQLite, rate limit off) holding 10,000 registered device
@@ -21,7 +21,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SEGMENT_SENDS=${1:-5}
 SMALL_SENDS=${2:-4000}
-TOKENS=10000
+TOKENS=${3:-10000}
+[[ "$TOKENS" =~ ^[1-9][0-9]{0,6}$ ]] || { echo "REGISTRATIONS is a count of at least 1, not $TOKENS" >&2; exit 2; }
 command -v h2load >/dev/null || { echo "h2load is missing: scripts/test-deps.sh installs it" >&2; exit 1; }
 HERALD=$(scripts/bench-build.sh)
 WORK=$(mktemp -d /tmp/herald-bench-provider.XXXXXX)
@@ -97,15 +98,16 @@ if [ -n "${HERALD_BASE:-}" ]; then
 else
   N2=$(run new2 "$HERALD"); B1=""; B2=""
 fi
-python3 - "$N1" "$N2" "$B1" "$B2" <<'PY'
+python3 - "$N1" "$N2" "$B1" "$B2" "$TOKENS" <<'PY'
 import sys
+tokens = int(sys.argv[5])
 def parse(s): return [float(x) for x in s.split()] if s else None
-n1, n2, b1, b2 = map(parse, sys.argv[1:])
+n1, n2, b1, b2 = map(parse, sys.argv[1:5])
 def mean(a, b): return [(x + y) / 2 for x, y in zip(a, b)]
 n = mean(n1, n2)
-print(f"segment send, 10,000 registrations: {n[0]:,.0f} pushes/s, {n[1]:.3f} s per request (runs {n1[0]:,.0f} / {n2[0]:,.0f})")
+print(f"segment send, {tokens:,} registrations: {n[0]:,.0f} pushes/s, {n[1]:.3f} s per request (runs {n1[0]:,.0f} / {n2[0]:,.0f})")
 print(f"small sends (one token each, 8 connections): {n[2]:,.0f} req/s, mean latency {n[3]:.2f} ms (runs {n1[2]:,.0f} / {n2[2]:,.0f})")
-print(f"baseline, h2load straight to the gateway: {n[4]:,.0f} pushes/s (10,000 tokens, 4x100 streams), {n[5]:,.0f} req/s (one token, 8x1)")
+print(f"baseline, h2load straight to the gateway: {n[4]:,.0f} pushes/s ({tokens:,} tokens, 4x100 streams), {n[5]:,.0f} req/s (one token, 8x1)")
 print(f"ratio provider/gateway: segment {n[0] / n[4]:.2f}, small sends {n[2] / n[5]:.2f}")
 if b1:
     b = mean(b1, b2)

@@ -3,7 +3,9 @@
 #
 #   scripts/bench.sh           the full run (about 10 minutes on 2 cores)
 #   scripts/bench.sh --quick   small sizes, about 2 minutes: proves every benchmark still runs
-#                              (CI runs this; it prints ratios and never fails on a number)
+#                              (it prints ratios and never fails on a number)
+#   scripts/bench.sh --smoke   smaller still: CI runs it with the debug build its suite tested
+#                              (about 3 minutes so); its ratios are not figures
 #
 # Builds release once, then runs each benchmark script with the same binary. Every figure is a
 # ratio against a baseline measured in the same run on the same machine: the provider port
@@ -18,8 +20,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 QUICK=0
-[ "${1:-}" = "--quick" ] && QUICK=1
-if [ "$QUICK" = 1 ]; then
+case "${1:-}" in --quick) QUICK=1 ;; --smoke) QUICK=2 ;; esac
+if [ "$QUICK" = 2 ]; then
+    GW_A="5000 1000"; GW_B="5000 200"; DELIVERY="1000 100 200"; CLIENT="1000 100"; PROVIDER="1 200 1000"; CLUSTER="1000 500 50"; BROADCAST="200"; WEBPUSH="2000 500"; SCALE="200"; SCALE_PUSHES=200
+elif [ "$QUICK" = 1 ]; then
     GW_A="20000 5000"; GW_B="20000 200"; DELIVERY="5000 200 1000"; CLIENT="5000 200"; PROVIDER="1 1000"; CLUSTER="5000 2000 100"; BROADCAST="500"; WEBPUSH="10000 2000"; SCALE="500"; SCALE_PUSHES=1000
 else
     GW_A="200000 100000"; GW_B="100000 200"; DELIVERY="50000 1000 10000"; CLIENT="20000 200"; PROVIDER="5 4000"; CLUSTER="40000 10000 500"; BROADCAST="10000"; WEBPUSH="100000 20000"; SCALE="100000"; SCALE_PUSHES=20000
@@ -93,7 +97,7 @@ row("resident memory per idle device", find("delivery", r"([0-9.]+ KiB) per devi
 row("idle gateway RSS", find("gateway-a", r"gateway RSS idle: ([0-9]+ MiB)"), "-", "< 30 MiB", f"scripts/bench-gateway.sh {gw_a}")
 row("herald push send vs h2load", find("client", r"^mean: herald ([0-9]+) .*") + " vs " + find("client", r"^mean: .*h2load ([0-9]+)") + " pushes/s",
     find("client", r"^mean ratio herald/h2load: ([0-9.]+)"), ">= 1.0", f"scripts/bench-client.sh {client}")
-row("provider REST, send to a 10,000-registration segment", find("provider", r"^segment send.*?: ([0-9,]+) pushes/s") + " pushes/s",
+row("provider REST, send to a %s-registration segment" % ("{:,}".format(int(provider.split()[2])) if len(provider.split()) > 2 else "10,000"), find("provider", r"^segment send.*?: ([0-9,]+) pushes/s") + " pushes/s",
     find("provider", r"^ratio provider/gateway: segment ([0-9.]+)"), "-", f"scripts/bench-provider.sh {provider}")
 row("provider REST, small sends (8 connections)", find("provider", r"^small sends.*?: ([0-9,]+) req/s") + " req/s, mean " +
     find("provider", r"^small sends.*mean latency ([0-9.]+ ms)"),
@@ -136,7 +140,7 @@ print("| figure | measured | ratio | goal | reproduce |")
 print("|---|---|---|---|---|")
 for r in rows:
     print("| " + " | ".join(r) + " |")
-if quick == "1":
-    print("\n(--quick: small sizes, figures are not comparable with full runs)")
+if quick != "0":
+    print("\n(--quick or --smoke: small sizes, figures are not comparable with full runs)")
 PY
 echo "logs: $LOGS"
