@@ -72,9 +72,7 @@ extension WebSocketSessionHandler {
             next(handler, result)
         }
     }
-}
 
-extension WebSocketSessionHandler {
     /// Once the peer is welcomed: it is where pushes for `deviceID` find it, its presence is
     /// claimed in the cluster (first: whatever is committed after the load below is then hinted
     /// here), and what the store holds for it is loaded and offered. A store that fails closes

@@ -208,9 +208,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
             apnsID: n.id, topic: n.bundleID, pushType: n.pushType, priority: n.priority, collapseID: n.collapseID?.value,
             expiration: n.expiration.storedSeconds, payload: n.payload,
             token: n.pushType == .liveactivity || n.pushType == .webpush ? n.token : nil, into: &bytes)
-        var buffer = context.channel.allocator.buffer(capacity: bytes.count)
-        buffer.writeBytes(bytes)
-        context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer)), promise: nil)
+        sendText(bytes, flush: false)
         port.metrics.deviceDeliveries.increment()
         port.feed.publish {
             DeliveryFeed.Event(event: .sent, at: now, apnsId: n.id.description, topic: n.bundleID, token: n.token.hex, device: delivery.deviceID)

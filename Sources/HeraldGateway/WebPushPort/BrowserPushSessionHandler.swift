@@ -208,7 +208,7 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
     // MARK: delivery
 
     func offer(_ delivery: Delivery) {
-        guard let context, session.isWelcomed else { return }
+        guard context != nil, session.isWelcomed else { return }
         let n = delivery.notification
         let now = port.clock.nowMilliseconds()
         let message: WebPushStoredMessage
@@ -221,9 +221,7 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
         // Loading, already in flight, or at the in-flight bound: not now (no background budget here).
         guard session.offer(delivery, nowMilliseconds: now, throttle: nil) == .send else { return }
         let bytes = message.browserNotification(version: n.id.description)
-        var buffer = context.channel.allocator.buffer(capacity: bytes.count)
-        buffer.writeBytes(bytes)
-        context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: buffer)), promise: nil)
+        sendText(bytes, flush: false)
         needsFlush = true
         port.metrics.webPushDeliveries.increment()
         port.feed.publish {
