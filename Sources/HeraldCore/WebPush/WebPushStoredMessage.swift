@@ -56,6 +56,17 @@ public struct WebPushStoredMessage: Sendable, Hashable {
     public init(stored bytes: [UInt8]) throws(Invalid) {
         let object: [String: JSONValue]
         do { object = try JSONReader.parseObject(bytes, limits: .payload) } catch { throw Invalid("not a JSON object: \(error)") }
+        try self.init(object: object)
+    }
+
+    /// Reads the stored form already parsed (a device has the push's payload as JSON): every
+    /// field checked as ``init(stored:)`` checks it.
+    public init(payload: JSONValue) throws(Invalid) {
+        guard case .object(let object) = payload else { throw Invalid("not a JSON object") }
+        try self.init(object: object)
+    }
+
+    private init(object: [String: JSONValue]) throws(Invalid) {
         guard let channel = object["channel"]?.stringValue, BrowserPushProtocol.channelID(channel) == channel else {
             throw Invalid("no valid channel")
         }

@@ -392,7 +392,7 @@ public final class UnifiedPushDistributor: Sendable {
     private func deliver(_ push: DeviceNotification, to registration: UnifiedPushRegistrations.Registration) {
         let id = push.apnsID
         let body: [UInt8]
-        do { body = try WebPushStoredMessage(stored: push.payload.compactBytes).body } catch {
+        do { body = try WebPushStoredMessage(payload: push.payload).body } catch {
             onEvent(.notDelivered(service: registration.service, id: id.description, why: "not a Web Push message: \(error)"))
             return connection.acknowledge(id)
         }

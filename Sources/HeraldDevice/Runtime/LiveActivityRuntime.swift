@@ -102,13 +102,9 @@ extension DeviceRuntime {
     /// A `liveactivity` push: to the push-to-start token it starts an activity; to an update
     /// token or a channel subscription it updates or ends the activities it is for. Whatever
     /// ActivityKit would drop is reported as ``LiveActivityEvent/ignored(apnsID:reason:)``. The
-    /// events follow the save that records the push's outcome.
+    /// events follow the save that records the push's outcome (the caller concludes and saves).
     func receiveLiveActivity(_ slot: AppSlot, _ push: DeviceNotification, now: Int64) {
         let id = push.apnsID.description
-        defer {
-            concludeRemote(slot, id: id)
-            activitiesChanged(slot)
-        }
         let update: LiveActivityUpdate
         do {
             let payload = try NotificationPayload(json: push.payload)
@@ -178,7 +174,7 @@ extension DeviceRuntime {
     }
 
     /// After any change: the next stale or dismissal date is on the alarm, and the state saved.
-    private func activitiesChanged(_ slot: AppSlot) {
+    func activitiesChanged(_ slot: AppSlot) {
         reschedule(slot)
         armAlarm()
         save(slot)

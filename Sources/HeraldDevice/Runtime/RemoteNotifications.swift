@@ -101,9 +101,21 @@ extension DeviceRuntime {
         if slot.remote.inProgress[id] != nil { return }
         slot.remote.inProgress[id] = acknowledge
         let now = clock.nowMilliseconds()
-        if push.pushType == .liveactivity { return receiveLiveActivity(slot, push, now: now) }
-        if push.pushType == .webpush { return receiveWebPush(slot, push, now: now) }
-        if push.pushType == .widgets { return receiveWidgetPush(slot, push, now: now) }
+        switch push.pushType {
+        case .liveactivity:
+            // Its outcome is final at once: concluded, then its events follow the save.
+            receiveLiveActivity(slot, push, now: now)
+            concludeRemote(slot, id: id)
+            return activitiesChanged(slot)
+        case .widgets:
+            receiveWidgetPush(slot, push, now: now)
+            concludeRemote(slot, id: id)
+            return save(slot)
+        case .webpush:
+            return receiveWebPush(slot, push, now: now)
+        default:
+            break
+        }
         // Read once, leniently (as iOS reads it), and passed on as the model.
         let read = NotificationPayload(lenient: push.payload)
         if read.isSilent {

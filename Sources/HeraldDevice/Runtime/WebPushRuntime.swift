@@ -185,7 +185,7 @@ extension DeviceRuntime {
             save(slot)
         }
         let message: WebPushStoredMessage
-        do { message = try WebPushStoredMessage(stored: push.payload.compactBytes) } catch {
+        do { message = try WebPushStoredMessage(payload: push.payload) } catch {
             return emit(.webPush(app: slot.id, .undecryptable(id: id, reason: "not a Web Push message: \(error)")))
         }
         guard let state = slot.webPush.subscriptions.values.first(where: { $0.id == message.channelID }) else {

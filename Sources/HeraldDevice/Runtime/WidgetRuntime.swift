@@ -81,13 +81,10 @@ extension DeviceRuntime {
     }
 
     /// A `widgets` push: reloads the app's widgets if it configured them for pushes, the payload
-    /// says their content changed, and the day's budget allows; the outcome is an event either way.
+    /// says their content changed, and the day's budget allows; the outcome is an event either
+    /// way (the caller concludes and saves).
     func receiveWidgetPush(_ slot: AppSlot, _ push: DeviceNotification, now: Int64) {
         let id = push.apnsID.description
-        defer {
-            concludeRemote(slot, id: id)
-            save(slot)
-        }
         guard slot.widgetKit.wantsWidgetPushes else {
             return announce(slot, .widget(.refused(apnsID: id, reason: "the app's widgets are not configured for pushes", retryAt: nil)))
         }

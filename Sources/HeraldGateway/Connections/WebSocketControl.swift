@@ -20,16 +20,21 @@ enum WebSocketControl {
 
     /// What became of a frame from the peer.
     enum Outcome {
-        /// A data frame (text, binary, continuation): the session reads it.
-        case data
+        /// A text frame's bytes, unmasked: the session reads them.
+        case text([UInt8])
+        /// Another data frame (binary, continuation): the session's protocol has none.
+        case notText(WebSocketOpcode)
+        /// A frame without a mask, which a client must never send (RFC 6455 §5.1).
+        case unmasked
         /// A ping (answered with its pong) or a pong.
         case handled
         /// The peer closes: its close frame was echoed and the connection is closing.
         case peerClosed
     }
 
-    /// Handles the control frames; leaves the data frames to the session.
+    /// Handles the control frames; unmasks a text frame for the session.
     static func receive(_ frame: WebSocketFrame, context: ChannelHandlerContext) -> Outcome {
+        guard frame.maskKey != nil else { return .unmasked }
         switch frame.opcode {
         case .ping:
             var data = frame.unmaskedData
@@ -43,8 +48,11 @@ enum WebSocketControl {
             let code = data.readSlice(length: min(2, data.readableBytes)) ?? context.channel.allocator.buffer(capacity: 0)
             closeAfter(WebSocketFrame(fin: true, opcode: .connectionClose, data: code), context)
             return .peerClosed
+        case .text:
+            var data = frame.unmaskedData
+            return .text(data.readBytes(length: data.readableBytes) ?? [])
         default:
-            return .data
+            return .notText(frame.opcode)
         }
     }
 

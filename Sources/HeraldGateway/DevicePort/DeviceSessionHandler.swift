@@ -96,19 +96,11 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     // MARK: frames from the device
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let frame = unwrapInboundIn(data)
-        guard frame.maskKey != nil else {
-            return close(with: .malformedFrame, "frames from a device must be masked (RFC 6455 §5.1)")
-        }
-        switch WebSocketControl.receive(frame, context: context) {
-        case .handled: return
-        case .peerClosed: return finish()
-        case .data: break
-        }
-        switch frame.opcode {
-        case .text:
-            var data = frame.unmaskedData
-            let bytes = data.readBytes(length: data.readableBytes) ?? []
+        switch WebSocketControl.receive(unwrapInboundIn(data), context: context) {
+        case .unmasked: close(with: .malformedFrame, "frames from a device must be masked (RFC 6455 §5.1)")
+        case .handled: break
+        case .peerClosed: finish()
+        case .text(let bytes):
             switch DeviceClientFrame.decode(bytes) {
             case .failure(let error): send(.error(code: .malformedFrame, message: error.message), flush: true)
             case .success(let decoded):
@@ -116,10 +108,10 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
                 let now = port.clock.nowMilliseconds()
                 perform(session.receive(decoded, nowMilliseconds: now), now: now)
             }
-        case .binary:
+        case .notText(.binary):
             send(.error(code: .unsupportedFrame, message: "binary frames are not part of the protocol; send JSON text frames"), flush: true)
-        default:
-            send(.error(code: .unsupportedFrame, message: "unexpected WebSocket opcode \(frame.opcode)"), flush: true)
+        case .notText(let opcode):
+            send(.error(code: .unsupportedFrame, message: "unexpected WebSocket opcode \(opcode)"), flush: true)
         }
     }
 

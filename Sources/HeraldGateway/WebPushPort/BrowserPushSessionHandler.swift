@@ -81,24 +81,18 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
     // MARK: frames
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let frame = unwrapInboundIn(data)
-        guard frame.maskKey != nil else { return close(with: .malformedFrame, "frames from a browser must be masked") }
-        switch WebSocketControl.receive(frame, context: context) {
-        case .handled: return
-        case .peerClosed: return finish()
-        case .data: break
-        }
-        switch frame.opcode {
-        case .text:
-            var data = frame.unmaskedData
-            let bytes = data.readBytes(length: data.readableBytes) ?? []
+        switch WebSocketControl.receive(unwrapInboundIn(data), context: context) {
+        case .unmasked: close(with: .malformedFrame, "frames from a browser must be masked")
+        case .handled: break
+        case .peerClosed: finish()
+        case .text(let bytes):
             do {
                 receive(try BrowserPushProtocol.read(bytes))
             } catch {
                 port.metrics.recordPeerClosed(port: "webpush", reason: "malformed")
                 close(with: .malformedFrame, error.description)
             }
-        default:
+        case .notText:
             close(with: .unsupportedFrame, "the push protocol is JSON in text frames")
         }
     }
