@@ -44,11 +44,11 @@ public final class GatewayMetrics: Sendable {
     let connectedUserAgents: Gauge
     let webPushDeliveries: Counter
     let webPushAcks: Counter
-    private let webPushCounters = Locked([Int: Counter]())
     /// Web Push requests answered 201: kept apart so the hot path takes no lock.
     private let webPushCreated: Counter
-    private let requestCounters = Locked([String: Counter]())
-    private let peerCounters = Locked([String: Counter]())
+    /// The counters with labels known only when they are first counted (a status, a reason, a
+    /// port), by metric and labels.
+    private let labelledCounters = Locked([String: Counter]())
     /// Requests answered 200: kept apart so the hot path takes no lock.
     private let okResponses: Counter
     /// Connections accepted but not set up, by port (`/health` names a port that fails them all).
@@ -100,11 +100,9 @@ public final class GatewayMetrics: Sendable {
         webPushAcks = registry.makeCounter(
             descriptor: Self.name("webpush_acks", "total", "Web Push messages acknowledged by browsers"))
         webPushCreated = registry.makeCounter(
-            descriptor: Self.name("webpush_requests", "total", "Web Push port requests answered, by status"),
-            labels: [("status", "201")])
+            descriptor: Self.name("webpush_requests", "total", Self.webPushRequestsHelp), labels: [("status", "201")])
         okResponses = registry.makeCounter(
-            descriptor: Self.name("provider_requests", "total", "Provider requests answered, by status and reason"),
-            labels: [("status", "200"), ("reason", "")])
+            descriptor: Self.name("provider_requests", "total", Self.providerRequestsHelp), labels: [("status", "200"), ("reason", "")])
     }
 
     private static func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
@@ -114,49 +112,35 @@ public final class GatewayMetrics: Sendable {
     /// Counts one answered provider request by status and reason (`""` for 200).
     func recordResponse(status: Int, reason: APNsReason?) {
         guard let reason else { return okResponses.increment() }
-        let key = reason.rawValue
-        if let counter = requestCounters.withLock({ $0[key] }) {
-            counter.increment()
-            return
-        }
-        let counter = requestCounters.withLock { counters in
-            if let existing = counters[key] { return existing }
-            let made = registry.makeCounter(
-                descriptor: Self.name("provider_requests", "total", "Provider requests answered, by status and reason"),
-                labels: [("status", String(status)), ("reason", key)])
-            counters[key] = made
-            return made
-        }
-        counter.increment()
+        counter("provider_requests", Self.providerRequestsHelp, [("status", String(status)), ("reason", reason.rawValue)]).increment()
     }
 
     /// Counts one answered Web Push port request by status (201 and 202: accepted messages).
     func recordWebPushResponse(status: Int) {
         if status == 201 { return webPushCreated.increment() }
-        let counter = webPushCounters.withLock { counters in
-            if let existing = counters[status] { return existing }
-            let made = registry.makeCounter(
-                descriptor: Self.name("webpush_requests", "total", "Web Push port requests answered, by status"),
-                labels: [("status", String(status))])
-            counters[status] = made
-            return made
-        }
-        counter.increment()
+        counter("webpush_requests", Self.webPushRequestsHelp, [("status", String(status))]).increment()
     }
 
     /// Counts a peer the gateway closed for a bound (`reason` from a fixed set: handshake_timeout,
     /// per_address_limit, idle_timeout, flood, hello_timeout, slow_reader).
     func recordPeerClosed(port: String, reason: String) {
-        let key = port + "/" + reason
-        let counter = peerCounters.withLock { counters in
+        counter("peers_closed", "Connections the gateway closed for a deadline or bound, by port and reason",
+                [("port", port), ("reason", reason)]).increment()
+    }
+
+    private static let providerRequestsHelp = "Provider requests answered, by status and reason"
+    private static let webPushRequestsHelp = "Web Push port requests answered, by status"
+
+    /// The counter `herald_<metric>_total` with `labels`, made the first time it is counted.
+    private func counter(_ metric: String, _ help: String, _ labels: [(String, String)]) -> Counter {
+        var key = metric
+        for (name, value) in labels { key += "|" + name + "=" + value }
+        return labelledCounters.withLock { counters in
             if let existing = counters[key] { return existing }
-            let made = registry.makeCounter(
-                descriptor: Self.name("peers_closed", "total", "Connections the gateway closed for a deadline or bound, by port and reason"),
-                labels: [("port", port), ("reason", reason)])
+            let made = registry.makeCounter(descriptor: Self.name(metric, "total", help), labels: labels)
             counters[key] = made
             return made
         }
-        counter.increment()
     }
 
     func recordBatch(size: Int, commit: Duration) {
