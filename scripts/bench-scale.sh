@@ -18,17 +18,59 @@
 #   scripts/bench-scale.sh [DEVICES] [OPTIONS…]   (default 100,000; OPTIONS go to `herald bench
 #                                                  scale`, e.g. --reconnect-rate 250 --non-readers 20)
 #
+# As a cluster (issue 48): `scripts/bench-scale.sh --nodes N DEVICES` starts a PostgreSQL server
+# (scripts/postgres-for-tests.sh, port 54349; or HERALD_BENCH_POSTGRES_URL's) and N gateway
+# nodes on it, each holding DEVICES/N devices, and spreads the fleet over generator processes
+# (`herald bench scale-generator`) of at most 15,000 devices each, so that no process needs
+# more descriptors than one may hold here. Device i connects to node i mod N and knows the
+# others. Besides connected, memory (node by node), idle CPU, unicast fan-out, broadcast and
+# CPU per push (all nodes together), it prints:
+#
+#   scale: PostgreSQL: N presence rows, sweep over all connected devices T ms, database size S MiB
+#   scale: node killed: its N devices connected again to the others in T s, pushes answered 200 lost L
+#
+# (the last node is SIGKILLed, and a push to every device is sent through the others meanwhile).
+#
 # Each device is one socket in the gateway and one here: both processes need DEVICES file
 # descriptors and some. The script raises the soft limit to the hard one; when the hard limit is
 # lower than that (raising it needs CAP_SYS_RESOURCE), it says so and runs with as many devices as
 # the limit allows, rather than failing half-way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+NODES=""
+if [ "${1:-}" = "--nodes" ]; then NODES=${2:?--nodes N}; shift 2; fi
 DEVICES=${1:-100000}
 [ $# -gt 0 ] && shift
 PUSHES=${PUSHES:-20000}
 ulimit -n "$(ulimit -Hn)"
 LIMIT=$(ulimit -n)
+if [ -n "$NODES" ]; then
+    PER_NODE=$(( (DEVICES + NODES - 1) / NODES ))
+    if [ $((PER_NODE + 2000)) -gt "$LIMIT" ]; then
+        echo "scale: $PER_NODE devices on each of $NODES nodes, but one process may hold $LIMIT descriptors here (ulimit -Hn): use more nodes" >&2
+        exit 1
+    fi
+    PER_GENERATOR=$(( LIMIT - 2000 < 15000 ? LIMIT - 2000 : 15000 ))
+    HERALD=$(scripts/bench-build.sh)
+    WORK=$(mktemp -d /tmp/herald-bench-scale.XXXXXX)
+    OWN_POSTGRES=""
+    cleanup() {
+        [ -z "$OWN_POSTGRES" ] || HERALD_TEST_POSTGRES_PORT=54349 HERALD_TEST_POSTGRES_DIR=/tmp/herald-bench-scale-postgres scripts/postgres-for-tests.sh stop
+    }
+    trap cleanup EXIT
+    if [ -z "${HERALD_BENCH_POSTGRES_URL:-}" ]; then
+        OWN_POSTGRES=1
+        eval "$(HERALD_TEST_POSTGRES_PORT=54349 HERALD_TEST_POSTGRES_DIR=/tmp/herald-bench-scale-postgres scripts/postgres-for-tests.sh start)"
+        HERALD_BENCH_POSTGRES_URL=$HERALD_TEST_POSTGRES_URL
+    fi
+    psql "$HERALD_BENCH_POSTGRES_URL" -q -c "DROP DATABASE IF EXISTS herald_bench_scale WITH (FORCE)" -c "CREATE DATABASE herald_bench_scale"
+    BASE=${HERALD_BENCH_POSTGRES_URL%%\?*} QUERY=""
+    [[ "$HERALD_BENCH_POSTGRES_URL" == *\?* ]] && QUERY="?${HERALD_BENCH_POSTGRES_URL#*\?}"
+    "$HERALD" bench scale --work "$WORK" --devices "$DEVICES" --pushes "$PUSHES" --nodes "$NODES" \
+        --database "${BASE%/*}/herald_bench_scale$QUERY" --devices-per-generator "$PER_GENERATOR" "$@"
+    echo "details in $WORK" >&2
+    exit 0
+fi
 ALLOWED=$((LIMIT - 2000))
 if [ "$DEVICES" -gt "$ALLOWED" ]; then
     if ulimit -n $((DEVICES + 2000)) 2>/dev/null; then

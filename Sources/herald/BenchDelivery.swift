@@ -282,9 +282,12 @@ final class Fleet: Sendable {
     /// and the fleet is returned once every subscription is confirmed. `sources`: source addresses
     /// the devices connect from, in turn; `concurrency`: devices whose first handshake may be under
     /// way at once (the rest wait their turn, as a real population arrives over time).
+    /// `alternates`: the other nodes of a cluster, by device index (its own node is `host`:`port`
+    /// unless `route` gives one).
     static func connect(
         identities: [DeviceIdentity], host: String, port: Int, tls: NIOSSLContext, logger: Logger, channel: String? = nil,
-        sources: [SocketAddress] = [], concurrency: Int = .max, timeout: Duration = .seconds(120)
+        sources: [SocketAddress] = [], concurrency: Int = .max, timeout: Duration = .seconds(120),
+        route: ((Int) -> (node: DeviceConnection.Configuration.Endpoint, alternates: [DeviceConnection.Configuration.Endpoint]))? = nil
     ) async throws -> Fleet {
         let tokens = Locked([DeviceToken?](repeating: nil, count: identities.count))
         let registered = Locked(0)
@@ -301,6 +304,9 @@ final class Fleet: Sendable {
                 try await Task.sleep(for: .milliseconds(2))
             }
             var configuration = DeviceConnection.Configuration(host: host, port: port, tls: tls, topics: [BenchDelivery.topic])
+            if let (node, alternates) = route?(index) {
+                (configuration.host, configuration.port, configuration.alternates) = (node.host, node.port, alternates)
+            }
             if !sources.isEmpty { configuration.localAddress = sources[index % sources.count] }
             let connection = DeviceConnection(identity: identity, configuration: configuration, logger: logger)
             connections.append(connection)
@@ -374,6 +380,13 @@ final class Fleet: Sendable {
             try? await Task.sleep(for: .milliseconds(20))
         }
         return false
+    }
+
+    /// Waits until every device has at least one notification since the last reset (or
+    /// `timeout` passes): what arrived, on how many devices, and when the last arrived.
+    func waitForEveryDevice(timeout: Duration) async -> (received: Int, devices: Int, last: UInt64) {
+        _ = await poll(timeout: timeout) { r in r.perDevice.allSatisfy { $0 >= 1 } }
+        return received.withLock { r in (r.count, r.perDevice.reduce(0) { $0 + ($1 > 0 ? 1 : 0) }, r.last) }
     }
 
     /// Waits until every device in `devices` has at least one notification since the last reset.

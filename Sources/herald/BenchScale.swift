@@ -59,7 +59,21 @@ struct BenchScale: AsyncParsableCommand {
     @Option(help: "The gateway's --device-ping-interval (default: its own). The idle CPU is measured over 10 s right after the fleet connected, so an interval longer than the connect time sees no ping due.")
     var pingInterval: Int?
 
+    @Option(help: "Gateway nodes on one PostgreSQL (--database), the fleet in generator processes; without it, one gateway on SQLite and the fleet in this process.")
+    var nodes: Int?
+
+    @Option(help: "The PostgreSQL database the --nodes share (postgres://USER@HOST:PORT/DB).")
+    var database: String?
+
+    @Option(help: "With --nodes: the most devices one generator process holds (each is a descriptor there).")
+    var devicesPerGenerator: Int = 15_000
+
     func validate() throws {
+        if let nodes {
+            guard (1...64).contains(nodes) else { throw ValidationError("--nodes must be from 1 to 64") }
+            guard database != nil else { throw ValidationError("--nodes needs --database: the nodes share one PostgreSQL") }
+        }
+        guard (100...100_000).contains(devicesPerGenerator) else { throw ValidationError("--devices-per-generator must be from 100 to 100000") }
         guard (1...1_000_000).contains(devices) else { throw ValidationError("--devices must be from 1 to 1000000") }
         guard (0...250).contains(sources) else { throw ValidationError("--sources must be from 0 to 250") }
         guard (1...10_000).contains(concurrency) else { throw ValidationError("--concurrency must be from 1 to 10000") }
@@ -71,6 +85,7 @@ struct BenchScale: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let nodes, let database { return try await runCluster(nodes: nodes, database: database) }
         var logger = Logger(label: "herald.bench")
         logger.logLevel = .critical
         let gateway = try ScaleGateway(work: work, devices: devices, reconnectRate: reconnectRate, pingInterval: pingInterval)
@@ -227,16 +242,24 @@ final class ScaleGateway {
     private let devices: Int
     private let reconnectRate: Int
     private let pingInterval: Int?
+    /// The node's name (its files in the work directory start with it).
+    private let name: String
+    /// More `herald gateway` arguments: a cluster node's `--database`, `--node-id`, TLS files.
+    private let extraArguments: [String]
     private var process: Process?
     private var ports: (provider: Int, device: Int, channel: Int)?
     private var run = 0
 
-    init(work: String, devices: Int, reconnectRate: Int, pingInterval: Int?) throws {
+    init(
+        work: String, devices: Int, reconnectRate: Int, pingInterval: Int?, name: String = "gateway", extraArguments: [String] = []
+    ) throws {
         self.work = work
         self.devices = devices
         self.reconnectRate = reconnectRate
         self.pingInterval = pingInterval
-        dataDirectory = (work as NSString).appendingPathComponent("data")
+        self.name = name
+        self.extraArguments = extraArguments
+        dataDirectory = (work as NSString).appendingPathComponent(name == "gateway" ? "data" : name)
         try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
     }
 
@@ -258,8 +281,9 @@ final class ScaleGateway {
         if let pingInterval {
             process.arguments! += ["--device-ping-interval", "\(pingInterval)", "--device-idle-timeout", "\(2 * pingInterval + 60)"]
         }
-        let out = (work as NSString).appendingPathComponent("gateway-\(run).json")
-        let err = (work as NSString).appendingPathComponent("gateway-\(run).err")
+        process.arguments! += extraArguments
+        let out = (work as NSString).appendingPathComponent("\(name)-\(run).json")
+        let err = (work as NSString).appendingPathComponent("\(name)-\(run).err")
         guard FileManager.default.createFile(atPath: out, contents: nil), FileManager.default.createFile(atPath: err, contents: nil) else {
             throw ValidationError("cannot write in \(work)")
         }
@@ -271,7 +295,7 @@ final class ScaleGateway {
 
     /// Waits for the start-up line and returns the ports it names.
     func waitForPorts() async throws -> (provider: Int, device: Int, channel: Int) {
-        let out = (work as NSString).appendingPathComponent("gateway-\(run).json")
+        let out = (work as NSString).appendingPathComponent("\(name)-\(run).json")
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
             if let text = try? String(contentsOfFile: out, encoding: .utf8), let line = text.split(separator: "\n").first,
@@ -281,7 +305,7 @@ final class ScaleGateway {
                 ports = (provider, device, channel)
                 return (provider, device, channel)
             }
-            guard process?.isRunning == true else { throw ValidationError("the gateway stopped at start; see \(work)/gateway-\(run).err") }
+            guard process?.isRunning == true else { throw ValidationError("the gateway stopped at start; see \(work)/\(name)-\(run).err") }
             try await Task.sleep(for: .milliseconds(50))
         }
         throw ValidationError("the gateway did not start within 60 s; see \(work)")
@@ -291,6 +315,13 @@ final class ScaleGateway {
     func stop() {
         guard let process, process.isRunning else { return }
         process.terminate()
+        process.waitUntilExit()
+    }
+
+    /// SIGKILL, then waits for the process (a crash: nothing is said to anyone).
+    func kill() {
+        guard let process, process.isRunning else { return }
+        Foundation.kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
     }
 }
