@@ -18,20 +18,8 @@ extension BenchScale {
     func runCluster(nodes nodeCount: Int, database: String) async throws {
         var logger = Logger(label: "herald.bench")
         logger.logLevel = .critical
-        // The nodes: the first makes the development TLS files, the others serve the same ones.
-        var nodes: [ScaleGateway] = []
+        let nodes = try await startNodes(nodeCount, database: database)
         defer { for node in nodes { node.stop() } }
-        for k in 0..<nodeCount {
-            var extra = ["--database", database, "--node-id", "n\(k)", "--admin-port", "0"]
-            if let first = nodes.first {
-                extra += ["--tls-cert", first.dataDirectory + "/tls/server.pem", "--tls-key", first.dataDirectory + "/tls/server-key.pem"]
-            }
-            let node = try ScaleGateway(
-                work: work, devices: devices, reconnectRate: reconnectRate, pingInterval: pingInterval, name: "node-\(k)", extraArguments: extra)
-            try node.start()
-            nodes.append(node)
-            _ = try await node.waitForPorts()
-        }
         var ports: [(provider: Int, device: Int, channel: Int)] = []
         for node in nodes { ports.append(try await node.waitForPorts()) }
         let ca = nodes[0].dataDirectory + "/tls/ca.pem"
@@ -121,6 +109,29 @@ extension BenchScale {
         if nodeCount > 1 {
             try await killNode(nodes.last!, victim: nodeCount - 1, nodeCount: nodeCount, onNode: perNode[nodeCount - 1],
                                generators: generators, pushers: pushers, authorization: authorization, tokens: tokens)
+        }
+    }
+
+    /// The nodes, started one after the other: the first makes the development TLS files, the
+    /// others serve the same ones (devices trust one CA and move between nodes).
+    private func startNodes(_ count: Int, database: String) async throws -> [ScaleGateway] {
+        var nodes: [ScaleGateway] = []
+        do {
+            for k in 0..<count {
+                var extra = ["--database", database, "--node-id", "n\(k)", "--admin-port", "0"]
+                if let first = nodes.first {
+                    extra += ["--tls-cert", first.dataDirectory + "/tls/server.pem", "--tls-key", first.dataDirectory + "/tls/server-key.pem"]
+                }
+                let node = try ScaleGateway(
+                    work: work, devices: devices, reconnectRate: reconnectRate, pingInterval: pingInterval, name: "node-\(k)", extraArguments: extra)
+                try node.start()
+                nodes.append(node)
+                _ = try await node.waitForPorts()
+            }
+            return nodes
+        } catch {
+            for node in nodes { node.stop() }
+            throw error
         }
     }
 

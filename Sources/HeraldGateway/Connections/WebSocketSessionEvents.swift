@@ -38,7 +38,7 @@ extension WebSocketSessionEnd where Self: ChannelInboundHandler {
 /// A WebSocket session's handler: how it says something to its peer and how it waits for the
 /// store, the same for a device's session and a browser's.
 protocol WebSocketSessionHandler: WebSocketSessionEnd, ChannelInboundHandler, DeliverySession, SendableMetatype
-where OutboundOut == WebSocketFrame {
+where InboundIn == WebSocketFrame, OutboundOut == WebSocketFrame {
     associatedtype Port: SessionPort
     /// The handler's context while it is in a pipeline.
     var context: ChannelHandlerContext? { get }
@@ -47,6 +47,27 @@ where OutboundOut == WebSocketFrame {
     var session: DeviceSession { get set }
     /// This connection's id in the device's cluster presence.
     var connectionID: Int64 { get }
+    /// Who the peer is, as a close for an unmasked frame says it ("a device", "a browser").
+    var peerName: String { get }
+    /// A text frame's bytes: one message of the session's protocol.
+    func receiveText(_ bytes: [UInt8])
+    /// A binary or continuation frame, which neither protocol has.
+    func receiveNotText(_ opcode: WebSocketOpcode)
+    /// The session is over (the peer closed, or the handler closes it): what it held is released.
+    func finish()
+}
+
+extension WebSocketSessionHandler {
+    /// A frame from the peer: control frames are answered here, a text frame goes to the session.
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch WebSocketControl.receive(unwrapInboundIn(data), context: context) {
+        case .unmasked: close(with: .malformedFrame, "frames from \(peerName) must be masked (RFC 6455 §5.1)", reconnectWithinMilliseconds: nil)
+        case .handled: break
+        case .peerClosed: finish()
+        case .text(let bytes): receiveText(bytes)
+        case .notText(let opcode): receiveNotText(opcode)
+        }
+    }
 }
 
 extension WebSocketSessionHandler {

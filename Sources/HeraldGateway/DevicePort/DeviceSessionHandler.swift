@@ -57,7 +57,7 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
     }
 
     /// Forgets the session: unacked sends are recorded (they stay held and go again next time).
-    private func finish() {
+    func finish() {
         guard let unacked = session.close() else { return }
         lowPriorityFlush?.cancel()
         for timer in releaseTimers.values { timer.cancel() }
@@ -95,24 +95,21 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
 
     // MARK: frames from the device
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch WebSocketControl.receive(unwrapInboundIn(data), context: context) {
-        case .unmasked: close(with: .malformedFrame, "frames from a device must be masked (RFC 6455 §5.1)")
-        case .handled: break
-        case .peerClosed: finish()
-        case .text(let bytes):
-            switch DeviceClientFrame.decode(bytes) {
-            case .failure(let error): send(.error(code: .malformedFrame, message: error.message), flush: true)
-            case .success(let decoded):
-                // One instant per frame: the session decides at it and its acks are recorded at it.
-                let now = port.clock.nowMilliseconds()
-                perform(session.receive(decoded, nowMilliseconds: now), now: now)
-            }
-        case .notText(.binary):
-            send(.error(code: .unsupportedFrame, message: "binary frames are not part of the protocol; send JSON text frames"), flush: true)
-        case .notText(let opcode):
-            send(.error(code: .unsupportedFrame, message: "unexpected WebSocket opcode \(opcode)"), flush: true)
+    let peerName = "a device"
+
+    func receiveText(_ bytes: [UInt8]) {
+        switch DeviceClientFrame.decode(bytes) {
+        case .failure(let error): send(.error(code: .malformedFrame, message: error.message), flush: true)
+        case .success(let decoded):
+            // One instant per frame: the session decides at it and its acks are recorded at it.
+            let now = port.clock.nowMilliseconds()
+            perform(session.receive(decoded, nowMilliseconds: now), now: now)
         }
+    }
+
+    func receiveNotText(_ opcode: WebSocketOpcode) {
+        let message = opcode == .binary ? "binary frames are not part of the protocol; send JSON text frames" : "unexpected WebSocket opcode \(opcode)"
+        send(.error(code: .unsupportedFrame, message: message), flush: true)
     }
 
     /// Carries out what the session decided about a frame.

@@ -56,7 +56,7 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
     }
 
     /// Forgets the session: what was written and not acked stays held, and goes again next time.
-    private func finish() {
+    func finish() {
         let wasWelcomed = session.isWelcomed
         guard let unacked = session.close(), wasWelcomed, let deviceID, let context else { return }
         port.registry.remove(deviceID: deviceID, sessionID: ObjectIdentifier(context.channel))
@@ -80,21 +80,19 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
 
     // MARK: frames
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch WebSocketControl.receive(unwrapInboundIn(data), context: context) {
-        case .unmasked: close(with: .malformedFrame, "frames from a browser must be masked")
-        case .handled: break
-        case .peerClosed: finish()
-        case .text(let bytes):
-            do {
-                receive(try BrowserPushProtocol.read(bytes))
-            } catch {
-                port.metrics.recordPeerClosed(port: "webpush", reason: "malformed")
-                close(with: .malformedFrame, error.description)
-            }
-        case .notText:
-            close(with: .unsupportedFrame, "the push protocol is JSON in text frames")
+    let peerName = "a browser"
+
+    func receiveText(_ bytes: [UInt8]) {
+        do {
+            receive(try BrowserPushProtocol.read(bytes))
+        } catch {
+            port.metrics.recordPeerClosed(port: "webpush", reason: "malformed")
+            close(with: .malformedFrame, error.description)
         }
+    }
+
+    func receiveNotText(_ opcode: WebSocketOpcode) {
+        close(with: .unsupportedFrame, "the push protocol is JSON in text frames")
     }
 
     private func receive(_ message: BrowserPushProtocol.ClientMessage) {
