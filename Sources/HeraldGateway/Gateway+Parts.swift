@@ -51,6 +51,9 @@ extension Gateway {
         let recorder = DeliveryRecorder(store: store, logger: logger, writeTimeout: configuration.limits.storeTimeout * 2)
         let cluster = try await joinCluster(registry: registry, recorder: recorder, health: health)
         let limits = configuration.limits
+        // Every port's connections together, within the process's descriptors.
+        let budget = ConnectionBudget.forThisProcess()
+        logger.info("connections: at most \(budget.limit) on all ports together (the descriptor limit less a reserve)")
         let intake = NotificationIntake(
             store: store, policy: configuration.storePolicy, environment: configuration.environment, clock: clock,
             maximumBatchSize: configuration.maximumBatchSize, highWater: limits.intakeHighWater,
@@ -62,7 +65,7 @@ extension Gateway {
             limiter: limiters.apns,
             intake: intake, store: store, inactivityPeriodMilliseconds: configuration.inactivityPeriodMilliseconds,
             metrics: metrics, logger: logger, faults: faults, limits: limits,
-            connectionsPerAddress: ConnectionsPerAddress(limit: limits.providerConnectionsPerAddress), feed: feed)
+            connectionsPerAddress: ConnectionsPerAddress(limit: limits.providerConnectionsPerAddress, budget: budget), feed: feed)
         if configuration.channelPort != nil { providerPort.broadcaster = Broadcaster(store: store, intake: intake) }
         let webPushSubscriptions = WebPushSubscriptions(store: store, storeTimeout: limits.storeTimeout)
         let sessionCore = SessionCore(
@@ -72,7 +75,7 @@ extension Gateway {
             core: sessionCore, intake: intake, subscriptions: webPushSubscriptions,
             limiter: limiters.webPush, publicOrigin: configuration.webPushOrigin,
             pingInterval: configuration.browserPingInterval, idleTimeout: configuration.browserIdleTimeout,
-            connectionsPerAddress: ConnectionsPerAddress(limit: limits.deviceConnectionsPerAddress))
+            connectionsPerAddress: ConnectionsPerAddress(limit: limits.deviceConnectionsPerAddress, budget: budget))
         let webPushEndpoints = configuration.webPushPort.map { [configuration] _ in
             WebPushEndpoints(publicOrigin: configuration.webPushOrigin, subscriptions: webPushSubscriptions, origins: webPushPort.origins)
         }
@@ -83,7 +86,7 @@ extension Gateway {
                 interval: configuration.devicePingInterval, minimum: configuration.devicePingMinimum,
                 idleTimeout: configuration.deviceIdleTimeout),
             lowPriorityDelay: configuration.lowPriorityDelay,
-            connectionsPerAddress: ConnectionsPerAddress(limit: limits.deviceConnectionsPerAddress),
+            connectionsPerAddress: ConnectionsPerAddress(limit: limits.deviceConnectionsPerAddress, budget: budget),
             enrollmentSecret: configuration.enrollmentSecret, webPush: webPushEndpoints)
         return Core(
             registry: registry, health: health, feed: feed, recorder: recorder, intake: intake, cluster: cluster,
@@ -177,7 +180,8 @@ extension Gateway {
                     context: .init(
                         store: store, clock: clock, environment: configuration.environment,
                         inactivityMilliseconds: configuration.inactivityPeriodMilliseconds, logger: logger),
-                    handshakeTimeout: configuration.limits.handshakeTimeout, group: group)
+                    handshakeTimeout: configuration.limits.handshakeTimeout,
+                    connections: core.providerPort.connectionsPerAddress, group: group)
             }
             bound.feedback = listener
             bound.ports.feedbackPort = listener.port

@@ -99,7 +99,7 @@ struct APNsPortRouteTests {
             let port = APNsPort(
                 environment: .development, clock: clock, directory: ProviderKeyDirectory(store: store, clock: clock), limiter: TokenRateLimiter(configuration: nil),
                 intake: intake, store: store, inactivityPeriodMilliseconds: 86_400_000, metrics: metrics, logger: logger,
-                faults: GatewayFaults(), limits: GatewayLimits(), connectionsPerAddress: ConnectionsPerAddress(limit: 100), feed: feed)
+                faults: GatewayFaults(), limits: GatewayLimits(), connectionsPerAddress: ConnectionsPerAddress(limit: 100, budget: ConnectionBudget(limit: 1_000)), feed: feed)
             connection = APNsPortConnection(channel: channel, environment: .development)
             try channel.pipeline.syncOperations.addHandler(APNsPortStream.table(port: port, connection: connection))
         }

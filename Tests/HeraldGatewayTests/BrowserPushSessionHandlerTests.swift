@@ -33,7 +33,7 @@ struct BrowserPushSessionHandlerTests {
                     metrics: GatewayMetrics(), logger: logger, limits: limits, feed: DeliveryFeed(), cluster: nil),
                 intake: intake, subscriptions: WebPushSubscriptions(store: store, storeTimeout: .seconds(5)),
                 limiter: TokenRateLimiter(configuration: nil), publicOrigin: "https://push.example.com", pingInterval: .seconds(30),
-                idleTimeout: .seconds(90), connectionsPerAddress: ConnectionsPerAddress(limit: 100))
+                idleTimeout: .seconds(90), connectionsPerAddress: ConnectionsPerAddress(limit: 100, budget: ConnectionBudget(limit: 1_000)))
         }
     }
 

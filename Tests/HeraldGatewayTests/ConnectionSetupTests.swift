@@ -24,7 +24,7 @@ struct ConnectionSetupTests {
         #expect(watch.problems().isEmpty)
         // A refusal by a bound is not a setup failure: the reporter lets it pass.
         let channel = EmbeddedChannel(handler: watch.reporter(port: "device", logger: logger))
-        channel.pipeline.fireErrorCaught(TooManyConnectionsFromAddress(limit: 1))
+        channel.pipeline.fireErrorCaught(ConnectionRefusal.fromAddress(limit: 1))
         #expect(watch.problems().isEmpty)
         for _ in 0..<2 { channel.pipeline.fireErrorCaught(SocketOptionRefused()) }
         #expect(watch.problems().isEmpty, "two failures are not yet 'every connection'")
@@ -112,5 +112,33 @@ struct ConnectionSetupTests {
         #expect(warning?.contains("\(soon) expires at") == true && warning?.contains("in 3 days 0 hours") == true, "\(warning ?? "none")")
         let gone = GatewayConfiguration.TLSFiles(certificateChainPath: expired, privateKeyPath: keyPath).expiryWarning(nowMilliseconds: nowMilliseconds)
         #expect(gone?.contains("expired at") == true, "\(gone ?? "none")")
+    }
+}
+
+@Suite("The connection budget")
+struct ConnectionBudgetTests {
+    @Test("places are taken up to the limit and given back; a refused address gives its place back")
+    func takeAndGive() {
+        let budget = ConnectionBudget(limit: 2)
+        #expect(budget.take() && budget.take())
+        #expect(!budget.take(), "a third is past the limit")
+        #expect(budget.held == 2)
+        budget.give()
+        #expect(budget.take())
+        let perAddress = ConnectionsPerAddress(limit: 0, budget: ConnectionBudget(limit: 5))
+        let refusal = perAddress.admit(EmbeddedChannel())
+        #expect(refusal?.metricReason == "per_address_limit")
+        #expect(perAddress.budget.held == 0, "the address's refusal gave its place back")
+        let full = ConnectionsPerAddress(limit: 10, budget: ConnectionBudget(limit: 1))
+        #expect(full.admit(EmbeddedChannel()) == nil)
+        #expect(full.admit(EmbeddedChannel())?.metricReason == "descriptor_limit")
+    }
+
+    @Test("the reserve: a quarter of a small limit, 1,024 of a large one, never under 16")
+    func reserve() {
+        #expect(ConnectionBudget.reserve(forLimit: 256) == 64)
+        #expect(ConnectionBudget.reserve(forLimit: 20_000) == 1_024)
+        #expect(ConnectionBudget.reserve(forLimit: 1_048_576) == 1_024)
+        #expect(ConnectionBudget.reserve(forLimit: 40) == 16)
     }
 }

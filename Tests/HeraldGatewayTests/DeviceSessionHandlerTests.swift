@@ -27,7 +27,7 @@ struct DeviceSessionHandlerTests {
                     recorder: DeliveryRecorder(store: store, logger: logger), metrics: GatewayMetrics(), logger: logger,
                     limits: GatewayLimits(), feed: DeliveryFeed(), cluster: nil),
                 backgroundThrottle: nil, keepalive: keepalive, lowPriorityDelay: .milliseconds(5),
-                connectionsPerAddress: ConnectionsPerAddress(limit: 100), enrollmentSecret: nil)
+                connectionsPerAddress: ConnectionsPerAddress(limit: 100, budget: ConnectionBudget(limit: 1_000)), enrollmentSecret: nil)
         }
     }
 

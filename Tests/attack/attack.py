@@ -293,7 +293,66 @@ def webpush_attacks(webpush_port, ca, gateway):
     check("webpush: the gateway survived the Web Push attacks", alive(gateway))
 
 
+def descriptor_exhaustion():
+    """More connections than the gateway's descriptors allow: those past its budget are closed at
+    accept, the process lives on (libdispatch crashes a process that cannot open /proc/<tid>/stat,
+    which is what running out of descriptors did to cluster nodes), and room comes back as
+    connections close."""
+    import resource
+    data = tempfile.mkdtemp(prefix="herald-attack-fds-")
+
+    def small_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+
+    gateway = subprocess.Popen(
+        [HERALD, "gateway", "--data-dir", data, "--provider-port", "0", "--device-port", "0", "--admin-port", "0",
+         # The provider port: no handshake gate there, so that silent peers reach the budget.
+         "--log-level", "error", "--provider-connections-per-address", "10000", "--handshake-timeout", "10"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, preexec_fn=small_limit)
+    sockets = []
+    try:
+        ports = json.loads(gateway.stdout.readline())
+        budget = 256 - 64  # ConnectionBudget.reserve(forLimit: 256) is 64
+        for _ in range(300):
+            s = socket.create_connection(("127.0.0.1", ports["provider_port"]), timeout=5)
+            sockets.append(s)
+        time.sleep(0.7)  # well before the 10 s handshake deadline closes the silent ones
+
+        def closed_by_peer(s):
+            readable, _, _ = select.select([s], [], [], 0)
+            if not readable:
+                return False
+            try:
+                return s.recv(1) == b""
+            except OSError:
+                return True
+
+        refused = sum(1 for s in sockets if closed_by_peer(s))
+        check("descriptors: connections past the budget are closed at accept", 300 - budget - 5 <= refused <= 300 - budget + 5,
+              f"{refused} closed of 300, budget {budget}")
+        time.sleep(2.5)  # libdispatch's monitor looks every second
+        check("descriptors: the gateway lives on at its descriptor limit", alive(gateway))
+        metrics = httpx.get(f"http://127.0.0.1:{ports['admin_port']}/metrics", timeout=10).text
+        counted = [line for line in metrics.splitlines() if 'reason="descriptor_limit"' in line and line.startswith("herald_peers_closed_total")]
+        check("descriptors: the refusals are counted", counted and float(counted[0].split()[-1]) >= 300 - budget - 5, counted)
+        for s in sockets:
+            s.close()
+        sockets = []
+        time.sleep(0.5)
+        again = socket.create_connection(("127.0.0.1", ports["provider_port"]), timeout=5)
+        sockets.append(again)
+        time.sleep(0.3)
+        check("descriptors: room comes back as connections close", not closed_by_peer(again))
+    finally:
+        for s in sockets:
+            s.close()
+        gateway.terminate()
+        gateway.wait(timeout=30)
+        shutil.rmtree(data, ignore_errors=True)
+
+
 def main():
+    descriptor_exhaustion()
     data = tempfile.mkdtemp(prefix="herald-attack-")
     gateway = subprocess.Popen(
         [HERALD, "gateway", "--data-dir", data, "--provider-port", "0", "--device-port", "0", "--admin-port", "0",

@@ -32,9 +32,9 @@ final class APNsPortListener: Sendable {
             .childChannelOption(.maxMessagesPerRead, value: 16)
             .childChannelInitializer { channel in
                 let limits = providerPort.limits
-                guard providerPort.connectionsPerAddress.admit(channel) else {
-                    metrics.recordPeerClosed(port: "provider", reason: "per_address_limit")
-                    return channel.eventLoop.makeFailedFuture(TooManyConnectionsFromAddress(limit: limits.providerConnectionsPerAddress))
+                if let refusal = providerPort.connectionsPerAddress.admit(channel) {
+                    metrics.recordPeerClosed(port: "provider", reason: refusal.metricReason)
+                    return channel.eventLoop.makeFailedFuture(refusal)
                 }
                 return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations

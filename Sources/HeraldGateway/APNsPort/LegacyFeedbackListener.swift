@@ -26,12 +26,15 @@ final class LegacyFeedbackListener: Sendable {
     }
 
     static func bind(
-        host: String, port: Int, tls: ReloadableTLSContext, context: Context, handshakeTimeout: TimeAmount, group: EventLoopGroup
+        host: String, port: Int, tls: ReloadableTLSContext, context: Context, handshakeTimeout: TimeAmount,
+        connections: ConnectionsPerAddress, group: EventLoopGroup
     ) async throws -> LegacyFeedbackListener {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                // Counted with the provider port's connections (per address, and in all).
+                if let refusal = connections.admit(channel) { return channel.eventLoop.makeFailedFuture(refusal) }
+                return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.current))
                     try channel.pipeline.syncOperations.addHandler(ConnectionDeadline(timeout: handshakeTimeout, milestone: .tlsHandshake))
                     try channel.pipeline.syncOperations.addHandler(FeedbackHandler(context: context))

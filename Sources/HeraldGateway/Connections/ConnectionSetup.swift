@@ -11,11 +11,10 @@ import Synchronization
 // TCP_NODELAY on for real made the chaos suite fail (docs/operations.md, "Nagle's algorithm"):
 // it stays off until that is understood.
 
-/// A connection refused on purpose by a bound (too many from one address), as opposed to one the
+/// A connection refused on purpose by a bound (too many from one address, or in all), as opposed to one the
 /// gateway failed to set up: only the second kind is a fault of the port.
 protocol DeliberateRefusal: Error {}
 
-extension TooManyConnectionsFromAddress: DeliberateRefusal {}
 extension TooManyHandshakesFromAddress: DeliberateRefusal {}
 
 /// Connections each port accepted but could not set up (a socket option the kernel refused, a

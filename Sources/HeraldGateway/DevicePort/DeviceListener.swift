@@ -26,9 +26,9 @@ enum DeviceListener {
                 low: devicePort.limits.deviceOutboundBytes / 2, high: devicePort.limits.deviceOutboundBytes))
             .childChannelInitializer { channel in
                 let limits = devicePort.limits, metrics = devicePort.metrics
-                guard devicePort.connectionsPerAddress.admit(channel) else {
-                    metrics.recordPeerClosed(port: "device", reason: "per_address_limit")
-                    return channel.eventLoop.makeFailedFuture(TooManyConnectionsFromAddress(limit: limits.deviceConnectionsPerAddress))
+                if let refusal = devicePort.connectionsPerAddress.admit(channel) {
+                    metrics.recordPeerClosed(port: "device", reason: refusal.metricReason)
+                    return channel.eventLoop.makeFailedFuture(refusal)
                 }
                 let upgrader = NIOWebSocketServerUpgrader(
                     maxFrameSize: DeviceProtocol.maximumFrameSize, automaticErrorHandling: false,

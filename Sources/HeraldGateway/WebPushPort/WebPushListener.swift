@@ -26,9 +26,9 @@ enum WebPushListener {
             // A browser that does not read: past the high mark its session is closed.
             .childChannelOption(.writeBufferWaterMark, value: .init(low: limits.deviceOutboundBytes / 2, high: limits.deviceOutboundBytes))
             .childChannelInitializer { channel in
-                guard webPushPort.connectionsPerAddress.admit(channel) else {
-                    metrics.recordPeerClosed(port: "webpush", reason: "per_address_limit")
-                    return channel.eventLoop.makeFailedFuture(TooManyConnectionsFromAddress(limit: limits.deviceConnectionsPerAddress))
+                if let refusal = webPushPort.connectionsPerAddress.admit(channel) {
+                    metrics.recordPeerClosed(port: "webpush", reason: refusal.metricReason)
+                    return channel.eventLoop.makeFailedFuture(refusal)
                 }
                 return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations

@@ -1,0 +1,57 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// The connections every port of the gateway may hold together: the process's descriptor limit
+/// less a reserve for everything else a gateway opens (its listeners, the store's connections and
+/// files, TLS files at a reload, the event loops' own descriptors).
+///
+/// Past the limit a connection is closed as soon as it is accepted. Without it an accepted
+/// connection could take the last descriptor, and a process out of descriptors is not merely
+/// refusing connections: libdispatch (under Swift's concurrency on Linux) reads
+/// `/proc/<tid>/stat` every second while work is queued and crashes the process when it cannot
+/// open it ("workq: registered worker exited prematurely"). Seen in `bench scale --nodes 6
+/// 100000`: the nodes that took a killed node's devices went past 20,000 descriptors and died
+/// of SIGILL one after the other.
+final class ConnectionBudget: Sendable {
+    /// How many connections the ports may hold together.
+    let limit: Int
+    private let open = Atomic<Int>(0)
+
+    init(limit: Int) { self.limit = max(1, limit) }
+
+    /// This process's budget: its descriptor limit (`ulimit -n`, first raised to the hard limit,
+    /// as servers do) less ``reserve(forLimit:)``.
+    static func forThisProcess() -> ConnectionBudget {
+        ConnectionBudget(limit: descriptorLimit() - reserve(forLimit: descriptorLimit()))
+    }
+
+    /// Descriptors kept for what is not a connection: a quarter of a small limit, 1,024 of a large one.
+    static func reserve(forLimit limit: Int) -> Int { min(1_024, max(16, limit / 4)) }
+
+    /// Takes one connection's place; false when the ports already hold ``limit``.
+    func take() -> Bool {
+        if open.wrappingAdd(1, ordering: .relaxed).newValue <= limit { return true }
+        open.wrappingSubtract(1, ordering: .relaxed)
+        return false
+    }
+
+    /// Gives a place back (its connection closed).
+    func give() { open.wrappingSubtract(1, ordering: .relaxed) }
+
+    /// Connections held now.
+    var held: Int { open.load(ordering: .relaxed) }
+
+    /// The soft limit on descriptors after raising it to the hard one (which needs no privilege).
+    private static func descriptorLimit() -> Int {
+        var limits = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limits) == 0 else { return 1_024 }
+        if limits.rlim_cur < limits.rlim_max {
+            var raised = limits
+            raised.rlim_cur = limits.rlim_max
+            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limits = raised }
+        }
+        return limits.rlim_cur >= rlim_t(Int.max) ? Int.max / 2 : Int(limits.rlim_cur)
+    }
+}
