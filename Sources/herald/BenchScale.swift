@@ -126,15 +126,15 @@ struct BenchScale: AsyncParsableCommand {
             identities: (0..<devices).map { _ in DeviceIdentity() }, host: "localhost", port: ports.device, tls: tls, logger: logger,
             channel: channel, sources: addresses, concurrency: concurrency, timeout: .seconds(Int64(max(120, devices / 50))))
         let connectSeconds = Self.seconds(ContinuousClock.now - started)
-        print(String(format: "scale: connected %d devices in %.1f s (%.0f handshakes/s)", devices, connectSeconds, Double(devices) / connectSeconds))
+        printLineFlushed(String(format: "scale: connected %d devices in %.1f s (%.0f handshakes/s)", devices, connectSeconds, Double(devices) / connectSeconds))
         try await Task.sleep(for: .seconds(3))
         let after = BenchDelivery.residentKiB(gateway.pid)
-        print(String(format: "scale: resident memory per connected device %.1f KiB", Double(after - before) / Double(devices)))
+        printLineFlushed(String(format: "scale: resident memory per connected device %.1f KiB", Double(after - before) / Double(devices)))
         _ = cpu.lap(per: 1)
         try await Task.sleep(for: .seconds(10))
         let idle = cpu.lap(per: 1)
         let every = pingInterval.map { "\($0)" } ?? "\(DeviceKeepalive.defaultIntervalSeconds)"
-        print(String(format: "scale: idle gateway CPU with %d connected: %.1f %% of one core (pinged every %@ s)", devices, idle.seconds / 10 * 100, every))
+        printLineFlushed(String(format: "scale: idle gateway CPU with %d connected: %.1f %% of one core (pinged every %@ s)", devices, idle.seconds / 10 * 100, every))
 
         let busyAccepted = try await offlineSender.send(count: pushes, rate: nil)
         _ = cpu.lap(per: 1)
@@ -146,7 +146,7 @@ struct BenchScale: AsyncParsableCommand {
         let unicast = await fleet.waitForDeliveries(atLeast: 1, perDevice: true, timeout: .seconds(600))
         let unicastSeconds = Double(fleet.lastArrival() &- unicastStart) / 1e9
         let perDelivered = cpu.lap(per: unicast.count)
-        print(String(format: "scale: unicast fan-out to %d devices: last receipt %.2f s (%d accepted, %d received)",
+        printLineFlushed(String(format: "scale: unicast fan-out to %d devices: last receipt %.2f s (%d accepted, %d received)",
                      devices, unicastSeconds, sent.ok, unicast.count))
 
         /// One broadcast on the fleet's channel; returns when it was sent (`BenchDelivery.nanos()`).
@@ -163,7 +163,7 @@ struct BenchScale: AsyncParsableCommand {
         fleet.resetLatencies()
         let broadcastStart = try await sendBroadcast(score: 1)
         let broadcast = await fleet.waitForDeliveries(atLeast: 1, perDevice: true, timeout: .seconds(600))
-        print(String(format: "scale: broadcast to %d devices: last receipt %.2f s (%d received)",
+        printLineFlushed(String(format: "scale: broadcast to %d devices: last receipt %.2f s (%d received)",
                      devices, Double(fleet.lastArrival() &- broadcastStart) / 1e9, broadcast.count))
 
         // Hostile: some devices stop reading. The others get the next broadcast as fast, the
@@ -174,9 +174,9 @@ struct BenchScale: AsyncParsableCommand {
         for pusher in pushers { await pusher.close() }
         try await reconnectStorm(fleet: fleet, gateway: gateway)
 
-        print(String(format: "scale: provider port p99 with %d connected against 0 connected: %.2f (%.1f ms / %.1f ms)",
+        printLineFlushed(String(format: "scale: provider port p99 with %d connected against 0 connected: %.2f (%.1f ms / %.1f ms)",
                      devices, busyAccepted.latency(0.99) / max(idleAccepted.latency(0.99), 1e-6), busyAccepted.latency(0.99), idleAccepted.latency(0.99)))
-        print(String(format: "scale: gateway CPU per delivered push / per accepted push %.2f (%.1f µs / %.1f µs)",
+        printLineFlushed(String(format: "scale: gateway CPU per delivered push / per accepted push %.2f (%.1f µs / %.1f µs)",
                      perDelivered.microsecondsPerItem / max(perAccepted.microsecondsPerItem, 1e-9), perDelivered.microsecondsPerItem, perAccepted.microsecondsPerItem))
         await fleet.stop()
     }
@@ -196,7 +196,7 @@ struct BenchScale: AsyncParsableCommand {
         let memoryGrowth = BenchDelivery.residentKiB(gatewayPID) - memoryBefore
         for index in stalled { await fleet.connections[index].setReading(true) }
         let stalledGotIt = await fleet.waitForDelivery(to: stalled, timeout: .seconds(60))
-        print(String(format: "scale: broadcast with %d %% of devices not reading: readers' last receipt %.2f s%@, gateway memory %+d KiB; the %d non-readers %@ once reading again",
+        printLineFlushed(String(format: "scale: broadcast with %d %% of devices not reading: readers' last receipt %.2f s%@, gateway memory %+d KiB; the %d non-readers %@ once reading again",
                      nonReaders, readersSeconds, readersGotIt ? "" : " (NOT ALL READERS GOT IT)", memoryGrowth, stalled.count,
                      stalledGotIt ? "all got it" : "did NOT all get it"))
     }
@@ -222,7 +222,7 @@ struct BenchScale: AsyncParsableCommand {
         }
         let back = fleet.reconnected.withLock { $0.count }
         let shape = milestones.map { m in String(format: "%.0f %% by %@", m.fraction * 100, m.seconds.map { String(format: "%.1f s", $0) } ?? "-") }
-        print(String(format: "scale: reconnect storm: %d devices back in %.1f s after a gateway restart, %.1f %% gave up (%@; %d failed attempts)",
+        printLineFlushed(String(format: "scale: reconnect storm: %d devices back in %.1f s after a gateway restart, %.1f %% gave up (%@; %d failed attempts)",
                      back, Self.seconds(ContinuousClock.now - restarted), Double(devices - back) / Double(devices) * 100,
                      shape.joined(separator: ", "), fleet.disconnectionReasons.withLock { $0.values.reduce(0, +) } - devices))
         let reasons = fleet.disconnectionReasons.withLock { $0 }.sorted { $0.value > $1.value }.prefix(4)

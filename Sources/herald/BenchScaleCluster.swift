@@ -65,18 +65,18 @@ extension BenchScale {
         var tokens: [DeviceToken] = []
         for generator in generators { tokens += try await generator.connected() }
         let connectSeconds = Self.seconds(ContinuousClock.now - started)
-        print(String(format: "scale: connected %d devices to %d nodes from %d generator processes in %.1f s (%.0f handshakes/s)",
+        printLineFlushed(String(format: "scale: connected %d devices to %d nodes from %d generator processes in %.1f s (%.0f handshakes/s)",
                      devices, nodeCount, generatorCount, connectSeconds, Double(devices) / connectSeconds))
         try await Task.sleep(for: .seconds(3))
         let perNode = (0..<nodeCount).map { k in devices / nodeCount + (k < devices % nodeCount ? 1 : 0) }
         let memory = nodes.indices.map { k in Double(BenchDelivery.residentKiB(nodes[k].pid) - before[k]) / Double(max(1, perNode[k])) }
-        print("scale: resident memory per connected device " + memory.map { String(format: "%.1f", $0) }.joined(separator: " / ")
+        printLineFlushed("scale: resident memory per connected device " + memory.map { String(format: "%.1f", $0) }.joined(separator: " / ")
             + " KiB (node by node)")
         _ = cpu.lap(per: 1)
         try await Task.sleep(for: .seconds(10))
         let idle = cpu.lap(per: 1)
         let every = pingInterval.map { "\($0)" } ?? "\(DeviceKeepalive.defaultIntervalSeconds)"
-        print(String(format: "scale: idle gateway CPU with %d connected: %.1f %% of one core, all nodes together (pinged every %@ s)",
+        printLineFlushed(String(format: "scale: idle gateway CPU with %d connected: %.1f %% of one core, all nodes together (pinged every %@ s)",
                      devices, idle.seconds / 10 * 100, every))
 
         // Unicast fan-out: one push per device, through every node.
@@ -86,7 +86,7 @@ extension BenchScale {
         let sent = try await sender.send(count: devices, rate: nil)
         let unicast = try await ScaleGenerator.waitAll(generators, seconds: 600)
         let perDelivered = cpu.lap(per: unicast.received)
-        print(String(format: "scale: unicast fan-out to %d devices: last receipt %.2f s (%d accepted, %d received)",
+        printLineFlushed(String(format: "scale: unicast fan-out to %d devices: last receipt %.2f s (%d accepted, %d received)",
                      devices, Double(unicast.last &- unicastStart) / 1e9, sent.ok, unicast.received))
 
         // A broadcast on the channel every device subscribed to.
@@ -99,9 +99,9 @@ extension BenchScale {
             body: Array(payload.utf8)))
         guard answer.status == 200 else { throw ValidationError("the broadcast was refused: \(answer.status)") }
         let broadcast = try await ScaleGenerator.waitAll(generators, seconds: 600)
-        print(String(format: "scale: broadcast to %d devices: last receipt %.2f s (%d received)",
+        printLineFlushed(String(format: "scale: broadcast to %d devices: last receipt %.2f s (%d received)",
                      devices, Double(broadcast.last &- broadcastStart) / 1e9, broadcast.received))
-        print(String(format: "scale: gateway CPU per delivered push / per accepted push %.2f (%.1f µs / %.1f µs, all nodes together)",
+        printLineFlushed(String(format: "scale: gateway CPU per delivered push / per accepted push %.2f (%.1f µs / %.1f µs, all nodes together)",
                      perDelivered.microsecondsPerItem / max(perAccepted.microsecondsPerItem, 1e-9), perDelivered.microsecondsPerItem,
                      perAccepted.microsecondsPerItem))
 
@@ -156,7 +156,7 @@ extension BenchScale {
         }
         let moved = Self.seconds(ContinuousClock.now - killed)
         let delivered = try await ScaleGenerator.waitAll(generators, seconds: 300)
-        print(String(format: "scale: node killed: its %d devices connected again to the others in %.1f s (%d back), pushes answered 200 lost %d (%d answered 200, %d devices received theirs)",
+        printLineFlushed(String(format: "scale: node killed: its %d devices connected again to the others in %.1f s (%d back), pushes answered 200 lost %d (%d answered 200, %d devices received theirs)",
                      onNode, moved, back, max(0, sent.ok - delivered.devices), sent.ok, delivered.devices))
     }
 
@@ -182,7 +182,7 @@ extension BenchScale {
         }
         let sweep = Self.seconds(ContinuousClock.now - started) * 1_000
         let bytes = Double(try psql("SELECT pg_database_size(current_database())")) ?? 0
-        print(String(format: "scale: PostgreSQL: %@ presence rows, sweep over all connected devices %.1f ms (%d nodes' sweeps), database size %.1f MiB",
+        printLineFlushed(String(format: "scale: PostgreSQL: %@ presence rows, sweep over all connected devices %.1f ms (%d nodes' sweeps), database size %.1f MiB",
                      presence, sweep, nodes, bytes / 1_048_576))
     }
 }
@@ -267,14 +267,18 @@ final class ScaleGenerator: @unchecked Sendable {
         return (received, devices, last)
     }
 
-    /// Every generator's wait, summed: what arrived, on how many devices, and the last arrival.
+    /// Every generator's wait, at once, summed: what arrived, on how many devices, and the last
+    /// arrival (so that a step where some devices never receive waits `seconds`, not that per
+    /// generator).
     static func waitAll(_ generators: [ScaleGenerator], seconds: Int) async throws -> (received: Int, devices: Int, last: UInt64) {
-        var total = (received: 0, devices: 0, last: UInt64(0))
-        for generator in generators {
-            let one = try await generator.waitForEveryDevice(seconds: seconds)
-            total = (total.received + one.received, total.devices + one.devices, max(total.last, one.last))
+        try await withThrowingTaskGroup(of: (received: Int, devices: Int, last: UInt64).self) { group in
+            for generator in generators { group.addTask { try await generator.waitForEveryDevice(seconds: seconds) } }
+            var total = (received: 0, devices: 0, last: UInt64(0))
+            for try await one in group {
+                total = (total.received + one.received, total.devices + one.devices, max(total.last, one.last))
+            }
+            return total
         }
-        return total
     }
 
     func stop() {
@@ -310,7 +314,13 @@ final class ScaleGenerator: @unchecked Sendable {
 /// own, driven by lines on stdin (`reset`, `back`, `wait SECONDS`), answering on stdout.
 struct BenchScaleGenerator: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "scale-generator", abstract: "A part of `bench scale --nodes`'s fleet (started by it).", shouldDisplay: false)
+        commandName: "scale-generator", abstract: "A part of `bench scale --nodes`'s fleet (started by it).",
+        discussion: """
+            Connects --count devices, numbered from --first (device i goes to node i mod the number of --nodes and knows the others), writes their tokens to --tokens-out and says `connected N`; then answers lines on stdin: `reset` (ok), `back` (back N: devices connected again since the reset), `wait SECONDS` (delivered RECEIVED DEVICES LAST-ARRIVAL-NANOSECONDS).
+
+            Example (as bench scale --nodes starts it): herald bench scale-generator --first 0 --count 15000 --ca DIR/tls/ca.pem --channel CHANNEL --nodes localhost:2198,localhost:2199 --sources 127.0.0.2,127.0.0.3 --concurrency 100 --timeout 600 --tokens-out /tmp/generator-0.tokens
+            """,
+        shouldDisplay: false)
 
     @Option var first: Int
     @Option var count: Int
@@ -348,29 +358,24 @@ struct BenchScaleGenerator: AsyncParsableCommand {
                 return (endpoints[node], (1..<endpoints.count).map { endpoints[(node + $0) % endpoints.count] })
             })
         try fleet.tokens.map(\.hex).joined(separator: "\n").write(toFile: tokensOut, atomically: true, encoding: .utf8)
-        say("connected \(count)")
+        printLineFlushed("connected \(count)")
         for await line in ScaleGenerator.lines(of: FileHandle.standardInput) {
             let words = line.split(separator: " ")
             switch words.first {
             case "reset":
                 fleet.resetLatencies()
                 fleet.reconnected.withLock { $0.removeAll() }
-                say("ok")
+                printLineFlushed("ok")
             case "back":
-                say("back \(fleet.reconnected.withLock { $0.count })")
+                printLineFlushed("back \(fleet.reconnected.withLock { $0.count })")
             case "wait":
                 let seconds = words.count > 1 ? Int(words[1]) ?? 60 : 60
                 let (received, devices, last) = await fleet.waitForEveryDevice(timeout: .seconds(Int64(seconds)))
-                say("delivered \(received) \(devices) \(last)")
+                printLineFlushed("delivered \(received) \(devices) \(last)")
             default:
-                say("error unknown command")
+                printLineFlushed("error unknown command")
             }
         }
         await fleet.stop()
-    }
-
-    /// One line to `bench scale`, at once (stdout is a pipe: nothing waits in a buffer).
-    private func say(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 }
