@@ -5,7 +5,7 @@
 # address pair has ~28,000 ephemeral ports, and the reconnect storm needs new ones while the old
 # connections are in TIME_WAIT). Prints these lines (machines read them too):
 #
-#   scale: connected N devices in T s (R handshakes/s)
+#   scale: connected N devices in T s (R handshakes/s, C µs of gateway CPU each)
 #   scale: resident memory per connected device X KiB
 #   scale: idle gateway CPU with N connected: P % of one core (pinged every S s)
 #   scale: unicast fan-out to N devices: last receipt T s
@@ -30,6 +30,11 @@
 #   scale: node killed: its N devices connected again to the others in T s, pushes answered 200 lost L
 #
 # (the last node is SIGKILLed, and a push to every device is sent through the others meanwhile).
+#
+# What a connection holds (issue 48): `scripts/bench-scale.sh 5000 --heap-profile /tmp/gw.heaptrack`
+# runs the gateway under heaptrack's preload library (apt-get install heaptrack), stops after the
+# idle line and kills the gateway there, so that `heaptrack_print --print-leaks 1 /tmp/gw.heaptrack`
+# lists what the connected fleet held, by allocation site.
 #
 # Each device is one socket in the gateway and one here: both processes need DEVICES file
 # descriptors and some. The script raises the soft limit to the hard one; when the hard limit is

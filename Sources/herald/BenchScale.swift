@@ -68,10 +68,16 @@ struct BenchScale: AsyncParsableCommand {
     @Option(help: "With --nodes: the most devices one generator process holds (each is a descriptor there).")
     var devicesPerGenerator: Int = 15_000
 
+    @Option(help: ArgumentHelp(
+        "Profile the gateway's heap with heaptrack into this file (one node only).",
+        discussion: "The gateway runs with heaptrack's preload library; the run stops after the idle CPU line and kills the gateway, so that what the profile calls leaked is what the connected fleet held. Read it with heaptrack_print --print-leaks 1 FILE."))
+    var heapProfile: String?
+
     func validate() throws {
         if let nodes {
             guard (1...64).contains(nodes) else { throw ValidationError("--nodes must be from 1 to 64") }
             guard database != nil else { throw ValidationError("--nodes needs --database: the nodes share one PostgreSQL") }
+            guard heapProfile == nil else { throw ValidationError("--heap-profile profiles the one gateway of a run without --nodes") }
         }
         guard (100...100_000).contains(devicesPerGenerator) else { throw ValidationError("--devices-per-generator must be from 100 to 100000") }
         guard (1...1_000_000).contains(devices) else { throw ValidationError("--devices must be from 1 to 1000000") }
@@ -90,6 +96,8 @@ struct BenchScale: AsyncParsableCommand {
         logger.logLevel = .critical
         let gateway = try ScaleGateway(work: work, devices: devices, reconnectRate: reconnectRate, pingInterval: pingInterval)
         defer { gateway.stop() }
+        let profiler = try heapProfile.map { try HeapProfiler(output: $0) }
+        if let profiler { gateway.environment = profiler.environment }
         try gateway.start()
         let ports = try await gateway.waitForPorts()
         let dataDirectory = gateway.dataDirectory
@@ -126,7 +134,9 @@ struct BenchScale: AsyncParsableCommand {
             identities: (0..<devices).map { _ in DeviceIdentity() }, host: "localhost", port: ports.device, tls: tls, logger: logger,
             channel: channel, sources: addresses, concurrency: concurrency, timeout: .seconds(Int64(max(120, devices / 50))))
         let connectSeconds = Self.seconds(ContinuousClock.now - started)
-        printLineFlushed(String(format: "scale: connected %d devices in %.1f s (%.0f handshakes/s)", devices, connectSeconds, Double(devices) / connectSeconds))
+        let perConnect = cpu.lap(per: devices)
+        printLineFlushed(String(format: "scale: connected %d devices in %.1f s (%.0f handshakes/s, %.0f µs of gateway CPU each)",
+                                devices, connectSeconds, Double(devices) / connectSeconds, perConnect.microsecondsPerItem))
         try await Task.sleep(for: .seconds(3))
         let after = BenchDelivery.residentKiB(gateway.pid)
         printLineFlushed(String(format: "scale: resident memory per connected device %.1f KiB", Double(after - before) / Double(devices)))
@@ -135,6 +145,14 @@ struct BenchScale: AsyncParsableCommand {
         let idle = cpu.lap(per: 1)
         let every = pingInterval.map { "\($0)" } ?? "\(DeviceKeepalive.defaultIntervalSeconds)"
         printLineFlushed(String(format: "scale: idle gateway CPU with %d connected: %.1f %% of one core (pinged every %@ s)", devices, idle.seconds / 10 * 100, every))
+        if let profiler {
+            // Killed, not stopped: what is allocated now is what the connected fleet holds.
+            gateway.kill()
+            let profile = try profiler.interpret()
+            printLineFlushed("scale: heap profile of the gateway with \(devices) connected: \(profile) (heaptrack_print --print-leaks 1 \(profile))")
+            await fleet.stop()
+            return
+        }
 
         let busyAccepted = try await offlineSender.send(count: pushes, rate: nil)
         _ = cpu.lap(per: 1)
@@ -209,6 +227,8 @@ struct BenchScale: AsyncParsableCommand {
         gateway.stop()
         try gateway.start()
         _ = try await gateway.waitForPorts()
+        // A device coming back is enrolled already: TLS, the upgrade and the challenge only.
+        var cpu = ScaleCPU(pid: gateway.pid)
         let restarted = ContinuousClock.now
         let deadline = restarted + .seconds(Int64(stormDeadline))
         // When half, 90 % and 99 % of the devices were back: the shape of the return.
@@ -221,10 +241,12 @@ struct BenchScale: AsyncParsableCommand {
             }
         }
         let back = fleet.reconnected.withLock { $0.count }
+        let perReconnect = cpu.lap(per: max(back, 1))
         let shape = milestones.map { m in String(format: "%.0f %% by %@", m.fraction * 100, m.seconds.map { String(format: "%.1f s", $0) } ?? "-") }
-        printLineFlushed(String(format: "scale: reconnect storm: %d devices back in %.1f s after a gateway restart, %.1f %% gave up (%@; %d failed attempts)",
+        printLineFlushed(String(format: "scale: reconnect storm: %d devices back in %.1f s after a gateway restart, %.1f %% gave up (%@; %d failed attempts; %.0f µs of gateway CPU each)",
                      back, Self.seconds(ContinuousClock.now - restarted), Double(devices - back) / Double(devices) * 100,
-                     shape.joined(separator: ", "), fleet.disconnectionReasons.withLock { $0.values.reduce(0, +) } - devices))
+                     shape.joined(separator: ", "), fleet.disconnectionReasons.withLock { $0.values.reduce(0, +) } - devices,
+                     perReconnect.microsecondsPerItem))
         let reasons = fleet.disconnectionReasons.withLock { $0 }.sorted { $0.value > $1.value }.prefix(4)
         FileHandle.standardError.write(Data("reconnect storm, why connections ended: \(reasons.map { "\($0.value)× \($0.key)" }.joined(separator: "; "))\n".utf8))
     }
@@ -246,6 +268,8 @@ final class ScaleGateway {
     private let name: String
     /// More `herald gateway` arguments: a cluster node's `--database`, `--node-id`, TLS files.
     private let extraArguments: [String]
+    /// Variables added to the gateway's environment (a heap profiler's).
+    var environment: [String: String] = [:]
     private var process: Process?
     private var ports: (provider: Int, device: Int, channel: Int)?
     private var run = 0
@@ -282,6 +306,7 @@ final class ScaleGateway {
             process.arguments! += ["--device-ping-interval", "\(pingInterval)", "--device-idle-timeout", "\(2 * pingInterval + 60)"]
         }
         process.arguments! += extraArguments
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let out = (work as NSString).appendingPathComponent("\(name)-\(run).json")
         let err = (work as NSString).appendingPathComponent("\(name)-\(run).err")
         guard FileManager.default.createFile(atPath: out, contents: nil), FileManager.default.createFile(atPath: err, contents: nil) else {
