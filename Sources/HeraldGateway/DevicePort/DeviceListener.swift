@@ -12,6 +12,10 @@ import NIOWebSocket
 /// The device port: WebSocket over TLS at ``DeviceProtocol/path``, one connection per device.
 /// Builds each connection's pipeline; the listener is a ``BoundListener``.
 enum DeviceListener {
+    /// The receive buffer each device connection keeps (heaptrack, issue 48: 2,064 bytes a
+    /// connection with NIO's default, the largest single allocation Herald chooses).
+    static let receiveBufferBytes = 512
+
     static func bind(host: String, port: Int, tls: ReloadableTLSContext, devicePort: DevicePort, group: EventLoopGroup) async throws -> BoundListener {
         let connections = OpenConnections()
         let gate = HandshakeGate(limit: devicePort.limits.deviceHandshakesInFlight, perAddress: devicePort.limits.deviceHandshakesInFlightPerAddress)
@@ -21,6 +25,10 @@ enum DeviceListener {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             // Large buffers (NIO SSL's) are resident only where written: 35 -> 32.5 KiB per idle device.
             .childChannelOption(.allocator, value: .lazyLargePages)
+            // Each connection keeps its receive buffer for good (NIO pools it per channel): 2 KiB
+            // by default, though a device sends a few hundred bytes at a time (acks, pongs). A
+            // larger read takes more reads of this size in the same wake-up.
+            .childChannelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: receiveBufferBytes))
             // A device that does not read: past the high mark the session is closed (slow reader).
             .childChannelOption(.writeBufferWaterMark, value: .init(
                 low: devicePort.limits.deviceOutboundBytes / 2, high: devicePort.limits.deviceOutboundBytes))
