@@ -45,30 +45,31 @@ public enum DeviceClientFrame: Sendable, Hashable {
     }
 
     public func encoded() -> [UInt8] {
-        var object: [String: Any]
+        var object = JSONObjectText()
         switch self {
         case .hello(let version, let publicKey, let signature, let secret, let keepalive):
-            object = [
-                "type": "hello", "version": version,
-                "public-key": Data(publicKey).base64EncodedString(), "signature": Data(signature).base64EncodedString(),
-            ]
-            if let secret { object["enrollment-secret"] = secret }
-            if let keepalive { object["keepalive"] = keepalive }
-        case .register(let topic): object = ["type": "register", "topic": topic]
-        case .unregister(let topic): object = ["type": "unregister", "topic": topic]
-        case .ack(let ids): object = ["type": "ack", "ids": ids.map(\.description)]
-        case .registerActivity(let topic, let activity): object = ["type": "register", "topic": topic, "activity": activity.wireValue]
-        case .unregisterActivity(let topic, let activity): object = ["type": "unregister", "topic": topic, "activity": activity.wireValue]
-        case .registerWidgets(let topic): object = ["type": "register", "topic": topic, "widgets": true]
-        case .unregisterWidgets(let topic): object = ["type": "unregister", "topic": topic, "widgets": true]
-        case .subscribe(let topic, let channel): object = ["type": "subscribe", "topic": topic, "channel": channel]
-        case .unsubscribe(let topic, let channel): object = ["type": "unsubscribe", "topic": topic, "channel": channel]
+            object.add("type", "hello"); object.add("version", version)
+            object.add("public-key", Data(publicKey).base64EncodedString()); object.add("signature", Data(signature).base64EncodedString())
+            if let secret { object.add("enrollment-secret", secret) }
+            if let keepalive { object.add("keepalive", keepalive) }
+        case .register(let topic): object.add("type", "register"); object.add("topic", topic)
+        case .unregister(let topic): object.add("type", "unregister"); object.add("topic", topic)
+        case .ack(let ids): object.add("type", "ack"); object.add("ids", ids.map(\.description))
+        case .registerActivity(let topic, let activity):
+            object.add("type", "register"); object.add("topic", topic); object.add("activity", activity.wireValue)
+        case .unregisterActivity(let topic, let activity):
+            object.add("type", "unregister"); object.add("topic", topic); object.add("activity", activity.wireValue)
+        case .registerWidgets(let topic): object.add("type", "register"); object.add("topic", topic); object.add("widgets", true)
+        case .unregisterWidgets(let topic): object.add("type", "unregister"); object.add("topic", topic); object.add("widgets", true)
+        case .subscribe(let topic, let channel): object.add("type", "subscribe"); object.add("topic", topic); object.add("channel", channel)
+        case .unsubscribe(let topic, let channel): object.add("type", "unsubscribe"); object.add("topic", topic); object.add("channel", channel)
         case .webPushSubscribe(let topic, let subscription, let key):
-            object = ["type": "webpush-subscribe", "topic": topic, "subscription": subscription]
-            if let key { object["application-server-key"] = Base64URL.encode(key) }
-        case .webPushUnsubscribe(let topic, let subscription): object = ["type": "webpush-unsubscribe", "topic": topic, "subscription": subscription]
+            object.add("type", "webpush-subscribe"); object.add("topic", topic); object.add("subscription", subscription)
+            if let key { object.add("application-server-key", Base64URL.encode(key)) }
+        case .webPushUnsubscribe(let topic, let subscription):
+            object.add("type", "webpush-unsubscribe"); object.add("topic", topic); object.add("subscription", subscription)
         }
-        return Array((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data())
+        return object.bytes
     }
 
     /// Parses a text frame, or says precisely what is wrong with it.

@@ -63,39 +63,47 @@ public enum DeviceServerFrame: Sendable, Hashable {
 
     /// Encodes every frame but notifications (see ``encodeNotification(apnsID:topic:pushType:priority:collapseID:expiration:payload:into:)``).
     public func encoded() -> [UInt8] {
-        var object: [String: Any]
+        var object = JSONObjectText()
         switch self {
-        case .challenge(let version, let nonce): object = ["type": "challenge", "version": version, "nonce": nonce]
+        case .challenge(let version, let nonce):
+            object.add("type", "challenge"); object.add("version", version); object.add("nonce", nonce)
         case .welcome(let deviceID, let environment, let enrolled, let ping):
-            object = [
-                "type": "welcome", "device": deviceID, "environment": environment.rawValue, "enrolled": enrolled,
-                "ping-interval": ping,
-            ]
-        case .registered(let topic, let token): object = ["type": "registered", "topic": topic, "token": token.description]
-        case .unregistered(let topic, let at): object = ["type": "unregistered", "topic": topic, "timestamp": at]
+            object.add("type", "welcome"); object.add("device", deviceID); object.add("environment", environment.rawValue)
+            object.add("enrolled", enrolled); object.add("ping-interval", ping)
+        case .registered(let topic, let token):
+            object.add("type", "registered"); object.add("topic", topic); object.add("token", token.description)
+        case .unregistered(let topic, let at):
+            object.add("type", "unregistered"); object.add("topic", topic); object.add("timestamp", at)
         case .registeredActivity(let topic, let activity, let token):
-            object = ["type": "registered", "topic": topic, "activity": activity.wireValue, "token": token.description]
+            object.add("type", "registered"); object.add("topic", topic); object.add("activity", activity.wireValue)
+            object.add("token", token.description)
         case .unregisteredActivity(let topic, let activity, let at):
-            object = ["type": "unregistered", "topic": topic, "activity": activity.wireValue, "timestamp": at]
-        case .registeredWidgets(let topic, let token): object = ["type": "registered", "topic": topic, "widgets": true, "token": token.description]
-        case .unregisteredWidgets(let topic, let at): object = ["type": "unregistered", "topic": topic, "widgets": true, "timestamp": at]
-        case .subscribed(let topic, let channel, let token): object = ["type": "subscribed", "topic": topic, "channel": channel, "token": token.description]
-        case .unsubscribed(let topic, let channel): object = ["type": "unsubscribed", "topic": topic, "channel": channel]
+            object.add("type", "unregistered"); object.add("topic", topic); object.add("activity", activity.wireValue)
+            object.add("timestamp", at)
+        case .registeredWidgets(let topic, let token):
+            object.add("type", "registered"); object.add("topic", topic); object.add("widgets", true); object.add("token", token.description)
+        case .unregisteredWidgets(let topic, let at):
+            object.add("type", "unregistered"); object.add("topic", topic); object.add("widgets", true); object.add("timestamp", at)
+        case .subscribed(let topic, let channel, let token):
+            object.add("type", "subscribed"); object.add("topic", topic); object.add("channel", channel); object.add("token", token.description)
+        case .unsubscribed(let topic, let channel):
+            object.add("type", "unsubscribed"); object.add("topic", topic); object.add("channel", channel)
         case .webPushSubscribed(let topic, let subscription, let endpoint, let token):
-            object = ["type": "webpush-subscribed", "topic": topic, "subscription": subscription, "endpoint": endpoint, "token": token.description]
-        case .webPushUnsubscribed(let topic, let subscription): object = ["type": "webpush-unsubscribed", "topic": topic, "subscription": subscription]
+            object.add("type", "webpush-subscribed"); object.add("topic", topic); object.add("subscription", subscription)
+            object.add("endpoint", endpoint); object.add("token", token.description)
+        case .webPushUnsubscribed(let topic, let subscription):
+            object.add("type", "webpush-unsubscribed"); object.add("topic", topic); object.add("subscription", subscription)
         case .error(let code, let message, let within):
-            object = ["type": "error", "code": code.rawValue, "message": message]
-            if let within { object["reconnect-within"] = within }
+            object.add("type", "error"); object.add("code", code.rawValue); object.add("message", message)
+            if let within { object.add("reconnect-within", within) }
         case .notification(let n):
             var bytes: [UInt8] = []
-            let payload = (try? JSONEncoder().encode(n.payload)).map(Array.init) ?? Array("{}".utf8)
             Self.encodeNotification(
                 apnsID: n.apnsID, topic: n.topic, pushType: n.pushType, priority: n.priority,
-                collapseID: n.collapseID, expiration: n.expiration, payload: payload, token: n.token, into: &bytes)
+                collapseID: n.collapseID, expiration: n.expiration, payload: n.payload.compactBytes, token: n.token, into: &bytes)
             return bytes
         }
-        return Array((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data())
+        return object.bytes
     }
 
     /// Writes a notification frame, splicing in the payload bytes exactly as the provider sent
