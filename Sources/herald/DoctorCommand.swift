@@ -21,8 +21,9 @@ struct DoctorCommand: AsyncParsableCommand {
             or the development ones in the data directory) are readable, match, and are not expired
             or near their end; the client CAs are readable; the data directory is writable and no
             gateway holds it; the SQLite store passes its integrity check (or a PostgreSQL store is
-            reachable and its schema not newer than this herald's); the clock is sane. Exit status 0 when nothing failed (warnings allowed), 1
-            otherwise.
+            reachable and its schema not newer than this herald's); the clock is sane; how many connections the
+            descriptor limit allows, and whether vm.max_map_count maps the device port's TLS buffers for all of
+            them (a warning if not). Exit status 0 when nothing failed (warnings allowed), 1 otherwise.
 
             Example: herald doctor --config /etc/herald/gateway.yaml
             """)
@@ -127,7 +128,19 @@ struct DoctorCommand: AsyncParsableCommand {
         if let secret = gateway.enrollmentSecretFile {
             report(FileManager.default.isReadableFile(atPath: secret) ? .ok : .fail, "enrollment-secret-file", FileManager.default.isReadableFile(atPath: secret) ? "\(secret) is readable" : "\(secret) cannot be read")
         }
+        let (status, detail) = Self.connections(ConnectionCapacity.forThisProcess())
+        report(status, "connections", detail)
         if failed { throw ExitCode(1) }
+    }
+
+    /// What the descriptor limit and the kernel's mappings let this gateway hold.
+    static func connections(_ capacity: ConnectionCapacity) -> (Status, String) {
+        let held = "up to \(capacity.connections) on all ports together (descriptor limit \(capacity.descriptorLimit))"
+        guard !capacity.mappingsSuffice, let maxMapCount = capacity.maxMapCount, let mapped = capacity.mappedConnections else {
+            return (.ok, held)
+        }
+        return (.warn, "\(held), but vm.max_map_count \(maxMapCount) maps the device port's TLS buffers for about \(mapped) devices; "
+            + "past that they come from the heap (a few KiB more each): sysctl -w vm.max_map_count=\(capacity.neededMaxMapCount) for all of them")
     }
 
     /// A PostgreSQL store: reachable, and its schema what this herald expects (read only: the

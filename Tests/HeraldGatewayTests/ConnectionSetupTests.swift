@@ -141,4 +141,18 @@ struct ConnectionBudgetTests {
         #expect(ConnectionBudget.reserve(forLimit: 1_048_576) == 1_024)
         #expect(ConnectionBudget.reserve(forLimit: 40) == 16)
     }
+
+    @Test("capacity: 20,000 descriptors fit the default 65,530 mappings; a million do not, and the sysctl that would is named")
+    func capacity() {
+        let small = ConnectionCapacity(descriptorLimit: 20_000, maxMapCount: 65_530)
+        #expect(small.connections == 18_976)
+        #expect(small.mappingsSuffice)
+        let large = ConnectionCapacity(descriptorLimit: 1_048_576, maxMapCount: 65_530)
+        #expect(large.connections == 1_047_552)
+        #expect(!large.mappingsSuffice)
+        #expect(large.mappedConnections == 30_717)
+        #expect(large.neededMaxMapCount == 2_099_200)
+        #expect(ConnectionCapacity(descriptorLimit: 1_048_576, maxMapCount: 2_099_200).mappingsSuffice)
+        #expect(ConnectionCapacity(descriptorLimit: 1_048_576, maxMapCount: nil).mappingsSuffice, "unknown mappings: nothing to say")
+    }
 }

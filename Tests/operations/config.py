@@ -126,6 +126,9 @@ def doctor(work):
     fresh = herald("doctor", "--data-dir", data, "--provider-port", "0", "--device-port", "0")
     check("doctor on a new configuration: every check ok, exit 0", fresh.returncode == 0 and "FAIL" not in fresh.stdout
           and "will be created" in fresh.stdout, fresh.stdout + fresh.stderr)
+    check("doctor: the connections line says what the descriptor limit allows",
+          any(line.split()[:2] in (["ok", "connections:"], ["warn", "connections:"]) and "descriptor limit" in line
+              for line in fresh.stdout.splitlines()), fresh.stdout)
     gateway = start([HERALD, "gateway", "--data-dir", data, "--provider-port", "0", "--device-port", "0", "--host", "127.0.0.1",
                      "--log-level", "error"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     port = json.loads(gateway.stdout.readline())["provider_port"]

@@ -1668,7 +1668,7 @@ _herald_bench_scale() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--work --devices --sources --concurrency --pushes --reconnect-rate --non-readers --storm-deadline --ping-interval --nodes --database --devices-per-generator)
+    non_repeating_options=(--work --devices --sources --concurrency --pushes --reconnect-rate --non-readers --storm-deadline --ping-interval --nodes --database --devices-per-generator --heap-profile)
     __herald_offer_flags_options 0
 
     # Offer option value completions
@@ -1707,6 +1707,9 @@ _herald_bench_scale() {
         return
         ;;
     '--devices-per-generator')
+        return
+        ;;
+    '--heap-profile')
         return
         ;;
     esac

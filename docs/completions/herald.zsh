@@ -1095,6 +1095,7 @@ _herald_bench_scale() {
         '--nodes[Gateway nodes on one PostgreSQL (--database), the fleet in generator processes; without it, one gateway on SQLite and the fleet in this process.]:nodes:'
         '--database[The PostgreSQL database the --nodes share (postgres\://USER@HOST\:PORT/DB).]:database:'
         '--devices-per-generator[With --nodes\: the most devices one generator process holds (each is a descriptor there).]:devices-per-generator:'
+        '--heap-profile[Profile the gateway'\''s heap with heaptrack into this file (one node only).]:heap-profile:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )

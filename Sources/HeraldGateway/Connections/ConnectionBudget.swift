@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Foundation
 import Synchronization
 
 /// The connections every port of the gateway may hold together: the process's descriptor limit
@@ -53,5 +54,46 @@ final class ConnectionBudget: Sendable {
             if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limits = raised }
         }
         return limits.rlim_cur >= rlim_t(Int.max) ? Int.max / 2 : Int(limits.rlim_cur)
+    }
+}
+
+/// What a node's limits let it hold (`herald doctor` reports it): connections, by its descriptor
+/// limit (less ``ConnectionBudget``'s reserve), and device connections whose TLS buffers are
+/// mapped lazily, by the kernel's `vm.max_map_count` (two mappings each, ``LazyPages``). Past the
+/// mappings the buffers come from the heap: they work, and cost more resident memory.
+public struct ConnectionCapacity: Sendable, Equatable {
+    /// Mappings kept for what is not a device's buffer: libraries, thread stacks, heaps.
+    public static let otherMappings = 4_096
+
+    public let descriptorLimit: Int
+    public let maxMapCount: Int?
+    /// Connections all ports may hold together.
+    public let connections: Int
+
+    public init(descriptorLimit: Int, maxMapCount: Int?) {
+        self.descriptorLimit = descriptorLimit
+        self.maxMapCount = maxMapCount
+        connections = max(1, descriptorLimit - ConnectionBudget.reserve(forLimit: descriptorLimit))
+    }
+
+    /// Device connections whose buffers the mappings allow (nil when the count is unknown).
+    public var mappedConnections: Int? {
+        maxMapCount.map { max(0, ($0 - Self.otherMappings) / LazyPages.mappingsPerConnection) }
+    }
+
+    /// The `vm.max_map_count` that lets every connection map its buffers.
+    public var neededMaxMapCount: Int { connections * LazyPages.mappingsPerConnection + Self.otherMappings }
+
+    /// Whether every connection the descriptors allow can map its buffers.
+    public var mappingsSuffice: Bool { (mappedConnections ?? Int.max) >= connections }
+
+    /// What a gateway started like this process would hold: the hard descriptor limit (the
+    /// gateway raises its soft limit to it) and the machine's `vm.max_map_count`.
+    public static func forThisProcess() -> ConnectionCapacity {
+        var limits = rlimit()
+        let descriptors = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limits) != 0 ? 1_024
+            : limits.rlim_max >= rlim_t(Int.max / 2) ? Int.max / 4 : Int(limits.rlim_max)
+        let text = try? String(contentsOfFile: "/proc/sys/vm/max_map_count", encoding: .utf8)
+        return ConnectionCapacity(descriptorLimit: descriptors, maxMapCount: text.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
     }
 }

@@ -21,7 +21,10 @@ extension ByteBufferAllocator {
 }
 
 /// The allocation functions of ``NIOCore/ByteBufferAllocator/lazyLargePages``.
-enum LazyPages {
+public enum LazyPages {
+    /// Mappings one device connection holds: SwiftNIO SSL's plaintext buffer (32 KiB) and its
+    /// outbound buffer (16 KiB).
+    public static let mappingsPerConnection = 2
     /// Buffers this large or larger are mapped from the kernel rather than taken from `malloc`.
     static let threshold = 16 * 1024
     /// Bytes before every returned pointer: the mapped length, or 0 for a `malloc` block. 16 keeps
