@@ -118,7 +118,9 @@ row(f"Web Push port vs APNs port, acceptance ({webpush.split()[1]} endpoints)",
     find("webpush", r"^ratio webpush/apns: ([0-9.]+)"), ">= 0.8", f"scripts/bench-webpush.sh {webpush}")
 devices = find("scale", r"^scale: connected ([0-9]+) devices")
 row(f"scale: {devices} devices connected", find("scale", r"^scale: connected [0-9]+ devices in ([0-9.]+ s)") + ", " +
-    find("scale", r"^scale: connected .*\(([0-9]+) handshakes/s\)") + " handshakes/s", "-", "100,000", f"scripts/bench-scale.sh {scale}")
+    find("scale", r"^scale: connected .*\(([0-9]+) handshakes/s") + " handshakes/s", "-", "100,000", f"scripts/bench-scale.sh {scale}")
+row("scale: gateway CPU per device connect, first / coming back", find("scale", r"^scale: connected .*, ([0-9]+ µs) of gateway CPU each") + " / " +
+    find("scale", r"^scale: reconnect storm: .*; ([0-9]+ µs) of gateway CPU each"), "-", "-", f"scripts/bench-scale.sh {scale}")
 row("scale: resident memory per connected device", find("scale", r"^scale: resident memory per connected device ([0-9.]+ KiB)"), "-",
     "< 24 KiB at 100,000 (16)", f"scripts/bench-scale.sh {scale}")
 row("scale: idle gateway CPU", find("scale", r"^scale: idle gateway CPU .*: ([0-9.]+ %) of one core"), "-", "-", f"scripts/bench-scale.sh {scale}")
