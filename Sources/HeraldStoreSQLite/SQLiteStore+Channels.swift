@@ -32,10 +32,10 @@ extension SQLiteStore {
     public func channel(bundleID: String, id: BroadcastChannelID, environment: PushEnvironment) async throws -> ChannelRecord? {
         try await pool.read { db in
             try Row.fetchOne(
-                db, sql: """
+                db.cachedStatement(sql: """
                     SELECT bundle_id, environment, channel_id, storage_policy, created_at_ms FROM channels
                     WHERE bundle_id = ? AND environment = ? AND channel_id = ?
-                    """,
+                    """),
                 arguments: [bundleID, environment.rawValue, id.value]).map(Self.channelRecord(from:))
         }
     }

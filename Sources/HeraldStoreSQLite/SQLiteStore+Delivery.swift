@@ -12,7 +12,7 @@ extension SQLiteStore {
         let held = self.held
         return try await pool.read { db in
             let tokens = try Data.fetchAll(
-                db, sql: "SELECT token FROM device_tokens WHERE device_id = ? AND unregistered_at_ms IS NULL", arguments: [deviceID])
+                db.cachedStatement(sql: "SELECT token FROM device_tokens WHERE device_id = ? AND unregistered_at_ms IS NULL"), arguments: [deviceID])
             var deliveries: [Delivery] = []
             for tokenData in tokens {
                 guard let token = DeviceToken(bytes: Array(tokenData)) else {

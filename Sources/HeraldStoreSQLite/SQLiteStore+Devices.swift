@@ -10,26 +10,24 @@ extension SQLiteStore {
 
     public func deviceConnected(id: String, publicKey: [UInt8], atMilliseconds: Int64) async throws -> Bool {
         try await pool.write { db in
-            if let known = try Data.fetchOne(db, sql: "SELECT public_key FROM devices WHERE device_id = ?", arguments: [id]) {
+            if let known = try Data.fetchOne(db.cachedStatement(sql: "SELECT public_key FROM devices WHERE device_id = ?"), arguments: [id]) {
                 guard Array(known) == publicKey else {
                     throw StoreError(.deviceKeyMismatch, "device \(id) is enrolled with another public key")
                 }
-                try db.execute(sql: "UPDATE devices SET last_seen_at_ms = ? WHERE device_id = ?", arguments: [atMilliseconds, id])
-                try db.execute(
-                    sql: "UPDATE device_tokens SET inactivity_reported = 0 WHERE device_id = ? AND inactivity_reported <> 0",
-                    arguments: [id])
+                try db.cachedStatement(sql: "UPDATE devices SET last_seen_at_ms = ? WHERE device_id = ?").execute(arguments: [atMilliseconds, id])
+                try db.cachedStatement(sql: "UPDATE device_tokens SET inactivity_reported = 0 WHERE device_id = ? AND inactivity_reported <> 0")
+                    .execute(arguments: [id])
                 return false
             }
-            try db.execute(
-                sql: "INSERT INTO devices (device_id, public_key, enrolled_at_ms, last_seen_at_ms) VALUES (?, ?, ?, ?)",
-                arguments: [id, Data(publicKey), atMilliseconds, atMilliseconds])
+            try db.cachedStatement(sql: "INSERT INTO devices (device_id, public_key, enrolled_at_ms, last_seen_at_ms) VALUES (?, ?, ?, ?)")
+                .execute(arguments: [id, Data(publicKey), atMilliseconds, atMilliseconds])
             return true
         }
     }
 
     public func device(id: String) async throws -> DeviceRecord? {
         try await pool.read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM devices WHERE device_id = ?", arguments: [id]) else { return nil }
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM devices WHERE device_id = ?"), arguments: [id]) else { return nil }
             let key: Data = row["public_key"]
             return DeviceRecord(
                 id: id, publicKey: Array(key), enrolledAtMilliseconds: row["enrolled_at_ms"],
@@ -45,7 +43,8 @@ extension SQLiteStore {
                     return existing
                 }
                 let active = try Int.fetchOne(
-                    db, sql: "SELECT COUNT(*) FROM device_tokens WHERE device_id = ? AND unregistered_at_ms IS NULL", arguments: [deviceID]) ?? 0
+                    db.cachedStatement(sql: "SELECT COUNT(*) FROM device_tokens WHERE device_id = ? AND unregistered_at_ms IS NULL"),
+                    arguments: [deviceID]) ?? 0
                 guard active < maximumActivePerDevice else {
                     throw StoreError(.tooManyTokens, "device \(deviceID) has \(active) active tokens, the most it may have")
                 }
@@ -66,11 +65,10 @@ extension SQLiteStore {
         deviceID: String, scope: TokenScope, environment: PushEnvironment, in db: Database
     ) throws -> TokenRegistration? {
         guard let data = try Data.fetchOne(
-            db,
-            sql: """
+            db.cachedStatement(sql: """
                 SELECT token FROM device_tokens
                 WHERE device_id = ? AND bundle_id = ? AND environment = ? AND unregistered_at_ms IS NULL
-                """,
+                """),
             arguments: [deviceID, scope.stored, environment.rawValue]),
             let token = DeviceToken(bytes: Array(data))
         else { return nil }
