@@ -127,24 +127,8 @@ struct BenchScale: AsyncParsableCommand {
         let idleAccepted = try await offlineSender.send(count: pushes, rate: nil)
         let perAccepted = cpu.lap(per: idleAccepted.ok)
 
-        // Every device, connected and subscribed to the channel.
-        let before = BenchDelivery.residentKiB(gateway.pid)
-        let started = ContinuousClock.now
-        let fleet = try await Fleet.connect(
-            identities: (0..<devices).map { _ in DeviceIdentity() }, host: "localhost", port: ports.device, tls: tls, logger: logger,
-            channel: channel, sources: addresses, concurrency: concurrency, timeout: .seconds(Int64(max(120, devices / 50))))
-        let connectSeconds = Self.seconds(ContinuousClock.now - started)
-        let perConnect = cpu.lap(per: devices)
-        printLineFlushed(String(format: "scale: connected %d devices in %.1f s (%.0f handshakes/s, %.0f µs of gateway CPU each)",
-                                devices, connectSeconds, Double(devices) / connectSeconds, perConnect.microsecondsPerItem))
-        try await Task.sleep(for: .seconds(3))
-        let after = BenchDelivery.residentKiB(gateway.pid)
-        printLineFlushed(String(format: "scale: resident memory per connected device %.1f KiB", Double(after - before) / Double(devices)))
-        _ = cpu.lap(per: 1)
-        try await Task.sleep(for: .seconds(10))
-        let idle = cpu.lap(per: 1)
-        let every = pingInterval.map { "\($0)" } ?? "\(DeviceKeepalive.defaultIntervalSeconds)"
-        printLineFlushed(String(format: "scale: idle gateway CPU with %d connected: %.1f %% of one core (pinged every %@ s)", devices, idle.seconds / 10 * 100, every))
+        let fleet = try await connectFleet(
+            gateway: gateway, port: ports.device, tls: tls, channel: channel, addresses: addresses, logger: logger, cpu: &cpu)
         if let profiler {
             // Killed, not stopped: what is allocated now is what the connected fleet holds.
             gateway.kill()
@@ -220,6 +204,30 @@ struct BenchScale: AsyncParsableCommand {
     }
 
     /// The reconnect storm: a graceful restart (every device told to go, all back at once).
+    /// Connects every device, subscribed to `channel`, and prints the connected, memory and idle lines.
+    private func connectFleet(
+        gateway: ScaleGateway, port: Int, tls: NIOSSLContext, channel: String, addresses: [SocketAddress], logger: Logger, cpu: inout ScaleCPU
+    ) async throws -> Fleet {
+        let before = BenchDelivery.residentKiB(gateway.pid)
+        let started = ContinuousClock.now
+        let fleet = try await Fleet.connect(
+            identities: (0..<devices).map { _ in DeviceIdentity() }, host: "localhost", port: port, tls: tls, logger: logger,
+            channel: channel, sources: addresses, concurrency: concurrency, timeout: .seconds(Int64(max(120, devices / 50))))
+        let connectSeconds = Self.seconds(ContinuousClock.now - started)
+        let perConnect = cpu.lap(per: devices)
+        printLineFlushed(String(format: "scale: connected %d devices in %.1f s (%.0f handshakes/s, %.0f µs of gateway CPU each)",
+                                devices, connectSeconds, Double(devices) / connectSeconds, perConnect.microsecondsPerItem))
+        try await Task.sleep(for: .seconds(3))
+        let after = BenchDelivery.residentKiB(gateway.pid)
+        printLineFlushed(String(format: "scale: resident memory per connected device %.1f KiB", Double(after - before) / Double(devices)))
+        _ = cpu.lap(per: 1)
+        try await Task.sleep(for: .seconds(10))
+        let idle = cpu.lap(per: 1)
+        let every = pingInterval.map { "\($0)" } ?? "\(DeviceKeepalive.defaultIntervalSeconds)"
+        printLineFlushed(String(format: "scale: idle gateway CPU with %d connected: %.1f %% of one core (pinged every %@ s)", devices, idle.seconds / 10 * 100, every))
+        return fleet
+    }
+
     private func reconnectStorm(fleet: Fleet, gateway: ScaleGateway) async throws {
         fleet.reconnected.withLock { $0.removeAll() }
         // Each device's connection ends once at the stop; any more is an attempt that failed.
