@@ -25,7 +25,7 @@ final class ConnectionBudget: Sendable {
     /// This process's budget: its descriptor limit (`ulimit -n`, first raised to the hard limit,
     /// as servers do) less ``reserve(forLimit:)``.
     static func forThisProcess() -> ConnectionBudget {
-        ConnectionBudget(limit: descriptorLimit() - reserve(forLimit: descriptorLimit()))
+        ConnectionBudget(limit: ConnectionCapacity(descriptorLimit: DescriptorLimit.raisedToHard(), maxMapCount: nil).connections)
     }
 
     /// Descriptors kept for what is not a connection: a quarter of a small limit, 1,024 of a large one.
@@ -43,18 +43,6 @@ final class ConnectionBudget: Sendable {
 
     /// Connections held now.
     var held: Int { open.load(ordering: .relaxed) }
-
-    /// The soft limit on descriptors after raising it to the hard one (which needs no privilege).
-    private static func descriptorLimit() -> Int {
-        var limits = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limits) == 0 else { return 1_024 }
-        if limits.rlim_cur < limits.rlim_max {
-            var raised = limits
-            raised.rlim_cur = limits.rlim_max
-            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limits = raised }
-        }
-        return limits.rlim_cur >= rlim_t(Int.max) ? Int.max / 2 : Int(limits.rlim_cur)
-    }
 }
 
 /// What a node's limits let it hold (`herald doctor` reports it): connections, by its descriptor
@@ -90,10 +78,33 @@ public struct ConnectionCapacity: Sendable, Equatable {
     /// What a gateway started like this process would hold: the hard descriptor limit (the
     /// gateway raises its soft limit to it) and the machine's `vm.max_map_count`.
     public static func forThisProcess() -> ConnectionCapacity {
-        var limits = rlimit()
-        let descriptors = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limits) != 0 ? 1_024
-            : limits.rlim_max >= rlim_t(Int.max / 2) ? Int.max / 4 : Int(limits.rlim_max)
         let text = try? String(contentsOfFile: "/proc/sys/vm/max_map_count", encoding: .utf8)
-        return ConnectionCapacity(descriptorLimit: descriptors, maxMapCount: text.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
+        return ConnectionCapacity(descriptorLimit: DescriptorLimit.hard(), maxMapCount: text.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
     }
+}
+
+/// The process's limit on open descriptors (`RLIMIT_NOFILE`), read in one place for the budget and
+/// for `herald doctor`.
+enum DescriptorLimit {
+    /// The hard limit: what an unprivileged process may raise its soft limit to.
+    static func hard() -> Int { read().map { count($0.rlim_max) } ?? 1_024 }
+
+    /// The soft limit after raising it to the hard one (which needs no privilege), as servers do.
+    static func raisedToHard() -> Int {
+        guard var limits = read() else { return 1_024 }
+        if limits.rlim_cur < limits.rlim_max {
+            var raised = limits
+            raised.rlim_cur = limits.rlim_max
+            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limits = raised }
+        }
+        return count(limits.rlim_cur)
+    }
+
+    private static func read() -> rlimit? {
+        var limits = rlimit()
+        return getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limits) == 0 ? limits : nil
+    }
+
+    /// `RLIM_INFINITY` (and anything past `Int`) as a count no arithmetic on it overflows.
+    private static func count(_ value: rlim_t) -> Int { value >= rlim_t(Int.max / 2) ? Int.max / 4 : Int(value) }
 }
