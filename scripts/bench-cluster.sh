@@ -10,6 +10,8 @@
 # 2. Delivery latency, paced (`herald bench delivery`, step 3): the provider and the devices on the
 #    same PostgreSQL node, then the provider on node a and the devices on node b (every delivery
 #    crosses nodes through a hint). Ratio cross-node / same node.
+# Step 1 also prints, for the SQLite node and the PostgreSQL node, the gateway's CPU per accepted push
+# and its commits (how many, their mean size and time, from the admin port's metrics).
 # Starts its own PostgreSQL (scripts/postgres-for-tests.sh, port 54339) unless
 # HERALD_BENCH_POSTGRES_URL names a server (a database per step is created on it with psql).
 set -euo pipefail
@@ -49,6 +51,21 @@ start() {  # NAME ARGS...: starts a gateway whose start-up line goes to $WORK/NA
     PIDS+=($!)
     until [ -s "$WORK/$name.json" ]; do sleep 0.1; done
 }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # PID: user+system CPU in clock ticks
+intake() {  # NAME LABEL PID TICKS-BEFORE REQUESTS: the node's CPU per push and its commits, for the summary
+    local admin metrics
+    admin=$(field "$WORK/$1.json" admin_port)
+    metrics=$(curl -s "http://127.0.0.1:$admin/metrics")
+    python3 - "$2" "$(( $(cpu_ticks "$3") - $4 ))" "$(getconf CLK_TCK)" "$5" "$metrics" >> "$WORK/intake.txt" <<'PY'
+import re, sys
+name, ticks, hz, requests, metrics = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+def metric(n):
+    m = re.search(r"^" + n + r" ([0-9.e+]+)$", metrics, re.M)
+    return float(m.group(1)) if m else 0.0
+batches, pushes, seconds = metric("herald_intake_batches_total"), metric("herald_intake_notifications_total"), metric("herald_intake_commit_seconds_sum")
+print(f"{name}: gateway CPU per push {ticks / hz * 1e6 / requests:.1f} µs; {batches:.0f} commits of {pushes / max(batches, 1):.0f} pushes, {seconds * 1000 / max(batches, 1):.1f} ms each (warm-up included)")
+PY
+}
 load() {  # URIS REQUESTS CONNECTIONS: h2load's req/s
     h2load -n "$2" -c "$3" -m 100 -t 1 -d "$WORK/in/payload.json" \
         -H "authorization: $(cat "$WORK/in/authorization.txt")" -H "apns-topic: com.example.bench" -H "apns-push-type: alert" \
@@ -64,7 +81,9 @@ start sqlite --data-dir "$WORK/sqlite"
 PORT=$(field "$WORK/sqlite.json" provider_port)
 prepare --data-dir "$WORK/sqlite"
 load "$WORK/in/uris.txt" "$TOKENS" 4 >/dev/null      # warm-up: every token holds one
+TICKS=$(cpu_ticks "${PIDS[-1]}")
 SQLITE=$(load "$WORK/in/uris.txt" "$REQUESTS" 4)
+intake sqlite SQLite "${PIDS[-1]}" "$TICKS" "$REQUESTS"
 kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
 
 # 1b. One node, PostgreSQL.
@@ -73,7 +92,9 @@ start pg1 --data-dir "$WORK/pg1" --database "$DB1" --node-id a
 PORT=$(field "$WORK/pg1.json" provider_port)
 prepare --database "$DB1"
 load "$WORK/in/uris.txt" "$TOKENS" 4 >/dev/null
+TICKS=$(cpu_ticks "${PIDS[-1]}")
 PG1=$(load "$WORK/in/uris.txt" "$REQUESTS" 4)
+intake pg1 PostgreSQL "${PIDS[-1]}" "$TICKS" "$REQUESTS"
 kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
 
 # 1c. Two nodes, PostgreSQL, loaded at once.
@@ -115,4 +136,5 @@ print(f"delivery latency, across nodes (paced at {cross[0]:,.0f}/s): p50 {cross[
 if same[1] > 0:
     print(f"ratio cross-node / same node: p50 {cross[1] / same[1]:.2f}, p99 {cross[2] / max(same[2], 0.001):.2f}")
 PY
+sed 's/^/acceptance, one node on /' "$WORK/intake.txt"
 echo "details in $WORK (h2load.txt, same.txt, cross.txt)"
