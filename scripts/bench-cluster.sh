@@ -16,6 +16,7 @@
 # HERALD_BENCH_POSTGRES_URL names a server (a database per step is created on it with psql).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-common.sh
 REQUESTS=${1:-20000}
 TOKENS=${2:-5000}
 DEVICES=${3:-200}
@@ -51,7 +52,6 @@ start() {  # NAME ARGS...: starts a gateway whose start-up line goes to $WORK/NA
     PIDS+=($!)
     until [ -s "$WORK/$name.json" ]; do sleep 0.1; done
 }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # PID: user+system CPU in clock ticks
 intake() {  # NAME LABEL PID TICKS-BEFORE REQUESTS: the node's CPU per push and its commits, for the summary
     local admin metrics
     admin=$(field "$WORK/$1.json" admin_port)

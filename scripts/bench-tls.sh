@@ -12,6 +12,7 @@
 #   tls: full handshake N µs of gateway CPU (C connections), resumed R µs (C connections), resumed / full X
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-common.sh
 SECONDS_EACH=${1:-10}
 ROUNDS=${2:-3}
 command -v openssl > /dev/null || { echo "bench-tls: needs openssl (apt-get install openssl)" >&2; exit 1; }
@@ -28,16 +29,14 @@ until [ -s "$WORK/gateway.json" ]; do
 done
 DPORT=$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['device_port'])" "$WORK/gateway.json")
 
-# utime + stime of the gateway, in clock ticks.
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$GW/stat"; }
 TICK=$(getconf CLK_TCK)
 
 # Runs s_time in the given mode; prints "CONNECTIONS MICROSECONDS_OF_GATEWAY_CPU_EACH".
 measure() {
     local before after out connections
-    before=$(cpu_ticks)
+    before=$(cpu_ticks "$GW")
     out=$(openssl s_time -connect "127.0.0.1:$DPORT" -CAfile "$WORK/data/tls/ca.pem" -www / "$1" -time "$SECONDS_EACH" 2>&1)
-    after=$(cpu_ticks)
+    after=$(cpu_ticks "$GW")
     connections=$(printf '%s\n' "$out" | awk '/connections in .* real seconds/ { print $1; exit }')
     [ -n "$connections" ] && [ "$connections" -gt 0 ] || { echo "bench-tls: s_time $1 made no connection:" >&2; printf '%s\n' "$out" | tail -5 >&2; exit 1; }
     python3 -c "import sys; c=int(sys.argv[1]); t=int(sys.argv[2]); k=int(sys.argv[3]); print(c, round(t / k * 1e6 / c, 1))" \

@@ -203,7 +203,6 @@ struct BenchScale: AsyncParsableCommand {
                      stalledGotIt ? "all got it" : "did NOT all get it"))
     }
 
-    /// The reconnect storm: a graceful restart (every device told to go, all back at once).
     /// Connects every device, subscribed to `channel`, and prints the connected, memory and idle lines.
     private func connectFleet(
         gateway: ScaleGateway, port: Int, tls: NIOSSLContext, channel: String, addresses: [SocketAddress], logger: Logger, cpu: inout ScaleCPU
@@ -228,6 +227,7 @@ struct BenchScale: AsyncParsableCommand {
         return fleet
     }
 
+    /// The reconnect storm: a graceful restart (every device told to go, all back at once).
     private func reconnectStorm(fleet: Fleet, gateway: ScaleGateway) async throws {
         fleet.reconnected.withLock { $0.removeAll() }
         // Each device's connection ends once at the stop; any more is an attempt that failed.
