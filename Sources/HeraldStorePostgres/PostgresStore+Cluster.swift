@@ -116,9 +116,13 @@ extension PostgresStore: ClusterStore {
         guard !seqs.isEmpty else { return [] }
         // No discard filter: a hint follows its commit by milliseconds, and `apns-expiration: 0`
         // is for a device connected at that moment, which this is.
+        // One primary-key lookup per hinted row, whatever the statistics say (see `waiting(for:)`).
         return try await deliveries("""
-            SELECT \(unescaped: Self.notificationColumns), t.device_id FROM notifications n JOIN device_tokens t ON t.token = n.token
-            WHERE n.seq = ANY(\(seqs)) AND n.state = 0 AND t.device_id IS NOT NULL AND t.unregistered_at_ms IS NULL
+            SELECT \(unescaped: Self.notificationColumns), t.device_id
+            FROM unnest(\(seqs)::int8[]) AS u(seq)
+            CROSS JOIN LATERAL (SELECT * FROM notifications WHERE seq = u.seq AND state = 0 OFFSET 0) n
+            JOIN device_tokens t ON t.token = n.token
+            WHERE t.device_id IS NOT NULL AND t.unregistered_at_ms IS NULL
             ORDER BY n.seq
             """)
     }

@@ -60,22 +60,15 @@ extension PostgresStore {
             let admitted = Array(Set(zip(batch, outcomes).compactMap { n, o in o.isStored ? Self.buffer(n.token.bytes) : nil }))
             let waiting = try await Self.waiting(for: admitted, in: c, logger: logger)
             let (states, replacedRows) = Self.storeAndForward(batch, outcomes, waiting: waiting, connected: nodes, policy: policy)
-            // One multi-row insert for the batch, in its order.
+            // One statement for the batch: the rows it replaces ended, its own rows inserted in its order.
             let rows = batch.indices.filter { states[$0] != nil }
-            if !rows.isEmpty {
-                let seqs = try await Self.insert(
-                    rows.map { (batch[$0], states[$0] ?? .held) }, policy: policy, nowMilliseconds: nowMilliseconds, in: c, logger: logger)
-                for (index, seq) in zip(rows, seqs) {
-                    if case .stored(_, let deviceID, _) = outcomes[index] {
-                        outcomes[index] = .stored(seq: seq, deviceID: deviceID, presence: nodes[batch[index].token].map(DevicePresence.node) ?? .nowhere)
-                    }
+            let seqs = try await Self.insert(
+                rows.map { (batch[$0], states[$0] ?? .held) }, replacing: replacedRows, policy: policy, nowMilliseconds: nowMilliseconds,
+                in: c, logger: logger)
+            for (index, seq) in zip(rows, seqs) {
+                if case .stored(_, let deviceID, _) = outcomes[index] {
+                    outcomes[index] = .stored(seq: seq, deviceID: deviceID, presence: nodes[batch[index].token].map(DevicePresence.node) ?? .nowhere)
                 }
-            }
-            if !replacedRows.isEmpty {
-                try await c.query("""
-                    UPDATE notifications SET state = \(Int16(NotificationState.replaced.rawValue)), ended_at_ms = \(nowMilliseconds)
-                    WHERE seq = ANY(\(replacedRows)) AND state = 0
-                    """, logger: logger)
             }
             return outcomes
         }
@@ -106,12 +99,21 @@ extension PostgresStore {
     }
 
     /// The held notifications of these tokens, oldest first.
+    ///
+    /// One index lookup per token (`OFFSET 0` keeps the planner from flattening the lateral
+    /// subquery into a scan of every held row). During a burst the table's statistics lag its
+    /// contents, and the plan chosen from them for `token = ANY(…) AND state = 0` scanned every
+    /// entry of the discard index, dead ones included: 6.4 ms for 200 tokens against 0.8.
     private static func waiting(for tokens: [ByteBuffer], in c: PostgresConnection, logger: Logger) async throws -> [DeviceToken: [Waiting]] {
         var waiting: [DeviceToken: [Waiting]] = [:]
         guard !tokens.isEmpty else { return waiting }
         for try await (seq, token, apnsID, collapseID, sent) in try await c.query("""
-            SELECT seq, token, apns_id, collapse_id, sent_at_ms IS NOT NULL FROM notifications
-            WHERE token = ANY(\(tokens)) AND state = 0 ORDER BY seq
+            SELECT n.seq, u.token, n.apns_id, n.collapse_id, n.sent
+            FROM unnest(\(tokens)::bytea[]) AS u(token)
+            CROSS JOIN LATERAL (
+                SELECT seq, apns_id, collapse_id, sent_at_ms IS NOT NULL AS sent FROM notifications
+                WHERE token = u.token AND state = 0 OFFSET 0) n
+            ORDER BY n.seq
             """, logger: logger).decode((Int64, ByteBuffer, String, String?, Bool).self) {
             waiting[try Self.token(token), default: []].append(.stored(seq: seq, apnsID: apnsID, collapseID: collapseID, sent: sent))
         }
@@ -165,11 +167,14 @@ extension PostgresStore {
         return (states, replacedRows)
     }
 
-    /// Inserts the rows in one statement, in their order; returns their sequence numbers, in order.
+    /// Ends the replaced rows (one primary-key lookup each, whatever the statistics say) and
+    /// inserts the new ones in one statement, one round trip, the new rows in their order;
+    /// returns their sequence numbers, in order.
     private static func insert(
-        _ rows: [(StoredNotification, NotificationState)], policy: StorePolicy, nowMilliseconds: Int64,
+        _ rows: [(StoredNotification, NotificationState)], replacing replacedRows: [Int64], policy: StorePolicy, nowMilliseconds: Int64,
         in c: PostgresConnection, logger: Logger
     ) async throws -> [Int64] {
+        guard !rows.isEmpty || !replacedRows.isEmpty else { return [] }
         var apnsIDs: [String] = [], tokenBytes: [ByteBuffer] = [], bundles: [String] = [], types: [String] = []
         var priorities: [Int64] = [], expirations: [Int64] = [], collapses: [String] = [], payloads: [ByteBuffer] = []
         var received: [Int64] = [], discards: [Int64] = [], rowStates: [Int64] = [], ended: [Int64] = []
@@ -189,6 +194,10 @@ extension PostgresStore {
         }
         var seqs: [Int64] = []
         for try await seq in try await c.query("""
+            WITH replaced AS (
+                UPDATE notifications n SET state = \(Int16(NotificationState.replaced.rawValue)), ended_at_ms = \(nowMilliseconds)
+                FROM unnest(\(replacedRows)::int8[]) AS r(seq)
+                WHERE n.seq = r.seq AND n.state = 0)
             INSERT INTO notifications
                 (apns_id, token, bundle_id, push_type, priority, expiration, collapse_id, payload, received_at_ms,
                  discard_at_ms, state, ended_at_ms)
