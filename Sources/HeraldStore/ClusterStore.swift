@@ -53,9 +53,10 @@ public protocol ClusterStore: GatewayStore {
 
     /// The deliveries with these sequence numbers that are still held (a hint's content).
     func heldDeliveries(seqs: [Int64]) async throws -> [Delivery]
-    /// What is held for the devices connected to `node` with a sequence number at most
-    /// `seqAtMost`, not discarded, oldest first, at most `limit` (the node's sweep for lost hints).
-    func heldDeliveries(onNode node: String, seqAtMost: Int64, nowMilliseconds: Int64, limit: Int) async throws -> [Delivery]
+    /// What is held for the devices connected to `node` with a sequence number above
+    /// `seqAbove` and at most `seqAtMost`, not discarded, oldest first, at most `limit` (the
+    /// node's sweep for lost hints: a window of recent sequence numbers, or from 0, all of them).
+    func heldDeliveries(onNode node: String, seqAbove: Int64, seqAtMost: Int64, nowMilliseconds: Int64, limit: Int) async throws -> [Delivery]
     /// The newest sequence number given to a notification, 0 when none. The sweep leaves what
     /// is newer than its previous look to the hint: an age by sequence, which no node's clock
     /// (a jump, a skew between nodes) can make wrong.

@@ -134,13 +134,18 @@ extension PostgresStore: ClusterStore {
         return 0
     }
 
-    public func heldDeliveries(onNode node: String, seqAtMost: Int64, nowMilliseconds: Int64, limit: Int) async throws -> [Delivery] {
+    public func heldDeliveries(
+        onNode node: String, seqAbove: Int64, seqAtMost: Int64, nowMilliseconds: Int64, limit: Int
+    ) async throws -> [Delivery] {
+        // A window of sequence numbers is read through the primary key (its rows, then their
+        // tokens and presence by key); from 0, through the node's presence (every connected
+        // device's held rows by token). The planner picks by the window's size.
         try await deliveries("""
             SELECT \(unescaped: Self.notificationColumns), t.device_id
             FROM presence p
             JOIN device_tokens t ON t.device_id = p.device_id AND t.unregistered_at_ms IS NULL
             JOIN notifications n ON n.token = t.token AND n.state = 0
-            WHERE p.node_id = \(node) AND n.seq <= \(seqAtMost) AND n.discard_at_ms > \(nowMilliseconds)
+            WHERE p.node_id = \(node) AND n.seq > \(seqAbove) AND n.seq <= \(seqAtMost) AND n.discard_at_ms > \(nowMilliseconds)
             ORDER BY n.seq LIMIT \(Int64(max(0, limit)))
             """)
     }

@@ -157,6 +157,9 @@ struct GatewayRunCommand: AsyncParsableCommand {
     @Option(help: "Cluster: milliseconds between sweeps of what is held for this node's devices (delivers what a lost hint delayed).")
     var clusterSweep: Int = 2_000
 
+    @Option(help: "Cluster: milliseconds between sweeps that read everything held for this node's devices; the sweeps between read only what was stored over their last two intervals.")
+    var clusterFullSweep: Int = 60_000
+
     @Option(help: "Cluster: hint the node holding a device when a push for it is stored (on), or rely on the sweep alone (off: slower, still correct).")
     var crossNodeHints: Switch = .on
 
@@ -208,6 +211,9 @@ struct GatewayRunCommand: AsyncParsableCommand {
         if let problem = NodeID.problem(resolvedNodeID) { throw ValidationError("--node-id \(resolvedNodeID): \(problem)") }
         if !(2...3_600).contains(nodeLease) { throw ValidationError("--node-lease must be from 2 to 3600 seconds") }
         if !(100...600_000).contains(clusterSweep) { throw ValidationError("--cluster-sweep must be from 100 to 600000 milliseconds") }
+        if !(clusterSweep...86_400_000).contains(clusterFullSweep) {
+            throw ValidationError("--cluster-full-sweep must be from --cluster-sweep (\(clusterSweep)) to 86400000 milliseconds")
+        }
         if Logger.Level(rawValue: logLevel) == nil {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
@@ -346,6 +352,7 @@ struct GatewayRunCommand: AsyncParsableCommand {
             cluster.leaseMilliseconds = Int64(nodeLease) * 1_000
             cluster.heartbeatMilliseconds = max(500, cluster.leaseMilliseconds / 3)
             cluster.sweepMilliseconds = Int64(clusterSweep)
+            cluster.fullSweepMilliseconds = Int64(clusterFullSweep)
             cluster.hints = crossNodeHints == .on
             configuration.cluster = cluster
         }

@@ -153,14 +153,16 @@ struct PostgresClusterStoreTests {
         #expect(Array(all.dropFirst().joined()) == many, "a long hint arrives whole, in chunks under NOTIFY's limit")
 
         // The sweep: nothing while the device is not present; then its held notifications.
-        #expect(try await store.heldDeliveries(onNode: "a", seqAtMost: .max, nowMilliseconds: now, limit: 100).isEmpty)
+        #expect(try await store.heldDeliveries(onNode: "a", seqAbove: 0, seqAtMost: .max, nowMilliseconds: now, limit: 100).isEmpty)
         _ = try await store.claimPresence(deviceID: "d1", node: "a", connection: 7, atMilliseconds: now)
         #expect(try await store.newestSeq() == seqs.max())
-        #expect(try await store.heldDeliveries(onNode: "a", seqAtMost: .max, nowMilliseconds: now, limit: 100).map(\.seq) == seqs)
-        #expect(try await store.heldDeliveries(onNode: "a", seqAtMost: seqs[0], nowMilliseconds: now, limit: 100).map(\.seq) == [seqs[0]],
+        #expect(try await store.heldDeliveries(onNode: "a", seqAbove: 0, seqAtMost: .max, nowMilliseconds: now, limit: 100).map(\.seq) == seqs)
+        #expect(try await store.heldDeliveries(onNode: "a", seqAbove: 0, seqAtMost: seqs[0], nowMilliseconds: now, limit: 100).map(\.seq) == [seqs[0]],
                 "the sweep leaves what was stored since its previous look to the hint")
+        #expect(try await store.heldDeliveries(onNode: "a", seqAbove: seqs[0], seqAtMost: .max, nowMilliseconds: now, limit: 100).map(\.seq)
+                == Array(seqs.dropFirst()), "a windowed sweep reads only the sequence numbers above its floor")
         try await store.record(seqs.map { .acked(seq: $0, sentAtMilliseconds: now, ackedAtMilliseconds: now + 1) })
-        #expect(try await store.heldDeliveries(onNode: "a", seqAtMost: .max, nowMilliseconds: now, limit: 100).isEmpty)
+        #expect(try await store.heldDeliveries(onNode: "a", seqAbove: 0, seqAtMost: .max, nowMilliseconds: now, limit: 100).isEmpty)
     }
 
     @Test("store-and-forward replaces what waits for an offline device, never what goes to a connected one")

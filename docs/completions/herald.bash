@@ -211,7 +211,7 @@ _herald_gateway_run() {
     repeating_flags=()
     non_repeating_flags=(--enable-faults --print-config --version -h --help)
     repeating_options=()
-    non_repeating_options=(--data-dir --database --provider-port --h2c-port --admin-port --admin-host --enrollment-secret-file --provider-idle-timeout --provider-connections-per-address --device-connections-per-address --device-handshakes-per-address --device-reconnect-rate --handshake-timeout --device-port --webpush-port --webpush-origin --channel-port --feedback-port --feedback-client-ca --provider-client-ca --device-ping-interval --device-ping-minimum --device-idle-timeout --store-timeout --background-per-hour --inactivity-days --receipt-days --host --environment --tls-cert --tls-key --token-burst --token-rate --offline-queue --durability --node-id --node-lease --cluster-sweep --cross-node-hints --log-level --log-format --otlp-endpoint --config)
+    non_repeating_options=(--data-dir --database --provider-port --h2c-port --admin-port --admin-host --enrollment-secret-file --provider-idle-timeout --provider-connections-per-address --device-connections-per-address --device-handshakes-per-address --device-reconnect-rate --handshake-timeout --device-port --webpush-port --webpush-origin --channel-port --feedback-port --feedback-client-ca --provider-client-ca --device-ping-interval --device-ping-minimum --device-idle-timeout --store-timeout --background-per-hour --inactivity-days --receipt-days --host --environment --tls-cert --tls-key --token-burst --token-rate --offline-queue --durability --node-id --node-lease --cluster-sweep --cluster-full-sweep --cross-node-hints --log-level --log-format --otlp-endpoint --config)
     __herald_offer_flags_options 0
 
     # Offer option value completions
@@ -329,6 +329,9 @@ _herald_gateway_run() {
         return
         ;;
     '--cluster-sweep')
+        return
+        ;;
+    '--cluster-full-sweep')
         return
         ;;
     '--cross-node-hints')

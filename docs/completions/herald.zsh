@@ -155,6 +155,7 @@ _herald_gateway_run() {
         '--node-id[This node'\''s name in a cluster (with --database)\: a-z, 0-9, '\''-'\'' and '\''_'\'', at most 40. Give each node its own, and the same one again when it restarts. Default\: the host name.]:NAME:'
         '--node-lease[Cluster\: seconds without a lease renewal after which a node counts as dead and its devices'\'' presence is reaped.]:node-lease:'
         '--cluster-sweep[Cluster\: milliseconds between sweeps of what is held for this node'\''s devices (delivers what a lost hint delayed).]:cluster-sweep:'
+        '--cluster-full-sweep[Cluster\: milliseconds between sweeps that read everything held for this node'\''s devices; the sweeps between read only what was stored over their last two intervals.]:cluster-full-sweep:'
         '--cross-node-hints[Cluster\: hint the node holding a device when a push for it is stored (on), or rely on the sweep alone (off\: slower, still correct).]:cross-node-hints:{__herald_complete "${___cross_node_hints[@]}"}'
         '--log-level[Log level\: trace, debug, info, notice, warning, error, critical.]:log-level:'
         '--log-format[How logs on standard error are written\: text (for people) or json (one object a line, for a log collector).]:log-format:{__herald_complete "${___log_format[@]}"}'

@@ -15,8 +15,15 @@ public struct ClusterConfiguration: Sendable {
     public var heartbeatMilliseconds: Int64 = 3_000
     /// How often the node reads what is held for its connected devices: what a lost hint
     /// delayed is delivered after one to two of these (the sweep leaves what was stored since
-    /// its previous look to the hint, by sequence number, not by any node's clock).
+    /// its previous look to the hint, by sequence number, not by any node's clock). Each sweep
+    /// reads a window of sequence numbers, what was stored over the two intervals before its
+    /// previous look, by primary key: its cost follows the push rate, not the connected devices.
     public var sweepMilliseconds: Int64 = 2_000
+    /// How often a sweep reads everything held for the node's devices instead of a window: what
+    /// commits more than a sweep interval after it was numbered (an overloaded database) is
+    /// delivered by this one. Every connected device's held rows are read (issue 48: 350 ms of
+    /// the server's time, on three processes, for 17,000 devices), so it is rare.
+    public var fullSweepMilliseconds: Int64 = 60_000
     /// Whether the accepting node hints the node holding the device (off: the sweep alone
     /// delivers across nodes: slower, still correct).
     public var hints = true
@@ -34,8 +41,9 @@ public struct ClusterConfiguration: Sendable {
 ///   which node holds each device and sends that node a hint (after the commit, never in it).
 ///   Hints received are loaded from the store by sequence number and handed to the sessions.
 /// - The sweep: every `sweepMilliseconds`, what is held for this node's devices and was stored
-///   before the sweep's previous look is handed to their sessions again (they skip what is in flight), so a lost
-///   hint, a dead listener or a dead accepting node only delays a delivery.
+///   in the two intervals before the sweep's previous look (every `fullSweepMilliseconds`:
+///   everything before it) is handed to their sessions again (they skip what is in flight), so a
+///   lost hint, a dead listener or a dead accepting node only delays a delivery.
 /// - Fencing: the node counts its lease from the start of its last successful renewal on its own
 ///   monotonic clock (which a frozen process or a jump of the wall clock does not fool). Once
 ///   that has run out, before the others can reap it, the node disconnects its devices and
@@ -177,7 +185,7 @@ final class ClusterNode: Sendable {
             if !elsewhere.isEmpty {
                 registry.close(deviceIDs: elsewhere, code: .replaced, "this device's connection moved to another gateway node")
             }
-            await sweepOnce(seqAtMost: .max)
+            await sweepOnce(seqAbove: 0, seqAtMost: .max)
         } catch {
             // The next renewal that finds the record gone heals again; meanwhile the sweep of
             // whichever node the devices reach delivers.
@@ -296,26 +304,26 @@ final class ClusterNode: Sendable {
 
     private func sweep() async {
         let limit = 10_000
-        /// The newest sequence number at the previous look.
-        var ceiling: Int64 = 0
+        var window = SweepWindow(fullEvery: Int(clamping: max(1, configuration.fullSweepMilliseconds / max(1, configuration.sweepMilliseconds))))
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(configuration.sweepMilliseconds))
             if Task.isCancelled { break }
             if isFenced { continue }
-            // What was stored before the previous look has had a sweep interval for its hint.
             do {
                 let store = self.store
                 let newest = try await withDeadline(storeTimeout) { try await store.newestSeq() }
-                if ceiling > 0 { await sweepOnce(seqAtMost: ceiling, limit: limit) }
-                ceiling = newest
+                if let range = window.look(newest: newest) {
+                    await sweepOnce(seqAbove: range.above, seqAtMost: range.atMost, limit: limit)
+                }
             } catch {
                 logger.warning("the cluster sweep failed", metadata: ["error": "\(error)"])
             }
         }
     }
 
-    /// Offers what is held for this node's devices, up to sequence number `seqAtMost`.
-    private func sweepOnce(seqAtMost: Int64, limit: Int = 10_000) async {
+    /// Offers what is held for this node's devices with a sequence number above `seqAbove` and
+    /// up to `seqAtMost`.
+    private func sweepOnce(seqAbove: Int64, seqAtMost: Int64, limit: Int = 10_000) async {
         let now = clock.nowMilliseconds()
         let store = self.store, node = nodeID
         do {
@@ -324,7 +332,7 @@ final class ClusterNode: Sendable {
             // called it — the heartbeat's heal, which renews the lease).
             try await withDeadline(storeTimeout) { [recorder] in await recorder.waitUntilRecorded() }
             let held = try await withDeadline(storeTimeout) {
-                try await store.heldDeliveries(onNode: node, seqAtMost: seqAtMost, nowMilliseconds: now, limit: limit)
+                try await store.heldDeliveries(onNode: node, seqAbove: seqAbove, seqAtMost: seqAtMost, nowMilliseconds: now, limit: limit)
             }
             if !held.isEmpty {
                 metrics.clusterSwept.increment(by: Int64(held.count))

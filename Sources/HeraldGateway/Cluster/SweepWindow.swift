@@ -1,0 +1,30 @@
+/// Which sequence numbers a node's sweep reads at each look, from the newest sequence number
+/// at each look (pure: the sweep loop feeds it what the store said).
+///
+/// What was stored before the previous look has had a sweep interval for its hint; what was
+/// stored after it is left to the hint. A look reads what was numbered over the two intervals
+/// before the previous look, so each sequence number is read by two sweeps (a commit up to an
+/// interval later than its numbering, as when two nodes commit out of order, is still read
+/// once committed), and every `fullEvery`-th look reads from 0: everything held (a commit later
+/// still, from an overloaded database, and what a window's `limit` left).
+struct SweepWindow: Sendable, Equatable {
+    let fullEvery: Int
+    /// The newest sequence number at the last three looks, the latest last.
+    private var newest: [Int64] = []
+    private var looks = 0
+
+    init(fullEvery: Int) { self.fullEvery = max(1, fullEvery) }
+
+    /// The sequence numbers to read now (above `above`, at most `atMost`), or nil: nothing was
+    /// stored before the previous look.
+    mutating func look(newest current: Int64) -> (above: Int64, atMost: Int64)? {
+        defer {
+            newest.append(current)
+            if newest.count > 3 { newest.removeFirst() }
+            looks += 1
+        }
+        guard let ceiling = newest.last, ceiling > 0 else { return nil }
+        let full = looks % fullEvery == 0 || newest.count < 3
+        return (full ? 0 : newest[newest.count - 3], ceiling)
+    }
+}

@@ -1,0 +1,32 @@
+@testable import HeraldGateway
+import Testing
+
+/// Which sequence numbers a cluster node's sweep reads at each look: a window of the two intervals
+/// before the previous look, and now and then everything.
+@Suite("Sweep window")
+struct SweepWindowTests {
+    @Test("nothing before the first look's numbers; everything at the first looks; then two intervals, each number read twice")
+    func windows() {
+        var window = SweepWindow(fullEvery: 30)
+        #expect(window.look(newest: 0) == nil, "nothing was ever stored")
+        #expect(window.look(newest: 100) == nil, "nothing was stored before the previous look")
+        #expect(window.look(newest: 250)! == (0, 100), "the first looks read everything before the previous look")
+        #expect(window.look(newest: 400)! == (0, 250))
+        #expect(window.look(newest: 500)! == (100, 400), "two intervals before the previous look: 101…400")
+        #expect(window.look(newest: 500)! == (250, 500))
+        #expect(window.look(newest: 700)! == (400, 500), "a quiet interval narrows the window, never skips a number")
+        #expect(window.look(newest: 800)! == (500, 700))
+    }
+
+    @Test("every fullEvery-th look reads from 0")
+    func fullSweeps() {
+        var window = SweepWindow(fullEvery: 4)
+        var floors: [Int64] = []
+        for look in 1...12 {
+            if let range = window.look(newest: Int64(look) * 10) { floors.append(range.above) }
+        }
+        // The first look has nothing before it; the next two have too few looks for a window;
+        // looks 4 and 8 are full.
+        #expect(floors == [0, 0, 10, 0, 30, 40, 50, 0, 70, 80, 90])
+    }
+}
