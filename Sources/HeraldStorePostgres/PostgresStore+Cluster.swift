@@ -31,27 +31,32 @@ extension PostgresStore: ClusterStore {
         guard !devices.isEmpty else { return [] }
         let ids = devices.map(\.deviceID)
         let connections = devices.map(\.connection)
-        return try await transaction(relaxed: true) { c in
-            try await c.query("""
+        let logger = self.logger
+        return try await transaction(relaxed: true, pipelined: { c in
+            let claimed = Self.send("""
                 INSERT INTO presence (device_id, node_id, connection_id, since_ms)
                 SELECT d, \(node), k, \(atMilliseconds) FROM unnest(\(ids)::text[], \(connections)::int8[]) AS u(d, k)
                 ON CONFLICT (device_id) DO UPDATE SET connection_id = excluded.connection_id, since_ms = excluded.since_ms
                 WHERE presence.node_id = excluded.node_id
-                """, logger: logger)
-            var elsewhere = Set<String>()
-            for try await device in try await c.query(
-                "SELECT device_id FROM presence WHERE device_id = ANY(\(ids)) AND node_id <> \(node)", logger: logger).decode(String.self) {
-                elsewhere.insert(device)
+                """, on: c, logger: logger)
+            let elsewhere = Self.send(
+                "SELECT device_id FROM presence WHERE device_id = ANY(\(ids)) AND node_id <> \(node)", on: c, logger: logger)
+            return {
+                _ = try await claimed.get()
+                return Set(try await elsewhere.get().map { try $0.decode(String.self) })
             }
-            return elsewhere
-        }
+        })
     }
 
     public func endLease(node: String) async throws {
-        try await transaction(relaxed: true, on: control) { c in
-            try await c.query("DELETE FROM presence WHERE node_id = \(node)", logger: logger)
-            try await c.query("DELETE FROM nodes WHERE node_id = \(node)", logger: logger)
-        }
+        let logger = self.logger
+        try await transaction(relaxed: true, on: control, pipelined: { c in
+            let deleted = [
+                Self.send("DELETE FROM presence WHERE node_id = \(node)", on: c, logger: logger),
+                Self.send("DELETE FROM nodes WHERE node_id = \(node)", on: c, logger: logger),
+            ]
+            return { for statement in deleted { _ = try await statement.get() } }
+        })
     }
 
     public func reapExpiredNodes(nowMilliseconds: Int64) async throws -> [String] {
@@ -79,27 +84,32 @@ extension PostgresStore: ClusterStore {
     }
 
     public func claimPresence(deviceID: String, node: String, connection: Int64, atMilliseconds: Int64) async throws -> String? {
-        try await transaction(relaxed: true) { c in
-            var previous: String?
-            for try await before in try await c.query(
-                "SELECT node_id FROM presence WHERE device_id = \(deviceID) FOR UPDATE", logger: logger).decode(String.self) {
-                previous = before
-            }
-            try await c.query("""
+        let logger = self.logger
+        // The previous holder is read (and locked) by the statement before the claim, in the same
+        // round trip.
+        return try await transaction(relaxed: true, pipelined: { c in
+            let before = Self.send("SELECT node_id FROM presence WHERE device_id = \(deviceID) FOR UPDATE", on: c, logger: logger)
+            let claimed = Self.send("""
                 INSERT INTO presence (device_id, node_id, connection_id, since_ms) VALUES (\(deviceID), \(node), \(connection), \(atMilliseconds))
                 ON CONFLICT (device_id) DO UPDATE
                 SET node_id = excluded.node_id, connection_id = excluded.connection_id, since_ms = excluded.since_ms
-                """, logger: logger)
-            return previous == node ? nil : previous
-        }
+                """, on: c, logger: logger)
+            return {
+                let previous = try await before.get().first.map { try $0.decode(String.self) }
+                _ = try await claimed.get()
+                return previous == node ? nil : previous
+            }
+        })
     }
 
     public func releasePresence(deviceID: String, node: String, connection: Int64) async throws {
-        try await transaction(relaxed: true) { c in
-            try await c.query(
+        let logger = self.logger
+        try await transaction(relaxed: true, pipelined: { c in
+            let released = Self.send(
                 "DELETE FROM presence WHERE device_id = \(deviceID) AND node_id = \(node) AND connection_id = \(connection)",
-                logger: logger)
-        }
+                on: c, logger: logger)
+            return { _ = try await released.get() }
+        })
     }
 
     public func presence(deviceIDs: [String]) async throws -> [String: String] {

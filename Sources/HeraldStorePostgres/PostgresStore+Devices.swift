@@ -11,29 +11,32 @@ extension PostgresStore {
     // MARK: devices
 
     public func deviceConnected(id: String, publicKey: [UInt8], atMilliseconds: Int64) async throws -> Bool {
-        try await transaction(relaxed: true) { c in
-            let inserted = try await c.query("""
+        let logger = self.logger
+        // All four statements go out at once: a new device's row is inserted (the two updates then
+        // change nothing); a known device's key is compared before the COMMIT is queued, and a
+        // mismatch rolls the updates back.
+        return try await transaction(relaxed: true, pipelined: { c in
+            let inserted = Self.send("""
                 INSERT INTO devices (device_id, public_key, enrolled_at_ms, last_seen_at_ms)
                 VALUES (\(id), \(Self.buffer(publicKey)), \(atMilliseconds), \(atMilliseconds))
                 ON CONFLICT (device_id) DO NOTHING RETURNING 1
-                """, logger: logger)
-            for try await _ in inserted { return true }
-            var known: ByteBuffer?
-            for try await key in try await c.query(
-                "SELECT public_key FROM devices WHERE device_id = \(id) FOR UPDATE", logger: logger).decode(ByteBuffer.self) {
-                known = key
-            }
-            guard let known, Self.bytes(known) == publicKey else {
+                """, on: c, logger: logger)
+            let known = Self.send("SELECT public_key FROM devices WHERE device_id = \(id) FOR UPDATE", on: c, logger: logger)
+            let updates = [
+                Self.send(
+                    "UPDATE devices SET last_seen_at_ms = greatest(last_seen_at_ms, \(atMilliseconds)) WHERE device_id = \(id)",
+                    on: c, logger: logger),
+                Self.send(
+                    "UPDATE device_tokens SET inactivity_reported = false WHERE device_id = \(id) AND inactivity_reported",
+                    on: c, logger: logger),
+            ]
+            let enrolled = !(try await inserted.get()).isEmpty
+            let key = try await known.get().first.map { try $0.decode(ByteBuffer.self) }
+            guard enrolled || key.map(Self.bytes) == publicKey else {
                 throw StoreError(.deviceKeyMismatch, "device \(id) is enrolled with another public key")
             }
-            try await c.query(
-                "UPDATE devices SET last_seen_at_ms = greatest(last_seen_at_ms, \(atMilliseconds)) WHERE device_id = \(id)",
-                logger: logger)
-            try await c.query(
-                "UPDATE device_tokens SET inactivity_reported = false WHERE device_id = \(id) AND inactivity_reported",
-                logger: logger)
-            return false
-        }
+            return { for update in updates { _ = try await update.get() }; return enrolled }
+        })
     }
 
     public func device(id: String) async throws -> DeviceRecord? {

@@ -29,4 +29,12 @@ struct SweepWindowTests {
         // looks 4 and 8 are full.
         #expect(floors == [0, 0, 10, 0, 30, 40, 50, 0, 70, 80, 90])
     }
+
+    @Test("the full sweep's interval in looks, from the two intervals")
+    func fullEveryFromIntervals() {
+        #expect(SweepWindow(sweepMilliseconds: 2_000, fullSweepMilliseconds: 60_000).fullEvery == 30)
+        #expect(SweepWindow(sweepMilliseconds: 2_000, fullSweepMilliseconds: 3_000).fullEvery == 1)
+        #expect(SweepWindow(sweepMilliseconds: 5_000, fullSweepMilliseconds: 2_000).fullEvery == 1, "a full interval shorter than a sweep's: every look is full")
+        #expect(SweepWindow(sweepMilliseconds: 0, fullSweepMilliseconds: 60_000).fullEvery == 60_000)
+    }
 }

@@ -5,6 +5,7 @@ import HeraldStore
 @testable import HeraldStorePostgres
 import HeraldTesting
 import Logging
+import PostgresNIO
 import Synchronization
 import Testing
 
@@ -181,6 +182,46 @@ struct PostgresClusterStoreTests {
         _ = try await store.accept([push("3")], policy: .default, environment: .development, nowMilliseconds: now)
         _ = try await store.accept([push("4")], policy: .default, environment: .development, nowMilliseconds: now)
         #expect(try await store.storedNotifications(for: token, policy: .default, nowMilliseconds: now).map { String(decoding: $0.payload, as: UTF8.self) } == ["2", "3", "4"])
+    }
+
+    @Test("a pipelined transaction: statements queued back to back commit together; a failing one rolls back those before it and the connection goes on")
+    func pipelinedTransactions() async throws {
+        let store = try await PostgresStore.connect(try database(), logger: logger)
+        defer { Task { await store.close() } }
+        let logger = self.logger
+        try await store.transaction { c in try await c.query("CREATE TABLE pipelined (v int PRIMARY KEY)", logger: logger) }
+        func count() async throws -> Int64 {
+            try await store.transaction { c in
+                var n: Int64 = -1
+                for try await value in try await c.query("SELECT count(*) FROM pipelined", logger: logger).decode(Int64.self) { n = value }
+                return n
+            }
+        }
+        for _ in 0..<8 {  // more than the pool's connections: each is reused after its rollback
+            await #expect(throws: (any Error).self, "the duplicate key fails, and with it the transaction") {
+                try await store.transaction(pipelined: { c in
+                    let sent = ["INSERT INTO pipelined VALUES (1)", "INSERT INTO pipelined VALUES (2)", "INSERT INTO pipelined VALUES (1)"]
+                        .map { PostgresStore.send(PostgresQuery(unsafeSQL: $0), on: c, logger: logger) }
+                    return { for statement in sent { _ = try await statement.get() } }
+                })
+            }
+        }
+        #expect(try await count() == 0, "nothing before the failing statement was committed")
+        await #expect(throws: (any Error).self, "an error thrown while statements are queued rolls them back") {
+            let _: Int = try await store.transaction(pipelined: { c in
+                _ = PostgresStore.send("INSERT INTO pipelined VALUES (3)", on: c, logger: logger)
+                throw StoreError(.corrupt, "thrown by the body")
+            })
+        }
+        #expect(try await count() == 0)
+        for v in 0..<8 {
+            try await store.transaction(relaxed: v % 2 == 0, pipelined: { c in
+                let sent = [PostgresStore.send("INSERT INTO pipelined VALUES (\(2 * v))", on: c, logger: logger),
+                            PostgresStore.send("INSERT INTO pipelined VALUES (\(2 * v + 1))", on: c, logger: logger)]
+                return { for statement in sent { _ = try await statement.get() } }
+            })
+        }
+        #expect(try await count() == 16, "every connection of the pool commits after its rollbacks")
     }
 
     @Test("a URL that is not a database's is refused with what is wrong")

@@ -162,9 +162,9 @@ struct StoreTests {
         #expect(try await store.deviceConnected(id: "dev1", publicKey: key, atMilliseconds: now))
         #expect(try await store.deviceConnected(id: "dev1", publicKey: key, atMilliseconds: now + 1) == false)
         await #expect(throws: StoreError.self) {
-            _ = try await store.deviceConnected(id: "dev1", publicKey: Array(repeating: 7, count: 64), atMilliseconds: now)
+            _ = try await store.deviceConnected(id: "dev1", publicKey: Array(repeating: 7, count: 64), atMilliseconds: now + 5)
         }
-        #expect(try await store.device(id: "dev1")?.lastSeenAtMilliseconds == now + 1)
+        #expect(try await store.device(id: "dev1")?.lastSeenAtMilliseconds == now + 1, "another key's connect changes nothing")
         func issue(_ bundle: String) async throws -> DeviceToken {
             try await store.issueToken(TokenRegistration(
                 token: .random(), scope: TokenScope(stored: bundle), environment: .development, deviceID: "dev1", createdAtMilliseconds: now), maximumActivePerDevice: 2).token

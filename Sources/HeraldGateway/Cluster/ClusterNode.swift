@@ -304,7 +304,8 @@ final class ClusterNode: Sendable {
 
     private func sweep() async {
         let limit = 10_000
-        var window = SweepWindow(fullEvery: Int(clamping: max(1, configuration.fullSweepMilliseconds / max(1, configuration.sweepMilliseconds))))
+        var window = SweepWindow(
+            sweepMilliseconds: configuration.sweepMilliseconds, fullSweepMilliseconds: configuration.fullSweepMilliseconds)
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(configuration.sweepMilliseconds))
             if Task.isCancelled { break }

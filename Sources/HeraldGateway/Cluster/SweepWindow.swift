@@ -7,13 +7,19 @@
 /// interval later than its numbering, as when two nodes commit out of order, is still read
 /// once committed), and every `fullEvery`-th look reads from 0: everything held (a commit later
 /// still, from an overloaded database, and what a window's `limit` left).
-struct SweepWindow: Sendable, Equatable {
+struct SweepWindow: Sendable {
     let fullEvery: Int
     /// The newest sequence number at the last three looks, the latest last.
     private var newest: [Int64] = []
     private var looks = 0
 
     init(fullEvery: Int) { self.fullEvery = max(1, fullEvery) }
+
+    /// A full sweep every `fullSweepMilliseconds`, for a sweep every `sweepMilliseconds`
+    /// (at least every look when the full interval is the shorter).
+    init(sweepMilliseconds: Int64, fullSweepMilliseconds: Int64) {
+        self.init(fullEvery: Int(clamping: fullSweepMilliseconds / max(1, sweepMilliseconds)))
+    }
 
     /// The sequence numbers to read now (above `above`, at most `atMost`), or nil: nothing was
     /// stored before the previous look.
