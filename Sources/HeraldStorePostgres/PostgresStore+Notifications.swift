@@ -346,22 +346,27 @@ extension PostgresStore {
     }
 
     public func sweep(nowMilliseconds: Int64, retainFinishedUntil: Int64) async throws -> Int {
-        try await transaction(relaxed: true) { c in
-            try await c.query("""
+        let logger = self.logger
+        // Three statements, none needing another's answer: one round trip with the BEGIN and the COMMIT.
+        return try await transaction(relaxed: true, pipelined: { c in
+            let dropped = Self.send("""
                 UPDATE notifications SET state = \(Int16(NotificationState.dropped.rawValue)), ended_at_ms = \(nowMilliseconds)
                 WHERE state = 0 AND discard_at_ms <= \(nowMilliseconds) AND expiration = 0
-                """, logger: logger)
-            var expired = 0
-            for try await count in try await c.query("""
+                """, on: c, logger: logger)
+            let expired = Self.send("""
                 WITH expired AS (
                     UPDATE notifications SET state = \(Int16(NotificationState.expired.rawValue)), ended_at_ms = \(nowMilliseconds)
                     WHERE state = 0 AND discard_at_ms <= \(nowMilliseconds) RETURNING 1)
                 SELECT count(*) FROM expired
-                """, logger: logger).decode(Int64.self) {
-                expired = Int(clamping: count)
+                """, on: c, logger: logger)
+            let deleted = Self.send(
+                "DELETE FROM notifications WHERE state <> 0 AND ended_at_ms < \(retainFinishedUntil)", on: c, logger: logger)
+            return {
+                _ = try await dropped.get()
+                let count = try await expired.get().first.map { try $0.decode(Int64.self) } ?? 0
+                _ = try await deleted.get()
+                return Int(clamping: count)
             }
-            try await c.query("DELETE FROM notifications WHERE state <> 0 AND ended_at_ms < \(retainFinishedUntil)", logger: logger)
-            return expired
-        }
+        })
     }
 }
