@@ -49,14 +49,9 @@ extension PostgresStore: ClusterStore {
     }
 
     public func endLease(node: String) async throws {
-        let logger = self.logger
-        try await transaction(relaxed: true, on: control, pipelined: { c in
-            let deleted = [
-                Self.send("DELETE FROM presence WHERE node_id = \(node)", on: c, logger: logger),
-                Self.send("DELETE FROM nodes WHERE node_id = \(node)", on: c, logger: logger),
-            ]
-            return { for statement in deleted { _ = try await statement.get() } }
-        })
+        try await transaction(relaxed: true, on: control, statements: [
+            "DELETE FROM presence WHERE node_id = \(node)", "DELETE FROM nodes WHERE node_id = \(node)",
+        ])
     }
 
     public func reapExpiredNodes(nowMilliseconds: Int64) async throws -> [String] {
@@ -103,13 +98,9 @@ extension PostgresStore: ClusterStore {
     }
 
     public func releasePresence(deviceID: String, node: String, connection: Int64) async throws {
-        let logger = self.logger
-        try await transaction(relaxed: true, pipelined: { c in
-            let released = Self.send(
-                "DELETE FROM presence WHERE device_id = \(deviceID) AND node_id = \(node) AND connection_id = \(connection)",
-                on: c, logger: logger)
-            return { _ = try await released.get() }
-        })
+        try await transaction(relaxed: true, statements: [
+            "DELETE FROM presence WHERE device_id = \(deviceID) AND node_id = \(node) AND connection_id = \(connection)",
+        ])
     }
 
     public func presence(deviceIDs: [String]) async throws -> [String: String] {

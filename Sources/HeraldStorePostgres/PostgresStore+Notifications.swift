@@ -314,7 +314,6 @@ extension PostgresStore {
                 endSeqs.append(seq); endStates.append(Int64(NotificationState.dropped.rawValue)); endAt.append(at)
             }
         }
-        let logger = self.logger
         var updates: [PostgresQuery] = []
         if !ackSeqs.isEmpty {
             updates.append("""
@@ -339,10 +338,7 @@ extension PostgresStore {
                 """)
         }
         // The updates do not depend on one another: all of them go out at once, with the BEGIN and the COMMIT.
-        try await transaction(relaxed: true, pipelined: { [updates] c in
-            let sent = updates.map { Self.send($0, on: c, logger: logger) }
-            return { for update in sent { _ = try await update.get() } }
-        })
+        try await transaction(relaxed: true, statements: updates)
     }
 
     public func sweep(nowMilliseconds: Int64, retainFinishedUntil: Int64) async throws -> Int {

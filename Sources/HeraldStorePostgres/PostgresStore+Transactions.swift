@@ -79,6 +79,16 @@ extension PostgresStore {
         }
     }
 
+    /// Runs `statements` in one transaction, all of them sent at once with the `BEGIN` and the
+    /// `COMMIT` (for statements that need no answer of another).
+    func transaction(relaxed: Bool = false, on pool: PostgresClient? = nil, statements: [PostgresQuery]) async throws {
+        let logger = self.logger
+        try await transaction(relaxed: relaxed, on: pool, pipelined: { connection in
+            let sent = statements.map { Self.send($0, on: connection, logger: logger) }
+            return { for statement in sent { _ = try await statement.get() } }
+        })
+    }
+
     /// Queues `query` on `connection` and returns its answer's future: the statement goes out
     /// when the ones queued before it are answered, and its rows are collected.
     static func send(_ query: PostgresQuery, on connection: PostgresConnection, logger: Logger) -> EventLoopFuture<PostgresQueryResult> {
