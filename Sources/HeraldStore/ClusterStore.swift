@@ -23,18 +23,15 @@ public struct NodeRecord: Sendable, Hashable {
 /// table — when it connects, and by each node's periodic sweep of its connected devices — so a
 /// lost hint, a dead listener or a dead node delays a delivery and never loses it.
 public protocol ClusterStore: GatewayStore {
-    /// Records the node as alive until `untilMilliseconds` (registering it on the first call).
-    /// Returns whether the node's record was still there: `false` on the first call, and when its
-    /// lease had lapsed and another node reaped it, with its devices' presence (which the node
-    /// must then claim again, ``reclaimPresence(node:devices:atMilliseconds:)``).
+    /// A node's heartbeat, in one transaction: records the node as alive until `untilMilliseconds`
+    /// (registering it on the first call), removes the nodes whose lease ended before
+    /// `nowMilliseconds` with their devices' presence (a node being renewed or reaped by another
+    /// at that moment is left to it), and counts the nodes alive then.
     @discardableResult
-    func renewLease(node: String, startedAtMilliseconds: Int64, untilMilliseconds: Int64) async throws -> Bool
+    func renewLease(node: String, startedAtMilliseconds: Int64, untilMilliseconds: Int64, nowMilliseconds: Int64) async throws -> LeaseRenewal
     /// Removes the node and the presence of its devices (graceful shutdown, or a restart under the
     /// same id, whose connections are gone).
     func endLease(node: String) async throws
-    /// Removes the nodes whose lease ended before `nowMilliseconds`, and their devices' presence.
-    /// Returns their ids.
-    func reapExpiredNodes(nowMilliseconds: Int64) async throws -> [String]
     /// The nodes whose lease has not ended, by id.
     func liveNodes(nowMilliseconds: Int64) async throws -> [NodeRecord]
 
@@ -70,6 +67,24 @@ public protocol ClusterStore: GatewayStore {
     func receiveHints(
         node: String, onListening: @escaping @Sendable () -> Void, _ handle: @escaping @Sendable ([Int64]) -> Void
     ) async throws
+}
+
+/// What a node's heartbeat found (``ClusterStore/renewLease(node:startedAtMilliseconds:untilMilliseconds:nowMilliseconds:)``).
+public struct LeaseRenewal: Sendable, Hashable {
+    /// Whether the node's record was still there: `false` on the first renewal, and when its
+    /// lease had lapsed and another node reaped it, with its devices' presence (which the node
+    /// must then claim again, ``ClusterStore/reclaimPresence(node:devices:atMilliseconds:)``).
+    public var continued: Bool
+    /// The nodes whose lease had ended, removed with their devices' presence, by id.
+    public var reaped: [String]
+    /// How many nodes are alive, this one included.
+    public var liveNodes: Int
+
+    public init(continued: Bool, reaped: [String], liveNodes: Int) {
+        self.continued = continued
+        self.reaped = reaped
+        self.liveNodes = liveNodes
+    }
 }
 
 /// A device connected to a node, by the connection that holds it.

@@ -9,22 +9,44 @@ import PostgresNIO
 // disk: losing one in a database crash only delays a delivery until the next sweep or reconnect.
 extension PostgresStore: ClusterStore {
     @discardableResult
-    public func renewLease(node: String, startedAtMilliseconds: Int64, untilMilliseconds: Int64) async throws -> Bool {
-        try await transaction(relaxed: true, on: control) { c in
-            // The update finds the row unless it was reaped (or never written): reaping deletes
-            // the node and its presence in one transaction, so a row found means presence intact.
-            for try await _ in try await c.query("""
+    public func renewLease(
+        node: String, startedAtMilliseconds: Int64, untilMilliseconds: Int64, nowMilliseconds: Int64
+    ) async throws -> LeaseRenewal {
+        let logger = self.logger
+        // One wait: the statements go out back to back from the connection's event loop. The update locks the node's row, or finds it gone: reaping deletes a
+        // node and its presence in one transaction, so a row found means presence intact. The
+        // reap locks what it removes with SKIP LOCKED, so it never waits: not for a node renewing
+        // itself (alive), not for another node reaping the same one. Only a renewal can wait (for
+        // a reap of its own row), and nothing waits for a reap, so heartbeats never deadlock —
+        // not even every node's at once after a database failover, each seeing the others lapsed.
+        return try await transaction(relaxed: true, on: control, pipelined: { c in
+            let renewed = Self.send("""
                 UPDATE nodes SET started_at_ms = \(startedAtMilliseconds), lease_until_ms = \(untilMilliseconds)
                 WHERE node_id = \(node) RETURNING 1
-                """, logger: logger) {
-                return true
-            }
-            try await c.query("""
+                """, on: c, logger: logger)
+            let registered = Self.send("""
                 INSERT INTO nodes (node_id, started_at_ms, lease_until_ms) VALUES (\(node), \(startedAtMilliseconds), \(untilMilliseconds))
-                ON CONFLICT (node_id) DO UPDATE SET started_at_ms = excluded.started_at_ms, lease_until_ms = excluded.lease_until_ms
-                """, logger: logger)
-            return false
-        }
+                ON CONFLICT (node_id) DO NOTHING
+                """, on: c, logger: logger)
+            let reaped = Self.send("""
+                WITH reaped AS (
+                    DELETE FROM nodes WHERE node_id IN (
+                        SELECT node_id FROM nodes WHERE lease_until_ms < \(nowMilliseconds) FOR UPDATE SKIP LOCKED)
+                    RETURNING node_id
+                ), gone AS (
+                    DELETE FROM presence WHERE node_id IN (SELECT node_id FROM reaped)
+                )
+                SELECT node_id FROM reaped
+                """, on: c, logger: logger)
+            let live = Self.send("SELECT count(*) FROM nodes WHERE lease_until_ms >= \(nowMilliseconds)", on: c, logger: logger)
+            return {
+                let continued = !(try await renewed.get().isEmpty)
+                _ = try await registered.get()
+                let nodes = try await reaped.get().map { try $0.decode(String.self) }
+                let count = try await live.get().first.map { try $0.decode(Int64.self) } ?? 0
+                return LeaseRenewal(continued: continued, reaped: nodes.sorted(), liveNodes: Int(clamping: count))
+            }
+        })
     }
 
     public func reclaimPresence(node: String, devices: [PresenceClaim], atMilliseconds: Int64) async throws -> Set<String> {
@@ -52,20 +74,6 @@ extension PostgresStore: ClusterStore {
         try await transaction(relaxed: true, on: control, statements: [
             "DELETE FROM presence WHERE node_id = \(node)", "DELETE FROM nodes WHERE node_id = \(node)",
         ])
-    }
-
-    public func reapExpiredNodes(nowMilliseconds: Int64) async throws -> [String] {
-        try await transaction(relaxed: true, on: control) { c in
-            var reaped: [String] = []
-            for try await node in try await c.query(
-                "DELETE FROM nodes WHERE lease_until_ms < \(nowMilliseconds) RETURNING node_id", logger: logger).decode(String.self) {
-                reaped.append(node)
-            }
-            if !reaped.isEmpty {
-                try await c.query("DELETE FROM presence WHERE node_id = ANY(\(reaped))", logger: logger)
-            }
-            return reaped.sorted()
-        }
     }
 
     public func liveNodes(nowMilliseconds: Int64) async throws -> [NodeRecord] {

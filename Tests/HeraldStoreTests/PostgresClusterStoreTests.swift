@@ -56,29 +56,70 @@ struct PostgresClusterStoreTests {
     func leases() async throws {
         let store = try await PostgresStore.connect(try database(), logger: logger)
         defer { Task { await store.close() } }
-        try await store.renewLease(node: "a", startedAtMilliseconds: now, untilMilliseconds: now + 10_000)
-        try await store.renewLease(node: "b", startedAtMilliseconds: now, untilMilliseconds: now + 1_000)
+        #expect(try await store.renewLease(node: "a", startedAtMilliseconds: now, untilMilliseconds: now + 10_000, nowMilliseconds: now)
+            == LeaseRenewal(continued: false, reaped: [], liveNodes: 1))
+        #expect(try await store.renewLease(node: "b", startedAtMilliseconds: now, untilMilliseconds: now + 1_000, nowMilliseconds: now)
+            == LeaseRenewal(continued: false, reaped: [], liveNodes: 2))
         _ = try await store.claimPresence(deviceID: "d1", node: "b", connection: 1, atMilliseconds: now)
+        _ = try await store.claimPresence(deviceID: "d2", node: "a", connection: 2, atMilliseconds: now)
         #expect(try await store.liveNodes(nowMilliseconds: now + 500).map(\.nodeID) == ["a", "b"])
         #expect(try await store.liveNodes(nowMilliseconds: now + 2_000).map(\.nodeID) == ["a"])
-        #expect(try await store.reapExpiredNodes(nowMilliseconds: now + 2_000) == ["b"])
-        #expect(try await store.presence(deviceIDs: ["d1"]).isEmpty, "a dead node's devices are not present anywhere")
+        // a's heartbeat at now + 2 s reaps b, and counts itself alone.
+        #expect(try await store.renewLease(node: "a", startedAtMilliseconds: now, untilMilliseconds: now + 12_000, nowMilliseconds: now + 2_000)
+            == LeaseRenewal(continued: true, reaped: ["b"], liveNodes: 1))
+        #expect(try await store.presence(deviceIDs: ["d1", "d2"]) == ["d2": "a"], "a dead node's devices are not present anywhere")
         try await store.endLease(node: "a")
         #expect(try await store.liveNodes(nowMilliseconds: now).isEmpty)
+    }
+
+    @Test("every node's heartbeat at once, each seeing the others lapsed (after a failover): none fails or waits on another; a reaped node comes back")
+    func simultaneousHeartbeats() async throws {
+        let store = try await PostgresStore.connect(try database(), logger: logger)
+        defer { Task { await store.close() } }
+        let nodes = ["h1", "h2", "h3", "h4"]
+        for round in 0..<5 {
+            let base = now + Int64(round) * 100_000
+            for node in nodes {
+                try await store.renewLease(node: node, startedAtMilliseconds: now, untilMilliseconds: base + 1_000, nowMilliseconds: base)
+                _ = try await store.claimPresence(deviceID: "d-\(node)", node: node, connection: 1, atMilliseconds: base)
+            }
+            let renewals = try await withThrowingTaskGroup(of: (String, LeaseRenewal).self) { group in
+                for node in nodes {
+                    group.addTask {
+                        (node, try await store.renewLease(
+                            node: node, startedAtMilliseconds: now, untilMilliseconds: base + 60_000, nowMilliseconds: base + 5_000))
+                    }
+                }
+                return try await group.reduce(into: [String: LeaseRenewal]()) { $0[$1.0] = $1.1 }
+            }
+            let reaped = renewals.values.flatMap(\.reaped)
+            #expect(Set(reaped).count == reaped.count, "a node is reaped once")
+            for node in nodes {
+                #expect(renewals[node]!.continued == !reaped.contains(node), "\(node): continued unless reaped")
+                let present = try await store.presence(deviceIDs: ["d-\(node)"])
+                #expect(present.isEmpty == reaped.contains(node), "\(node): its presence went with its record")
+            }
+            #expect(try await store.liveNodes(nowMilliseconds: base + 5_000).map(\.nodeID) == nodes)
+        }
+        for node in nodes { try await store.endLease(node: node) }
     }
 
     @Test("a renewal says whether the node's record survived; a reclaim after a reap never steals a device that moved")
     func healing() async throws {
         let store = try await PostgresStore.connect(try database(), logger: logger)
         defer { Task { await store.close() } }
-        #expect(try await store.renewLease(node: "a", startedAtMilliseconds: now, untilMilliseconds: now + 1_000) == false, "first renewal")
-        #expect(try await store.renewLease(node: "a", startedAtMilliseconds: now, untilMilliseconds: now + 1_000) == true)
+        #expect(try await store.renewLease(node: "a", startedAtMilliseconds: now, untilMilliseconds: now + 1_000, nowMilliseconds: now)
+            .continued == false, "first renewal")
+        #expect(try await store.renewLease(node: "a", startedAtMilliseconds: now, untilMilliseconds: now + 1_000, nowMilliseconds: now)
+            .continued == true)
         _ = try await store.claimPresence(deviceID: "d1", node: "a", connection: 1, atMilliseconds: now)
         _ = try await store.claimPresence(deviceID: "d2", node: "a", connection: 2, atMilliseconds: now)
-        // a stalls past its lease; b reaps it with its presence; d2 reconnects to b meanwhile.
-        #expect(try await store.reapExpiredNodes(nowMilliseconds: now + 2_000) == ["a"])
+        // a stalls past its lease; b's heartbeat reaps it with its presence; d2 reconnects to b meanwhile.
+        #expect(try await store.renewLease(node: "b", startedAtMilliseconds: now, untilMilliseconds: now + 12_000, nowMilliseconds: now + 2_000)
+            == LeaseRenewal(continued: false, reaped: ["a"], liveNodes: 1))
         _ = try await store.claimPresence(deviceID: "d2", node: "b", connection: 9, atMilliseconds: now + 2_100)
-        #expect(try await store.renewLease(node: "a", startedAtMilliseconds: now, untilMilliseconds: now + 12_000) == false, "reaped")
+        #expect(try await store.renewLease(node: "a", startedAtMilliseconds: now, untilMilliseconds: now + 12_000, nowMilliseconds: now + 2_200)
+            == LeaseRenewal(continued: false, reaped: [], liveNodes: 2), "reaped")
         // a still has both connections (its d2 one is stale): d1 is claimed again, d2 stays on b.
         let elsewhere = try await store.reclaimPresence(
             node: "a", devices: [.init(deviceID: "d1", connection: 1), .init(deviceID: "d2", connection: 2)], atMilliseconds: now + 2_200)

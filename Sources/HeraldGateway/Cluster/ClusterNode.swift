@@ -118,25 +118,23 @@ final class ClusterNode: Sendable {
     /// Whether this node's lease has lapsed (its devices were disconnected; new ones are refused).
     var isFenced: Bool { fenced.load(ordering: .relaxed) }
 
-    /// Renews the lease (bounded), reaps dead nodes, counts live ones. Returns whether the
-    /// node's record was still there (see ``ClusterStore/renewLease(node:startedAtMilliseconds:untilMilliseconds:)``).
+    /// Renews the lease, reaps dead nodes and counts live ones, in one transaction whose
+    /// statements go out back to back (bounded). Returns whether the node's record was still there (see
+    /// ``ClusterStore/renewLease(node:startedAtMilliseconds:untilMilliseconds:nowMilliseconds:)``).
     @discardableResult
     private func renew() async throws -> Bool {
         let started = NIODeadline.now()
         let now = clock.nowMilliseconds()
         let store = self.store, node = nodeID, from = startedAt, lease = configuration.leaseMilliseconds
         let bound = TimeAmount.milliseconds(max(500, configuration.heartbeatMilliseconds))
-        let continued = try await withDeadline(bound) {
-            try await store.renewLease(node: node, startedAtMilliseconds: from, untilMilliseconds: now + lease)
+        let renewal = try await withDeadline(bound) {
+            try await store.renewLease(node: node, startedAtMilliseconds: from, untilMilliseconds: now + lease, nowMilliseconds: now)
         }
         leaseValidUntil.store(Int64(clamping: (started + .milliseconds(lease)).uptimeNanoseconds), ordering: .relaxed)
-        let (reaped, live) = try await withDeadline(bound) {
-            (try await store.reapExpiredNodes(nowMilliseconds: now), try await store.liveNodes(nowMilliseconds: now).count)
-        }
-        if !reaped.isEmpty { logger.warning("nodes whose lease ran out were removed", metadata: ["nodes": "\(reaped)"]) }
-        limiter.setShare(max(1, live))
-        metrics.clusterNodes.set(Double(live))
-        return continued
+        if !renewal.reaped.isEmpty { logger.warning("nodes whose lease ran out were removed", metadata: ["nodes": "\(renewal.reaped)"]) }
+        limiter.setShare(max(1, renewal.liveNodes))
+        metrics.clusterNodes.set(Double(renewal.liveNodes))
+        return renewal.continued
     }
 
     /// Disconnects this node's devices and refuses new ones: its lease has lapsed, so the other

@@ -22,14 +22,6 @@ public final class NotificationIntake: Sendable {
         var promise: EventLoopPromise<SubmissionOutcome>
     }
 
-    /// The batch being committed, for the watchdog.
-    private struct Committing {
-        var batch: [Pending]
-        var startedAt: NIODeadline
-        /// Whether the watchdog has answered it (503) already.
-        var answered = false
-    }
-
     private let queue: BatchQueue<Pending>
     /// Notifications waiting for a commit past which submissions are refused.
     private let highWater: Int
@@ -49,7 +41,8 @@ public final class NotificationIntake: Sendable {
     /// When a commit still has not returned, it is given up (its batch was answered 503 long ago).
     private let abandonAfter: TimeAmount
     private let health: GatewayHealth
-    private let committing = Locked<Committing?>(nil)
+    /// Watches the batch being committed.
+    private let watchdog: CommitWatchdog<Pending>
 
     init(
         store: any GatewayStore, policy: StorePolicy, environment: PushEnvironment, clock: any WallClock,
@@ -58,6 +51,7 @@ public final class NotificationIntake: Sendable {
         feed: DeliveryFeed, cluster: ClusterNode? = nil, metrics: GatewayMetrics, logger: Logger
     ) {
         self.storeTimeout = storeTimeout
+        self.watchdog = CommitWatchdog(bound: storeTimeout)
         self.abandonAfter = .nanoseconds(max(3_000_000_000, 2 * storeTimeout.nanoseconds))
         self.health = health
         self.feed = feed
@@ -98,7 +92,7 @@ public final class NotificationIntake: Sendable {
     /// Commits batches until closed and drained.
     func run() async {
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.watchdog() }
+            group.addTask { await self.watchdog.run { self.answerOverdue($0) } }
             while let batch = await queue.nextBatch() {
                 await commit(batch)
             }
@@ -107,36 +101,22 @@ public final class NotificationIntake: Sendable {
     }
 
     /// Answers 503 for a commit that outlived the store's bound, and for what waits behind it.
-    private func watchdog() async {
-        let interval = TimeAmount.nanoseconds(max(10_000_000, min(250_000_000, storeTimeout.nanoseconds / 4)))
-        while !Task.isCancelled {
-            try? await Task.sleep(for: .nanoseconds(interval.nanoseconds))
-            let now = NIODeadline.now()
-            let overdue = committing.withLock { current -> Committing? in
-                guard let batch = current, !batch.answered, now - batch.startedAt >= storeTimeout else { return nil }
-                current?.answered = true
-                return batch
-            }
-            guard let overdue else { continue }
-            health.storeStalled(since: overdue.startedAt)
-            let waiting = queue.takeAll()
-            logger.error("the store has not committed a batch within the bound: answering 503 until it returns", metadata: [
-                "bound_ms": "\(storeTimeout.nanoseconds / 1_000_000)", "batch": "\(overdue.batch.count)", "queued": "\(waiting.count)",
-            ])
-            metrics.storeTimeouts.increment(by: Int64(overdue.batch.count + waiting.count))
-            // A database that answers behind a pool that does not: the store replaces its pool.
-            Task { [store] in await store.recoverConnections() }
-            let all = overdue.batch + waiting
-            complete(all, with: Array(repeating: .failure(IntakeUnavailable.storeBehind), count: all.count))
-        }
+    private func answerOverdue(_ overdue: CommitWatchdog<Pending>.Overdue) {
+        health.storeStalled(since: overdue.startedAt)
+        let waiting = queue.takeAll()
+        logger.error("the store has not committed a batch within the bound: answering 503 until it returns", metadata: [
+            "bound_ms": "\(storeTimeout.nanoseconds / 1_000_000)", "batch": "\(overdue.batch.count)", "queued": "\(waiting.count)",
+        ])
+        metrics.storeTimeouts.increment(by: Int64(overdue.batch.count + waiting.count))
+        // A database that answers behind a pool that does not: the store replaces its pool.
+        Task { [store] in await store.recoverConnections() }
+        let all = overdue.batch + waiting
+        complete(all, with: Array(repeating: .failure(IntakeUnavailable.storeBehind), count: all.count))
     }
 
     /// Ends the watchdog's view of the batch being committed: whether it answered it already.
     private func finishCommitting() -> Bool {
-        let answered = committing.withLock { current in
-            defer { current = nil }
-            return current?.answered ?? false
-        }
+        let answered = watchdog.end()
         health.storeAnswered()
         return answered
     }
@@ -145,7 +125,7 @@ public final class NotificationIntake: Sendable {
         let now = clock.nowMilliseconds()
         // Measured for the metrics only (a duration, not a time the logic reads).
         let started = ContinuousClock.now
-        committing.withLock { $0 = Committing(batch: batch, startedAt: .now()) }
+        watchdog.begin(batch)
         do {
             let store = self.store, policy = self.policy, environment = self.environment
             let notifications = batch.map(\.notification)
