@@ -7,7 +7,7 @@
 #
 #   scale: connected N devices in T s (R handshakes/s, C µs of gateway CPU each)
 #   scale: resident memory per connected device X KiB
-#   scale: idle gateway CPU with N connected: P % of one core (pinged every S s)
+#   scale: idle gateway CPU with N connected: P % of one core over 20 s settled (the 10 s before: F %) (pinged every S s)
 #   scale: unicast fan-out to N devices: last receipt T s
 #   scale: broadcast to N devices: last receipt T s
 #   scale: broadcast with P % of devices not reading: readers' last receipt T s, gateway memory +X KiB; …
@@ -30,6 +30,9 @@
 #   scale: node killed: its N devices connected again to the others in T s, pushes answered 200 lost L
 #
 # (the last node is SIGKILLed, and a push to every device is sent through the others meanwhile).
+#
+# An A/B of a gateway change: HERALD_BENCH_GATEWAY=/path/to/other/herald runs the gateway (or the
+# nodes) from that build, measured by this build's driver and generators.
 #
 # What a connection holds (issue 48): `scripts/bench-scale.sh 5000 --heap-profile /tmp/gw.heaptrack`
 # runs the gateway under heaptrack's preload library (apt-get install heaptrack), stops after the

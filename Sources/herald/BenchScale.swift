@@ -56,7 +56,7 @@ struct BenchScale: AsyncParsableCommand {
     @Option(help: "Seconds every device has to come back after the restart before it counts as given up.")
     var stormDeadline: Int = 300
 
-    @Option(help: "The gateway's --device-ping-interval (default: its own). The idle CPU is measured over 10 s right after the fleet connected, so an interval longer than the connect time sees no ping due.")
+    @Option(help: "The gateway's --device-ping-interval (default: its own). The idle CPU is measured over 20 s from 13 s after the fleet connected, so an interval longer than the connect time sees no ping due.")
     var pingInterval: Int?
 
     @Option(help: "Gateway nodes on one PostgreSQL (--database), the fleet in generator processes; without it, one gateway on SQLite and the fleet in this process.")
@@ -219,11 +219,10 @@ struct BenchScale: AsyncParsableCommand {
         try await Task.sleep(for: .seconds(3))
         let after = BenchDelivery.residentKiB(gateway.pid)
         printLineFlushed(String(format: "scale: resident memory per connected device %.1f KiB", Double(after - before) / Double(devices)))
-        _ = cpu.lap(per: 1)
-        try await Task.sleep(for: .seconds(10))
-        let idle = cpu.lap(per: 1)
+        let idle = try await Self.idleCPU { cpu.lap(per: 1).seconds }
         let every = pingInterval.map { "\($0)" } ?? "\(DeviceKeepalive.defaultIntervalSeconds)"
-        printLineFlushed(String(format: "scale: idle gateway CPU with %d connected: %.1f %% of one core (pinged every %@ s)", devices, idle.seconds / 10 * 100, every))
+        printLineFlushed(String(format: "scale: idle gateway CPU with %d connected: %.1f %% of one core over %d s settled (the %d s before: %.1f %%) (pinged every %@ s)",
+                                devices, idle.settled, Self.idleSettledSeconds, Self.idleFirstSeconds, idle.first, every))
         return fleet
     }
 
@@ -299,7 +298,10 @@ final class ScaleGateway {
 
     func start() throws {
         run += 1
-        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        // HERALD_BENCH_GATEWAY: the gateway from another build, measured by this one's driver
+        // (an A/B of a gateway change whose driver changed too).
+        let executable = ProcessInfo.processInfo.environment["HERALD_BENCH_GATEWAY"].map { URL(fileURLWithPath: $0) }
+            ?? URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         let process = Process()
         process.executableURL = executable
         let (provider, device, channel) = ports ?? (0, 0, 0)
@@ -356,6 +358,25 @@ final class ScaleGateway {
         guard let process, process.isRunning else { return }
         Foundation.kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
+    }
+}
+
+extension BenchScale {
+    static let idleFirstSeconds = 10
+    static let idleSettledSeconds = 20
+
+    /// The idle gateway CPU, in percent of one core, over two windows from 3 s after the last
+    /// device connected: the first `idleFirstSeconds` (what this line measured alone until
+    /// 2026-11-30: it still holds the tail of the connect storm — the last claims committed, the
+    /// allocator returning the storm's memory), then `idleSettledSeconds` settled, the figure
+    /// the idle goal is read from. `lap` answers the CPU seconds since its previous call.
+    static func idleCPU(_ lap: () -> Double) async throws -> (first: Double, settled: Double) {
+        _ = lap()
+        try await Task.sleep(for: .seconds(idleFirstSeconds))
+        let first = lap()
+        try await Task.sleep(for: .seconds(idleSettledSeconds))
+        let settled = lap()
+        return (first / Double(idleFirstSeconds) * 100, settled / Double(idleSettledSeconds) * 100)
     }
 }
 

@@ -72,12 +72,10 @@ extension BenchScale {
         let memory = nodes.indices.map { k in Double(BenchDelivery.residentKiB(nodes[k].pid) - before[k]) / Double(max(1, perNode[k])) }
         printLineFlushed("scale: resident memory per connected device " + memory.map { String(format: "%.1f", $0) }.joined(separator: " / ")
             + " KiB (node by node)")
-        _ = cpu.lap(per: 1)
-        try await Task.sleep(for: .seconds(10))
-        let idle = cpu.lap(per: 1)
+        let idle = try await Self.idleCPU { cpu.lap(per: 1).seconds }
         let every = pingInterval.map { "\($0)" } ?? "\(DeviceKeepalive.defaultIntervalSeconds)"
-        printLineFlushed(String(format: "scale: idle gateway CPU with %d connected: %.1f %% of one core, all nodes together (pinged every %@ s)",
-                     devices, idle.seconds / 10 * 100, every))
+        printLineFlushed(String(format: "scale: idle gateway CPU with %d connected: %.1f %% of one core over %d s settled (the %d s before: %.1f %%), all nodes together (pinged every %@ s)",
+                     devices, idle.settled, Self.idleSettledSeconds, Self.idleFirstSeconds, idle.first, every))
 
         // Unicast fan-out: one push per device, through every node.
         let sender = Sender(pushers: pushers.map(\.connection), streams: 100, authorization: authorization, tokens: tokens)
