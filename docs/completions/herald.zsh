@@ -1092,7 +1092,7 @@ _herald_bench_scale() {
         '--reconnect-rate[The gateway'\''s --device-reconnect-rate\: how fast it asks its devices to come back after the restart (handshakes a second).]:reconnect-rate:'
         '--non-readers[Percent of the devices that stop reading during a second broadcast (0\: that step is skipped).]:non-readers:'
         '--storm-deadline[Seconds every device has to come back after the restart before it counts as given up.]:storm-deadline:'
-        '--ping-interval[The gateway'\''s --device-ping-interval (default\: its own). The idle CPU is measured over 10 s right after the fleet connected, so an interval longer than the connect time sees no ping due.]:ping-interval:'
+        '--ping-interval[The gateway'\''s --device-ping-interval (default\: its own). The idle CPU is measured over 20 s from 13 s after the fleet connected, so an interval longer than the connect time sees no ping due.]:ping-interval:'
         '--nodes[Gateway nodes on one PostgreSQL (--database), the fleet in generator processes; without it, one gateway on SQLite and the fleet in this process.]:nodes:'
         '--database[The PostgreSQL database the --nodes share (postgres\://USER@HOST\:PORT/DB).]:database:'
         '--devices-per-generator[With --nodes\: the most devices one generator process holds (each is a descriptor there).]:devices-per-generator:'
