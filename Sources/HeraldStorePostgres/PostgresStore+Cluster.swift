@@ -13,20 +13,25 @@ extension PostgresStore: ClusterStore {
         node: String, startedAtMilliseconds: Int64, untilMilliseconds: Int64, nowMilliseconds: Int64
     ) async throws -> LeaseRenewal {
         let logger = self.logger
-        // One wait: the statements go out back to back from the connection's event loop. The update locks the node's row, or finds it gone: reaping deletes a
-        // node and its presence in one transaction, so a row found means presence intact. The
-        // reap locks what it removes with SKIP LOCKED, so it never waits: not for a node renewing
-        // itself (alive), not for another node reaping the same one. Only a renewal can wait (for
-        // a reap of its own row), and nothing waits for a reap, so heartbeats never deadlock —
-        // not even every node's at once after a database failover, each seeing the others lapsed.
+        // One wait: the statements go out back to back from the connection's event loop. The
+        // update locks the node's row, or finds it gone (the insert beside it then registers the
+        // node again): reaping deletes a node and its presence in one transaction, so a row found
+        // means presence intact. The reap locks what it removes with SKIP LOCKED, so it never
+        // waits: not for a node renewing itself (alive), not for another node reaping the same
+        // one. Only a renewal can wait (for a reap of its own row), and nothing waits for a reap,
+        // so heartbeats never deadlock — not even every node's at once after a database
+        // failover, each seeing the others lapsed.
         return try await transaction(relaxed: true, on: control, pipelined: { c in
             let renewed = Self.send("""
-                UPDATE nodes SET started_at_ms = \(startedAtMilliseconds), lease_until_ms = \(untilMilliseconds)
-                WHERE node_id = \(node) RETURNING 1
-                """, on: c, logger: logger)
-            let registered = Self.send("""
-                INSERT INTO nodes (node_id, started_at_ms, lease_until_ms) VALUES (\(node), \(startedAtMilliseconds), \(untilMilliseconds))
-                ON CONFLICT (node_id) DO NOTHING
+                WITH renewed AS (
+                    UPDATE nodes SET started_at_ms = \(startedAtMilliseconds), lease_until_ms = \(untilMilliseconds)
+                    WHERE node_id = \(node) RETURNING 1
+                ), registered AS (
+                    INSERT INTO nodes (node_id, started_at_ms, lease_until_ms)
+                    SELECT \(node), \(startedAtMilliseconds), \(untilMilliseconds) WHERE NOT EXISTS (SELECT 1 FROM renewed)
+                    ON CONFLICT (node_id) DO NOTHING
+                )
+                SELECT EXISTS (SELECT 1 FROM renewed)
                 """, on: c, logger: logger)
             let reaped = Self.send("""
                 WITH reaped AS (
@@ -40,8 +45,7 @@ extension PostgresStore: ClusterStore {
                 """, on: c, logger: logger)
             let live = Self.send("SELECT count(*) FROM nodes WHERE lease_until_ms >= \(nowMilliseconds)", on: c, logger: logger)
             return {
-                let continued = !(try await renewed.get().isEmpty)
-                _ = try await registered.get()
+                let continued = try await renewed.get().first.map { try $0.decode(Bool.self) } ?? false
                 let nodes = try await reaped.get().map { try $0.decode(String.self) }
                 let count = try await live.get().first.map { try $0.decode(Int64.self) } ?? 0
                 return LeaseRenewal(continued: continued, reaped: nodes.sorted(), liveNodes: Int(clamping: count))

@@ -119,8 +119,8 @@ final class ClusterNode: Sendable {
     var isFenced: Bool { fenced.load(ordering: .relaxed) }
 
     /// Renews the lease, reaps dead nodes and counts live ones, in one transaction whose
-    /// statements go out back to back (bounded). Returns whether the node's record was still there (see
-    /// ``ClusterStore/renewLease(node:startedAtMilliseconds:untilMilliseconds:nowMilliseconds:)``).
+    /// statements go out back to back (bounded). Returns whether the node's record was still
+    /// there (see ``ClusterStore/renewLease(node:startedAtMilliseconds:untilMilliseconds:nowMilliseconds:)``).
     @discardableResult
     private func renew() async throws -> Bool {
         let started = NIODeadline.now()
