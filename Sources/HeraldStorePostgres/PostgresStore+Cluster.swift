@@ -12,45 +12,41 @@ extension PostgresStore: ClusterStore {
     public func renewLease(
         node: String, startedAtMilliseconds: Int64, untilMilliseconds: Int64, nowMilliseconds: Int64
     ) async throws -> LeaseRenewal {
-        let logger = self.logger
-        // One wait: the statements go out back to back from the connection's event loop. The
-        // update locks the node's row, or finds it gone (the insert beside it then registers the
-        // node again): reaping deletes a node and its presence in one transaction, so a row found
-        // means presence intact. The reap locks what it removes with SKIP LOCKED, so it never
-        // waits: not for a node renewing itself (alive), not for another node reaping the same
-        // one. Only a renewal can wait (for a reap of its own row), and nothing waits for a reap,
-        // so heartbeats never deadlock — not even every node's at once after a database
-        // failover, each seeing the others lapsed.
-        return try await transaction(relaxed: true, on: control, pipelined: { c in
-            let renewed = Self.send("""
-                WITH renewed AS (
-                    UPDATE nodes SET started_at_ms = \(startedAtMilliseconds), lease_until_ms = \(untilMilliseconds)
-                    WHERE node_id = \(node) RETURNING 1
-                ), registered AS (
-                    INSERT INTO nodes (node_id, started_at_ms, lease_until_ms)
-                    SELECT \(node), \(startedAtMilliseconds), \(untilMilliseconds) WHERE NOT EXISTS (SELECT 1 FROM renewed)
-                    ON CONFLICT (node_id) DO NOTHING
-                )
-                SELECT EXISTS (SELECT 1 FROM renewed)
-                """, on: c, logger: logger)
-            let reaped = Self.send("""
-                WITH reaped AS (
-                    DELETE FROM nodes WHERE node_id IN (
-                        SELECT node_id FROM nodes WHERE lease_until_ms < \(nowMilliseconds) FOR UPDATE SKIP LOCKED)
-                    RETURNING node_id
-                ), gone AS (
-                    DELETE FROM presence WHERE node_id IN (SELECT node_id FROM reaped)
-                )
-                SELECT node_id FROM reaped
-                """, on: c, logger: logger)
-            let live = Self.send("SELECT count(*) FROM nodes WHERE lease_until_ms >= \(nowMilliseconds)", on: c, logger: logger)
-            return {
-                let continued = try await renewed.get().first.map { try $0.decode(Bool.self) } ?? false
-                let nodes = try await reaped.get().map { try $0.decode(String.self) }
-                let count = try await live.get().first.map { try $0.decode(Int64.self) } ?? 0
-                return LeaseRenewal(continued: continued, reaped: nodes.sorted(), liveNodes: Int(clamping: count))
-            }
-        })
+        // One statement, so one round trip and one answer to wake for, on the control pool
+        // (whose sessions commit without waiting for the disk: a renewal lost in a database crash
+        // is made again at the next beat). The update locks the node's row, or finds it gone
+        // (the insert beside it then registers the node again): reaping deletes a node and its
+        // presence in one transaction, so a row found means presence intact. The reap leaves this
+        // node's own row alone (two changes to one row in one statement are undefined) and locks
+        // what it removes with SKIP LOCKED, so it never waits: not for a node renewing itself
+        // (alive), not for another node reaping the same one. Only a renewal can wait (for a reap
+        // of its own row), and nothing waits for a reap, so heartbeats never deadlock — not even
+        // every node's at once after a database failover, each seeing the others lapsed. Every
+        // part reads the snapshot the statement started with: the count of live nodes is of the
+        // others, whose leases reaping does not touch, and this one.
+        let rows = try await control.query("""
+            WITH renewed AS (
+                UPDATE nodes SET started_at_ms = \(startedAtMilliseconds), lease_until_ms = \(untilMilliseconds)
+                WHERE node_id = \(node) RETURNING 1
+            ), registered AS (
+                INSERT INTO nodes (node_id, started_at_ms, lease_until_ms)
+                SELECT \(node), \(startedAtMilliseconds), \(untilMilliseconds) WHERE NOT EXISTS (SELECT 1 FROM renewed)
+                ON CONFLICT (node_id) DO NOTHING
+            ), reaped AS (
+                DELETE FROM nodes WHERE node_id IN (
+                    SELECT node_id FROM nodes WHERE lease_until_ms < \(nowMilliseconds) AND node_id <> \(node)
+                    FOR UPDATE SKIP LOCKED)
+                RETURNING node_id
+            ), gone AS (
+                DELETE FROM presence WHERE node_id IN (SELECT node_id FROM reaped)
+            )
+            SELECT EXISTS (SELECT 1 FROM renewed), ARRAY(SELECT node_id FROM reaped),
+                (SELECT count(*) FROM nodes WHERE lease_until_ms >= \(nowMilliseconds) AND node_id <> \(node))
+            """, logger: self.logger)
+        for try await (continued, reaped, others) in rows.decode((Bool, [String], Int64).self) {
+            return LeaseRenewal(continued: continued, reaped: reaped.sorted(), liveNodes: Int(clamping: others) + 1)
+        }
+        throw PostgresStoreError("the lease renewal returned no row")
     }
 
     public func reclaimPresence(node: String, devices: [PresenceClaim], atMilliseconds: Int64) async throws -> Set<String> {
@@ -75,7 +71,7 @@ extension PostgresStore: ClusterStore {
     }
 
     public func endLease(node: String) async throws {
-        try await transaction(relaxed: true, on: control, statements: [
+        try await transaction(on: control, statements: [
             "DELETE FROM presence WHERE node_id = \(node)", "DELETE FROM nodes WHERE node_id = \(node)",
         ])
     }

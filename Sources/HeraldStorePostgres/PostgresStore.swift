@@ -137,12 +137,21 @@ public final class PostgresStore: GatewayStore, Sendable {
         ("lock_timeout", "10000"),
     ]
 
+    /// What the control pool's sessions set: the same, but their commits do not wait for the
+    /// disk. That pool carries leases only (and the health probe's `SELECT 1`), which a database
+    /// crash may lose without harm: a renewal is made again at the next heartbeat, and an ended
+    /// lease runs out by itself. A lease renewal is then one statement, not a transaction.
+    static let controlSessionSettings: [(String, String)] = sessionSettings.map {
+        $0.0 == "synchronous_commit" ? ($0.0, "off") : $0
+    }
+
     /// Two pools on one configuration, and the task running both (`started` runs first).
     private static func makePool(
         _ configuration: PostgresClient.Configuration, logger: Logger, started: @escaping @Sendable () -> Void = {}
     ) -> Pool {
         var controlConfiguration = configuration
         controlConfiguration.options.maximumConnections = 2
+        controlConfiguration.options.additionalStartupParameters = controlSessionSettings
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         let control = PostgresClient(configuration: controlConfiguration, backgroundLogger: logger)
         let runner = Task { [client, control] in

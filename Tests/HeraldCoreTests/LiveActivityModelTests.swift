@@ -129,6 +129,25 @@ struct LiveActivityModelTests {
         }
     }
 
+    @Test("token scopes: stored forms read by their markers, wherever they fall", arguments: [
+        ("com.a", TokenScope(bundleID: "com.a")),
+        ("com.a.push-type.liveactivity", TokenScope(bundleID: "com.a", kind: .pushToStart)),
+        ("com.a.push-type.liveactivity/x.push-type.widgets", TokenScope(bundleID: "com.a", kind: .activity("x.push-type.widgets"))),
+        ("com.a.push-type.liveactivity#c/d", TokenScope(bundleID: "com.a", kind: .channel("c/d"))),
+        ("com.a.push-type.liveactivityZ", TokenScope(bundleID: "com.a.push-type.liveactivityZ")),
+        ("com.a.push-type.liveactivity.push-type.widgets", TokenScope(bundleID: "com.a.push-type.liveactivity.push-type.widgets")),
+        ("com.a.push-type.widgets", TokenScope(bundleID: "com.a", kind: .widgets)),
+        (".push-type.widgets", TokenScope(bundleID: "", kind: .widgets)),
+        ("com.a.push-type.widget", TokenScope(bundleID: "com.a.push-type.widget")),
+        ("com.a.push-type.webpush/ch", TokenScope(bundleID: "com.a", kind: .webPush(channel: "ch", applicationServerKey: nil))),
+        ("com.a.push-type.webpush/ch/k/ey", TokenScope(bundleID: "com.a", kind: .webPush(channel: "ch", applicationServerKey: "k/ey"))),
+        ("é.app.push-type.push-type.liveactivity#ç", TokenScope(bundleID: "é.app.push-type", kind: .channel("ç"))),
+        ("com.p.push-type.liveactivit", TokenScope(bundleID: "com.p.push-type.liveactivit")),
+    ])
+    func storedScopes(stored: String, scope: TokenScope) {
+        #expect(TokenScope(stored: stored) == scope)
+    }
+
     @Test("token scopes: stored forms read back; app topics can never look like one")
     func scopes() {
         let scopes = [

@@ -18,6 +18,18 @@ struct SweepWindowTests {
         #expect(window.look(newest: 800)! == (500, 700))
     }
 
+    @Test("a quiet cluster's looks read nothing until the next full look")
+    func quiet() {
+        var window = SweepWindow(fullEvery: 5)
+        var ranges: [String] = []
+        for newest: Int64 in [100, 200, 300, 300, 300, 300, 300, 300, 300, 300, 400] {
+            ranges.append(window.look(newest: newest).map { "\($0.above)-\($0.atMost)" } ?? "-")
+        }
+        // Look 0 has nothing before it; 1 and 2 (too few looks for a window), 5 and 10 are full;
+        // 3 and 4 read the last numbers twice; 6…9 have no number in their window.
+        #expect(ranges == ["-", "0-100", "0-200", "100-300", "200-300", "0-300", "-", "-", "-", "-", "0-300"])
+    }
+
     @Test("every fullEvery-th look reads from 0")
     func fullSweeps() {
         var window = SweepWindow(fullEvery: 4)

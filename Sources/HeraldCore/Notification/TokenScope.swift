@@ -1,5 +1,3 @@
-import Foundation
-
 /// What a device token stands for (a registration's scope), and its stored form: an app
 /// (`com.example.app`), the app's Live Activity push-to-start token
 /// (`com.example.app.push-type.liveactivity`), one activity's update token
@@ -59,20 +57,23 @@ public struct TokenScope: Sendable, Hashable {
         TokenScope(bundleID: bundleID, kind: .channel(channel)).stored
     }
 
-    /// Reads the stored form.
+    /// Reads the stored form. Read for every delivery a store loads, so it searches the UTF-8
+    /// bytes for the (ASCII) markers rather than going through Foundation's locale-aware search.
     public init(stored: String) {
-        if let range = stored.range(of: Self.webPushMarker) {
+        if let range = Self.firstRange(of: Self.webPushMarker, in: stored) {
             let parts = stored[range.upperBound...].split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
             let bundle = String(stored[..<range.lowerBound])
             self.init(bundleID: bundle, kind: .webPush(channel: String(parts[0]), applicationServerKey: parts.count > 1 ? String(parts[1]) : nil))
             return
         }
-        if stored.hasSuffix(PushType.widgets.topicSuffix), !stored.contains(PushType.liveactivity.topicSuffix) {
-            self.init(bundleID: String(stored.dropLast(PushType.widgets.topicSuffix.count)), kind: .widgets)
+        let marker = PushType.liveactivity.topicSuffix
+        let live = Self.firstRange(of: marker, in: stored)
+        let widgets = PushType.widgets.topicSuffix
+        if live == nil, stored.utf8.reversed().starts(with: widgets.utf8.reversed()) {
+            self.init(bundleID: String(stored.dropLast(widgets.count)), kind: .widgets)
             return
         }
-        let marker = PushType.liveactivity.topicSuffix
-        guard let range = stored.range(of: marker) else {
+        guard let range = live else {
             self.init(bundleID: stored)
             return
         }
@@ -87,6 +88,19 @@ public struct TokenScope: Sendable, Hashable {
         } else {
             self.init(bundleID: stored)
         }
+    }
+
+    /// Where `marker` (ASCII) first occurs in `text`, by its UTF-8 bytes: the bounds fall between
+    /// ASCII bytes, so they are valid indices of the string.
+    private static func firstRange(of marker: String, in text: String) -> Range<String.Index>? {
+        let bytes = text.utf8, needle = marker.utf8
+        guard let head = needle.first else { return nil }
+        var from = bytes.startIndex
+        while let at = bytes[from...].firstIndex(of: head) {
+            if bytes[at...].starts(with: needle) { return at..<bytes.index(at, offsetBy: needle.count) }
+            from = bytes.index(after: at)
+        }
+        return nil
     }
 
     /// Whether a push of `pushType` for `bundleID` may go to a token of this scope: Live Activity

@@ -22,7 +22,8 @@ struct SweepWindow: Sendable {
     }
 
     /// The sequence numbers to read now (above `above`, at most `atMost`), or nil: nothing was
-    /// stored before the previous look.
+    /// stored before the previous look, or nothing in the window (a quiet cluster's sweep reads
+    /// nothing between its full looks).
     mutating func look(newest current: Int64) -> (above: Int64, atMost: Int64)? {
         defer {
             newest.append(current)
@@ -31,6 +32,7 @@ struct SweepWindow: Sendable {
         }
         guard let ceiling = newest.last, ceiling > 0 else { return nil }
         let full = looks % fullEvery == 0 || newest.count < 3
-        return (full ? 0 : newest[newest.count - 3], ceiling)
+        let floor = full ? 0 : newest[newest.count - 3]
+        return floor < ceiling ? (floor, ceiling) : nil
     }
 }
