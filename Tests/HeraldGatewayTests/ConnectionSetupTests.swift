@@ -5,6 +5,8 @@ import Logging
 import NIOCore
 import NIOEmbedded
 import NIOPosix
+import NIOSSL
+import NIOTLS
 import Testing
 import X509
 
@@ -154,5 +156,87 @@ struct ConnectionBudgetTests {
         #expect(large.neededMaxMapCount == 2_099_200)
         #expect(ConnectionCapacity(descriptorLimit: 1_048_576, maxMapCount: 2_099_200).mappingsSuffice)
         #expect(ConnectionCapacity(descriptorLimit: 1_048_576, maxMapCount: nil).mappingsSuffice, "unknown mappings: nothing to say")
+    }
+
+    @Test("every port's accepted connections send at once: TCP_NODELAY, as SwiftNIO's listeners set it and accepted sockets inherit it")
+    func noDelay() async throws {
+        let gateway = try await TestGateway.start()
+        defer { Task { try? await gateway.stop() } }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .file(gateway.certificates.caCertificatePath)
+        let context = try NIOSSLContext(configuration: tls)
+        let ports = gateway.ports
+        // Each port's options are applied to a connection before its pipeline is built, so the
+        // first thing the server does on it (a TLS handshake finished, HTTP/2's preface, an
+        // answer) is the barrier after which the option is read.
+        let named: [(String, Int?, first: FirstFromServer.Wait)] = [
+            ("provider", ports.providerPort, .tlsHandshake), ("device", ports.devicePort, .tlsHandshake),
+            ("h2c", ports.h2cPort, .bytes(nil)), ("admin", ports.adminPort, .bytes("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")),
+        ]
+        for (name, port, wait) in named {
+            let port = try #require(port, "the \(name) port")
+            let first = MultiThreadedEventLoopGroup.singleton.any().makePromise(of: Void.self)
+            let client = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        if case .tlsHandshake = wait {
+                            try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: context, serverHostname: "localhost"))
+                        }
+                        try channel.pipeline.syncOperations.addHandler(FirstFromServer(wait: wait, promise: first))
+                    }
+                }
+                .connect(host: "127.0.0.1", port: port).get()
+            try await first.futureResult.get()
+            let peer = try #require(client.localAddress?.port)
+            #expect(Self.acceptedNoDelay(localPort: port, peerPort: peer) == 1, "the \(name) port's connection has Nagle's algorithm on")
+            try await client.close()
+        }
+    }
+
+    /// Completes its promise with the server's first sign of life on a connection.
+    private final class FirstFromServer: ChannelInboundHandler, @unchecked Sendable {
+        typealias InboundIn = NIOAny
+        enum Wait: Sendable { case tlsHandshake, bytes(String?) }
+        let wait: Wait
+        let promise: EventLoopPromise<Void>
+        init(wait: Wait, promise: EventLoopPromise<Void>) { (self.wait, self.promise) = (wait, promise) }
+
+        func channelActive(context: ChannelHandlerContext) {
+            if case .bytes(let request?) = wait {
+                context.writeAndFlush(NIOAny(context.channel.allocator.buffer(string: request)), promise: nil)
+            }
+            context.fireChannelActive()
+        }
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) { promise.succeed() }
+        func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+            if case .handshakeCompleted = event as? TLSUserEvent { promise.succeed() }
+        }
+        func errorCaught(context: ChannelHandlerContext, error: any Error) { promise.fail(error) }
+        func channelInactive(context: ChannelHandlerContext) { promise.fail(ChannelError.eof) }
+    }
+
+    /// TCP_NODELAY of the socket this process accepted on `localPort` from `peerPort`, found
+    /// among its open descriptors; `nil` while there is none.
+    private static func acceptedNoDelay(localPort: Int, peerPort: Int) -> Int32? {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return nil }
+        for entry in entries {
+            guard let fd = Int32(entry) else { continue }
+            guard Self.port(fd, getsockname) == localPort, Self.port(fd, getpeername) == peerPort else { continue }
+            var value: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            guard getsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &value, &length) == 0 else { continue }
+            return value
+        }
+        return nil
+    }
+
+    private static func port(_ fd: Int32, _ name: (Int32, UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) -> Int32) -> Int? {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let result = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { name(fd, $0, &length) }
+        }
+        guard result == 0, address.sin_family == sa_family_t(AF_INET) else { return nil }
+        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

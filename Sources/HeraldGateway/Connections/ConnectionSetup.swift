@@ -4,12 +4,11 @@ import NIOCore
 import Prometheus
 import Synchronization
 
-// Socket options: none but SO_REUSEADDR on the listeners. TCP_NODELAY is not set on any
-// connection, the gateway's or its clients': before 0.14 every socket asked for it at the wrong
-// level (SOL_SOCKET, which made it SO_DEBUG: refused to ordinary users, and silently not
-// TCP_NODELAY for root), so every test and benchmark ran with Nagle's algorithm on. Turning
-// TCP_NODELAY on for real made the chaos suite fail (docs/operations.md, "Nagle's algorithm"):
-// it stays off until that is understood.
+// Socket options: Herald sets none but SO_REUSEADDR on the listeners. SwiftNIO's ServerBootstrap
+// sets TCP_NODELAY on every listening socket and Linux copies it to the sockets accepted from it,
+// so every port's connections send at once (Nagle's algorithm off); ConnectionSetupTests reads it
+// back from accepted sockets. Do not set `.childChannelOption(.tcpOption(.tcp_nodelay), value: 0)`
+// or `enableMPTCP(true)` (which drops the listener's option) without measuring delivery latency.
 
 /// A connection refused on purpose by a bound (too many from one address, or in all), as opposed to one the
 /// gateway failed to set up: only the second kind is a fault of the port.
