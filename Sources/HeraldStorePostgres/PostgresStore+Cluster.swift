@@ -43,10 +43,14 @@ extension PostgresStore: ClusterStore {
             SELECT EXISTS (SELECT 1 FROM renewed), ARRAY(SELECT node_id FROM reaped),
                 (SELECT count(*) FROM nodes WHERE lease_until_ms >= \(nowMilliseconds) AND node_id <> \(node))
             """, logger: self.logger)
+        // Read to the end: leaving a row sequence before its end cancels the query, and
+        // PostgresNIO closes a connection whose query was cancelled.
+        var renewal: LeaseRenewal?
         for try await (continued, reaped, others) in rows.decode((Bool, [String], Int64).self) {
-            return LeaseRenewal(continued: continued, reaped: reaped.sorted(), liveNodes: Int(clamping: others) + 1)
+            renewal = LeaseRenewal(continued: continued, reaped: reaped.sorted(), liveNodes: Int(clamping: others) + 1)
         }
-        throw PostgresStoreError("the lease renewal returned no row")
+        guard let renewal else { throw PostgresStoreError("the lease renewal returned no row") }
+        return renewal
     }
 
     public func reclaimPresence(node: String, devices: [PresenceClaim], atMilliseconds: Int64) async throws -> Set<String> {
