@@ -58,18 +58,19 @@ public struct TokenScope: Sendable, Hashable {
     }
 
     /// Reads the stored form. Read for every delivery a store loads, so it searches the UTF-8
-    /// bytes for the (ASCII) markers rather than going through Foundation's locale-aware search.
+    /// bytes for the (ASCII) markers rather than going through Foundation's locale-aware search;
+    /// bounds found between ASCII bytes are valid indices of the string.
     public init(stored: String) {
-        if let range = Self.firstRange(of: Self.webPushMarker, in: stored) {
+        if let range = stored.utf8.firstRange(of: Self.webPushMarker.utf8) {
             let parts = stored[range.upperBound...].split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
             let bundle = String(stored[..<range.lowerBound])
             self.init(bundleID: bundle, kind: .webPush(channel: String(parts[0]), applicationServerKey: parts.count > 1 ? String(parts[1]) : nil))
             return
         }
         let marker = PushType.liveactivity.topicSuffix
-        let live = Self.firstRange(of: marker, in: stored)
+        let live = stored.utf8.firstRange(of: marker.utf8)
         let widgets = PushType.widgets.topicSuffix
-        if live == nil, stored.utf8.reversed().starts(with: widgets.utf8.reversed()) {
+        if live == nil, stored.hasSuffix(widgets) {
             self.init(bundleID: String(stored.dropLast(widgets.count)), kind: .widgets)
             return
         }
@@ -88,19 +89,6 @@ public struct TokenScope: Sendable, Hashable {
         } else {
             self.init(bundleID: stored)
         }
-    }
-
-    /// Where `marker` (ASCII) first occurs in `text`, by its UTF-8 bytes: the bounds fall between
-    /// ASCII bytes, so they are valid indices of the string.
-    private static func firstRange(of marker: String, in text: String) -> Range<String.Index>? {
-        let bytes = text.utf8, needle = marker.utf8
-        guard let head = needle.first else { return nil }
-        var from = bytes.startIndex
-        while let at = bytes[from...].firstIndex(of: head) {
-            if bytes[at...].starts(with: needle) { return at..<bytes.index(at, offsetBy: needle.count) }
-            from = bytes.index(after: at)
-        }
-        return nil
     }
 
     /// Whether a push of `pushType` for `bundleID` may go to a token of this scope: Live Activity
