@@ -153,11 +153,13 @@ extension Gateway {
     private func bindDevicePorts(_ core: Core, into bound: inout Listeners) async throws {
         let (configuration, group) = (self.configuration, self.group)
         let (store, clock, logger) = (self.store, self.clock, self.logger)
+        // One keepalive timer per event loop for both ports' connections.
+        let keepalive = KeepaliveWheels(group: group)
         if let port = configuration.devicePort {
             let devicePort = core.devicePort
             let deviceTLS = tls.add(try ReloadableTLSContext { try configuration.makeTLSContext(applicationProtocols: ["http/1.1"]) })
             let listener = try await listening("device", host: configuration.host, port: port) {
-                try await DeviceListener.bind(host: configuration.host, port: port, tls: deviceTLS, devicePort: devicePort, group: group)
+                try await DeviceListener.bind(host: configuration.host, port: port, tls: deviceTLS, devicePort: devicePort, group: group, keepalive: keepalive)
             }
             bound.device = listener
             bound.ports.devicePort = listener.port
@@ -166,7 +168,7 @@ extension Gateway {
             let webPushPort = core.webPushPort
             let webPushTLS = tls.add(try ReloadableTLSContext { try configuration.makeTLSContext(applicationProtocols: ["h2", "http/1.1"]) })
             let listener = try await listening("webpush", host: configuration.host, port: port) {
-                try await WebPushListener.bind(host: configuration.host, port: port, tls: webPushTLS, webPushPort: webPushPort, group: group)
+                try await WebPushListener.bind(host: configuration.host, port: port, tls: webPushTLS, webPushPort: webPushPort, group: group, keepalive: keepalive)
             }
             bound.webPush = listener
             bound.ports.webPushPort = listener.port

@@ -179,7 +179,7 @@ struct DeviceSessionHandlerTests {
         let port = harness.port
         let recording = Task { await port.recorder.run() }
         let channel = try await NIOAsyncTestingChannel {
-            try $0.pipeline.syncOperations.addHandler(KeepaliveHandler(pingInterval: .seconds(30), idleTimeout: .seconds(62)))
+            try $0.pipeline.syncOperations.addHandler(KeepaliveHandler(pingInterval: .seconds(30), idleTimeout: .seconds(62), wheel: KeepaliveWheel(eventLoop: $0.eventLoop)))
             try $0.pipeline.syncOperations.addHandler(DeviceSessionHandler(port: port))
         }
         try await channel.connect(to: .init(ipAddress: "127.0.0.1", port: 1))
@@ -197,11 +197,14 @@ struct DeviceSessionHandlerTests {
         // Quiet for the granted interval: a ping (not at the port's 30 s).
         await channel.testingEventLoop.advanceTime(by: .seconds(5))
         #expect(try await channel.readOutbound(as: WebSocketFrame.self)?.opcode == .ping)
-        // The device answers nothing: dropped 62 × 5 / 30 = 10.33… s after its last frame.
+        // The device answers nothing: dropped 62 × 5 / 30 = 10.33… s after its last frame, on the
+        // keepalive's next whole second.
         await channel.testingEventLoop.advanceTime(by: .seconds(5))
         #expect(try await channel.readOutbound(as: WebSocketFrame.self)?.opcode == .ping)
         #expect(channel.isActive)
         await channel.testingEventLoop.advanceTime(by: .milliseconds(400))
+        #expect(try await channel.readOutbound(as: WebSocketFrame.self) == nil, "not before the tick")
+        await channel.testingEventLoop.advanceTime(by: .milliseconds(600))
         guard case .error(.idleTimeout, let message, _)? = Self.serverFrame(try await channel.readOutbound(as: WebSocketFrame.self)) else {
             Issue.record("no idle-timeout error")
             return

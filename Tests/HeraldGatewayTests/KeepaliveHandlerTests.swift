@@ -18,7 +18,7 @@ struct KeepaliveHandlerTests {
     func connected(ping: TimeAmount?, idle: TimeAmount) throws -> (EmbeddedChannel, Events) {
         let events = Events()
         let channel = EmbeddedChannel()
-        try channel.pipeline.syncOperations.addHandler(KeepaliveHandler(pingInterval: ping, idleTimeout: idle))
+        try channel.pipeline.syncOperations.addHandler(KeepaliveHandler(pingInterval: ping, idleTimeout: idle, wheel: KeepaliveWheel(eventLoop: channel.eventLoop)))
         try channel.pipeline.syncOperations.addHandler(events)
         try channel.connect(to: .init(ipAddress: "127.0.0.1", port: 1)).wait()
         return (channel, events)
@@ -63,5 +63,41 @@ struct KeepaliveHandlerTests {
         #expect(events.seen == [.write], "5 s after the last write")
         channel.embeddedEventLoop.advanceTime(by: .seconds(6))
         #expect(events.seen == [.write, .write, .read], "11 s after the last read; pinged at 10 s")
+    }
+
+    @Test("one wheel for a loop's connections: each told on the tick after its deadline, never before; a closed one is withdrawn; a deadline past a turn waits for its own tick")
+    func wheel() throws {
+        let loop = EmbeddedEventLoop()
+        let wheel = KeepaliveWheel(eventLoop: loop, tick: .seconds(1), slots: 8)
+        func connect(ping: TimeAmount?, idle: TimeAmount) throws -> (EmbeddedChannel, Events) {
+            let events = Events()
+            let channel = EmbeddedChannel(loop: loop)
+            try channel.pipeline.syncOperations.addHandler(KeepaliveHandler(pingInterval: ping, idleTimeout: idle, wheel: wheel))
+            try channel.pipeline.syncOperations.addHandler(events)
+            try channel.connect(to: .init(ipAddress: "127.0.0.1", port: 1)).wait()
+            return (channel, events)
+        }
+        let (_, every3) = try connect(ping: .seconds(3), idle: .seconds(100))
+        let (_, silent) = try connect(ping: nil, idle: .milliseconds(2_500))
+        let (_, far) = try connect(ping: .seconds(20), idle: .seconds(100))
+        let (closed, closedEvents) = try connect(ping: .seconds(3), idle: .seconds(100))
+        #expect(wheel.count == 4)
+        loop.advanceTime(by: .seconds(1))
+        try closed.close().wait()
+        #expect(wheel.count == 3, "a closed connection leaves the wheel at once")
+
+        loop.advanceTime(to: .uptimeNanoseconds(2_900_000_000))
+        #expect(every3.seen.isEmpty && silent.seen.isEmpty, "nothing before its deadline")
+        loop.advanceTime(to: .uptimeNanoseconds(3_000_000_000))
+        #expect(every3.seen == [.write])
+        #expect(silent.seen == [.read], "2.5 s: told on the tick at 3 s")
+        #expect(wheel.count == 2, "the silent one is not filed again: its session closes it")
+
+        loop.advanceTime(to: .uptimeNanoseconds(19_999_000_000))
+        #expect(far.seen.isEmpty, "its slot came round at 4 s and 12 s: not due then")
+        #expect(every3.seen.count == 6, "3, 6, 9, 12, 15, 18 s")
+        loop.advanceTime(to: .uptimeNanoseconds(20_000_000_000))
+        #expect(far.seen == [.write])
+        #expect(closedEvents.seen.isEmpty)
     }
 }

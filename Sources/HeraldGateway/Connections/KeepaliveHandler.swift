@@ -5,8 +5,9 @@ import NIOCore
 /// Every WebSocket session of the gateway (a device's, a browser's) and every Web Push sender's
 /// connection has one. It fires NIO's `IdleStateHandler.IdleStateEvent`s — `.write` when nothing
 /// was written for `pingInterval` (the session pings), `.read` when nothing was read for
-/// `idleTimeout` (the session closes) — from a single timer per connection, due at the earlier
-/// of the two, counted on the event loop's clock (so a test drives it). A session changes its
+/// `idleTimeout` (the session closes) — from one deadline per connection, the earlier of the two,
+/// filed in its event loop's ``KeepaliveWheel`` and counted on the loop's clock (so a test drives
+/// it), kept to the wheel's tick: never early, at most a second late. A session changes its
 /// connection's bounds with a ``Change`` (a device that asked for a shorter ping interval).
 final class KeepaliveHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = NIOAny
@@ -26,11 +27,17 @@ final class KeepaliveHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var idleTimeout: TimeAmount
     private var lastRead = NIODeadline.uptimeNanoseconds(0)
     private var lastWrite = NIODeadline.uptimeNanoseconds(0)
-    private var timer: Scheduled<Void>?
+    private let wheel: KeepaliveWheel
+    /// Set while the connection is active: what the wheel's tick works on.
+    private var context: ChannelHandlerContext?
+    /// Where the wheel filed this handler; only the wheel changes it.
+    var wheelPlace: KeepaliveWheel.Place?
 
-    init(pingInterval: TimeAmount?, idleTimeout: TimeAmount) {
+    /// - Parameter wheel: the wheel of the event loop the connection runs on.
+    init(pingInterval: TimeAmount?, idleTimeout: TimeAmount, wheel: KeepaliveWheel) {
         self.pingInterval = pingInterval
         self.idleTimeout = idleTimeout
+        self.wheel = wheel
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -58,7 +65,7 @@ final class KeepaliveHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
         pingInterval = change.pingInterval
         idleTimeout = change.idleTimeout
-        if timer != nil { arm(context) }
+        if self.context != nil { arm() }
         promise?.succeed()
     }
 
@@ -72,26 +79,27 @@ final class KeepaliveHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func start(_ context: ChannelHandlerContext) {
-        guard timer == nil else { return }
+        guard self.context == nil else { return }
+        self.context = context
         let now = context.eventLoop.now
         (lastRead, lastWrite) = (now, now)
-        arm(context)
+        arm()
     }
 
     private func stop() {
-        timer?.cancel()
-        timer = nil
+        wheel.withdraw(self)
+        context = nil
     }
 
-    private func arm(_ context: ChannelHandlerContext) {
-        timer?.cancel()
+    private func arm() {
         var due = lastRead + idleTimeout
         if let pingInterval { due = min(due, lastWrite + pingInterval) }
-        timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: due) { [self] in fire(context) }
+        wheel.file(self, due: due)
     }
 
-    private func fire(_ context: ChannelHandlerContext) {
-        timer = nil
+    /// Called by the wheel once the deadline it was filed with has passed.
+    func keepaliveDue() {
+        guard let context else { return }
         let now = context.eventLoop.now
         if now >= lastRead + idleTimeout {
             // The session closes the connection; nothing is armed again.
@@ -104,7 +112,7 @@ final class KeepaliveHandler: ChannelDuplexHandler, RemovableChannelHandler {
             lastWrite = now
             context.fireUserInboundEventTriggered(IdleStateHandler.IdleStateEvent.write)
         }
-        guard context.channel.isActive else { return }
-        arm(context)
+        guard self.context != nil, context.channel.isActive else { return }
+        arm()
     }
 }

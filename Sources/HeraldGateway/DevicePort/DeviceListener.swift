@@ -16,7 +16,7 @@ enum DeviceListener {
     /// connection with NIO's default, the largest single allocation Herald chooses).
     static let receiveBufferBytes = 512
 
-    static func bind(host: String, port: Int, tls: ReloadableTLSContext, devicePort: DevicePort, group: EventLoopGroup) async throws -> BoundListener {
+    static func bind(host: String, port: Int, tls: ReloadableTLSContext, devicePort: DevicePort, group: EventLoopGroup, keepalive: KeepaliveWheels) async throws -> BoundListener {
         let connections = OpenConnections()
         let gate = HandshakeGate(limit: devicePort.limits.deviceHandshakesInFlight, perAddress: devicePort.limits.deviceHandshakesInFlightPerAddress)
         let pageResponder = DevicePortPage.router().buildResponder()
@@ -52,7 +52,8 @@ enum DeviceListener {
                                 minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 64,
                                 maxAccumulatedFrameSize: DeviceProtocol.maximumFrameSize))
                             try sync.addHandler(KeepaliveHandler(
-                                pingInterval: devicePort.keepalive.interval, idleTimeout: devicePort.keepalive.idleTimeout))
+                                pingInterval: devicePort.keepalive.interval, idleTimeout: devicePort.keepalive.idleTimeout,
+                                wheel: keepalive.wheel(on: channel.eventLoop)))
                             try sync.addHandler(DeviceSessionHandler(port: devicePort, host: head.headers.first(name: "host")))
                         }
                     })

@@ -16,7 +16,7 @@ import NIOWebSocket
 /// (`scripts/bench.sh`), and the WebSocket shares the connection's pipeline. Builds each
 /// connection's pipeline; the listener is a ``BoundListener``.
 enum WebPushListener {
-    static func bind(host: String, port: Int, tls: ReloadableTLSContext, webPushPort: WebPushPort, group: EventLoopGroup) async throws -> BoundListener {
+    static func bind(host: String, port: Int, tls: ReloadableTLSContext, webPushPort: WebPushPort, group: EventLoopGroup, keepalive: KeepaliveWheels) async throws -> BoundListener {
         let connections = OpenConnections()
         let limits = webPushPort.limits, metrics = webPushPort.metrics
         let bootstrap = ServerBootstrap(group: group)
@@ -39,8 +39,8 @@ enum WebPushListener {
                     try sync.addHandler(ApplicationProtocolNegotiationHandler { result, channel in
                         channel.eventLoop.makeCompletedFuture {
                             switch result {
-                            case .negotiated("h2"): try configureHTTP2(channel, webPushPort)
-                            default: try configureHTTP1(channel, webPushPort)
+                            case .negotiated("h2"): try configureHTTP2(channel, webPushPort, keepalive.wheel(on: channel.eventLoop))
+                            default: try configureHTTP1(channel, webPushPort, keepalive.wheel(on: channel.eventLoop))
                             }
                         }
                     })
@@ -52,9 +52,9 @@ enum WebPushListener {
             bootstrap, host: host, port: port, name: "webpush", connections: connections, metrics: metrics, logger: webPushPort.logger)
     }
 
-    private static func configureHTTP2(_ channel: Channel, _ port: WebPushPort) throws {
+    private static func configureHTTP2(_ channel: Channel, _ port: WebPushPort, _ wheel: KeepaliveWheel) throws {
         let sync = channel.pipeline.syncOperations
-        try sync.addHandler(KeepaliveHandler(pingInterval: nil, idleTimeout: port.idleTimeout))
+        try sync.addHandler(KeepaliveHandler(pingInterval: nil, idleTimeout: port.idleTimeout, wheel: wheel))
         try sync.addHandler(IdleCloser(metrics: port.metrics))
         // The answers of one intake batch go out in one TLS record and one system call.
         try sync.addHandler(FlushCoalescingHandler())
@@ -68,11 +68,11 @@ enum WebPushListener {
         try sync.addHandler(WebPushStream.table(port: port))
     }
 
-    private static func configureHTTP1(_ channel: Channel, _ port: WebPushPort) throws {
+    private static func configureHTTP1(_ channel: Channel, _ port: WebPushPort, _ wheel: KeepaliveWheel) throws {
         let sync = channel.pipeline.syncOperations
         // One idle bound for the connection, a sender's or (after the upgrade) a browser's, whose
         // session pings it when it has written nothing for a ping interval.
-        try sync.addHandler(KeepaliveHandler(pingInterval: port.pingInterval, idleTimeout: port.idleTimeout))
+        try sync.addHandler(KeepaliveHandler(pingInterval: port.pingInterval, idleTimeout: port.idleTimeout, wheel: wheel))
         try sync.addHandler(IdleCloser(metrics: port.metrics))
         let upgrader = NIOWebSocketServerUpgrader(
             maxFrameSize: BrowserPushProtocol.maximumMessageBytes, automaticErrorHandling: false,
