@@ -43,8 +43,9 @@ extension PostgresStore: ClusterStore {
             SELECT EXISTS (SELECT 1 FROM renewed), ARRAY(SELECT node_id FROM reaped),
                 (SELECT count(*) FROM nodes WHERE lease_until_ms >= \(nowMilliseconds) AND node_id <> \(node))
             """, logger: self.logger)
-        // Read to the end: leaving a row sequence before its end cancels the query, and
-        // PostgresNIO closes a connection whose query was cancelled.
+        // One row; read to the end. (Leaving a row sequence early would also be safe: PostgresNIO
+        // drains a cancelled query's rest and keeps the connection, `queryCancelled` being no
+        // reason to close it.)
         var renewal: LeaseRenewal?
         for try await (continued, reaped, others) in rows.decode((Bool, [String], Int64).self) {
             renewal = LeaseRenewal(continued: continued, reaped: reaped.sorted(), liveNodes: Int(clamping: others) + 1)

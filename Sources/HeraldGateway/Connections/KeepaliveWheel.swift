@@ -45,11 +45,12 @@ final class KeepaliveWheel {
         self.slots = Array(repeating: [], count: slots)
     }
 
-    /// Handlers filed, for tests and metrics.
+    /// Handlers filed (for tests).
     var count: Int { filed }
 
     /// Files `handler` to be told at its deadline, moving it if it was filed already.
     func file(_ handler: KeepaliveHandler, due deadline: NIODeadline) {
+        eventLoop.assertInEventLoop()
         withdraw(handler)
         if filed == 0, timer == nil { nextTick = max(nextTick, tick(atOrAfter: eventLoop.now)) }
         let due = max(tick(atOrAfter: deadline), nextTick)
@@ -62,6 +63,7 @@ final class KeepaliveWheel {
 
     /// Takes `handler` out, if it is filed.
     func withdraw(_ handler: KeepaliveHandler) {
+        eventLoop.assertInEventLoop()
         guard let place = handler.wheelPlace else { return }
         handler.wheelPlace = nil
         let last = slots[place.slot].removeLast()
