@@ -6,6 +6,7 @@
 #   scripts/bench-broadcast.sh [DEVICES]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-common.sh
 DEVICES=${1:-10000}
 
 # 10,000 devices need 10,000 sockets on each side.
@@ -16,8 +17,8 @@ WORK=$(mktemp -d /tmp/herald-bench-broadcast.XXXXXX)
     --token-burst 0 --log-level error --device-connections-per-address 50000 --handshake-timeout 60 > "$WORK/gateway.json" &
 GW=$!
 trap 'kill $GW 2>/dev/null || true' EXIT
-until [ -s "$WORK/gateway.json" ]; do sleep 0.1; done
-port() { python3 -c "import json,sys;print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$WORK/gateway.json" "$1"; }
+wait_for_start "$WORK/gateway.json" $GW
+port() { field "$WORK/gateway.json" "$1"; }
 "$HERALD" bench broadcast --data-dir "$WORK/data" --url "https://127.0.0.1:$(port provider_port)" \
     --channels "https://127.0.0.1:$(port channel_port)" --gateway "wss://localhost:$(port device_port)" \
     --ca "$WORK/data/tls/ca.pem" --devices "$DEVICES"

@@ -10,6 +10,7 @@
 # CONCURRENCY requests in flight and the same 200-byte payload. Both times include connecting.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-common.sh
 PUSHES=${1:-20000}
 CONCURRENCY=${2:-200}
 
@@ -21,8 +22,8 @@ trap 'kill $GW 2>/dev/null || true; wait 2>/dev/null || true' EXIT
 "$HERALD" gateway --data-dir "$WORK/data" --provider-port 0 --admin-port 0 --host 127.0.0.1 --token-burst 0 \
     --log-level warning > "$WORK/gateway.json" &
 GW=$!
-until [ -s "$WORK/gateway.json" ]; do sleep 0.1; done
-PORT=$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['provider_port'])" "$WORK/gateway.json")
+wait_for_start "$WORK/gateway.json" $GW
+PORT=$(field "$WORK/gateway.json" provider_port)
 "$HERALD" bench prepare --data-dir "$WORK/data" --tokens "$PUSHES" --url "https://127.0.0.1:$PORT" --out "$WORK/in" >/dev/null
 read -r KEY_ID TEAM < "$WORK/in/key-id.txt" || true
 CA="$WORK/data/tls/ca.pem"

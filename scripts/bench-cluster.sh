@@ -44,13 +44,12 @@ database() {  # NAME: a fresh database's URL
     [[ "$HERALD_BENCH_POSTGRES_URL" == *\?* ]] && query="?${HERALD_BENCH_POSTGRES_URL#*\?}"
     echo "${base%/*}/$1$query"
 }
-field() { python3 -c "import json,sys;print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 start() {  # NAME ARGS...: starts a gateway whose start-up line goes to $WORK/NAME.json
     local name=$1; shift
     "$HERALD" gateway --provider-port 0 --device-port 0 --admin-port 0 --host 127.0.0.1 --token-burst 0 \
         --log-level error --device-connections-per-address 50000 "$@" > "$WORK/$name.json" &
     PIDS+=($!)
-    until [ -s "$WORK/$name.json" ]; do sleep 0.1; done
+    wait_for_start "$WORK/$name.json" "${PIDS[-1]}"
 }
 intake() {  # NAME LABEL PID TICKS-BEFORE REQUESTS: the node's CPU per push and its commits, for the summary
     local admin metrics

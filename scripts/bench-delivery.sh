@@ -10,6 +10,7 @@
 # connected device with IDLE_DEVICES devices.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-common.sh
 REQUESTS=${1:-50000}
 DEVICES=${2:-1000}
 IDLE=${3:-10000}
@@ -25,9 +26,9 @@ start_gateway() {
         --token-burst 0 --durability "$DURABILITY" --log-level error \
         --device-connections-per-address 50000 --handshake-timeout 60 > "$WORK/gateway.json" &
     GW=$!
-    until [ -s "$WORK/gateway.json" ]; do sleep 0.1; done
-    PORT=$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['provider_port'])" "$WORK/gateway.json")
-    DPORT=$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['device_port'])" "$WORK/gateway.json")
+    wait_for_start "$WORK/gateway.json" $GW
+    PORT=$(field "$WORK/gateway.json" provider_port)
+    DPORT=$(field "$WORK/gateway.json" device_port)
 }
 trap 'kill $GW 2>/dev/null || true' EXIT
 

@@ -12,6 +12,7 @@
 # resident memory idle and after every token holds a stored notification, and the data size.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-common.sh
 REQUESTS=${1:-200000}
 TOKENS=${2:-100000}
 DURABILITY=${DURABILITY:-full}
@@ -28,17 +29,17 @@ trap 'kill $GW $BASE 2>/dev/null || true; wait 2>/dev/null || true' EXIT
 "$HERALD" gateway --data-dir "$WORK/data" --provider-port 0 --admin-port 0 --host 127.0.0.1 \
     --durability "$DURABILITY" --log-level warning "${LIMIT_ARGS[@]}" > "$WORK/gateway.json" &
 GW=$!
-until [ -s "$WORK/gateway.json" ]; do sleep 0.1; done
-PORT=$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['provider_port'])" "$WORK/gateway.json")
-ADMIN=$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['admin_port'])" "$WORK/gateway.json")
+wait_for_start "$WORK/gateway.json" $GW
+PORT=$(field "$WORK/gateway.json" provider_port)
+ADMIN=$(field "$WORK/gateway.json" admin_port)
 sleep 1
 RSS_IDLE=$(ps -o rss= -p $GW)
 
 "$HERALD" bench prepare --data-dir "$WORK/data" --tokens "$TOKENS" --url "https://127.0.0.1:$PORT" --out "$WORK/in" >/dev/null
 "$HERALD" bench baseline --tls-cert "$WORK/data/tls/server.pem" --tls-key "$WORK/data/tls/server-key.pem" > "$WORK/baseline.json" &
 BASE=$!
-until [ -s "$WORK/baseline.json" ]; do sleep 0.1; done
-BPORT=$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['port'])" "$WORK/baseline.json")
+wait_for_start "$WORK/baseline.json" $BASE
+BPORT=$(field "$WORK/baseline.json" port)
 sed "s/:$PORT\//:$BPORT\//" "$WORK/in/uris.txt" > "$WORK/in/uris-baseline.txt"
 
 AUTH=$(cat "$WORK/in/authorization.txt")

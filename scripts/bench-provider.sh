@@ -19,6 +19,7 @@
 # alternately, and the ratios new/base are printed too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-common.sh
 SEGMENT_SENDS=${1:-5}
 SMALL_SENDS=${2:-4000}
 TOKENS=${3:-10000}
@@ -29,7 +30,6 @@ WORK=$(mktemp -d /tmp/herald-bench-provider.XXXXXX)
 PIDS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null || true; wait 2>/dev/null || true' EXIT
 
-json() { python3 -c "import json,sys;print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 
 run() {  # NAME BINARY: prints "segment_pushes_per_s segment_latency_s small_req_per_s small_latency_ms"
   local name=$1 bin=$2 dir=$WORK/$1
@@ -37,16 +37,16 @@ run() {  # NAME BINARY: prints "segment_pushes_per_s segment_latency_s small_req
   "$bin" gateway --data-dir "$dir/gw" --provider-port 0 --admin-port 0 --host 127.0.0.1 --token-burst 0 \
       --log-level warning > "$dir/gateway.json" &
   PIDS+=($!)
-  until [ -s "$dir/gateway.json" ]; do sleep 0.1; done
-  local port; port=$(json "$dir/gateway.json" provider_port)
+  wait_for_start "$dir/gateway.json" "${PIDS[-1]}"
+  local port; port=$(field "$dir/gateway.json" provider_port)
   "$bin" bench prepare --data-dir "$dir/gw" --tokens $TOKENS --url "https://127.0.0.1:$port" --out "$dir/in" >/dev/null
   read -r kid team < "$dir/in/key-id.txt"
   "$bin" provider --data-dir "$dir/prov" --port 0 --gateway "https://127.0.0.1:$port" --ca "$dir/gw/tls/ca.pem" \
       --key "$dir/in/key.p8" --key-id "$kid" --team "$team" --feedback-interval 0 > "$dir/provider.json" &
   PIDS+=($!)
-  until [ -s "$dir/provider.json" ]; do sleep 0.1; done
-  local api; api=$(json "$dir/provider.json" port)
-  local token; token=$(cat "$(json "$dir/provider.json" api_token_file)")
+  wait_for_start "$dir/provider.json" "${PIDS[-1]}"
+  local api; api=$(field "$dir/provider.json" port)
+  local token; token=$(cat "$(field "$dir/provider.json" api_token_file)")
   python3 - "$api" "$token" "$dir/in/tokens.txt" "$SEGMENT_SENDS" "$dir/in" <<'PY'
 import http.client, json, sys, time, concurrent.futures
 port, token, tokens_path, segment_sends, out = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]

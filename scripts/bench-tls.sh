@@ -23,11 +23,8 @@ WORK=$(mktemp -d /tmp/herald-bench-tls.XXXXXX)
     > "$WORK/gateway.json" &
 GW=$!
 trap 'kill $GW 2>/dev/null; wait $GW 2>/dev/null; rm -rf "$WORK"' EXIT
-until [ -s "$WORK/gateway.json" ]; do
-    kill -0 $GW 2>/dev/null || { echo "bench-tls: the gateway did not start" >&2; exit 1; }
-    sleep 0.1
-done
-DPORT=$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['device_port'])" "$WORK/gateway.json")
+wait_for_start "$WORK/gateway.json" $GW
+DPORT=$(field "$WORK/gateway.json" device_port)
 
 TICK=$(getconf CLK_TCK)
 

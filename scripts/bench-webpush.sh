@@ -14,6 +14,7 @@
 # ratio; then one Web Push run without Topic, where every message is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-common.sh
 REQUESTS=${1:-100000}
 TOKENS=${2:-20000}
 
@@ -25,8 +26,8 @@ trap 'kill $GW 2>/dev/null || true; wait 2>/dev/null || true' EXIT
 "$HERALD" gateway --data-dir "$WORK/data" --provider-port 0 --webpush-port 0 --admin-port 0 --host 127.0.0.1 \
     --log-level warning > "$WORK/gateway.json" &
 GW=$!
-until [ -s "$WORK/gateway.json" ]; do sleep 0.1; done
-read -r PORT WPORT ADMIN < <(python3 -c "import json,sys;p=json.load(open(sys.argv[1]));print(p['provider_port'],p['webpush_port'],p['admin_port'])" "$WORK/gateway.json")
+wait_for_start "$WORK/gateway.json" $GW
+PORT=$(field "$WORK/gateway.json" provider_port) WPORT=$(field "$WORK/gateway.json" webpush_port) ADMIN=$(field "$WORK/gateway.json" admin_port)
 
 "$HERALD" bench prepare --data-dir "$WORK/data" --tokens "$TOKENS" --url "https://127.0.0.1:$PORT" \
     --webpush-url "https://127.0.0.1:$WPORT" --out "$WORK/in" >/dev/null

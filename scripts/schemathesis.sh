@@ -11,24 +11,24 @@
 # when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-common.sh
 HERALD=${1:-$(swift build --show-bin-path)/herald}
 MAX_EXAMPLES=${2:-${HERALD_SCHEMATHESIS_EXAMPLES:-40}}
 command -v schemathesis >/dev/null || python3 -m pip install -q --disable-pip-version-check 'schemathesis>=4,<5'
 WORK=$(mktemp -d /tmp/herald-schemathesis.XXXXXX)
 PIDS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null || true; wait 2>/dev/null || true' EXIT
-json() { python3 -c "import json,sys;print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 
 "$HERALD" gateway --data-dir "$WORK/gw" --provider-port 0 --admin-port 0 --device-port 0 --log-level error > "$WORK/gateway.json" &
 PIDS+=($!)
-until [ -s "$WORK/gateway.json" ]; do sleep 0.1; done
+wait_for_start "$WORK/gateway.json" "${PIDS[-1]}"
 KEY_ID=$("$HERALD" keys create --data-dir "$WORK/gw" --team TEAM000001 --topic com.example.app --out "$WORK/key.p8")
-"$HERALD" provider --data-dir "$WORK/provider" --port 0 --gateway "https://127.0.0.1:$(json "$WORK/gateway.json" provider_port)" \
+"$HERALD" provider --data-dir "$WORK/provider" --port 0 --gateway "https://127.0.0.1:$(field "$WORK/gateway.json" provider_port)" \
     --ca "$WORK/gw/tls/ca.pem" --key "$WORK/key.p8" --key-id "$KEY_ID" --team TEAM000001 --feedback-interval 0 > "$WORK/provider.json" &
 PIDS+=($!)
-until [ -s "$WORK/provider.json" ]; do sleep 0.1; done
-API="http://127.0.0.1:$(json "$WORK/provider.json" port)"
-TOKEN=$(cat "$(json "$WORK/provider.json" api_token_file)")
+wait_for_start "$WORK/provider.json" "${PIDS[-1]}"
+API="http://127.0.0.1:$(field "$WORK/provider.json" port)"
+TOKEN=$(cat "$(field "$WORK/provider.json" api_token_file)")
 
 # Something to find: a registration, a template and a schedule, so that reads can hit real ids.
 curl -sf -H "Authorization: Bearer $TOKEN" -H 'content-type: application/json' -X POST "$API/v1/registrations" \
