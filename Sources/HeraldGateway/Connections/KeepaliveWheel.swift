@@ -65,6 +65,11 @@ final class KeepaliveWheel {
     func withdraw(_ handler: KeepaliveHandler) {
         eventLoop.assertInEventLoop()
         guard let place = handler.wheelPlace else { return }
+        remove(handler, at: place)
+    }
+
+    /// Takes `handler` out of its slot: the slot's last handler moves into its place.
+    private func remove(_ handler: KeepaliveHandler, at place: Place) {
         handler.wheelPlace = nil
         let last = slots[place.slot].removeLast()
         if last !== handler {
@@ -117,13 +122,7 @@ final class KeepaliveWheel {
         while index >= 0 {
             let handler = slots[slot][index]
             if let place = handler.wheelPlace, place.tick <= passed {
-                handler.wheelPlace = nil
-                let last = slots[slot].removeLast()
-                if index < slots[slot].count {
-                    slots[slot][index] = last
-                    last.wheelPlace?.index = index
-                }
-                filed -= 1
+                remove(handler, at: place)
                 due.append(handler)
             }
             index -= 1
