@@ -11,7 +11,9 @@
 #    same PostgreSQL node, then the provider on node a and the devices on node b (every delivery
 #    crosses nodes through a hint). Ratio cross-node / same node.
 # Step 1 also prints, for the SQLite node and the PostgreSQL node, the gateway's CPU per accepted push
-# and its commits (how many, their mean size and time, from the admin port's metrics).
+# and its commits (how many, their mean size and time, from the admin port's metrics), and for the
+# PostgreSQL node the server's CPU per push beside it (when the script started the server): the
+# gateway, the database and h2load share this machine's cores.
 # Starts its own PostgreSQL (scripts/postgres-for-tests.sh, port 54339) unless
 # HERALD_BENCH_POSTGRES_URL names a server (a database per step is created on it with psql).
 set -euo pipefail
@@ -51,19 +53,25 @@ start() {  # NAME ARGS...: starts a gateway whose start-up line goes to $WORK/NA
     PIDS+=($!)
     wait_for_start "$WORK/$name.json" "${PIDS[-1]}"
 }
-intake() {  # NAME LABEL PID TICKS-BEFORE REQUESTS: the node's CPU per push and its commits, for the summary
+intake() {  # NAME LABEL PID TICKS-BEFORE REQUESTS [DATABASE-TICKS]: the node's CPU per push and its commits, for the summary
     local admin metrics
     admin=$(field "$WORK/$1.json" admin_port)
     metrics=$(curl -s "http://127.0.0.1:$admin/metrics")
-    python3 - "$2" "$(( $(cpu_ticks "$3") - $4 ))" "$(getconf CLK_TCK)" "$5" "$metrics" >> "$WORK/intake.txt" <<'PY'
+    python3 - "$2" "$(( $(cpu_ticks "$3") - $4 ))" "$(getconf CLK_TCK)" "$5" "$metrics" "${6:-}" >> "$WORK/intake.txt" <<'PY'
 import re, sys
-name, ticks, hz, requests, metrics = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+name, ticks, hz, requests, metrics, db = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]
 def metric(n):
     m = re.search(r"^" + n + r" ([0-9.e+]+)$", metrics, re.M)
     return float(m.group(1)) if m else 0.0
+def per_push(t):
+    return t / hz * 1e6 / requests
 batches, pushes, seconds = metric("herald_intake_batches_total"), metric("herald_intake_notifications_total"), metric("herald_intake_commit_seconds_sum")
-print(f"{name}: gateway CPU per push {ticks / hz * 1e6 / requests:.1f} µs; {batches:.0f} commits of {pushes / max(batches, 1):.0f} pushes, {seconds * 1000 / max(batches, 1):.1f} ms each (warm-up included)")
+server = f" + the PostgreSQL server {per_push(int(db)):.1f} µs = {per_push(ticks + int(db)):.1f} µs of the machine's" if db else ""
+print(f"{name}: gateway CPU per push {per_push(ticks):.1f} µs{server}; {batches:.0f} commits of {pushes / max(batches, 1):.0f} pushes, {seconds * 1000 / max(batches, 1):.1f} ms each (warm-up included)")
 PY
+}
+database_ticks() {  # the CPU the PostgreSQL server this script started has used so far (nothing for a server it did not start)
+    [ -z "${OWN_POSTGRES:-}" ] || tree_ticks "$(head -n 1 /tmp/herald-bench-postgres/data/postmaster.pid)"
 }
 load() {  # URIS REQUESTS CONNECTIONS: h2load's req/s
     h2load -n "$2" -c "$3" -m 100 -t 1 -d "$WORK/in/payload.json" \
@@ -92,8 +100,9 @@ PORT=$(field "$WORK/pg1.json" provider_port)
 prepare --database "$DB1"
 load "$WORK/in/uris.txt" "$TOKENS" 4 >/dev/null
 TICKS=$(cpu_ticks "${PIDS[-1]}")
+DB_TICKS=$(database_ticks)
 PG1=$(load "$WORK/in/uris.txt" "$REQUESTS" 4)
-intake pg1 PostgreSQL "${PIDS[-1]}" "$TICKS" "$REQUESTS"
+intake pg1 PostgreSQL "${PIDS[-1]}" "$TICKS" "$REQUESTS" "${DB_TICKS:+$(( $(database_ticks) - DB_TICKS ))}"
 kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
 
 # 1c. Two nodes, PostgreSQL, loaded at once.

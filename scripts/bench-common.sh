@@ -4,6 +4,29 @@
 # cpu_ticks PID: the process's user + system CPU so far, in clock ticks (`getconf CLK_TCK` a second).
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
+# tree_ticks PID: the CPU of a server and its worker processes (PostgreSQL's postmaster and its
+# backends), in clock ticks: its own, its live children's, and what its exited children used (the
+# kernel adds a reaped child's time to its parent's).
+tree_ticks() {
+    python3 - "$1" <<'PY'
+import os, sys
+def fields(pid):  # the fields after the command name, which may hold spaces
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            text = f.read()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2:].split()
+root = fields(sys.argv[1])
+total = sum(int(x) for x in root[11:15]) if root else 0
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    child = fields(pid)
+    if child and child[1] == sys.argv[1]:
+        total += int(child[11]) + int(child[12])
+print(total)
+PY
+}
+
 # wait_for_start FILE PID: waits until process PID has written its start-up line (its ports, as
 # JSON) to FILE. A process that exits first (a taken port, a bad flag) fails the script with its
 # name, instead of a wait that never ends.

@@ -105,6 +105,9 @@ row("provider REST, small sends (8 connections)", find("provider", r"^small send
 row("cluster: one PostgreSQL node, acceptance", find("cluster", r"one node on PostgreSQL: +([0-9,]+) pushes/s") + " vs " +
     find("cluster", r"one node on SQLite: +([0-9,]+) pushes/s") + " on SQLite",
     find("cluster", r"one node on PostgreSQL: .*ratio to SQLite ([0-9.]+)"), "-", f"scripts/bench-cluster.sh {cluster}")
+row("cluster: machine CPU per accepted push, PostgreSQL node (gateway + server) / SQLite node",
+    find("cluster", r"on PostgreSQL: gateway CPU per push .*= ([0-9.]+ µs)") + " / " + find("cluster", r"on SQLite: gateway CPU per push ([0-9.]+ µs)"),
+    "-", "-", f"scripts/bench-cluster.sh {cluster}")
 row("cluster: two PostgreSQL nodes, acceptance", find("cluster", r"two nodes on PostgreSQL: +([0-9,.]+) pushes/s") + " pushes/s",
     find("cluster", r"two nodes on PostgreSQL: .*ratio to SQLite ([0-9.]+)"), "-", f"scripts/bench-cluster.sh {cluster}")
 row("cluster: delivery latency across nodes, paced", "p50 " + find("cluster", r"across nodes .*p50 ([0-9.]+ ms)") + ", p99 " +
