@@ -58,11 +58,13 @@ public func withDeadline<T: Sendable>(
 /// One operation at a time, whose callers each wait with a deadline of their own: a caller that
 /// gives up (``DeadlineExceeded``) leaves the operation running, and the next caller joins it
 /// instead of starting another. For probes and renewals polled on a timer or by clients:
-/// however often they are asked for, the store sees at most one in flight, and a slow query is
-/// not abandoned at each caller's bound (PostgresNIO closes a connection whose query is
-/// cancelled, so a store slower than the bound would lose a connection at every call and get
-/// slower still). Only an operation still running after `abandonAfter` is cancelled: a query
-/// stuck on a dead connection (a partition) must not hold every later caller.
+/// however often they are asked for, the store sees at most one in flight. A caller's deadline
+/// does not stop its query: ``withDeadline(_:_:)`` returns without waiting, and PostgresNIO
+/// (1.33) runs a query to its end whether or not the task awaiting it is cancelled. Without
+/// this, a store slower than the bound would be sent one more query at every call, each holding
+/// a pooled connection, and get slower still. Only an operation still running after
+/// `abandonAfter` is given up (its task cancelled and not waited for, and the next caller starts
+/// another): a query stuck on a dead connection (a partition) must not hold every later caller.
 public final class SingleFlight<Value: Sendable>: Sendable {
     private let state = Locked<(number: Int, task: Task<Result<Value, any Error>, Never>?)>((0, nil))
     private let abandonAfter: TimeAmount
