@@ -31,13 +31,13 @@ PIDS=()
 cleanup() {
     for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
     wait 2>/dev/null || true
-    [ -z "${OWN_POSTGRES:-}" ] || HERALD_TEST_POSTGRES_PORT=54339 HERALD_TEST_POSTGRES_DIR=/tmp/herald-bench-postgres scripts/postgres-for-tests.sh stop
+    [ -z "${OWN_POSTGRES:-}" ] || own_postgres 54339 bench stop
 }
 trap cleanup EXIT
 
 if [ -z "${HERALD_BENCH_POSTGRES_URL:-}" ]; then
     OWN_POSTGRES=1
-    eval "$(HERALD_TEST_POSTGRES_PORT=54339 HERALD_TEST_POSTGRES_DIR=/tmp/herald-bench-postgres scripts/postgres-for-tests.sh start)"
+    eval "$(own_postgres 54339 bench start)"
     HERALD_BENCH_POSTGRES_URL=$HERALD_TEST_POSTGRES_URL
 fi
 database() {  # NAME: a fresh database's URL
@@ -71,7 +71,7 @@ print(f"{name}: gateway CPU per push {per_push(ticks):.1f} µs{server}; {batches
 PY
 }
 database_ticks() {  # the CPU the PostgreSQL server this script started has used so far (nothing for a server it did not start)
-    [ -z "${OWN_POSTGRES:-}" ] || tree_ticks "$(head -n 1 /tmp/herald-bench-postgres/data/postmaster.pid)"
+    [ -z "${OWN_POSTGRES:-}" ] || tree_ticks "$(head -n 1 "$(own_postgres_dir bench)/data/postmaster.pid")"
 }
 load() {  # URIS REQUESTS CONNECTIONS: h2load's req/s
     h2load -n "$2" -c "$3" -m 100 -t 1 -d "$WORK/in/payload.json" \

@@ -27,6 +27,12 @@ print(total)
 PY
 }
 
+# own_postgres PORT NAME start|stop: a throwaway PostgreSQL server of the script's own
+# (scripts/postgres-for-tests.sh) on PORT, in `own_postgres_dir NAME`: a directory per user, since
+# a run as root (CI) leaves one that only the postgres user may remove.
+own_postgres_dir() { echo "/tmp/herald-$1-postgres-$(id -u)"; }
+own_postgres() { HERALD_TEST_POSTGRES_PORT=$1 HERALD_TEST_POSTGRES_DIR=$(own_postgres_dir "$2") scripts/postgres-for-tests.sh "$3"; }
+
 # wait_for_start FILE PID: waits until process PID has written its start-up line (its ports, as
 # JSON) to FILE. A process that exits first (a taken port, a bad flag) fails the script with its
 # name, instead of a wait that never ends.

@@ -30,7 +30,6 @@ WORK=$(mktemp -d /tmp/herald-bench-provider.XXXXXX)
 PIDS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null || true; wait 2>/dev/null || true' EXIT
 
-
 run() {  # NAME BINARY: prints "segment_pushes_per_s segment_latency_s small_req_per_s small_latency_ms"
   local name=$1 bin=$2 dir=$WORK/$1
   mkdir -p "$dir"

@@ -45,6 +45,7 @@
 # the limit allows, rather than failing half-way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-common.sh
 NODES=""
 if [ "${1:-}" = "--nodes" ]; then NODES=${2:?--nodes N}; shift 2; fi
 DEVICES=${1:-100000}
@@ -63,12 +64,12 @@ if [ -n "$NODES" ]; then
     WORK=$(mktemp -d /tmp/herald-bench-scale.XXXXXX)
     OWN_POSTGRES=""
     cleanup() {
-        [ -z "$OWN_POSTGRES" ] || HERALD_TEST_POSTGRES_PORT=54349 HERALD_TEST_POSTGRES_DIR=/tmp/herald-bench-scale-postgres scripts/postgres-for-tests.sh stop
+        [ -z "$OWN_POSTGRES" ] || own_postgres 54349 bench-scale stop
     }
     trap cleanup EXIT
     if [ -z "${HERALD_BENCH_POSTGRES_URL:-}" ]; then
         OWN_POSTGRES=1
-        eval "$(HERALD_TEST_POSTGRES_PORT=54349 HERALD_TEST_POSTGRES_DIR=/tmp/herald-bench-scale-postgres scripts/postgres-for-tests.sh start)"
+        eval "$(own_postgres 54349 bench-scale start)"
         HERALD_BENCH_POSTGRES_URL=$HERALD_TEST_POSTGRES_URL
     fi
     psql "$HERALD_BENCH_POSTGRES_URL" -q -c "DROP DATABASE IF EXISTS herald_bench_scale WITH (FORCE)" -c "CREATE DATABASE herald_bench_scale"
