@@ -75,4 +75,44 @@ struct CommitWatchdogTests {
         never.cancel()
         await never.value
     }
+
+    @Test("a commit that returns between being marked overdue and being handed over leaves no stall behind (issue 63, suspicion 1)")
+    func stallEndsWithItsCommit() async {
+        // The health the intake gives the watchdog: the stall's start, or nil.
+        let health = GatewayHealth()
+        let watchdog = CommitWatchdog<Int>(bound: .milliseconds(10)) { since in
+            if let since { health.storeStalled(since: since) } else { health.storeAnswered() }
+        }
+        let handed = Handed()
+        let sawStall = Locked(false)
+        // The interleaving forced: the commit returns after the watchdog marked it overdue and
+        // before the handover runs (the handover is where the stall was once set).
+        let running = Task {
+            await watchdog.run { overdue in
+                sawStall.withLock { $0 = health.isStoreStalled }
+                #expect(watchdog.end() == true, "the commit learns it was answered already")
+                handed.append(overdue.batch)
+            }
+        }
+        watchdog.begin([1], at: .now() - .seconds(1))
+        await handed.wait(for: 1)
+        #expect(sawStall.withLock { $0 }, "the stall is visible as soon as the commit is marked overdue")
+        #expect(!health.isStoreStalled, "no commit is in flight: nothing may refuse pushes")
+        // A later stuck commit still reports, and its return clears it.
+        watchdog.begin([2], at: .now() - .seconds(1))
+        await handed.wait(for: 2)
+        running.cancel()
+        await running.value
+        #expect(!health.isStoreStalled)
+        // Stuck until after the handover: stalled meanwhile, cleared by its return.
+        let later = Handed()
+        watchdog.begin([3], at: .now() - .seconds(1))
+        let late = Task { await watchdog.run { later.append($0.batch) } }
+        await later.wait(for: 1)
+        #expect(health.isStoreStalled)
+        #expect(watchdog.end() == true)
+        #expect(!health.isStoreStalled)
+        late.cancel()
+        await late.value
+    }
 }

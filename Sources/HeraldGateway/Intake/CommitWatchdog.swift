@@ -4,6 +4,12 @@ import NIOCore
 /// Watches the one batch being committed and hands it over, once, when its commit outlives
 /// `bound`: the intake answers it 503 while the commit goes on.
 ///
+/// Whether a commit is stuck (`stalled`, which makes the intake refuse new pushes and `/health`
+/// answer 503) is told under the same lock that marks the commit overdue and ends it: set when it
+/// is marked, cleared when it returns. It once was set by the handover, after the lock: a commit
+/// returning in between cleared the flag first, then the handover set it with no commit in
+/// flight, and nothing cleared it again (every push 503 until a restart; issue 63, suspicion 1).
+///
 /// It wakes only for a deadline: it sleeps until the batch's commit is due, and while nothing is
 /// being committed it waits for the next commit to begin. An idle gateway does not wake for it
 /// (it once polled four times a second); a busy one wakes about once per `bound`, whatever its
@@ -33,8 +39,14 @@ final class CommitWatchdog<Item: Sendable>: Sendable {
 
     private let state = Locked(State())
     let bound: TimeAmount
+    /// Told, under the watchdog's lock, when the commit under way becomes overdue (its start) and
+    /// when an overdue commit returns (nil).
+    private let stalled: @Sendable (NIODeadline?) -> Void
 
-    init(bound: TimeAmount) { self.bound = bound }
+    init(bound: TimeAmount, stalled: @escaping @Sendable (NIODeadline?) -> Void = { _ in }) {
+        self.bound = bound
+        self.stalled = stalled
+    }
 
     /// A commit of `batch` begins now.
     func begin(_ batch: [Item], at startedAt: NIODeadline = .now()) {
@@ -51,7 +63,9 @@ final class CommitWatchdog<Item: Sendable>: Sendable {
     func end() -> Bool {
         state.withLock { state in
             defer { state.current = nil }
-            return state.current?.overdue ?? false
+            let overdue = state.current?.overdue ?? false
+            if overdue { stalled(nil) }
+            return overdue
         }
     }
 
@@ -65,6 +79,7 @@ final class CommitWatchdog<Item: Sendable>: Sendable {
                     let elapsed = now - current.startedAt
                     guard elapsed >= bound else { return .sleep(bound - elapsed) }
                     state.current?.overdue = true
+                    stalled(current.startedAt)
                     return .overdue(Overdue(batch: current.batch, startedAt: current.startedAt))
                 }
                 switch next {

@@ -51,7 +51,9 @@ public final class NotificationIntake: Sendable {
         feed: DeliveryFeed, cluster: ClusterNode? = nil, metrics: GatewayMetrics, logger: Logger
     ) {
         self.storeTimeout = storeTimeout
-        self.watchdog = CommitWatchdog(bound: storeTimeout)
+        self.watchdog = CommitWatchdog(bound: storeTimeout) { stalledSince in
+            if let stalledSince { health.storeStalled(since: stalledSince) } else { health.storeAnswered() }
+        }
         self.abandonAfter = .nanoseconds(max(3_000_000_000, 2 * storeTimeout.nanoseconds))
         self.health = health
         self.feed = feed
@@ -102,7 +104,7 @@ public final class NotificationIntake: Sendable {
 
     /// Answers 503 for a commit that outlived the store's bound, and for what waits behind it.
     private func answerOverdue(_ overdue: CommitWatchdog<Pending>.Overdue) {
-        health.storeStalled(since: overdue.startedAt)
+        // `/health` and new pushes already see the stall: the watchdog said so as it marked it.
         let waiting = queue.takeAll()
         logger.error("the store has not committed a batch within the bound: answering 503 until it returns", metadata: [
             "bound_ms": "\(storeTimeout.nanoseconds / 1_000_000)", "batch": "\(overdue.batch.count)", "queued": "\(waiting.count)",
@@ -114,12 +116,9 @@ public final class NotificationIntake: Sendable {
         complete(all, with: Array(repeating: .failure(IntakeUnavailable.storeBehind), count: all.count))
     }
 
-    /// Ends the watchdog's view of the batch being committed: whether it answered it already.
-    private func finishCommitting() -> Bool {
-        let answered = watchdog.end()
-        health.storeAnswered()
-        return answered
-    }
+    /// Ends the watchdog's view of the batch being committed: whether it answered it already
+    /// (and if so, the stall it reported ends with it).
+    private func finishCommitting() -> Bool { watchdog.end() }
 
     private func commit(_ batch: [Pending]) async {
         let now = clock.nowMilliseconds()

@@ -5,8 +5,8 @@ import Synchronization
 /// Whether this gateway can take pushes now, as `GET /health` on the admin port reports it (a
 /// load balancer's readiness check): the intake's store, and in a cluster this node's lease.
 ///
-/// Set by the parts that notice: the intake when a commit outlives ``GatewayLimits/storeTimeout``
-/// (and again when it returns), the cluster node when its lease lapses (and when it is renewed).
+/// Set by the parts that notice: the intake's commit watchdog when a commit outlives
+/// ``GatewayLimits/storeTimeout`` (and again when it returns, under the lock that marked it), the cluster node when its lease lapses (and when it is renewed).
 /// `/health` adds a probe of its own (a trivial query, bounded), so an idle gateway whose
 /// database went away is reported too.
 final class GatewayHealth: Sendable {
