@@ -24,7 +24,7 @@ extension PostgresStore: ClusterStore {
         // every node's at once after a database failover, each seeing the others lapsed. Every
         // part reads the snapshot the statement started with: the count of live nodes is of the
         // others, whose leases reaping does not touch, and this one.
-        let rows = try await control.query("""
+        let rows = try await query(on: control, """
             WITH renewed AS (
                 UPDATE nodes SET started_at_ms = \(startedAtMilliseconds), lease_until_ms = \(untilMilliseconds)
                 WHERE node_id = \(node) RETURNING 1
@@ -47,7 +47,7 @@ extension PostgresStore: ClusterStore {
         // drains a cancelled query's rest and keeps the connection, `queryCancelled` being no
         // reason to close it.)
         var renewal: LeaseRenewal?
-        for try await (continued, reaped, others) in rows.decode((Bool, [String], Int64).self) {
+        for (continued, reaped, others) in try rows.decode((Bool, [String], Int64).self) {
             renewal = LeaseRenewal(continued: continued, reaped: reaped.sorted(), liveNodes: Int(clamping: others) + 1)
         }
         guard let renewal else { throw PostgresStoreError("the lease renewal returned no row") }
@@ -83,7 +83,7 @@ extension PostgresStore: ClusterStore {
 
     public func liveNodes(nowMilliseconds: Int64) async throws -> [NodeRecord] {
         var nodes: [NodeRecord] = []
-        for try await (id, started, until) in try await control.query(
+        for (id, started, until) in try await query(on: control, 
             "SELECT node_id, started_at_ms, lease_until_ms FROM nodes WHERE lease_until_ms >= \(nowMilliseconds) ORDER BY node_id",
             logger: logger).decode((String, Int64, Int64).self) {
             nodes.append(NodeRecord(nodeID: id, startedAtMilliseconds: started, leaseUntilMilliseconds: until))
@@ -119,7 +119,7 @@ extension PostgresStore: ClusterStore {
     public func presence(deviceIDs: [String]) async throws -> [String: String] {
         guard !deviceIDs.isEmpty else { return [:] }
         var nodes: [String: String] = [:]
-        for try await (device, node) in try await client.query(
+        for (device, node) in try await query(on: client, 
             "SELECT device_id, node_id FROM presence WHERE device_id = ANY(\(deviceIDs))", logger: logger).decode((String, String).self) {
             nodes[device] = node
         }
@@ -142,7 +142,7 @@ extension PostgresStore: ClusterStore {
     }
 
     public func newestSeq() async throws -> Int64 {
-        for try await seq in try await client.query("SELECT coalesce(max(seq), 0) FROM notifications", logger: logger).decode(Int64.self) {
+        for seq in try await query(on: client, "SELECT coalesce(max(seq), 0) FROM notifications", logger: logger).decode(Int64.self) {
             return seq
         }
         return 0
@@ -202,7 +202,7 @@ extension PostgresStore: ClusterStore {
         }
         guard !channels.isEmpty else { return }
         // One statement, its own short transaction: never the one that stored the pushes.
-        try await client.query(
+        try await query(on: client, 
             "SELECT pg_notify(c, p) FROM unnest(\(channels)::text[], \(payloads)::text[]) AS u(c, p)", logger: logger)
     }
 

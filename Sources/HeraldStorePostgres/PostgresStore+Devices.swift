@@ -40,9 +40,9 @@ extension PostgresStore {
     }
 
     public func device(id: String) async throws -> DeviceRecord? {
-        let rows = try await client.query(
+        let rows = try await query(on: client, 
             "SELECT public_key, enrolled_at_ms, last_seen_at_ms FROM devices WHERE device_id = \(id)", logger: logger)
-        for try await (key, enrolled, seen) in rows.decode((ByteBuffer, Int64, Int64).self) {
+        for (key, enrolled, seen) in try rows.decode((ByteBuffer, Int64, Int64).self) {
             return DeviceRecord(id: id, publicKey: Self.bytes(key), enrolledAtMilliseconds: enrolled, lastSeenAtMilliseconds: seen)
         }
         return nil
@@ -52,13 +52,13 @@ extension PostgresStore {
         try await transaction { c in
             if let deviceID = candidate.deviceID {
                 // The device's row serializes its registrations, on every node.
-                try await c.query("SELECT 1 FROM devices WHERE device_id = \(deviceID) FOR UPDATE", logger: logger)
+                try await Self.query(on: c, "SELECT 1 FROM devices WHERE device_id = \(deviceID) FOR UPDATE", logger: logger)
                 if let existing = try await Self.activeToken(
                     deviceID: deviceID, scope: candidate.scope, environment: candidate.environment, in: c, logger: logger) {
                     return existing
                 }
                 var active = 0
-                for try await count in try await c.query(
+                for count in try await Self.query(on: c, 
                     "SELECT count(*) FROM device_tokens WHERE device_id = \(deviceID) AND unregistered_at_ms IS NULL",
                     logger: logger).decode(Int64.self) {
                     active = Int(clamping: count)
@@ -81,13 +81,13 @@ extension PostgresStore {
     static func activeToken(
         deviceID: String, scope: TokenScope, environment: PushEnvironment, in c: PostgresConnection, logger: Logger
     ) async throws -> TokenRegistration? {
-        let rows = try await c.query("""
+        let rows = try await Self.query(on: c, """
             SELECT \(unescaped: registrationColumns) FROM device_tokens
             WHERE device_id = \(deviceID) AND bundle_id = \(scope.stored) AND environment = \(environment.rawValue)
               AND unregistered_at_ms IS NULL
             ORDER BY created_at_ms LIMIT 1
             """, logger: logger)
-        for try await row in rows.decode(RegistrationRow.self) { return try registration(row) }
+        for row in try rows.decode(RegistrationRow.self) { return try registration(row) }
         return nil
     }
 }

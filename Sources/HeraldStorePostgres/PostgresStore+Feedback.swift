@@ -15,14 +15,14 @@ extension PostgresStore {
     ) async throws -> [FeedbackEntry] {
         try await transaction { c in
             var removed: [(Int64, FeedbackEntry)] = []
-            for try await (id, token, at) in try await c.query("""
+            for (id, token, at) in try await Self.query(on: c, """
                 DELETE FROM feedback WHERE bundle_id = \(bundleID) AND environment = \(environment.rawValue)
                 RETURNING id, token, at_ms
                 """, logger: logger).decode((Int64, ByteBuffer, Int64).self) {
                 if let token = DeviceToken(bytes: Self.bytes(token)) { removed.append((id, FeedbackEntry(token: token, atMilliseconds: at))) }
             }
             var inactive: [(Int64, FeedbackEntry)] = []
-            for try await (token, lastSeen, created) in try await c.query("""
+            for (token, lastSeen, created) in try await Self.query(on: c, """
                 UPDATE device_tokens t SET inactivity_reported = true FROM devices d
                 WHERE d.device_id = t.device_id AND t.bundle_id = \(bundleID) AND t.environment = \(environment.rawValue)
                   AND t.unregistered_at_ms IS NULL AND NOT t.inactivity_reported AND d.last_seen_at_ms < \(inactiveBefore)
@@ -37,11 +37,11 @@ extension PostgresStore {
     }
 
     public func receipts(of id: NotificationID) async throws -> [Receipt] {
-        let rows = try await client.query(
+        let rows = try await query(on: client, 
             "SELECT \(unescaped: Self.notificationColumns) FROM notifications n WHERE n.apns_id = \(id.description) ORDER BY n.seq",
             logger: logger)
         var receipts: [Receipt] = []
-        for try await row in rows.decode(NotificationRow.self) {
+        for row in try rows.decode(NotificationRow.self) {
             let record = try Self.record(row)
             receipts.append(Receipt(
                 of: record.notification, discardAtMilliseconds: record.discardAt, state: record.state,

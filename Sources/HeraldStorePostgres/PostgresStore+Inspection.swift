@@ -15,12 +15,12 @@ extension PostgresStore {
 
     public func teams() async throws -> [TeamRecord] {
         var topics: [String: [String]] = [:]
-        for try await (team, topic) in try await client.query(
+        for (team, topic) in try await query(on: client, 
             "SELECT team_id, topic FROM topics ORDER BY topic", logger: logger).decode((String, String).self) {
             topics[team, default: []].append(topic)
         }
         var keys: [String: [KeyRecord]] = [:]
-        for try await row in try await client.query(
+        for row in try await query(on: client, 
             "SELECT key_id, team_id, environment, created_at_ms, revoked_at_ms FROM provider_keys ORDER BY key_id",
             logger: logger).decode(KeyRow.self) {
             let record = try Self.keyRecord(row)
@@ -32,9 +32,9 @@ extension PostgresStore {
     }
 
     public func revokeKey(id: String, atMilliseconds: Int64) async throws -> KeyRecord? {
-        try await client.query(
+        try await query(on: client, 
             "UPDATE provider_keys SET revoked_at_ms = \(atMilliseconds) WHERE key_id = \(id) AND revoked_at_ms IS NULL", logger: logger)
-        for try await row in try await client.query(
+        for row in try await query(on: client, 
             "SELECT key_id, team_id, environment, created_at_ms, revoked_at_ms FROM provider_keys WHERE key_id = \(id)",
             logger: logger).decode(KeyRow.self) {
             return try Self.keyRecord(row)
@@ -44,7 +44,7 @@ extension PostgresStore {
 
     public func devices(after: String?, limit: Int) async throws -> [DeviceSummary] {
         var devices: [DeviceSummary] = []
-        for try await (id, enrolled, seen, active) in try await client.query("""
+        for (id, enrolled, seen, active) in try await query(on: client, """
             SELECT d.device_id, d.enrolled_at_ms, d.last_seen_at_ms,
                    (SELECT count(*) FROM device_tokens t WHERE t.device_id = d.device_id AND t.unregistered_at_ms IS NULL)
             FROM devices d WHERE d.device_id > \(after ?? "") ORDER BY d.device_id LIMIT \(Self.pageSize(limit))
@@ -56,7 +56,7 @@ extension PostgresStore {
 
     public func tokens(_ filter: TokenFilter, after: DeviceToken?, limit: Int) async throws -> [TokenRegistration] {
         // NULL parameters switch a condition off; the plan stays one statement.
-        let rows = try await client.query("""
+        let rows = try await query(on: client, """
             SELECT \(unescaped: Self.registrationColumns) FROM device_tokens
             WHERE token > \(Self.buffer(after?.bytes ?? []))
               AND (\(filter.bundleID)::text IS NULL OR bundle_id = \(filter.bundleID))
@@ -65,13 +65,13 @@ extension PostgresStore {
             ORDER BY token LIMIT \(Self.pageSize(limit))
             """, logger: logger)
         var registrations: [TokenRegistration] = []
-        for try await row in rows.decode(RegistrationRow.self) { registrations.append(try Self.registration(row)) }
+        for row in try rows.decode(RegistrationRow.self) { registrations.append(try Self.registration(row)) }
         return registrations
     }
 
     public func heldNotifications(_ filter: HeldFilter, after: Int64?, limit: Int) async throws -> [HeldNotification] {
         let token = filter.token.map { Self.buffer($0.bytes) }
-        let rows = try await client.query("""
+        let rows = try await query(on: client, """
             SELECT \(unescaped: Self.notificationColumns) FROM notifications n
             WHERE n.state = 0 AND n.seq > \(after ?? 0)
               AND (\(token)::bytea IS NULL OR n.token = \(token))
@@ -80,7 +80,7 @@ extension PostgresStore {
             ORDER BY n.seq LIMIT \(Self.pageSize(limit))
             """, logger: logger)
         var held: [HeldNotification] = []
-        for try await row in rows.decode(NotificationRow.self) {
+        for row in try rows.decode(NotificationRow.self) {
             let record = try Self.record(row)
             held.append(HeldNotification(
                 seq: record.seq, notification: record.notification, discardAtMilliseconds: record.discardAt, sentAtMilliseconds: record.sentAt))
@@ -90,7 +90,7 @@ extension PostgresStore {
 
     public func pendingFeedback(bundleID: String, environment: PushEnvironment) async throws -> [FeedbackEntry] {
         var entries: [FeedbackEntry] = []
-        for try await (token, at) in try await client.query("""
+        for (token, at) in try await query(on: client, """
             SELECT token, at_ms FROM feedback WHERE bundle_id = \(bundleID) AND environment = \(environment.rawValue) ORDER BY id
             """, logger: logger).decode((ByteBuffer, Int64).self) {
             if let token = DeviceToken(bytes: Self.bytes(token)) { entries.append(FeedbackEntry(token: token, atMilliseconds: at)) }

@@ -251,21 +251,21 @@ extension PostgresStore {
     // MARK: reading what is held
 
     public func storedNotifications(for token: DeviceToken, policy: StorePolicy, nowMilliseconds: Int64) async throws -> [StoredNotification] {
-        let rows = try await client.query("""
+        let rows = try await query(on: client, """
             SELECT \(unescaped: Self.notificationColumns) FROM notifications n
             WHERE n.token = \(Self.buffer(token.bytes)) AND n.state = 0 AND n.discard_at_ms > \(nowMilliseconds) ORDER BY n.seq
             """, logger: logger)
         var notifications: [StoredNotification] = []
-        for try await row in rows.decode(NotificationRow.self) { notifications.append(try Self.record(row).notification) }
+        for row in try rows.decode(NotificationRow.self) { notifications.append(try Self.record(row).notification) }
         return notifications
     }
 
     public func checkReachable() async throws {
-        for try await _ in try await control.query("SELECT 1", logger: logger) {}
+        for _ in try await query(on: control, "SELECT 1", logger: logger) {}
     }
 
     public func storedNotificationCount() async throws -> Int {
-        for try await count in try await client.query("SELECT count(*) FROM notifications WHERE state = 0", logger: logger).decode(Int64.self) {
+        for count in try await query(on: client, "SELECT count(*) FROM notifications WHERE state = 0", logger: logger).decode(Int64.self) {
             return Int(clamping: count)
         }
         return 0
@@ -274,7 +274,7 @@ extension PostgresStore {
     /// Deliveries from rows of `notificationColumns` followed by the device id.
     func deliveries(_ query: PostgresQuery) async throws -> [Delivery] {
         var deliveries: [Delivery] = []
-        for try await row in try await client.query(query, logger: logger).decode(DeliveryRow.self) {
+        for row in try await self.query(on: client, query, logger: logger).decode(DeliveryRow.self) {
             let record = try Self.record((row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9, row.10, row.11, row.12, row.13, row.14))
             deliveries.append(Delivery(seq: record.seq, deviceID: row.15, notification: record.notification))
         }

@@ -22,7 +22,7 @@ extension PostgresStore {
     }
 
     static func insert(_ r: TokenRegistration, in c: PostgresConnection, logger: Logger) async throws {
-        try await c.query("""
+        try await Self.query(on: c, """
             INSERT INTO device_tokens (token, bundle_id, environment, device_id, created_at_ms, unregistered_at_ms, expired_at_ms)
             VALUES (\(buffer(r.token.bytes)), \(r.scope.stored), \(r.environment.rawValue), \(r.deviceID), \(r.createdAtMilliseconds),
                     \(r.unregisteredAtMilliseconds), \(r.expiredAtMilliseconds))
@@ -33,9 +33,9 @@ extension PostgresStore {
         let key = Self.buffer(token.bytes)
         return try await transaction { c in
             var known = false
-            for try await _ in try await c.query("SELECT 1 FROM device_tokens WHERE token = \(key) FOR UPDATE", logger: logger) { known = true }
+            for _ in try await Self.query(on: c, "SELECT 1 FROM device_tokens WHERE token = \(key) FOR UPDATE", logger: logger) { known = true }
             guard known else { return false }
-            try await c.query("""
+            try await Self.query(on: c, """
                 WITH removed AS (
                     UPDATE device_tokens SET unregistered_at_ms = \(atMilliseconds)
                     WHERE token = \(key) AND unregistered_at_ms IS NULL
@@ -46,7 +46,7 @@ extension PostgresStore {
                        environment, token, unregistered_at_ms
                 FROM removed WHERE strpos(bundle_id, '.push-type.liveactivity') = 0
                 """, logger: logger)
-            try await c.query("""
+            try await Self.query(on: c, """
                 UPDATE notifications SET state = \(Int16(NotificationState.dropped.rawValue)), ended_at_ms = \(atMilliseconds)
                 WHERE token = \(key) AND state = 0
                 """, logger: logger)
@@ -64,9 +64,9 @@ extension PostgresStore {
     }
 
     public func registration(of token: DeviceToken) async throws -> TokenRegistration? {
-        let rows = try await client.query(
+        let rows = try await query(on: client, 
             "SELECT \(unescaped: Self.registrationColumns) FROM device_tokens WHERE token = \(Self.buffer(token.bytes))", logger: logger)
-        for try await row in rows.decode(RegistrationRow.self) { return try Self.registration(row) }
+        for row in try rows.decode(RegistrationRow.self) { return try Self.registration(row) }
         return nil
     }
 }

@@ -52,7 +52,10 @@ extension PostgresStore {
                 finish = try await body(connection)
                 for statement in opening { _ = try await statement.get() }
             } catch {
-                do { try await connection.query("ROLLBACK", logger: logger) } catch { await Self.discard(connection) }
+                // On a connection that closed (a statement failed with it), the ROLLBACK fails at
+                // once too (``send(_:on:logger:)``): it once waited forever there, holding the
+                // intake's commit until its deadline (issue 63).
+                do { _ = try await Self.send("ROLLBACK", on: connection, logger: logger).get() } catch { await Self.discard(connection) }
                 throw error
             }
             let commit = Self.send("COMMIT", on: connection, logger: logger)
@@ -90,13 +93,65 @@ extension PostgresStore {
     }
 
     /// Queues `query` on `connection` and returns its answer's future: the statement goes out
-    /// when the ones queued before it are answered, and its rows are collected.
+    /// when the ones queued before it are answered, and its rows are collected. Every statement
+    /// Herald sends goes through here (or ``query(on:_:logger:)``, which comes here).
+    ///
+    /// A statement for a connection that has closed fails at once with ``ConnectionClosed``, and
+    /// is never written. postgres-nio (1.33) writes a statement to its channel with
+    /// `promise: nil`: once the channel has closed and its handlers are gone, the write goes
+    /// nowhere and its answer never comes. Seen after every failover: a statement failed as its
+    /// connection was cut, the ROLLBACK behind it was never answered, and the intake's commit
+    /// waited with it until its deadline (8–10 s of 503s, issue 63). So the statement is handed to
+    /// the connection from its event loop, where the look at the channel and the write are one
+    /// step: a channel still active has its handlers (they go only after it is closed), which
+    /// fail what they hold when it closes. Statements keep their order (the loop runs its tasks
+    /// in order).
     static func send(_ query: PostgresQuery, on connection: PostgresConnection, logger: Logger) -> EventLoopFuture<PostgresQueryResult> {
-        connection.query(query, logger: logger)
+        let loop = connection.eventLoop
+        let result = loop.makePromise(of: PostgresQueryResult.self)
+        let write: @Sendable () -> Void = {
+            if connection.isClosed {
+                result.fail(ConnectionClosed())
+            } else {
+                connection.query(query, logger: logger).cascade(to: result)
+            }
+        }
+        if loop.inEventLoop { write() } else { loop.execute(write) }
+        return result.futureResult
+    }
+
+    /// The rows of `query`, run on a connection of `pool` (see ``send(_:on:logger:)``).
+    @discardableResult
+    func query(on pool: PostgresClient, _ query: PostgresQuery, logger: Logger) async throws -> PostgresQueryResult {
+        try await pool.withConnection { connection in try await Self.send(query, on: connection, logger: logger).get() }
+    }
+
+    /// The rows of `query`, run on `connection` (see ``send(_:on:logger:)``).
+    @discardableResult
+    static func query(on connection: PostgresConnection, _ query: PostgresQuery, logger: Logger) async throws -> PostgresQueryResult {
+        try await send(query, on: connection, logger: logger).get()
     }
 
     /// Closes a connection that must not be reused (its pool replaces it).
     private static func discard(_ connection: PostgresConnection) async {
         try? await connection.close()
+    }
+}
+
+/// A statement sent on a connection that had closed: it was never sent, and is retried on another.
+public struct ConnectionClosed: Error, CustomStringConvertible {
+    public init() {}
+    public var description: String { "the database connection closed before the statement was sent" }
+}
+
+extension PostgresQueryResult {
+    /// Every row, decoded as one column of `Column`.
+    func decode<Column: PostgresDecodable>(_ column: Column.Type) throws -> [Column] {
+        try rows.map { try $0.decode(Column.self) }
+    }
+
+    /// Every row, decoded as columns of these types.
+    func decode<each Column: PostgresDecodable>(_ columns: (repeat each Column).Type) throws -> [(repeat each Column)] {
+        try rows.map { try $0.decode(columns) }
     }
 }

@@ -110,11 +110,11 @@ public final class PostgresStore: GatewayStore, Sendable {
             ).get()
             defer { Task { try? await connection.close() } }
             var exists = false
-            for try await found in try await connection.query(
+            for found in try await Self.query(on: connection, 
                 "SELECT to_regclass('herald_migrations') IS NOT NULL", logger: logger).decode(Bool.self) { exists = found }
             guard exists else { return SchemaVersion(applied: nil, current: current) }
             var applied: Int?
-            for try await version in try await connection.query(
+            for version in try await Self.query(on: connection, 
                 "SELECT max(version) FROM herald_migrations", logger: logger).decode(Int?.self) { applied = version }
             return SchemaVersion(applied: applied, current: current)
         } catch {
@@ -221,7 +221,7 @@ public final class PostgresStore: GatewayStore, Sendable {
             on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: 0, logger: logger
         ).get()
         defer { Task { try? await connection.close() } }
-        if query { for try await _ in try await connection.query("SELECT 1", logger: logger) {} }
+        if query { for _ in try await Self.query(on: connection, "SELECT 1", logger: logger) {} }
     }
 
     /// Replaces the connection pool when it has stopped answering while the database answers a
@@ -240,8 +240,8 @@ public final class PostgresStore: GatewayStore, Sendable {
         let (client, control) = pool.withLock { ($0.client, $0.control) }, logger = self.logger
         do {
             try await withDeadline(.seconds(5)) {
-                for try await _ in try await client.query("SELECT 1", logger: logger) {}
-                for try await _ in try await control.query("SELECT 1", logger: logger) {}
+                for _ in try await self.query(on: client, "SELECT 1", logger: logger) {}
+                for _ in try await self.query(on: control, "SELECT 1", logger: logger) {}
             }
             logger.notice("the connection pools answer: left as they are")
             return
@@ -328,14 +328,14 @@ public final class PostgresStore: GatewayStore, Sendable {
     private func migrate() async throws {
         try await transaction { connection in
             // Another node may be migrating (a long index build): wait for it however long.
-            try await connection.query("SET LOCAL lock_timeout = 0", logger: logger)
-            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
-            try await connection.query("""
+            try await Self.query(on: connection, "SET LOCAL lock_timeout = 0", logger: logger)
+            try await Self.query(on: connection, "SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
+            try await Self.query(on: connection, """
                 CREATE TABLE IF NOT EXISTS herald_migrations (
                     version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
                 """, logger: logger)
             var applied = Set<Int>()
-            for try await version in try await connection.query("SELECT version FROM herald_migrations", logger: logger).decode(Int.self) {
+            for version in try await Self.query(on: connection, "SELECT version FROM herald_migrations", logger: logger).decode(Int.self) {
                 applied.insert(version)
             }
             if let newest = applied.max(), newest > Self.migrations.last?.version ?? 0 {
@@ -343,9 +343,9 @@ public final class PostgresStore: GatewayStore, Sendable {
             }
             for migration in Self.migrations where !applied.contains(migration.version) {
                 for statement in migration.sql {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    try await Self.query(on: connection, PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
-                try await connection.query(
+                try await Self.query(on: connection, 
                     "INSERT INTO herald_migrations (version, name) VALUES (\(migration.version), \(migration.name))", logger: logger)
                 logger.info("database migrated", metadata: ["version": "\(migration.version)", "name": "\(migration.name)"])
             }
