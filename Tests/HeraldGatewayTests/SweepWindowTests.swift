@@ -18,6 +18,24 @@ struct SweepWindowTests {
         #expect(window.look(newest: 800)! == (500, 700))
     }
 
+    @Test("a range the sweep could not read is read by the next looks, not left to the full sweep (issue 63, suspicion 2)")
+    func unreadRanges() {
+        var window = SweepWindow(fullEvery: 30)
+        for newest: Int64 in [100, 250, 400] { _ = window.look(newest: newest) }
+        let failed = window.look(newest: 500)!
+        #expect(failed == (100, 400))
+        window.unread(failed)
+        // The database came back: later looks start at the unread floor until one is read.
+        let next = window.look(newest: 600)!
+        #expect(next == (100, 500), "the unread 101…250 is read again, with the usual window")
+        window.unread(next)
+        let third = window.look(newest: 700)!
+        #expect(third == (100, 600))
+        window.read(third)
+        #expect(window.look(newest: 800)! == (500, 700), "read: the window is back to two intervals")
+        // Before the fix, the window moved on: the look after a failed one started at 250.
+    }
+
     @Test("a quiet cluster's looks read nothing until the next full look")
     func quiet() {
         var window = SweepWindow(fullEvery: 5)
@@ -48,5 +66,33 @@ struct SweepWindowTests {
         #expect(SweepWindow(sweepMilliseconds: 2_000, fullSweepMilliseconds: 3_000).fullEvery == 1)
         #expect(SweepWindow(sweepMilliseconds: 5_000, fullSweepMilliseconds: 2_000).fullEvery == 1, "a full interval shorter than a sweep's: every look is full")
         #expect(SweepWindow(sweepMilliseconds: 0, fullSweepMilliseconds: 60_000).fullEvery == 60_000)
+    }
+}
+
+/// When a cluster node claims its devices' presence again after its record was reaped.
+@Suite("Heal schedule")
+struct HealScheduleTests {
+    @Test("a heal that failed is tried at every renewal until one succeeds (issue 63, suspicion 4)")
+    func retried() {
+        var schedule = HealSchedule()
+        var heal: Bool
+        heal = schedule.renewed(continued: true, wasFenced: false)
+        #expect(!heal, "a renewal of a live record: nothing to heal")
+        // The renewal that finds the record reaped (and re-inserts it) is the only one to say so.
+        heal = schedule.renewed(continued: false, wasFenced: false)
+        #expect(heal)
+        schedule.healed(false)
+        heal = schedule.renewed(continued: true, wasFenced: false)
+        #expect(heal, "the next renewal says `continued`: heals again all the same")
+        schedule.healed(false)
+        heal = schedule.renewed(continued: true, wasFenced: false)
+        #expect(heal)
+        schedule.healed(true)
+        heal = schedule.renewed(continued: true, wasFenced: false)
+        #expect(!heal, "healed: renewals go back to renewing")
+        heal = schedule.renewed(continued: true, wasFenced: true)
+        #expect(heal, "a lapse of the lease heals too")
+        schedule.healed(true)
+        #expect(!schedule.pending)
     }
 }

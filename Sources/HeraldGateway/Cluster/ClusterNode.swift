@@ -166,7 +166,9 @@ final class ClusterNode: Sendable {
 
     /// After a lapse: claims presence again for the devices still connected here (not those
     /// another node holds now: those are closed here), then offers what is held for them.
-    private func heal() async {
+    /// Returns whether the claims were made; one that failed is made again at the next heartbeat
+    /// (``HealSchedule``).
+    private func heal() async -> Bool {
         let claims = registry.presenceClaims()
         let store = self.store, node = nodeID, now = clock.nowMilliseconds()
         do {
@@ -183,11 +185,12 @@ final class ClusterNode: Sendable {
             if !elsewhere.isEmpty {
                 registry.close(deviceIDs: elsewhere, code: .replaced, "this device's connection moved to another gateway node")
             }
-            await sweepOnce(seqAbove: 0, seqAtMost: .max)
+            return await sweepOnce(seqAbove: 0, seqAtMost: .max)
         } catch {
-            // The next renewal that finds the record gone heals again; meanwhile the sweep of
-            // whichever node the devices reach delivers.
-            logger.error("could not claim presence again after a lapse of the lease", metadata: ["error": "\(error)"])
+            // The next heartbeat heals again (the renewal that re-inserted the record said
+            // `continued` only once); meanwhile the sweep of whichever node the devices reach delivers.
+            logger.error("could not claim presence again after a lapse of the lease; again at the next heartbeat", metadata: ["error": "\(error)"])
+            return false
         }
     }
 
@@ -312,7 +315,11 @@ final class ClusterNode: Sendable {
                 let store = self.store
                 let newest = try await withDeadline(storeTimeout) { try await store.newestSeq() }
                 if let range = window.look(newest: newest) {
-                    await sweepOnce(seqAbove: range.above, seqAtMost: range.atMost, limit: limit)
+                    if await sweepOnce(seqAbove: range.above, seqAtMost: range.atMost, limit: limit) {
+                        window.read(range)
+                    } else {
+                        window.unread(range)
+                    }
                 }
             } catch {
                 logger.warning("the cluster sweep failed", metadata: ["error": "\(error)"])
@@ -321,8 +328,9 @@ final class ClusterNode: Sendable {
     }
 
     /// Offers what is held for this node's devices with a sequence number above `seqAbove` and
-    /// up to `seqAtMost`.
-    private func sweepOnce(seqAbove: Int64, seqAtMost: Int64, limit: Int = 10_000) async {
+    /// up to `seqAtMost`. Returns whether the range was read.
+    @discardableResult
+    private func sweepOnce(seqAbove: Int64, seqAtMost: Int64, limit: Int = 10_000) async -> Bool {
         let now = clock.nowMilliseconds()
         let store = self.store, node = nodeID
         do {
@@ -337,12 +345,15 @@ final class ClusterNode: Sendable {
                 metrics.clusterSwept.increment(by: Int64(held.count))
                 _ = registry.deliver(held)
             }
+            return true
         } catch {
             logger.warning("the cluster sweep failed", metadata: ["error": "\(error)"])
+            return false
         }
     }
 
     private func heartbeat() async {
+        var healing = HealSchedule()
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(configuration.heartbeatMilliseconds))
             if Task.isCancelled { break }
@@ -354,7 +365,9 @@ final class ClusterNode: Sendable {
                     metrics.clusterLeaseLost.set(Double(0))
                     logger.warning("this node's cluster lease is renewed: taking devices again", metadata: ["node": "\(nodeID)"])
                 }
-                if !continued || wasFenced { await heal() }
+                if healing.renewed(continued: continued, wasFenced: wasFenced) {
+                    healing.healed(await heal())
+                }
             } catch {
                 logger.error("could not renew this node's lease", metadata: ["error": "\(error)"])
                 Task { [store] in await store.recoverConnections() }
@@ -381,3 +394,22 @@ final class ClusterNode: Sendable {
         }
     }
 }
+
+/// When a node claims its devices' presence again (``ClusterNode``'s heal): after a renewal that
+/// found its record reaped, after a lapse of its lease, and at every renewal after a heal that
+/// failed until one succeeds. A reaped record is re-inserted by the renewal that finds it gone, so
+/// that renewal is the only one to say so: a heal that failed there was once never tried again,
+/// and the node's connected devices stayed without presence (issue 63, suspicion 4).
+struct HealSchedule: Sendable {
+    private(set) var pending = false
+
+    /// A renewal succeeded: whether to heal now.
+    mutating func renewed(continued: Bool, wasFenced: Bool) -> Bool {
+        if !continued || wasFenced { pending = true }
+        return pending
+    }
+
+    /// The heal ran: done, or to be tried at the next renewal.
+    mutating func healed(_ succeeded: Bool) { pending = !succeeded }
+}
+
