@@ -3,10 +3,10 @@ import Testing
 
 @testable import HeraldGateway
 
-/// The provider connection's frame guard without sockets: frame headers found however bytes are
+/// The HTTP/2 frame guard (the provider port's and the Web Push port's) without sockets: frame headers found however bytes are
 /// split, resets of answered streams free, resets in progress and control floods counted in windows.
-@Suite("Provider frame guard")
-struct ProviderFrameGuardTests {
+@Suite("HTTP/2 frame guard")
+struct HTTP2FrameGuardTests {
     typealias Frame = HTTP2FrameScanner.Frame
 
     static func header(_ type: UInt8, flags: UInt8 = 0, stream: UInt32, length: Int = 0) -> [UInt8] {
@@ -43,7 +43,7 @@ struct ProviderFrameGuardTests {
     @Test("resets after the answer never count; resets in progress past the limit are a violation, per window")
     func resets() {
         var clock = NIODeadline.uptimeNanoseconds(1_000_000_000)
-        var state = APNsPortFrameGuardState(limits: .init(inProgressResets: 3, resetWindow: .seconds(30), controlFrames: 1000, controlWindow: .seconds(10)))
+        var state = HTTP2FrameGuardState(limits: .init(inProgressResets: 3, resetWindow: .seconds(30), controlFrames: 1000, controlWindow: .seconds(10)))
         // 1,000 streams answered, then reset by the client: all free.
         for n in 0..<1000 {
             let stream = UInt32(2 * n + 1)
@@ -54,7 +54,7 @@ struct ProviderFrameGuardTests {
         }
         #expect(state.inProgress.isEmpty)
         // Streams reset before their answer: the fourth in 30 s is one too many.
-        var verdicts: [APNsPortFrameGuardState.Verdict] = []
+        var verdicts: [HTTP2FrameGuardState.Verdict] = []
         for n in 1000..<1004 {
             let stream = UInt32(2 * n + 1)
             _ = state.inbound(Frame(type: Frame.headers, flags: 0, streamID: stream, length: 0), now: { clock })
@@ -63,7 +63,7 @@ struct ProviderFrameGuardTests {
         #expect(verdicts.prefix(3).allSatisfy { $0 == .pass })
         #expect(verdicts.last != .pass)
         // A new window starts the count again.
-        var fresh = APNsPortFrameGuardState(limits: .init(inProgressResets: 3, resetWindow: .seconds(30), controlFrames: 1000, controlWindow: .seconds(10)))
+        var fresh = HTTP2FrameGuardState(limits: .init(inProgressResets: 3, resetWindow: .seconds(30), controlFrames: 1000, controlWindow: .seconds(10)))
         for n in 0..<9 {
             let stream = UInt32(2 * n + 1)
             if n % 3 == 0 { clock = clock + .seconds(31) }
@@ -75,7 +75,7 @@ struct ProviderFrameGuardTests {
     @Test("control frames: a flood is a violation, two more are allowed per stream opened; a GOAWAY with an error closes")
     func controlFrames() {
         let clock = NIODeadline.uptimeNanoseconds(1_000_000_000)
-        var state = APNsPortFrameGuardState(limits: .init(inProgressResets: 200, resetWindow: .seconds(30), controlFrames: 10, controlWindow: .seconds(10)))
+        var state = HTTP2FrameGuardState(limits: .init(inProgressResets: 200, resetWindow: .seconds(30), controlFrames: 10, controlWindow: .seconds(10)))
         for _ in 0..<10 { #expect(state.inbound(Frame(type: Frame.ping, flags: 0, streamID: 0, length: 8), now: { clock }) == .pass) }
         for n in 0..<5 { _ = state.inbound(Frame(type: Frame.headers, flags: 0, streamID: UInt32(2 * n + 1), length: 0), now: { clock }) }
         for _ in 0..<10 { #expect(state.inbound(Frame(type: Frame.windowUpdate, flags: 0, streamID: 0, length: 4), now: { clock }) == .pass) }

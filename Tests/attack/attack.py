@@ -146,9 +146,9 @@ class H2:
             self.pump(timeout=max(0.05, deadline - time.time()))
         return self.closed
 
-    def request(self, path, headers, body):
+    def request(self, path, headers, body, authority="localhost"):
         sid = self.conn.get_next_available_stream_id()
-        self.conn.send_headers(sid, [(":method", "POST"), (":scheme", "https"), (":authority", "localhost"), (":path", path), *headers.items()])
+        self.conn.send_headers(sid, [(":method", "POST"), (":scheme", "https"), (":authority", authority), (":path", path), *headers.items()])
         self.conn.send_data(sid, body, end_stream=True)
         return sid
 
@@ -289,8 +289,87 @@ def webpush_attacks(webpush_port, ca, gateway):
         except Exception:
             closed_with = ws3.close_code if ws3.close_code is not None else (ws3.protocol.close_rcvd.code if ws3.protocol.close_rcvd else None)
         check(f"webpush: {name} closes the browser's connection ({code})", closed_with == code, closed_with)
+    # The HTTP/2 floods the provider port cuts off, on this port's h2 connections (issue 63).
+    honest = {"authorization": vapid(key, good_claims)[0], "ttl": "60"}
+
+    def opened(client):
+        # The authority names the port: VAPID's `aud` is checked against the origin reached.
+        sid = client.request(path, honest, b"", authority=f"localhost:{webpush_port}")
+        client.flush()
+        deadline = time.time() + 5
+        while sid not in client.ended and time.time() < deadline and not client.closed:
+            client.pump(1)
+        return client.responses.get(sid, {}).get(":status") == "201"
+
+    client = H2(webpush_port, ca)
+    check("webpush: an application server pushes over HTTP/2 (201)", opened(client), client.responses)
+    client.close()
+    http2_floods("webpush", webpush_port, ca, opened, path, honest)
+    with httpx.Client(http2=True, verify=ca, timeout=10) as c:
+        r = c.post(f"https://localhost:{webpush_port}{path}", headers=honest)
+        check("webpush: an honest sender is answered after the floods (201, over HTTP/2)",
+              (r.status_code, r.http_version) == (201, "HTTP/2"), (r.status_code, r.http_version))
     ws.close()
     check("webpush: the gateway survived the Web Push attacks", alive(gateway))
+
+
+def http2_floods(label, port, ca, opened, path, headers):
+    """The HTTP/2 floods every HTTP/2 port must cut off (GOAWAY, then the TCP connection closed):
+    Rapid Reset, a CONTINUATION flood, PING/SETTINGS/WINDOW_UPDATE floods. `opened(client)` makes
+    a fresh connection an honest one first (a request answered on it)."""
+    # --- HTTP/2 Rapid Reset: HEADERS + RST_STREAM x 3000.
+    client = H2(port, ca)
+    opened(client)
+    sid = client.conn.highest_outbound_stream_id + 2
+    for _ in range(3000):
+        client.conn.send_headers(sid, [(":method", "POST"), (":scheme", "https"), (":authority", "localhost"),
+                                       (":path", path), *headers.items()])
+        client.conn.reset_stream(sid)
+        sid += 2
+    try:
+        client.flush()
+    except OSError:
+        pass
+    closed = client.wait_closed(8)
+    check(f"{label}: rapid reset: GOAWAY ENHANCE_YOUR_CALM", client.goaway is not None and client.goaway.error_code == ENHANCE_YOUR_CALM, client.goaway)
+    check(f"{label}: rapid reset: the TCP connection is closed", closed)
+    client.close()
+
+    # --- CONTINUATION flood: one header block that never ends.
+    client = H2(port, ca)
+    opened(client)
+    sid = client.conn.highest_outbound_stream_id + 2
+    first = HeadersFrame(sid)
+    first.data = b"\x82"  # :method GET, then no END_HEADERS
+    flood = first.serialize()
+    for _ in range(2000):
+        cont = ContinuationFrame(sid)
+        cont.data = b"\x40\x01a\x01b"
+        flood += cont.serialize()
+    try:
+        client.raw(flood)
+    except OSError:
+        pass
+    check(f"{label}: CONTINUATION flood: connection closed after GOAWAY", client.wait_closed(8))
+    client.close()
+
+    # --- Control-frame floods: PING read by the peer, SETTINGS not read, WINDOW_UPDATE.
+    for name, make in [
+        ("PING", lambda i: PingFrame(0, opaque_data=struct.pack(">Q", i)).serialize()),
+        ("SETTINGS", lambda i: SettingsFrame(0, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 65535}).serialize()),
+        ("WINDOW_UPDATE", lambda i: WindowUpdateFrame(0, window_increment=1).serialize()),
+    ]:
+        client = H2(port, ca)
+        opened(client)
+        try:
+            for chunk in range(10):
+                client.raw(b"".join(make(chunk * 1000 + i) for i in range(1000)))
+                if name == "PING":
+                    client.pump(0.05)
+        except OSError:
+            pass
+        check(f"{label}: {name} flood: connection closed", client.wait_closed(8))
+        client.close()
 
 
 def descriptor_exhaustion():
@@ -411,61 +490,8 @@ def main():
         check("benign: the connection was never closed and got no GOAWAY", not client.closed and client.goaway is None, client.goaway)
         client.close()
 
-        # --- HTTP/2 Rapid Reset: HEADERS + RST_STREAM x 3000.
-        client = H2(port, ca)
-        authenticated(client)
-        frames = b""
-        sid = client.conn.highest_outbound_stream_id + 2
-        for _ in range(3000):
-            client.conn.send_headers(sid, [(":method", "POST"), (":scheme", "https"), (":authority", "localhost"),
-                                           (":path", f"/3/device/{token}"), *headers.items()])
-            client.conn.reset_stream(sid)
-            sid += 2
-        try:
-            client.flush()
-        except OSError:
-            pass
-        closed = client.wait_closed(8)
-        check("rapid reset: GOAWAY ENHANCE_YOUR_CALM", client.goaway is not None and client.goaway.error_code == ENHANCE_YOUR_CALM, client.goaway)
-        check("rapid reset: the TCP connection is closed", closed)
-        client.close()
-
-        # --- CONTINUATION flood: one header block that never ends.
-        client = H2(port, ca)
-        authenticated(client)
-        sid = client.conn.highest_outbound_stream_id + 2
-        first = HeadersFrame(sid)
-        first.data = b"\x82"  # :method GET, then no END_HEADERS
-        flood = first.serialize()
-        for _ in range(2000):
-            cont = ContinuationFrame(sid)
-            cont.data = b"\x40\x01a\x01b"
-            flood += cont.serialize()
-        try:
-            client.raw(flood)
-        except OSError:
-            pass
-        closed = client.wait_closed(8)
-        check("CONTINUATION flood: connection closed after GOAWAY", closed)
-        client.close()
-
-        # --- Control-frame floods: PING read by the peer, SETTINGS not read, WINDOW_UPDATE.
-        for name, make in [
-            ("PING", lambda i: PingFrame(0, opaque_data=struct.pack(">Q", i)).serialize()),
-            ("SETTINGS", lambda i: SettingsFrame(0, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 65535}).serialize()),
-            ("WINDOW_UPDATE", lambda i: WindowUpdateFrame(0, window_increment=1).serialize()),
-        ]:
-            client = H2(port, ca)
-            authenticated(client)
-            try:
-                for chunk in range(10):
-                    client.raw(b"".join(make(chunk * 1000 + i) for i in range(1000)))
-                    if name == "PING":
-                        client.pump(0.05)
-            except OSError:
-                pass
-            check(f"{name} flood: connection closed", client.wait_closed(8))
-            client.close()
+        # --- The HTTP/2 floods (Rapid Reset, CONTINUATION, control frames) on the provider port.
+        http2_floods("provider", port, ca, authenticated, f"/3/device/{token}", headers)
 
         # --- Oversized header block and oversized body.
         client = H2(port, ca)

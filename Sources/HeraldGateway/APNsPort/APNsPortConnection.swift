@@ -57,17 +57,12 @@ final class APNsPortConnection: @unchecked Sendable {
         ]
     }
 
-    /// NIO's connection settings: Herald's own ``APNsPortFrameGuard`` counts resets and control
+    /// NIO's connection settings: Herald's own ``HTTP2FrameGuard`` counts resets and control
     /// frames (it can tell a reset of an answered stream from a Rapid Reset), so NIO's counters
     /// are set so wide they never fire; NIO still bounds CONTINUATION sequences, empty DATA frames
     /// and control frames buffered for a peer that does not read.
     var connectionConfiguration: NIOHTTP2Handler.ConnectionConfiguration {
-        var configuration = NIOHTTP2Handler.ConnectionConfiguration()
-        configuration.initialSettings = initialSettings
-        configuration.maximumBufferedControlFrames = 1_000
-        configuration.controlFrameRateLimit.maximumCount = 1_000
-        configuration.controlFrameRateLimit.windowLength = .microseconds(1)
-        return configuration
+        HTTP2FrameGuard.connectionConfiguration(settings: initialSettings)
     }
 
     static var streamConfiguration: NIOHTTP2Handler.StreamConfiguration {

@@ -44,15 +44,7 @@ final class APNsPortListener: Sendable {
                             metrics.recordPeerClosed(port: "provider", reason: "handshake_timeout")
                         })
                     }
-                    try sync.addHandler(APNsPortFrameGuard(limits: .init(
-                        inProgressResets: limits.inProgressResetsPerWindow, resetWindow: limits.resetWindow,
-                        controlFrames: limits.controlFramesPerWindow, controlWindow: limits.controlFrameWindow
-                    )) { reason in
-                        metrics.recordPeerClosed(port: "provider", reason: "flood")
-                        providerPort.logger.notice("provider connection closed", metadata: [
-                            "peer": "\(channel.remoteAddress?.description ?? "?")", "reason": "\(reason)",
-                        ])
-                    })
+                    try sync.addHandler(HTTP2FrameGuard(limits, port: "provider", channel: channel, metrics: metrics, logger: providerPort.logger))
                     try sync.addHandler(FlushCoalescingHandler())
                     let connection = APNsPortConnection(
                         channel: channel, environment: providerPort.environment, idleTimeout: limits.providerIdleTimeout,

@@ -1,7 +1,8 @@
+import Logging
 import NIOCore
 import NIOHTTP2
 
-/// What a provider connection may send before it is cut off: resets of streams still in progress
+/// What an HTTP/2 connection (the provider port's, the Web Push port's) may send before it is cut off: resets of streams still in progress
 /// and control frames, each counted in a window. A pure state machine over frame headers and time.
 ///
 /// A stream is *in progress* from the peer's HEADERS until the gateway ends its answer (HEADERS or
@@ -9,7 +10,7 @@ import NIOHTTP2
 /// (under APNSwift) and Go's HTTP/2 client do for every request — is harmless and never counted;
 /// resetting streams in progress is what HTTP/2 Rapid Reset (CVE-2023-44487) does, and is counted
 /// (the distinction Envoy draws between "premature" and other resets).
-struct APNsPortFrameGuardState {
+struct HTTP2FrameGuardState {
     struct Limits {
         var inProgressResets: Int
         var resetWindow: TimeAmount
@@ -102,25 +103,51 @@ struct APNsPortFrameGuardState {
     }
 }
 
-/// Sits between TLS (or the socket, for h2c) and NIO's HTTP/2 handler of a provider connection and
-/// applies ``APNsPortFrameGuardState``: a peer past a limit gets GOAWAY `ENHANCE_YOUR_CALM`, nothing
+/// Sits between TLS (or the socket, for h2c) and NIO's HTTP/2 handler of a connection to either
+/// HTTP/2 port (provider, Web Push) and applies ``HTTP2FrameGuardState``: a peer past a limit gets GOAWAY `ENHANCE_YOUR_CALM`, nothing
 /// more of what it sent is read, and the connection is closed. Any GOAWAY for an error — Herald's
 /// or NIO's (CONTINUATION flood, protocol errors) — closes the connection once written.
-final class APNsPortFrameGuard: ChannelDuplexHandler, RemovableChannelHandler {
+final class HTTP2FrameGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
     typealias OutboundIn = IOData
     typealias OutboundOut = IOData
 
-    private var state: APNsPortFrameGuardState
+    private var state: HTTP2FrameGuardState
     private var inboundScanner = HTTP2FrameScanner(inbound: true)
     private var outboundScanner = HTTP2FrameScanner(inbound: false)
     private var closing = false
     private let onViolation: (String) -> Void
 
-    init(limits: APNsPortFrameGuardState.Limits, onViolation: @escaping (String) -> Void) {
-        state = APNsPortFrameGuardState(limits: limits)
+    init(limits: HTTP2FrameGuardState.Limits, onViolation: @escaping (String) -> Void) {
+        state = HTTP2FrameGuardState(limits: limits)
         self.onViolation = onViolation
+    }
+
+    /// The guard of a connection to `port` (the metric's label) with the gateway's limits: a
+    /// violation is counted as a `flood` and logged with its reason.
+    convenience init(_ limits: GatewayLimits, port: String, channel: Channel, metrics: GatewayMetrics, logger: Logger) {
+        self.init(limits: .init(
+            inProgressResets: limits.inProgressResetsPerWindow, resetWindow: limits.resetWindow,
+            controlFrames: limits.controlFramesPerWindow, controlWindow: limits.controlFrameWindow
+        )) { [weak channel] reason in
+            metrics.recordPeerClosed(port: port, reason: "flood")
+            logger.notice("HTTP/2 connection closed", metadata: [
+                "port": "\(port)", "peer": "\(channel?.remoteAddress?.description ?? "?")", "reason": "\(reason)",
+            ])
+        }
+    }
+
+    /// NIO's own limits for a connection behind this guard: wide enough never to fire before it
+    /// does (NIO counts every reset and control frame; the guard tells answered streams' resets
+    /// apart), with `settings` as the connection's first SETTINGS.
+    static func connectionConfiguration(settings: HTTP2Settings) -> NIOHTTP2Handler.ConnectionConfiguration {
+        var configuration = NIOHTTP2Handler.ConnectionConfiguration()
+        configuration.initialSettings = settings
+        configuration.maximumBufferedControlFrames = 1_000
+        configuration.controlFrameRateLimit.maximumCount = 1_000
+        configuration.controlFrameRateLimit.windowLength = .microseconds(1)
+        return configuration
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

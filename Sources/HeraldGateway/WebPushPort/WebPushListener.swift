@@ -56,13 +56,15 @@ enum WebPushListener {
         let sync = channel.pipeline.syncOperations
         try sync.addHandler(KeepaliveHandler(pingInterval: nil, idleTimeout: port.idleTimeout, wheel: wheel))
         try sync.addHandler(IdleCloser(metrics: port.metrics))
+        // The provider port's defences (issue 63): resets of streams in progress and control-frame
+        // floods counted, and any GOAWAY for an error closes the connection once written.
+        try sync.addHandler(HTTP2FrameGuard(port.limits, port: "webpush", channel: channel, metrics: port.metrics, logger: port.logger))
         // The answers of one intake batch go out in one TLS record and one system call.
         try sync.addHandler(FlushCoalescingHandler())
-        var connection = NIOHTTP2Handler.ConnectionConfiguration()
-        connection.initialSettings = [
+        var connection = HTTP2FrameGuard.connectionConfiguration(settings: [
             HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000),
             HTTP2Setting(parameter: .maxHeaderListSize, value: port.limits.maximumHeaderListSize),
-        ]
+        ])
         connection.maximumRecentlyResetStreams = 100
         try sync.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: connection, streamConfiguration: .init()))
         try sync.addHandler(WebPushStream.table(port: port))
