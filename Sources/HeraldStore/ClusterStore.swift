@@ -36,8 +36,14 @@ public protocol ClusterStore: GatewayStore {
     func liveNodes(nowMilliseconds: Int64) async throws -> [NodeRecord]
 
     /// Records that `node` holds the device's connection now: the newer connection wins, whichever
-    /// node held the device before. Returns the node that held it before, if another one did.
-    func claimPresence(deviceID: String, node: String, connection: Int64, atMilliseconds: Int64) async throws -> String?
+    /// node held the device before. Returns who held it before (any node, this one included).
+    func claimPresence(deviceID: String, node: String, connection: Int64, atMilliseconds: Int64) async throws -> PresenceHolder?
+    /// Takes back a claim that landed after its session had closed (a claim queued behind a
+    /// recovering pool, landing after the device moved to another node): if the device's
+    /// presence is still this claim's (`node`, `connection`), it goes back to `previous`, the holder
+    /// the claim replaced on another node, or is removed (there was none, or it was an earlier
+    /// connection to this node, which the withdrawn one had replaced). A newer claim is never touched.
+    func withdrawClaim(deviceID: String, node: String, connection: Int64, restoring previous: PresenceHolder?) async throws
     /// Claims presence again for devices still connected to `node` after its lease lapsed (or
     /// its record was reaped): a device with no presence, or presence on this node, is claimed;
     /// one that another node holds is left there (the device moved: this node must not steal it
@@ -88,6 +94,16 @@ public struct LeaseRenewal: Sendable, Hashable {
 }
 
 /// A device connected to a node, by the connection that holds it.
+/// Who held a device's presence: a node and its connection.
+public struct PresenceHolder: Sendable, Hashable {
+    public var node: String
+    public var connection: Int64
+    public init(node: String, connection: Int64) {
+        self.node = node
+        self.connection = connection
+    }
+}
+
 public struct PresenceClaim: Sendable, Hashable {
     public var deviceID: String
     public var connection: Int64

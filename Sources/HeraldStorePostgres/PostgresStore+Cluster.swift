@@ -64,7 +64,7 @@ extension PostgresStore: ClusterStore {
                 INSERT INTO presence (device_id, node_id, connection_id, since_ms)
                 SELECT d, \(node), k, \(atMilliseconds) FROM unnest(\(ids)::text[], \(connections)::int8[]) AS u(d, k)
                 ON CONFLICT (device_id) DO UPDATE SET connection_id = excluded.connection_id, since_ms = excluded.since_ms
-                WHERE presence.node_id = excluded.node_id
+                WHERE presence.node_id = excluded.node_id AND presence.connection_id <> excluded.connection_id
                 """, on: c, logger: logger)
             let elsewhere = Self.send(
                 "SELECT device_id FROM presence WHERE device_id = ANY(\(ids)) AND node_id <> \(node)", on: c, logger: logger)
@@ -91,23 +91,36 @@ extension PostgresStore: ClusterStore {
         return nodes
     }
 
-    public func claimPresence(deviceID: String, node: String, connection: Int64, atMilliseconds: Int64) async throws -> String? {
+    public func claimPresence(deviceID: String, node: String, connection: Int64, atMilliseconds: Int64) async throws -> PresenceHolder? {
         let logger = self.logger
         // The previous holder is read (and locked) by the statement before the claim, in the same
         // round trip.
         return try await transaction(relaxed: true, pipelined: { c in
-            let before = Self.send("SELECT node_id FROM presence WHERE device_id = \(deviceID) FOR UPDATE", on: c, logger: logger)
+            let before = Self.send(
+                "SELECT node_id, connection_id FROM presence WHERE device_id = \(deviceID) FOR UPDATE", on: c, logger: logger)
             let claimed = Self.send("""
                 INSERT INTO presence (device_id, node_id, connection_id, since_ms) VALUES (\(deviceID), \(node), \(connection), \(atMilliseconds))
                 ON CONFLICT (device_id) DO UPDATE
                 SET node_id = excluded.node_id, connection_id = excluded.connection_id, since_ms = excluded.since_ms
                 """, on: c, logger: logger)
             return {
-                let previous = try await before.get().first.map { try $0.decode(String.self) }
+                let previous = try await before.get().decode((String, Int64).self).first
                 _ = try await claimed.get()
-                return previous == node ? nil : previous
+                return previous.map { PresenceHolder(node: $0.0, connection: $0.1) }
             }
         })
+    }
+
+    public func withdrawClaim(deviceID: String, node: String, connection: Int64, restoring previous: PresenceHolder?) async throws {
+        // An earlier connection of this node's was replaced by the one withdrawn: gone too.
+        guard let previous, previous.node != node else {
+            try await releasePresence(deviceID: deviceID, node: node, connection: connection)
+            return
+        }
+        try await transaction(relaxed: true, statements: ["""
+            UPDATE presence SET node_id = \(previous.node), connection_id = \(previous.connection)
+            WHERE device_id = \(deviceID) AND node_id = \(node) AND connection_id = \(connection)
+            """])
     }
 
     public func releasePresence(deviceID: String, node: String, connection: Int64) async throws {

@@ -137,11 +137,34 @@ struct PostgresClusterStoreTests {
         let store = try await PostgresStore.connect(try database(), logger: logger)
         defer { Task { await store.close() } }
         #expect(try await store.claimPresence(deviceID: "d1", node: "a", connection: 1, atMilliseconds: now) == nil)
-        #expect(try await store.claimPresence(deviceID: "d1", node: "b", connection: 2, atMilliseconds: now + 1) == "a")
+        #expect(try await store.claimPresence(deviceID: "d1", node: "b", connection: 2, atMilliseconds: now + 1) == .init(node: "a", connection: 1))
         try await store.releasePresence(deviceID: "d1", node: "a", connection: 1)
         #expect(try await store.presence(deviceIDs: ["d1", "d2"]) == ["d1": "b"])
         try await store.releasePresence(deviceID: "d1", node: "b", connection: 2)
         #expect(try await store.presence(deviceIDs: ["d1"]).isEmpty)
+    }
+
+    @Test("presence: a claim that landed after its session closed is withdrawn, and the holder it replaced is back (issue 63, suspicion 3)")
+    func lateClaimWithdrawn() async throws {
+        let store = try await PostgresStore.connect(try database(), logger: logger)
+        defer { Task { await store.close() } }
+        // The interleaving forced: d1's session on a (connection 1) closed while its claim waited
+        // behind a recovering pool; d1 connected to b (connection 7), whose claim landed first.
+        #expect(try await store.claimPresence(deviceID: "d1", node: "b", connection: 7, atMilliseconds: now) == nil)
+        let replaced = try await store.claimPresence(deviceID: "d1", node: "a", connection: 1, atMilliseconds: now - 500)
+        #expect(replaced == .init(node: "b", connection: 7))
+        #expect(try await store.presence(deviceIDs: ["d1"]) == ["d1": "a"], "the late claim overwrote b's: pushes would go to a")
+        // a sees its session gone when the claim returns, and withdraws it.
+        try await store.withdrawClaim(deviceID: "d1", node: "a", connection: 1, restoring: replaced)
+        #expect(try await store.presence(deviceIDs: ["d1"]) == ["d1": "b"], "b holds the device again")
+        // A withdrawal never touches a newer claim.
+        _ = try await store.claimPresence(deviceID: "d2", node: "a", connection: 2, atMilliseconds: now)
+        _ = try await store.claimPresence(deviceID: "d2", node: "a", connection: 3, atMilliseconds: now + 1)
+        try await store.withdrawClaim(deviceID: "d2", node: "a", connection: 2, restoring: nil)
+        #expect(try await store.presence(deviceIDs: ["d2"]) == ["d2": "a"])
+        // One with nothing before it goes away.
+        try await store.withdrawClaim(deviceID: "d2", node: "a", connection: 3, restoring: .init(node: "a", connection: 2))
+        #expect(try await store.presence(deviceIDs: ["d2"]).isEmpty)
     }
 
     @Test("accept reads where each device is in the statement that stores its pushes (routing needs no presence query)")

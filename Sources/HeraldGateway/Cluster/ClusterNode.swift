@@ -196,24 +196,57 @@ final class ClusterNode: Sendable {
 
     // MARK: presence
 
-    /// Records that this node holds the device's connection now.
+    /// Records that this node holds the device's connection now. A claim that lands after its
+    /// session closed (queued behind a recovering pool while the device moved to another node)
+    /// is withdrawn at once: the device's presence goes back to whoever the claim replaced,
+    /// unless a newer claim has replaced it since (issue 63, suspicion 3: the late claim once
+    /// stayed, or was released, and the node really holding the device had no presence).
     func claim(deviceID: String, connection: Int64) async throws {
-        if let previous = try await store.claimPresence(
-            deviceID: deviceID, node: nodeID, connection: connection, atMilliseconds: clock.nowMilliseconds()) {
-            logger.debug("device moved here from another node", metadata: ["device": "\(deviceID)", "from": "\(previous)"])
+        let previous = try await store.claimPresence(
+            deviceID: deviceID, node: nodeID, connection: connection, atMilliseconds: clock.nowMilliseconds())
+        if let previous, previous.node != nodeID {
+            logger.debug("device moved here from another node", metadata: ["device": "\(deviceID)", "from": "\(previous.node)"])
+        }
+        guard !registry.holds(deviceID: deviceID, connection: connection) else { return }
+        metrics.clusterClaimsWithdrawn.increment()
+        logger.info("a presence claim landed after its session closed: withdrawn", metadata: [
+            "device": "\(deviceID)", "restored": "\(previous?.node ?? "none")",
+        ])
+        let store = self.store, node = nodeID
+        await retrying("withdraw a late presence claim", deviceID: deviceID) {
+            try await store.withdrawClaim(deviceID: deviceID, node: node, connection: connection, restoring: previous)
         }
     }
 
-    /// Forgets the device's presence here (its session closed).
+    /// Forgets the device's presence here (its session closed), retried until it is done: a
+    /// release lost to a restarting database left presence naming this node for a device it no
+    /// longer has.
     func release(deviceID: String, connection: Int64) {
-        let store = self.store
-        let node = nodeID
-        let logger = self.logger
+        let store = self.store, node = nodeID
         Task {
-            do { try await store.releasePresence(deviceID: deviceID, node: node, connection: connection) } catch {
-                // The presence stays until the device connects again or this node's lease ends;
-                // hints to it meanwhile are dropped here and the sweep finds nothing for it.
-                logger.debug("could not release a device's presence", metadata: ["device": "\(deviceID)", "error": "\(error)"])
+            await retrying("release a device's presence", deviceID: deviceID) {
+                try await store.releasePresence(deviceID: deviceID, node: node, connection: connection)
+            }
+        }
+    }
+
+    /// Runs a presence write until it succeeds (bounded each time, one heartbeat apart), for at
+    /// most a lease: past that, a node that cannot write has lost its lease and its presence is
+    /// reaped by the others, or a reclaim repairs it.
+    private func retrying(_ what: String, deviceID: String, _ write: @escaping @Sendable () async throws -> Void) async {
+        let attempts = max(2, Int(configuration.leaseMilliseconds / max(1, configuration.heartbeatMilliseconds)) + 1)
+        for attempt in 1...attempts {
+            do {
+                try await withDeadline(storeTimeout, write)
+                return
+            } catch {
+                if attempt == attempts || Task.isCancelled {
+                    logger.warning("could not \(what); the device's next connection or a reclaim repairs it", metadata: [
+                        "device": "\(deviceID)", "error": "\(error)", "attempts": "\(attempt)",
+                    ])
+                    return
+                }
+                try? await Task.sleep(for: .milliseconds(configuration.heartbeatMilliseconds))
             }
         }
     }
@@ -307,10 +340,13 @@ final class ClusterNode: Sendable {
         let limit = 10_000
         var window = SweepWindow(
             sweepMilliseconds: configuration.sweepMilliseconds, fullSweepMilliseconds: configuration.fullSweepMilliseconds)
+        var looks = 0
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(configuration.sweepMilliseconds))
             if Task.isCancelled { break }
             if isFenced { continue }
+            looks += 1
+            if looks % window.fullEvery == 0 { await repairPresence() }
             do {
                 let store = self.store
                 let newest = try await withDeadline(storeTimeout) { try await store.newestSeq() }
@@ -324,6 +360,23 @@ final class ClusterNode: Sendable {
             } catch {
                 logger.warning("the cluster sweep failed", metadata: ["error": "\(error)"])
             }
+        }
+    }
+
+    /// Claims presence, where no node holds it, for every device connected here (at each full
+    /// sweep): a release that ran after a newer claim of this node's had replaced another
+    /// node's (the device connected twice) leaves the device with no presence, and its pushes
+    /// with no route but its next connection. A device another node holds is left there.
+    private func repairPresence() async {
+        let claims = registry.presenceClaims()
+        guard !claims.isEmpty else { return }
+        let store = self.store, node = nodeID, now = clock.nowMilliseconds()
+        do {
+            _ = try await withDeadline(storeTimeout) {
+                try await store.reclaimPresence(node: node, devices: claims, atMilliseconds: now)
+            }
+        } catch {
+            logger.warning("could not check this node's devices' presence (again at the next full sweep)", metadata: ["error": "\(error)"])
         }
     }
 

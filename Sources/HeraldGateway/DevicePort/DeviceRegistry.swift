@@ -49,6 +49,11 @@ final class DeviceRegistry: Sendable {
         }
     }
 
+    /// Whether the device's session here is still the one with this cluster connection id.
+    func holds(deviceID: String, connection: Int64) -> Bool {
+        sessions.withLock { $0[deviceID]?.connection == connection }
+    }
+
     /// The ids of the devices connected now.
     func connectedDeviceIDs() -> Set<String> { sessions.withLock { Set($0.keys) } }
 

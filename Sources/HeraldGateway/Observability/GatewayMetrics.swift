@@ -40,6 +40,7 @@ public final class GatewayMetrics: Sendable {
     let clusterLeaseLost: Gauge
     /// Times this node found its presence gone (its lease had lapsed) and claimed its devices again.
     let clusterPresenceReclaimed: Counter
+    let clusterClaimsWithdrawn: Counter
     /// Browsers connected to the Web Push port now (Mozilla's push protocol, after `hello`).
     let connectedUserAgents: Gauge
     let webPushDeliveries: Counter
@@ -93,6 +94,8 @@ public final class GatewayMetrics: Sendable {
             descriptor: Self.name("cluster_lease", "lost", "1 while this node's cluster lease has lapsed (devices disconnected, new ones refused)"))
         clusterPresenceReclaimed = registry.makeCounter(
             descriptor: Self.name("cluster_presence_reclaimed", "total", "Devices whose presence this node claimed again after its lease had lapsed or its rows were reaped"))
+        clusterClaimsWithdrawn = registry.makeCounter(
+            descriptor: Self.name("cluster_claims_withdrawn", "total", "Presence claims that landed after their session had closed, withdrawn"))
         connectedUserAgents = registry.makeGauge(
             descriptor: Self.name("webpush_user_agents", "connected", "Browsers connected to the Web Push port now"))
         webPushDeliveries = registry.makeCounter(
