@@ -234,6 +234,11 @@ public struct GatewayLimits: Sendable, Hashable {
     /// 503 at once, and `/health` says the store is not answering. Key and topic look-ups on
     /// the provider port are bounded by it too.
     public var storeTimeout: TimeAmount = .seconds(5)
+    /// An alert held for a device connected to this node is offered to it within this, or the
+    /// gateway says so (`herald_late_offers_total`, the longest wait in
+    /// `herald_late_offer_longest_seconds`, a warning): the invariant the chaos runs read after
+    /// every phase. A cluster's sweep re-offers what a lost hint left within two sweep intervals.
+    public var lateOfferBound: TimeAmount = .seconds(10)
 
     public init() {}
 }

@@ -33,7 +33,7 @@ struct DeviceSessionTests {
             return session
         }
         expectTrue(session.welcomed(deviceID: deviceID))
-        expectEqual(session.loaded([]), [])
+        expectEqual(session.loaded([], nowMilliseconds: 0), [])
         expectEqual(session.phase, .live)
         return session
     }
@@ -121,8 +121,8 @@ struct DeviceSessionTests {
         expectEqual(session.offer(late, nowMilliseconds: 0, throttle: nil), .notNow)
         expectEqual(session.offer(middle, nowMilliseconds: 0, throttle: nil), .notNow)
         let stored = [Self.delivery(3), Self.delivery(10)]
-        expectEqual(session.loaded(stored), stored + [middle, late])
-        expectEqual(session.loaded([]), nil)
+        expectEqual(session.loaded(stored, nowMilliseconds: 0), stored + [middle, late])
+        expectEqual(session.loaded([], nowMilliseconds: 0), nil)
     }
 
     @Test("at the in-flight bound deliveries stay in the store; acks that free half of it ask for one reload")
@@ -199,6 +199,28 @@ struct DeviceSessionTests {
         expectEqual(session.offer(Self.delivery(6, pushType: .background), nowMilliseconds: 61_000, throttle: throttle), .held(topic: Self.topic, untilMilliseconds: 120_000, replacedSeq: nil))
         expectEqual(session.unregistered(stored: Self.topic)?.seq, 6)
         expectEqual(session.release(topic: Self.topic), nil)
+    }
+
+    @Test("how long an alert waited, held for a live session, before it was offered (the late-offer invariant)")
+    func waitedBeforeOffered() throws {
+        var session = DeviceSession(nonce: Self.nonce, maximumInFlight: 1)
+        guard case .authenticate(let deviceID, _, _) = session.receive(try Self.hello(), nowMilliseconds: 0) else {
+            Issue.record("the hello was not accepted")
+            return
+        }
+        expectTrue(session.welcomed(deviceID: deviceID))
+        #expect(session.waited(Self.delivery(1), nowMilliseconds: 5_000) == nil, "not live yet")
+        _ = session.loaded([], nowMilliseconds: 10_000)
+        // Accepted before the session went live: counted from then; accepted later: from its acceptance.
+        #expect(session.waited(Self.delivery(1), nowMilliseconds: 10_400) == 400)
+        var late = Self.delivery(2)
+        late.notification.receivedAtMilliseconds = 12_000
+        #expect(session.waited(late, nowMilliseconds: 25_000) == 13_000)
+        #expect(session.waited(Self.delivery(3, pushType: .background), nowMilliseconds: 25_000) == nil, "background pushes wait for their budget")
+        // A backlog drained at the device's pace (the in-flight bound reached) is not counted.
+        #expect(session.offer(Self.delivery(4), nowMilliseconds: 25_000, throttle: nil) == .send)
+        #expect(session.offer(Self.delivery(5), nowMilliseconds: 25_000, throttle: nil) == .notNow)
+        #expect(session.waited(late, nowMilliseconds: 30_000) == nil)
     }
 }
 

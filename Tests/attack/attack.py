@@ -152,6 +152,15 @@ class H2:
         self.conn.send_data(sid, body, end_stream=True)
         return sid
 
+    def status(self, path, headers, body, authority="localhost", seconds=5):
+        """Sends one request and reads until it is answered (or `seconds` pass): its :status."""
+        sid = self.request(path, headers, body, authority)
+        self.flush()
+        deadline = time.time() + seconds
+        while sid not in self.ended and time.time() < deadline and not self.closed:
+            self.pump(1)
+        return self.responses.get(sid, {}).get(":status")
+
     def close(self):
         try:
             self.sock.close()
@@ -294,12 +303,7 @@ def webpush_attacks(webpush_port, ca, gateway):
 
     def opened(client):
         # The authority names the port: VAPID's `aud` is checked against the origin reached.
-        sid = client.request(path, honest, b"", authority=f"localhost:{webpush_port}")
-        client.flush()
-        deadline = time.time() + 5
-        while sid not in client.ended and time.time() < deadline and not client.closed:
-            client.pump(1)
-        return client.responses.get(sid, {}).get(":status") == "201"
+        return client.status(path, honest, b"", authority=f"localhost:{webpush_port}") == "201"
 
     client = H2(webpush_port, ca)
     check("webpush: an application server pushes over HTTP/2 (201)", opened(client), client.responses)
@@ -456,12 +460,7 @@ def main():
         rss_start = rss_kib(gateway.pid)
 
         def authenticated(client):
-            sid = client.request(f"/3/device/{token}", headers, body)
-            client.flush()
-            deadline = time.time() + 5
-            while sid not in client.ended and time.time() < deadline and not client.closed:
-                client.pump(1)
-            return client.responses.get(sid, {}).get(":status") == "200"
+            return client.status(f"/3/device/{token}", headers, body) == "200"
 
         # --- The benign side: reset every stream after its answer, 1,000 in flight, 20,000 pushes.
         client = H2(port, ca)

@@ -14,6 +14,13 @@ meets, one after the other, each while pushes flow:
 
 Usage: faults.py HERALD_BINARY   (starts and stops its own PostgreSQL server; needs initdb)
 
+Timing chaos (issue 63): the same phases under other timing, for what only shows under load and
+latency. HERALD_FAULTS_JITTER_MS=N delays every chunk on every PostgreSQL connection and on every
+device connection (each through a proxy this run controls) by a random 0..N ms; the delays come
+from HERALD_FAULTS_SEED (printed at the start, so that a failing run can be replayed with it).
+HERALD_FAULTS_HOG=1 starts one busy process per core at the suite's own priority for the whole
+run. HERALD_FAULTS_PHASES=a,b,… runs only those phases. scripts/soak.sh runs it over many seeds.
+
 The provider behaves as APNs providers do: an unanswered request or a 5xx is retried on the other
 node with the same apns-id. The devices' `--json` output is the record: `notification` events
 say what arrived, `delivered` events what was shown. Asserted for every phase: every apns-id
@@ -22,7 +29,7 @@ again and take pushes without being restarted (except the one killed on purpose)
 (from the end of the fault until all that was answered 200 is shown) stays bounded. The figures
 are printed as a table at the end (docs/cluster.md quotes them).
 """
-import asyncio, base64, json, os, signal, socket, subprocess, sys, tempfile, time, uuid
+import asyncio, base64, json, os, random, signal, socket, subprocess, sys, tempfile, time, uuid
 
 import httpx
 from cryptography.hazmat.primitives import hashes, serialization
@@ -32,12 +39,19 @@ from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 HERALD = os.path.abspath(sys.argv[1])
 TOPIC = "com.example.faults"
 TEAM = "FAULTS0001"
-LEASE = 3                  # --node-lease, seconds
+JITTER = float(os.environ.get("HERALD_FAULTS_JITTER_MS", "0")) / 1000   # seconds, at most, added per chunk
+# The bounds the nodes run with. Tight by default, so that each phase is short; under jitter the
+# defaults of a deployment (a lease of 10 s, a store bound of 5 s), for what a round trip of up
+# to 2 x JITTER leaves of a tight bound is not a fault's but the configuration's (HERALD_FAULTS_LEASE
+# and HERALD_FAULTS_STORE_TIMEOUT_MS set them).
+LEASE = int(os.environ.get("HERALD_FAULTS_LEASE") or (10 if JITTER >= 0.1 else 3))   # --node-lease, seconds
 PING = 1                   # --device-ping-interval, seconds (a device gives up after 2 × 1 + 2 s)
-STORE_TIMEOUT_MS = 1500    # --store-timeout
+STORE_TIMEOUT_MS = int(os.environ.get("HERALD_FAULTS_STORE_TIMEOUT_MS") or (5000 if JITTER >= 0.1 else 1500))   # --store-timeout
 DEVICES = int(os.environ.get("HERALD_FAULTS_DEVICES", "4"))
 RATE = float(os.environ.get("HERALD_FAULTS_RATE", "25"))   # pushes per second while a fault runs
 RECOVERY_LIMIT = 45        # seconds from the end of a fault until everything answered 200 is shown
+SEED = int(os.environ.get("HERALD_FAULTS_SEED") or random.SystemRandom().randrange(1 << 32))
+HOG = os.environ.get("HERALD_FAULTS_HOG") == "1"
 FAILURES = []
 
 
@@ -93,12 +107,15 @@ class Postgres:
 
 
 class Proxy:
-    """A TCP proxy between one node and PostgreSQL that this run controls: `pass`, `delay`
-    (seconds added to every chunk each way) or `hold` (a partition: every byte is held, none is
-    lost, until it heals, as TCP would retransmit them)."""
+    """A TCP proxy between one node and PostgreSQL (or a device and a node) that this run
+    controls: `pass`, `delay` (seconds added to every chunk each way) or `hold` (a partition:
+    every byte is held, none is lost, until it heals, as TCP would retransmit them). With
+    `jitter`, every chunk waits a random 0..jitter seconds more, drawn from its own generator
+    seeded from the run's seed and the proxy's name (the order of bytes on a connection is kept)."""
 
-    def __init__(self, target):
+    def __init__(self, target, name="", jitter=0.0):
         self.target, self.mode, self.delay = target, "pass", 0.0
+        self.jitter, self.random = jitter, random.Random(f"{SEED}/{name}")
         self.connections = set()
 
     async def start(self):
@@ -128,6 +145,29 @@ class Proxy:
             upstream.transport.abort()
 
     async def pipe(self, reader, writer):
+        """Copies one direction. A chunk is delivered `delay` (+ its jitter) after it was read, in
+        order: latency, as a network has it, where chunks in flight overlap (waiting for each
+        chunk in turn would add the delays of every statement of a pipelined transaction)."""
+        queue = asyncio.Queue()
+
+        async def deliver():
+            try:
+                while True:
+                    due, data = await queue.get()
+                    if data is None:
+                        break
+                    wait = due - time.monotonic()
+                    if wait > 0:
+                        await asyncio.sleep(wait)
+                    while self.mode == "hold":
+                        await asyncio.sleep(0.02)
+                    writer.write(data)
+                    await writer.drain()
+            finally:
+                writer.close()
+
+        delivery = asyncio.create_task(deliver())
+        last = 0.0
         try:
             while True:
                 data = await reader.read(65536)
@@ -135,12 +175,12 @@ class Proxy:
                     break
                 while self.mode == "hold":
                     await asyncio.sleep(0.02)
-                if self.delay:
-                    await asyncio.sleep(self.delay)
-                writer.write(data)
-                await writer.drain()
+                wait = self.delay + (self.random.uniform(0, self.jitter) if self.jitter else 0.0)
+                last = max(last, time.monotonic() + wait)
+                queue.put_nowait((last, data))
         finally:
-            writer.close()
+            queue.put_nowait((0.0, None))
+            await asyncio.gather(delivery, return_exceptions=True)
 
 
 class Node:
@@ -337,6 +377,19 @@ def health(node, body=False):
         return (None, str(error)) if body else None
 
 
+def late_offers(node):
+    """The node's count of alerts held for a device connected to it and offered late
+    (herald_late_offers_total: the gateway's own invariant, issue 63); None when it cannot be read."""
+    try:
+        text = httpx.get(f"http://127.0.0.1:{node.admin_port}/metrics", timeout=3).text
+    except httpx.HTTPError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("herald_late_offers_total"):
+            return int(float(line.split()[-1]))
+    return 0
+
+
 def create_key(database, work):
     """A provider key for TOPIC in the store (herald keys create): the private key and its id."""
     path = os.path.join(work, "key.p8")
@@ -346,13 +399,31 @@ def create_key(database, work):
         return serialization.load_pem_private_key(f.read(), None), key_id
 
 
+async def device_ports(a, b):
+    """Where devices reach each node: its device port, or with JITTER a proxy of this run's in
+    front of it (each device connection's chunks delayed at random)."""
+    if not JITTER:
+        return {a.name: a.device_port, b.name: b.device_port}
+    ports = {}
+    for node in (a, b):
+        proxy = Proxy(node.device_port, "device-" + node.name, JITTER)
+        await proxy.start()
+        DEVICE_PROXIES.append(proxy)
+        ports[node.name] = proxy.port
+    return ports
+
+
+DEVICE_PROXIES = []
+
+
 async def start_devices(work, a, b, ca):
     """DEVICES device processes, half starting on a, half on b, each knowing both; returns them
     once registered (or after 60 s: the caller checks)."""
     devices = []
+    ports = await device_ports(a, b)
     for i in range(DEVICES):
         first, second = (a, b) if i % 2 == 0 else (b, a)
-        device = Device(i, work, [f"wss://localhost:{first.device_port}", f"wss://localhost:{second.device_port}"], ca)
+        device = Device(i, work, [f"wss://localhost:{ports[first.name]}", f"wss://localhost:{ports[second.name]}"], ca)
         device.start()
         devices.append(device)
     deadline = time.monotonic() + 60
@@ -383,6 +454,30 @@ async def stop_all(provider, devices, nodes):
         d.stop()
     for n in nodes:
         n.stop()
+    for proxy in DEVICE_PROXIES:
+        proxy.server.close()
+    DEVICE_PROXIES.clear()
+
+
+def start_hogs():
+    """With HOG: one busy process per core, at this process's own priority (not niced), for the
+    whole run; returns them (stop_hogs ends them)."""
+    if not HOG:
+        return []
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
+
+
+def stop_hogs(hogs):
+    for hog in hogs:
+        hog.kill()
+        hog.wait()
+
+
+def announce(run):
+    """The run's timing, first, so that a failure can be replayed with the same seed."""
+    print(f"{run}: timing: jitter 0..{JITTER * 1000:.0f} ms per chunk on every PostgreSQL and device connection, "
+          f"seed {SEED} (HERALD_FAULTS_SEED={SEED} replays it), CPU hog {'on' if HOG else 'off'}; "
+          f"nodes with --node-lease {LEASE} --store-timeout {STORE_TIMEOUT_MS}", flush=True)
 
 
 async def main(work):
@@ -390,7 +485,7 @@ async def main(work):
     pg.start()
     subprocess.run(["psql", "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", "-q", "-c", "CREATE DATABASE herald"],
                    check=True, capture_output=True)
-    proxies = {name: Proxy(pg.port) for name in ("a", "b")}
+    proxies = {name: Proxy(pg.port, "pg-" + name, JITTER) for name in ("a", "b")}
     for proxy in proxies.values():
         await proxy.start()
     a = Node("a", work, pg.url(proxies["a"].port))
@@ -413,6 +508,10 @@ async def main(work):
 
         async def phase(name, fault, heal, hold=0.0):
             """Pushes flow; the fault starts, lasts `hold` seconds, heals; pushes flow 3 s more."""
+            late_before = {}
+            for n in nodes:
+                late_before[n.name] = await asyncio.to_thread(late_offers, n) or 0
+            starts = {n.name: n.starts for n in nodes}
             stop = asyncio.Event()
             stream = asyncio.create_task(provider.stream(devices, name, stop))
             await asyncio.sleep(2)
@@ -462,14 +561,21 @@ async def main(work):
             twice = sum(1 for x in mine if devices[provider.answered[x][0]].shown.get(x, 0) > 1)
             elsewhere = sum(1 for x in mine for d in devices if d.index != provider.answered[x][0] and (d.arrived.get(x) or d.shown.get(x)))
             recovery = round(max(0.0, drained_at - healed), 1) if drained_at else None
+            # A killed node's counter starts again at 0: what it counted before is not seen.
+            late = 0
+            for n in nodes:
+                counted = await asyncio.to_thread(late_offers, n) or 0
+                late += max(0, counted - (late_before[n.name] if n.starts == starts[n.name] else 0))
             health_after = round(max(0.0, healthy_at - healed), 1) if healthy_at else None
             figures.append((name, len(mine), arrived, shown, twice, stats.get("503", 0), stats.get("500", 0), stats.get("unanswered", 0),
-                            health_after, str(back["a"]), str(back["b"]), recovery))
+                            health_after, str(back["a"]), str(back["b"]), recovery, late))
             check(f"[{name}] every push answered 200 ({len(mine)}) arrived at its device", arrived == len(mine), f"{len(mine) - arrived} missing")
             check(f"[{name}] ... and was shown exactly once", shown == len(mine) and twice == 0, f"{len(mine) - shown} not shown, {twice} twice")
             check(f"[{name}] ... and reached no other device", elsewhere == 0, elsewhere)
             check(f"[{name}] both nodes report healthy again without a restart", healthy_at is not None, [health(n, body=True) for n in nodes])
             check(f"[{name}] both nodes answer 200 again after the fault {back}", all(v is not None for v in back.values()), back)
+            if name == "baseline":
+                check(f"[{name}] no alert held for a connected device was offered late (herald_late_offers_total)", late == 0, late)
             check(f"[{name}] recovered within {RECOVERY_LIMIT} s (all answered 200 before the fault ended shown {recovery} s after)",
                   recovery is not None and recovery <= RECOVERY_LIMIT, recovery)
 
@@ -538,9 +644,9 @@ async def main(work):
         total_twice = sum(1 for d in devices for n in d.shown.values() if n > 1)
         check(f"no notification shown twice across {sum(d.kills for d in devices)} device kills", total_twice == 0, total_twice)
 
-        print("\nphase          200s  arrived  shown  twice  503s  500s  unanswered  healthy(s)  a-200(s)  b-200(s)  recovered(s)")
+        print("\nphase          200s  arrived  shown  twice  503s  500s  unanswered  healthy(s)  a-200(s)  b-200(s)  recovered(s)  late offers")
         for row in figures:
-            print("%-13s %5d %8d %6d %6d %5d %5d %11d %11s %9s %9s %13s" % row)
+            print("%-13s %5d %8d %6d %6d %5d %5d %11d %11s %9s %9s %13s %12d" % row)
     finally:
         await stop_all(provider, devices, nodes)
         pg.stop("fast")
@@ -549,6 +655,8 @@ async def main(work):
 
 
 if __name__ == "__main__":
+    announce("faults")
+    hogs = start_hogs()
     with tempfile.TemporaryDirectory(prefix="herald-faults-") as work:
         if os.geteuid() == 0:
             os.chmod(work, 0o755)
@@ -556,6 +664,8 @@ if __name__ == "__main__":
             asyncio.run(main(work))
         except Exception as error:
             check("the chaos run ran to the end", False, f"{type(error).__name__}: {error}")
+        finally:
+            stop_hogs(hogs)
         if os.environ.get("HERALD_FAULTS_KEEP"):
             subprocess.run(["cp", "-r", work, os.environ["HERALD_FAULTS_KEEP"]])
     print(f"{len(FAILURES)} failed" if FAILURES else "faults: all checks passed", flush=True)

@@ -72,6 +72,18 @@ final class ClusterNode: Sendable {
     private let outgoing = BatchQueue<Delivery>(maximumBatchSize: 8_192)
     /// Sequence numbers hinted to this node, waiting to be loaded.
     private let incoming = BatchQueue<Int64>(maximumBatchSize: 8_192)
+    /// The lease renewal in flight: a heartbeat that comes while one runs joins it instead of
+    /// starting another (issue 63, suspicion 6: a renewal past its bound went on running on one
+    /// of the control lane's two connections, the next queued behind it, and the node fenced
+    /// itself while the database had it alive). Given up after a lease.
+    private let renewals: SingleFlight<Renewed>
+
+    /// A renewal's answer, and when it started on this node's monotonic clock (the lease counts
+    /// from there, whichever heartbeat waited for it).
+    private struct Renewed: Sendable {
+        var renewal: LeaseRenewal
+        var started: NIODeadline
+    }
 
     init(
         configuration: ClusterConfiguration, store: any ClusterStore, registry: DeviceRegistry, recorder: DeliveryRecorder,
@@ -89,6 +101,7 @@ final class ClusterNode: Sendable {
         self.metrics = metrics
         self.logger = logger
         self.startedAt = clock.nowMilliseconds()
+        self.renewals = SingleFlight(abandonAfter: .milliseconds(configuration.leaseMilliseconds))
     }
 
     var nodeID: String { configuration.nodeID }
@@ -123,14 +136,16 @@ final class ClusterNode: Sendable {
     /// there (see ``ClusterStore/renewLease(node:startedAtMilliseconds:untilMilliseconds:nowMilliseconds:)``).
     @discardableResult
     private func renew() async throws -> Bool {
-        let started = NIODeadline.now()
-        let now = clock.nowMilliseconds()
-        let store = self.store, node = nodeID, from = startedAt, lease = configuration.leaseMilliseconds
+        let store = self.store, node = nodeID, from = startedAt, lease = configuration.leaseMilliseconds, clock = self.clock
         let bound = TimeAmount.milliseconds(max(500, configuration.heartbeatMilliseconds))
-        let renewal = try await withDeadline(bound) {
-            try await store.renewLease(node: node, startedAtMilliseconds: from, untilMilliseconds: now + lease, nowMilliseconds: now)
+        let renewed = try await renewals.run(within: bound) {
+            let started = NIODeadline.now()
+            let now = clock.nowMilliseconds()
+            let renewal = try await store.renewLease(node: node, startedAtMilliseconds: from, untilMilliseconds: now + lease, nowMilliseconds: now)
+            return Renewed(renewal: renewal, started: started)
         }
-        leaseValidUntil.store(Int64(clamping: (started + .milliseconds(lease)).uptimeNanoseconds), ordering: .relaxed)
+        let renewal = renewed.renewal
+        leaseValidUntil.store(Int64(clamping: (renewed.started + .milliseconds(lease)).uptimeNanoseconds), ordering: .relaxed)
         if !renewal.reaped.isEmpty { logger.warning("nodes whose lease ran out were removed", metadata: ["nodes": "\(renewal.reaped)"]) }
         limiter.setShare(max(1, renewal.liveNodes))
         metrics.clusterNodes.set(Double(renewal.liveNodes))

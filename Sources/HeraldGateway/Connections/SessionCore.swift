@@ -32,3 +32,17 @@ protocol SessionPort: Sendable {
 extension SessionPort {
     subscript<Value>(dynamicMember part: KeyPath<SessionCore, Value>) -> Value { core[keyPath: part] }
 }
+
+extension SessionCore {
+    /// A delivery was sent to its session after waiting `waited` ms held for it (``DeviceSession/waited(_:nowMilliseconds:)``):
+    /// past ``GatewayLimits/lateOfferBound``, the gateway's invariant is broken, and it says so.
+    func offered(_ delivery: Delivery, waited: Int64?) {
+        guard let waited, waited > limits.lateOfferBound.nanoseconds / 1_000_000 else { return }
+        metrics.recordLateOffer(waitedMilliseconds: waited)
+        logger.warning("an alert held for a device connected here was offered late", metadata: [
+            "apns_id": "\(delivery.notification.id)", "device": "\(delivery.deviceID)", "waited_ms": "\(waited)",
+            "bound_ms": "\(limits.lateOfferBound.nanoseconds / 1_000_000)",
+        ])
+    }
+}
+

@@ -113,7 +113,7 @@ extension WebSocketSessionHandler {
                 handler.port.logger.error(failure, metadata: ["error": "\(error)"])
                 handler.close(with: .internalError, closing)
             case .success(let stored):
-                guard let deliveries = handler.session.loaded(stored) else { return }
+                guard let deliveries = handler.session.loaded(stored, nowMilliseconds: handler.port.clock.nowMilliseconds()) else { return }
                 for delivery in deliveries { handler.offer(delivery) }
                 handler.flushIfNeeded()
             }

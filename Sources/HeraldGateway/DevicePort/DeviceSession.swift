@@ -216,13 +216,31 @@ struct DeviceSession {
         return true
     }
 
-    /// What the store held for the device arrived: the session is live. Returns what to offer,
-    /// in order (the stored ones, then those that arrived while loading, by sequence number), or
-    /// `nil` when the session is not loading.
-    mutating func loaded(_ stored: [Delivery]) -> [Delivery]? {
+    /// What the store held for the device arrived at `now`: the session is live. Returns what to
+    /// offer, in order (the stored ones, then those that arrived while loading, by sequence
+    /// number), or `nil` when the session is not loading.
+    mutating func loaded(_ stored: [Delivery], nowMilliseconds now: Int64) -> [Delivery]? {
         guard case .loading(let waiting) = phase else { return nil }
         phase = .live
+        liveSinceMilliseconds = now
         return stored + waiting.sorted { $0.seq < $1.seq }
+    }
+
+    /// When the session went live (its store load returned).
+    private(set) var liveSinceMilliseconds: Int64?
+    /// Whether a delivery ever waited for the in-flight bound (a backlog drained as acks come):
+    /// waits are the device's pace then, not a lost offer.
+    private var deferredForInFlight = false
+
+    /// How long a delivery sent now waited, held for this live session, before it was offered:
+    /// from when it was accepted, or when the session went live if later. The gateway's own
+    /// invariant (issue 63): an alert past ``GatewayLimits/lateOfferBound`` here was held for a
+    /// connected device and not offered (a lost hint, a sweep that skipped it). Background pushes
+    /// wait for their budget on purpose, and a session that drained a backlog at its device's
+    /// pace (the in-flight bound) waited on purpose: neither is counted (nil).
+    func waited(_ delivery: Delivery, nowMilliseconds now: Int64) -> Int64? {
+        guard delivery.notification.pushType != .background, !deferredForInFlight, let live = liveSinceMilliseconds else { return nil }
+        return max(0, now - max(live, delivery.notification.receivedAtMilliseconds))
     }
 
     // MARK: delivery
@@ -241,6 +259,7 @@ struct DeviceSession {
         guard !inFlightSeqs.contains(delivery.seq), !recentlyAcked.contains(delivery.seq) else { return .notNow }
         guard inFlightSeqs.count < maximumInFlight else {
             reloadWhenAcked = true
+            deferredForInFlight = true
             return .notNow
         }
         let n = delivery.notification

@@ -180,7 +180,9 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         let now = port.clock.nowMilliseconds()
         switch session.offer(delivery, nowMilliseconds: now, throttle: port.backgroundThrottle) {
         case .notNow: break
-        case .send: write(delivery, now: now)
+        case .send:
+            port.core.offered(delivery, waited: session.waited(delivery, nowMilliseconds: now))
+            write(delivery, now: now)
         case .replaced(let seq): port.recorder.record(.replaced(seq: seq, atMilliseconds: now))
         case .held(let topic, let until, let replaced):
             if let replaced { port.recorder.record(.replaced(seq: replaced, atMilliseconds: now)) }

@@ -19,6 +19,10 @@ public final class GatewayMetrics: Sendable {
     let connectedDevices: Gauge
     /// Notifications sent on device connections (including repeats after a reconnect).
     let deviceDeliveries: Counter
+    let lateOffers: Counter
+    let lateOfferLongest: Gauge
+    /// The longest wait of a late offer so far, in milliseconds (the gauge's value).
+    private let lateOfferLongestMilliseconds = Atomic<Int64>(0)
     /// Notifications acknowledged by devices.
     let deviceAcks: Counter
     /// How long the store took to commit one batch of accepted pushes.
@@ -76,6 +80,10 @@ public final class GatewayMetrics: Sendable {
             descriptor: Self.name("notifications", "held", "Notifications held in the store for offline devices"))
         connectedDevices = registry.makeGauge(
             descriptor: Self.name("devices", "connected", "Devices with an authenticated connection now"))
+        lateOffers = registry.makeCounter(
+            descriptor: Self.name("late_offers", "total", "Alerts held for a device connected here and offered to it only past the late-offer bound, 10 s (a lost hint, a skipped sweep)"))
+        lateOfferLongest = registry.makeGauge(
+            descriptor: Self.name("late_offer_longest", "seconds", "The longest an alert held for a connected device waited before it was offered, of the late ones"))
         deviceDeliveries = registry.makeCounter(
             descriptor: Self.name("device_deliveries", "total", "Notifications sent on device connections"))
         deviceAcks = registry.makeCounter(
@@ -110,6 +118,13 @@ public final class GatewayMetrics: Sendable {
 
     private static func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
         MetricNameDescriptor(namespace: "herald", metricName: metric, unitName: unit, helpText: help)
+    }
+
+    /// Counts an offer past the late-offer bound, and keeps the longest wait.
+    func recordLateOffer(waitedMilliseconds waited: Int64) {
+        lateOffers.increment()
+        let longest = lateOfferLongestMilliseconds.max(waited, ordering: .relaxed).newValue
+        lateOfferLongest.set(Double(longest) / 1_000)
     }
 
     /// Counts one answered provider request by status and reason (`""` for 200).

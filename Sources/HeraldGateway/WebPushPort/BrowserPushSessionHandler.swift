@@ -212,6 +212,7 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
         }
         // Loading, already in flight, or at the in-flight bound: not now (no background budget here).
         guard session.offer(delivery, nowMilliseconds: now, throttle: nil) == .send else { return }
+        port.core.offered(delivery, waited: session.waited(delivery, nowMilliseconds: now))
         let bytes = message.browserNotification(version: n.id.description)
         sendText(bytes, flush: false)
         needsFlush = true
