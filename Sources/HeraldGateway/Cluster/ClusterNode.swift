@@ -54,17 +54,17 @@ public struct ClusterConfiguration: Sendable {
 ///   clock jump) heals the same way.
 final class ClusterNode: Sendable {
     let configuration: ClusterConfiguration
-    private let store: any ClusterStore
-    private let registry: DeviceRegistry
+    let store: any ClusterStore
+    let registry: DeviceRegistry
     private let recorder: DeliveryRecorder
-    private let clock: any WallClock
-    private let logger: Logger
-    private let metrics: GatewayMetrics
+    let clock: any WallClock
+    let logger: Logger
+    let metrics: GatewayMetrics
     private let limiter: TokenRateLimiter
     private let startedAt: Int64
     private let health: GatewayHealth
     /// The bound on one renewal or presence query.
-    private let storeTimeout: TimeAmount
+    let storeTimeout: TimeAmount
     /// Until when this node holds its lease, on the monotonic clock (uptime nanoseconds).
     private let leaseValidUntil = Atomic<Int64>(0)
     private let fenced = Atomic<Bool>(false)
@@ -176,93 +176,6 @@ final class ClusterNode: Sendable {
             if until != 0, now >= until { fence() }
             let wait = until != 0 && now < until ? until - now : poll
             try? await Task.sleep(for: .nanoseconds(wait))
-        }
-    }
-
-    /// After a lapse: claims presence again for the devices still connected here (not those
-    /// another node holds now: those are closed here), then offers what is held for them.
-    /// Returns whether the claims were made; one that failed is made again at the next heartbeat
-    /// (``HealSchedule``).
-    private func heal() async -> Bool {
-        let claims = registry.presenceClaims()
-        let store = self.store, node = nodeID, now = clock.nowMilliseconds()
-        do {
-            var elsewhere = Set<String>()
-            if !claims.isEmpty {
-                elsewhere = try await withDeadline(storeTimeout) {
-                    try await store.reclaimPresence(node: node, devices: claims, atMilliseconds: now)
-                }
-            }
-            metrics.clusterPresenceReclaimed.increment(by: Int64(claims.count - elsewhere.count))
-            logger.warning("presence claimed again after a lapse of this node's lease", metadata: [
-                "node": "\(nodeID)", "devices": "\(claims.count - elsewhere.count)", "moved_elsewhere": "\(elsewhere.count)",
-            ])
-            if !elsewhere.isEmpty {
-                registry.close(deviceIDs: elsewhere, code: .replaced, "this device's connection moved to another gateway node")
-            }
-            return await sweepOnce(seqAbove: 0, seqAtMost: .max)
-        } catch {
-            // The next heartbeat heals again (the renewal that re-inserted the record said
-            // `continued` only once); meanwhile the sweep of whichever node the devices reach delivers.
-            logger.error("could not claim presence again after a lapse of the lease; again at the next heartbeat", metadata: ["error": "\(error)"])
-            return false
-        }
-    }
-
-    // MARK: presence
-
-    /// Records that this node holds the device's connection now. A claim that lands after its
-    /// session closed (queued behind a recovering pool while the device moved to another node)
-    /// is withdrawn at once: the device's presence goes back to whoever the claim replaced,
-    /// unless a newer claim has replaced it since (issue 63, suspicion 3: the late claim once
-    /// stayed, or was released, and the node really holding the device had no presence).
-    func claim(deviceID: String, connection: Int64) async throws {
-        let previous = try await store.claimPresence(
-            deviceID: deviceID, node: nodeID, connection: connection, atMilliseconds: clock.nowMilliseconds())
-        if let previous, previous.node != nodeID {
-            logger.debug("device moved here from another node", metadata: ["device": "\(deviceID)", "from": "\(previous.node)"])
-        }
-        guard !registry.holds(deviceID: deviceID, connection: connection) else { return }
-        metrics.clusterClaimsWithdrawn.increment()
-        logger.info("a presence claim landed after its session closed: withdrawn", metadata: [
-            "device": "\(deviceID)", "restored": "\(previous?.node ?? "none")",
-        ])
-        let store = self.store, node = nodeID
-        await retrying("withdraw a late presence claim", deviceID: deviceID) {
-            try await store.withdrawClaim(deviceID: deviceID, node: node, connection: connection, restoring: previous)
-        }
-    }
-
-    /// Forgets the device's presence here (its session closed), retried until it is done: a
-    /// release lost to a restarting database left presence naming this node for a device it no
-    /// longer has.
-    func release(deviceID: String, connection: Int64) {
-        let store = self.store, node = nodeID
-        Task {
-            await retrying("release a device's presence", deviceID: deviceID) {
-                try await store.releasePresence(deviceID: deviceID, node: node, connection: connection)
-            }
-        }
-    }
-
-    /// Runs a presence write until it succeeds (bounded each time, one heartbeat apart), for at
-    /// most a lease: past that, a node that cannot write has lost its lease and its presence is
-    /// reaped by the others, or a reclaim repairs it.
-    private func retrying(_ what: String, deviceID: String, _ write: @escaping @Sendable () async throws -> Void) async {
-        let attempts = max(2, Int(configuration.leaseMilliseconds / max(1, configuration.heartbeatMilliseconds)) + 1)
-        for attempt in 1...attempts {
-            do {
-                try await withDeadline(storeTimeout, write)
-                return
-            } catch {
-                if attempt == attempts || Task.isCancelled {
-                    logger.warning("could not \(what); the device's next connection or a reclaim repairs it", metadata: [
-                        "device": "\(deviceID)", "error": "\(error)", "attempts": "\(attempt)",
-                    ])
-                    return
-                }
-                try? await Task.sleep(for: .milliseconds(configuration.heartbeatMilliseconds))
-            }
         }
     }
 
@@ -378,27 +291,10 @@ final class ClusterNode: Sendable {
         }
     }
 
-    /// Claims presence, where no node holds it, for every device connected here (at each full
-    /// sweep): a release that ran after a newer claim of this node's had replaced another
-    /// node's (the device connected twice) leaves the device with no presence, and its pushes
-    /// with no route but its next connection. A device another node holds is left there.
-    private func repairPresence() async {
-        let claims = registry.presenceClaims()
-        guard !claims.isEmpty else { return }
-        let store = self.store, node = nodeID, now = clock.nowMilliseconds()
-        do {
-            _ = try await withDeadline(storeTimeout) {
-                try await store.reclaimPresence(node: node, devices: claims, atMilliseconds: now)
-            }
-        } catch {
-            logger.warning("could not check this node's devices' presence (again at the next full sweep)", metadata: ["error": "\(error)"])
-        }
-    }
-
     /// Offers what is held for this node's devices with a sequence number above `seqAbove` and
     /// up to `seqAtMost`. Returns whether the range was read.
     @discardableResult
-    private func sweepOnce(seqAbove: Int64, seqAtMost: Int64, limit: Int = 10_000) async -> Bool {
+    func sweepOnce(seqAbove: Int64, seqAtMost: Int64, limit: Int = 10_000) async -> Bool {
         let now = clock.nowMilliseconds()
         let store = self.store, node = nodeID
         do {
@@ -462,22 +358,3 @@ final class ClusterNode: Sendable {
         }
     }
 }
-
-/// When a node claims its devices' presence again (``ClusterNode``'s heal): after a renewal that
-/// found its record reaped, after a lapse of its lease, and at every renewal after a heal that
-/// failed until one succeeds. A reaped record is re-inserted by the renewal that finds it gone, so
-/// that renewal is the only one to say so: a heal that failed there was once never tried again,
-/// and the node's connected devices stayed without presence (issue 63, suspicion 4).
-struct HealSchedule: Sendable {
-    private(set) var pending = false
-
-    /// A renewal succeeded: whether to heal now.
-    mutating func renewed(continued: Bool, wasFenced: Bool) -> Bool {
-        if !continued || wasFenced { pending = true }
-        return pending
-    }
-
-    /// The heal ran: done, or to be tried at the next renewal.
-    mutating func healed(_ succeeded: Bool) { pending = !succeeded }
-}
-
