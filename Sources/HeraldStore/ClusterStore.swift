@@ -40,9 +40,9 @@ public protocol ClusterStore: GatewayStore {
     func claimPresence(deviceID: String, node: String, connection: Int64, atMilliseconds: Int64) async throws -> PresenceHolder?
     /// Takes back a claim that landed after its session had closed (a claim queued behind a
     /// recovering pool, landing after the device moved to another node): if the device's
-    /// presence is still this claim's (`node`, `connection`), it goes back to `previous`, the holder
-    /// the claim replaced on another node, or is removed (there was none, or it was an earlier
-    /// connection to this node, which the withdrawn one had replaced). A newer claim is never touched.
+    /// presence is still this claim's (`node`, `connection`), it goes back to `previous` (the holder
+    /// the claim replaced, when the caller knows it still holds the device: another node, or a
+    /// newer connection to this one), or is removed (`nil`). A newer claim is never touched.
     func withdrawClaim(deviceID: String, node: String, connection: Int64, restoring previous: PresenceHolder?) async throws
     /// Claims presence again for devices still connected to `node` after its lease lapsed (or
     /// its record was reaped): a device with no presence, or presence on this node, is claimed;

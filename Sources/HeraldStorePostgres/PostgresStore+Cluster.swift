@@ -112,8 +112,7 @@ extension PostgresStore: ClusterStore {
     }
 
     public func withdrawClaim(deviceID: String, node: String, connection: Int64, restoring previous: PresenceHolder?) async throws {
-        // An earlier connection of this node's was replaced by the one withdrawn: gone too.
-        guard let previous, previous.node != node else {
+        guard let previous else {
             try await releasePresence(deviceID: deviceID, node: node, connection: connection)
             return
         }

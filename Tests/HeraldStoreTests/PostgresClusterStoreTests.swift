@@ -162,8 +162,11 @@ struct PostgresClusterStoreTests {
         _ = try await store.claimPresence(deviceID: "d2", node: "a", connection: 3, atMilliseconds: now + 1)
         try await store.withdrawClaim(deviceID: "d2", node: "a", connection: 2, restoring: nil)
         #expect(try await store.presence(deviceIDs: ["d2"]) == ["d2": "a"])
-        // One with nothing before it goes away.
+        // A connection of this node's that still holds the device is restored too (the node
+        // decides: its registry knows); one with nothing to restore goes away.
         try await store.withdrawClaim(deviceID: "d2", node: "a", connection: 3, restoring: .init(node: "a", connection: 2))
+        #expect(try await store.presence(deviceIDs: ["d2"]) == ["d2": "a"])
+        try await store.withdrawClaim(deviceID: "d2", node: "a", connection: 2, restoring: nil)
         #expect(try await store.presence(deviceIDs: ["d2"]).isEmpty)
     }
 

@@ -309,6 +309,8 @@ class Provider:
         self.clients = {}
         self.answered = {}      # apns-id -> (device index, phase)
         self.answered_at = {}   # apns-id -> when its 200 came (monotonic)
+        self.answered_by = {}   # apns-id -> the node that answered 200
+        self.attempts = {}      # apns-id -> [(when, node, status)] of every attempt
         self.answers = []       # (when, node) of every 200
         self.stats = {}         # phase -> counts
 
@@ -332,17 +334,21 @@ class Provider:
         while time.monotonic() < deadline:
             node = self.nodes[(first + attempt) % len(self.nodes)]
             attempt += 1
+            tried = self.attempts.setdefault(apns_id, [])
             try:
                 r = await self.client(node).post(
                     f"https://localhost:{node.provider_port}/3/device/{device.token}", content=body,
                     headers={"authorization": f"bearer {self.jwt}", "apns-topic": TOPIC, "apns-id": apns_id, "apns-push-type": "alert"})
             except (httpx.TransportError, httpx.TimeoutException):
                 stats["unanswered"] += 1
+                tried.append((time.monotonic(), node.name, "unanswered"))
                 await self.reset(node)
                 await asyncio.sleep(0.2)
                 continue
+            tried.append((time.monotonic(), node.name, r.status_code))
             if r.status_code == 200:
                 stats["200"] += 1
+                self.answered_by[apns_id] = node.name
                 self.answered[apns_id] = (device.index, phase)
                 self.answered_at[apns_id] = time.monotonic()
                 self.answers.append((time.monotonic(), node.name))
@@ -570,6 +576,31 @@ async def main(work):
             figures.append((name, len(mine), arrived, shown, twice, stats.get("503", 0), stats.get("500", 0), stats.get("unanswered", 0),
                             health_after, str(back["a"]), str(back["b"]), recovery, late))
             check(f"[{name}] every push answered 200 ({len(mine)}) arrived at its device", arrived == len(mine), f"{len(mine) - arrived} missing")
+            missing = [x for x in mine if not devices[provider.answered[x][0]].arrived.get(x)]
+            if missing:
+                # What a loss needs to be understood later (CI keeps only this output): each
+                # missing push's device, and every attempt's time (from the heal), node and answer.
+                print(f"--- [{name}] missing pushes: device, then every attempt as seconds from the heal:node:answer", flush=True)
+                for x in missing[:60]:
+                    tries = " ".join(f"{t - healed:+.2f}:{n}:{s}" for t, n, s in provider.attempts.get(x, []))
+                    print(f"  {x} device {provider.answered[x][0]}: {tries}", flush=True)
+                # What the store says of them (state 0 held, 2 acked, 3 expired, 4 replaced,
+                # 5 dropped), where each device is present now, and the nodes' leases.
+                ids = ",".join(f"'{x}'" for x in missing)
+                out = await asyncio.to_thread(subprocess.run, ["psql", pg.url(), "-c",
+                    f"SELECT state, count(*), min(seq), max(seq), encode(token, 'hex') AS token FROM notifications "
+                    f"WHERE apns_id IN ({ids}) GROUP BY state, token", "-c",
+                    "SELECT p.*, encode(t.token, 'hex') AS token FROM presence p LEFT JOIN device_tokens t USING (device_id)", "-c",
+                    "SELECT node_id, lease_until_ms - (extract(epoch from now()) * 1000)::bigint AS lease_left_ms FROM nodes", "-c",
+                    "SELECT max(seq) AS newest_seq FROM notifications"],
+                    capture_output=True, text=True)
+                print(out.stdout, out.stderr, flush=True)
+                for d in devices:
+                    print(f"--- device {d.index} token {d.token}", flush=True)
+                for n in nodes:
+                    with open(n.log.name, "rb") as f:
+                        lines = [l for l in f.read().decode(errors="replace").splitlines() if " error " in l or " warning " in l]
+                    print(f"--- node {n.name}: its last warnings and errors", *lines[-25:], sep="\n", flush=True)
             check(f"[{name}] ... and was shown exactly once", shown == len(mine) and twice == 0, f"{len(mine) - shown} not shown, {twice} twice")
             check(f"[{name}] ... and reached no other device", elsewhere == 0, elsewhere)
             check(f"[{name}] both nodes report healthy again without a restart", healthy_at is not None, [health(n, body=True) for n in nodes])

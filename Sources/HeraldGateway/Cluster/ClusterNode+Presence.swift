@@ -42,6 +42,12 @@ extension ClusterNode {
     /// is withdrawn at once: the device's presence goes back to whoever the claim replaced,
     /// unless a newer claim has replaced it since (issue 63, suspicion 3: the late claim once
     /// stayed, or was released, and the node really holding the device had no presence).
+    ///
+    /// While the late claim stood, pushes for the device were hinted here and found no session;
+    /// their sequence numbers may be older than the holder's next sweep window by the time the
+    /// claim is withdrawn (a partition healing delivers the claim many seconds late). So the
+    /// withdrawal hands everything held for the device to its holder at once (the timing-chaos
+    /// run lost 47 pushes to this gap until the full sweep, past its 45 s bound).
     func claim(deviceID: String, connection: Int64) async throws {
         let previous = try await store.claimPresence(
             deviceID: deviceID, node: nodeID, connection: connection, atMilliseconds: clock.nowMilliseconds())
@@ -49,13 +55,41 @@ extension ClusterNode {
             logger.debug("device moved here from another node", metadata: ["device": "\(deviceID)", "from": "\(previous.node)"])
         }
         guard !registry.holds(deviceID: deviceID, connection: connection) else { return }
+        // The holder the claim replaced, if it still holds the device: another node (which
+        // releases its own claim when its session closes), or a newer connection to this node.
+        let holder = previous.flatMap { $0.node != nodeID || registry.holds(deviceID: deviceID, connection: $0.connection) ? $0 : nil }
         metrics.clusterClaimsWithdrawn.increment()
         logger.info("a presence claim landed after its session closed: withdrawn", metadata: [
-            "device": "\(deviceID)", "restored": "\(previous?.node ?? "none")",
+            "device": "\(deviceID)", "restored": "\(holder?.node ?? "none")",
         ])
         let store = self.store, node = nodeID
-        await retrying("withdraw a late presence claim", deviceID: deviceID) {
-            try await store.withdrawClaim(deviceID: deviceID, node: node, connection: connection, restoring: previous)
+        let withdrawn = await retrying("withdraw a late presence claim", deviceID: deviceID) {
+            try await store.withdrawClaim(deviceID: deviceID, node: node, connection: connection, restoring: holder)
+        }
+        if withdrawn, let holder { await handOver(deviceID: deviceID, to: holder.node) }
+    }
+
+    /// Offers everything held for the device to the node that holds it now: here, to its
+    /// session; elsewhere, by a hint naming each sequence number (its sessions skip what is in
+    /// flight). One that fails leaves them to that node's full sweep.
+    func handOver(deviceID: String, to holder: String) async {
+        let store = self.store, now = clock.nowMilliseconds()
+        do {
+            let held = try await withDeadline(storeTimeout) { try await store.pendingDeliveries(forDevice: deviceID, nowMilliseconds: now) }
+            guard !held.isEmpty else { return }
+            if holder == nodeID {
+                _ = registry.deliver(held)
+            } else {
+                try await withDeadline(storeTimeout) { try await store.sendHints([holder: held.map(\.seq)]) }
+                metrics.clusterHintsSent.increment(by: Int64(held.count))
+            }
+            logger.info("what was held for a device under a withdrawn claim was handed to its holder", metadata: [
+                "device": "\(deviceID)", "holder": "\(holder)", "count": "\(held.count)",
+            ])
+        } catch {
+            logger.warning("could not hand a device's held notifications to its holder (its full sweep delivers them)", metadata: [
+                "device": "\(deviceID)", "holder": "\(holder)", "error": "\(error)",
+            ])
         }
     }
 
@@ -73,23 +107,25 @@ extension ClusterNode {
 
     /// Runs a presence write until it succeeds (bounded each time, one heartbeat apart), for at
     /// most a lease: past that, a node that cannot write has lost its lease and its presence is
-    /// reaped by the others, or a reclaim repairs it.
-    private func retrying(_ what: String, deviceID: String, _ write: @escaping @Sendable () async throws -> Void) async {
+    /// reaped by the others, or a reclaim repairs it. Returns whether the write was made.
+    @discardableResult
+    private func retrying(_ what: String, deviceID: String, _ write: @escaping @Sendable () async throws -> Void) async -> Bool {
         let attempts = max(2, Int(configuration.leaseMilliseconds / max(1, configuration.heartbeatMilliseconds)) + 1)
         for attempt in 1...attempts {
             do {
                 try await withDeadline(storeTimeout, write)
-                return
+                return true
             } catch {
                 if attempt == attempts || Task.isCancelled {
                     logger.warning("could not \(what); the device's next connection or a reclaim repairs it", metadata: [
                         "device": "\(deviceID)", "error": "\(error)", "attempts": "\(attempt)",
                     ])
-                    return
+                    return false
                 }
                 try? await Task.sleep(for: .milliseconds(configuration.heartbeatMilliseconds))
             }
         }
+        return false
     }
 
     /// Claims presence, where no node holds it, for every device connected here (at each full

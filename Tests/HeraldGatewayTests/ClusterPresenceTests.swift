@@ -1,0 +1,105 @@
+import HeraldCore
+@testable import HeraldGateway
+import HeraldStore
+import HeraldStorePostgres
+import HeraldTesting
+import Logging
+import NIOCore
+import NIOPosix
+import Synchronization
+import Testing
+
+/// A node's presence claims against a real PostgreSQL, with the interleavings that lost pushes
+/// forced: a claim that lands after its session closed (issue 63).
+@Suite("Cluster presence", .enabled(if: PostgreSQLTestServer.url != nil || PostgreSQLTestServer.isRequired))
+struct ClusterPresenceTests {
+    let now: Int64 = 1_795_262_400_000
+    let logger = Logger(label: "test")
+
+    struct FixedClock: WallClock {
+        let milliseconds: Int64
+        func nowMilliseconds() -> Int64 { milliseconds }
+    }
+
+    /// A device's session as the registry sees it: it records what it is offered.
+    final class RecordingSession: DeliverySession {
+        var offered: [Int64] = []
+        func offer(_ delivery: Delivery) { offered.append(delivery.seq) }
+        func flushIfNeeded() {}
+        func close(with code: DeviceErrorCode, _ message: String, reconnectWithinMilliseconds: Int64?) {}
+    }
+
+    /// A fresh store with device d1 and one push held for it; a node "a" on it.
+    func setUp() async throws -> (PostgresStore, ClusterNode, DeviceRegistry, held: Int64) {
+        let store = try await PostgresStore.connect(try PostgresURL(try PostgreSQLTestServer.freshDatabase()), logger: logger)
+        _ = try await store.deviceConnected(id: "d1", publicKey: Array(repeating: 1, count: 64), atMilliseconds: now)
+        let token = try await store.issueToken(
+            TokenRegistration(token: .random(), scope: TokenScope(bundleID: "com.a"), environment: .development, deviceID: "d1", createdAtMilliseconds: now),
+            maximumActivePerDevice: 10).token
+        let stored = try await store.accept([
+            StoredNotification(
+                id: .random(), token: token, bundleID: "com.a", pushType: .alert, priority: .immediate,
+                expiration: .unspecified, collapseID: nil, payload: Array("{}".utf8), receivedAtMilliseconds: now),
+        ], policy: .default, environment: .development, nowMilliseconds: now)
+        guard case .stored(let seq, _, _)? = stored.first else { throw TestFailure("not stored: \(stored)") }
+        let registry = DeviceRegistry()
+        let node = ClusterNode(
+            configuration: ClusterConfiguration(nodeID: "a"), store: store, registry: registry,
+            recorder: DeliveryRecorder(store: store, logger: logger), limiter: TokenRateLimiter(configuration: nil),
+            clock: FixedClock(milliseconds: now), health: GatewayHealth(), storeTimeout: .seconds(5), metrics: GatewayMetrics(),
+            logger: logger)
+        return (store, node, registry, seq)
+    }
+
+    struct TestFailure: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    @Test("a claim that lands after the device moved to another node is withdrawn, and that node is handed what is held at once")
+    func lateClaimHandsOverToTheOtherNode() async throws {
+        let (store, node, _, held) = try await setUp()
+        defer { Task { await store.close() } }
+        let hinted = Mutex<[Int64]>([])
+        let listening = AsyncStream<Void>.makeStream()
+        let listener = Task {
+            try await store.receiveHints(node: "b", onListening: { listening.continuation.yield() }) { seqs in
+                hinted.withLock { $0 += seqs }
+            }
+        }
+        defer { listener.cancel() }
+        for await _ in listening.stream { break }
+        // The interleaving forced: d1's session on a (connection 1) closed while its claim was
+        // held by a partition; d1 connected to b (connection 7), whose claim landed first. The
+        // push was stored while presence named a (its hint went to a, which had no session), and
+        // its sequence number is older than b's next sweep window.
+        _ = try await store.claimPresence(deviceID: "d1", node: "b", connection: 7, atMilliseconds: now)
+        try await node.claim(deviceID: "d1", connection: 1)
+        #expect(try await store.presence(deviceIDs: ["d1"]) == ["d1": "b"], "b holds the device again")
+        // The barrier: the hint arrives (bounded: without the hand-over it never does).
+        let deadline = ContinuousClock.now + .seconds(10)
+        while hinted.withLock({ $0 }).isEmpty, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(hinted.withLock { $0 } == [held], "b is told of what was held for d1 while the late claim stood")
+    }
+
+    @Test("a late claim of an older connection restores this node's newer one, which is offered what is held")
+    func lateClaimRestoresTheNewerConnectionHere() async throws {
+        let (store, node, registry, held) = try await setUp()
+        defer { Task { await store.close() } }
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        // The session lives on its event loop, as a real one does; what it was offered is read there.
+        let session = try await loop.submit { NIOLoopBound(RecordingSession(), eventLoop: loop) }.get()
+        let entry = try await loop.submit {
+            DeviceRegistry.Session(
+                id: ObjectIdentifier(session.value), connection: 3, handler: NIOLoopBound<any DeliverySession>(session.value, eventLoop: loop))
+        }.get()
+        // d1 reconnected to a (connection 3), whose claim landed before the older connection's (2).
+        registry.register(deviceID: "d1", session: entry)
+        _ = try await store.claimPresence(deviceID: "d1", node: "a", connection: 3, atMilliseconds: now)
+        try await node.claim(deviceID: "d1", connection: 2)
+        #expect(try await store.presence(deviceIDs: ["d1"]) == ["d1": "a"],
+                "the device keeps its presence (it was once released, and its pushes had no route)")
+        // The registry hands deliveries over with one task on the loop: this one runs after it.
+        #expect(try await loop.submit { session.value.offered }.get() == [held])
+    }
+}
