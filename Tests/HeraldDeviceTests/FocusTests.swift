@@ -350,6 +350,45 @@ struct FocusTests {
         #expect(late.journal.events.withLock { $0.contains { if case .heldForSummary = $0 { true } else { false } } } == false)
     }
 
+    @Test("the summary event is journaled: a kill between the saves and the event emits it at start, once; without the kill nothing comes again")
+    func summaryJournaled() async throws {
+        let dir = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let copy = Locked<String?>(nil)
+        do {
+            let d = try Device(storage: dir, also: { event, _ in
+                // The instant the event is written and before its parts are journaled.
+                if case .summary = event { copy.withLock { $0 = Self.snapshot(dir) } }
+            })
+            let news = try await d.install("com.example.news")
+            let shop = try await d.install("com.example.shop")
+            try await d.runtime.setFocus(try Self.settings(#"{"summary": {"times": ["12:00"], "apps": ["com.example.news", "com.example.shop"]}}"#))
+            try await d.show(news, "n1", ["relevance": .double(0.1)])
+            try await d.show(shop, "s1", ["relevance": .double(0.8)])
+            await d.runtime.advance(d.clock, to: Self.at("2026-11-27T11:00:00Z"))
+            #expect(d.summaries.map(\.ids) == [["s1", "n1"]])
+        }
+        let killed = try #require(copy.withLock { $0 })
+        defer { try? FileManager.default.removeItem(atPath: killed) }
+        // Killed there: each app's part comes back at its install, once (as its own summary).
+        let restarted = try Device(start: "2026-11-27T11:05:00Z", storage: killed)
+        try await restarted.install("com.example.news")
+        try await restarted.install("com.example.shop")
+        await restarted.runtime.settle()
+        #expect(restarted.summaries.map(\.ids) == [["n1"], ["s1"]])
+        #expect(restarted.summaries.allSatisfy { $0.at == Self.at("2026-11-27T11:00:00Z") }, "at the summary's own time")
+        #expect(restarted.delivered("n1") == nil, "the notifications themselves were announced before the kill")
+        let again = try Device(start: "2026-11-27T11:06:00Z", storage: killed)
+        try await again.install("com.example.news")
+        try await again.install("com.example.shop")
+        #expect(again.summaries.isEmpty, "announced once")
+        // Not killed: a restart emits nothing again.
+        let clean = try Device(start: "2026-11-27T11:05:00Z", storage: dir)
+        try await clean.install("com.example.news")
+        try await clean.install("com.example.shop")
+        #expect(clean.summaries.isEmpty)
+    }
+
     @Test("what was applied is kept: a time-sensitive entry's level, breakthrough and lit screen, a critical one's volume, and a hold's applied level read back unchanged after a restart")
     func appliedAttentionSurvivesRestart() async throws {
         let dir = Self.temporaryDirectory()

@@ -173,4 +173,36 @@ struct LiveActivityTests {
         await again.receive(Self.push(#"{"event":"update","timestamp":\#(t + 1),"content-state":{"score":1}}"#, token: Self.updateToken))
         #expect(journal.updates.count == 1)
     }
+
+    @Test("a Live Activity push's outcome is journaled: a kill between the save and the event emits it at start, once; the gateway's repeat is acked without a second")
+    func outcomeJournaled() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-live-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let clock = SimulatedAlarmClock()
+        let (first, _) = try await Self.started(clock: clock, journal: Journal(), storage: directory)
+        let t = clock.nowMilliseconds() / 1000
+        let update = Self.push(#"{"event":"update","timestamp":\#(t + 1),"content-state":{"score":7}}"#, token: Self.updateToken)
+        let acks = Locked(0)
+        await first.receive(update) { acks.withLock { $0 += 1 } }
+        await first.settle()
+        #expect(acks.withLock { $0 } == 1)
+        // What a kill right after the save and before the event leaves: the journal without it.
+        try? FileManager.default.removeItem(atPath: directory + "/apps/\(Self.app).json.announced")
+        let journal = Journal()
+        let again = try DeviceRuntime(
+            clock: clock, timeZone: TimeZone(identifier: "UTC")!, user: DeviceRuntimeTests.Allow(), storageDirectory: directory,
+            observer: journal.observer)
+        _ = try await again.install(Self.app)
+        #expect(journal.updates.map(\.0.contentState) == [["score": .int(7)]], "the outcome comes at start")
+        await again.receive(update) { acks.withLock { $0 += 1 } }
+        await again.settle()
+        #expect(journal.updates.count == 1, "the repeat changes nothing and says nothing")
+        #expect(acks.withLock { $0 } == 2, "the repeat is acked")
+        let later = Journal()
+        let third = try DeviceRuntime(
+            clock: clock, timeZone: TimeZone(identifier: "UTC")!, user: DeviceRuntimeTests.Allow(), storageDirectory: directory,
+            observer: later.observer)
+        _ = try await third.install(Self.app)
+        #expect(later.all.isEmpty, "announced once")
+    }
 }

@@ -37,6 +37,8 @@ public actor DeviceRuntime {
     let work = WorkTracker()
 
     var apps: [String: AppSlot] = [:]
+    /// Summary parts saved and not yet emitted (``emitSummaries()``).
+    var summaryParts: [(app: String, seq: Int64, at: Int64, items: [SummaryItem])] = []
     private var dueHeap = DueHeap<(app: String, version: Int)>()
     private var alarm: ClockAlarm?
     /// Asks the device connection for Live Activity tokens and channel subscriptions (`keep`
@@ -106,8 +108,12 @@ public actor DeviceRuntime {
             apps[appID] = slot
             reschedule(slot)
             armAlarm()
-            // Notifications shown before a crash whose event was not emitted yet.
-            if !slot.saving.announcing.isEmpty { save(slot) }
+            // Notifications shown before a crash whose event was not emitted yet (a summary
+            // interrupted so comes back as this app's own `summary` event).
+            if !slot.saving.announcing.isEmpty {
+                save(slot)
+                emitSummaries()
+            }
         }
         return AppNotificationCenter(runtime: self, appID: appID)
     }
@@ -165,18 +171,17 @@ public actor DeviceRuntime {
     private func alarmRang() {
         alarm = nil
         let now = clock.nowMilliseconds()
-        var summary: [SummaryItem] = []
         while let top = dueHeap.top, top.due <= now {
             dueHeap.pop()
             guard let slot = apps[top.payload.app], slot.saving.version == top.payload.version else { continue }
             for firing in slot.scheduler.fireDue(upTo: now) { deliverLocal(slot, firing, now: now) }
             if let payload = slot.remote.silentBudget.release(now: now) { startSilentPush(slot, payload) }
             fireLiveActivities(slot, now: now)
-            if let due = slot.center.summaryDue, due <= now { summary += releaseSummary(slot, now: now) }
+            if let due = slot.center.summaryDue, due <= now { releaseSummary(slot, now: now) }
             reschedule(slot)
             save(slot)
         }
-        announceSummary(summary, at: now)
+        emitSummaries()
         if let edge = focusEdge, edge <= now { focusEdgeReached(now: now) }
         armAlarm()
     }
@@ -202,8 +207,17 @@ public actor DeviceRuntime {
         slot.saving.eventsAfterSave = []
         // Saved with the state below (what a crash before their events leaves to announce at start).
         defer { slot.saving.announcing = [] }
+        // A summary part waits for the other apps' (``emitSummaries()``, after the saves).
+        func emitNow(_ seq: Int64, _ announcement: Announcement) -> Bool {
+            guard let event = announcement.event(app: slot.id) else {
+                if case .summary(let at, let items) = announcement { summaryParts.append((slot.id, seq, at, items)) }
+                return false
+            }
+            emit(event)
+            return true
+        }
         guard let storage else {
-            for (_, announcement) in announcing { emit(announcement.event(app: slot.id)) }
+            for (seq, announcement) in announcing { _ = emitNow(seq, announcement) }
             for event in events { emit(event) }
             for ack in acks { ack() }
             return
@@ -211,7 +225,7 @@ public actor DeviceRuntime {
         do { try storage.save(SavedApp(slot), appID: slot.id) } catch {
             emit(.contractViolation(app: slot.id, message: "could not save the app's state: \(error)"))
             // Done in memory all the same; unacked, the remote ones come again after a restart.
-            for (_, announcement) in announcing { emit(announcement.event(app: slot.id)) }
+            for (seq, announcement) in announcing { _ = emitNow(seq, announcement) }
             for event in events { emit(event) }
             return
         }
@@ -220,8 +234,7 @@ public actor DeviceRuntime {
         if !announcing.isEmpty {
             let journal = storage.startJournal(slot.id)
             for (seq, announcement) in announcing {
-                emit(announcement.event(app: slot.id))
-                journal.record(seq)
+                if emitNow(seq, announcement) { journal.record(seq) }
             }
         }
         for event in events { emit(event) }

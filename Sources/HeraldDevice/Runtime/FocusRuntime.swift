@@ -4,7 +4,7 @@ import HeraldCore
 /// ``Interruption``'s; docs/device-runtime.md, "Focus, interruption levels and the scheduled summary").
 extension DeviceRuntime {
     /// One notification delivered by a summary, for the `summary` event's order.
-    struct SummaryItem {
+    struct SummaryItem: Sendable {
         var app: String
         var id: String
         var origin: DeliveredNotification.Origin
@@ -22,17 +22,16 @@ extension DeviceRuntime {
         }
         focus = settings
         let now = clock.nowMilliseconds()
-        var released: [SummaryItem] = []
         for slot in apps.values where !slot.center.summaryHeld.isEmpty {
             if settings.summary?.apps.contains(slot.id) == true {
                 slot.center.summaryDue = settings.nextSummary(after: now, in: timeZone)
             } else {
-                released += releaseSummary(slot, now: now)
+                releaseSummary(slot, now: now)
             }
             reschedule(slot)
             save(slot)
         }
-        announceSummary(released, at: now)
+        emitSummaries()
         focusEdge = settings.nextFocusEdge(after: now, in: timeZone)
         armAlarm()
         emit(.focus(active: activeFocus()?.name, settings))
@@ -97,8 +96,9 @@ extension DeviceRuntime {
         armAlarm()
     }
 
-    /// Delivers what an app's summary held, quietly (listed, no banner or sound); the caller saves.
-    func releaseSummary(_ slot: AppSlot, now: Int64) -> [SummaryItem] {
+    /// Delivers what an app's summary held, quietly (listed, no banner or sound), and announces
+    /// the app's part of the `summary` event; the caller saves, then calls ``emitSummaries()``.
+    func releaseSummary(_ slot: AppSlot, now: Int64) {
         let held = slot.center.summaryHeld
         slot.center.summaryHeld = []
         slot.center.summaryDue = nil
@@ -109,17 +109,6 @@ extension DeviceRuntime {
             present(slot, notification, foregroundOptions: nil)
             items.append(SummaryItem(app: slot.id, id: notification.id, origin: notification.origin, relevance: notification.content.relevance, arrivedAt: notification.dueAt, order: order))
         }
-        return items
-    }
-
-    /// The `summary` event: everything delivered at one summary time, the most relevant first.
-    func announceSummary(_ items: [SummaryItem], at now: Int64) {
-        guard !items.isEmpty else { return }
-        let ordered = items.sorted { a, b in
-            if a.relevance != b.relevance { return a.relevance > b.relevance }
-            if a.arrivedAt != b.arrivedAt { return a.arrivedAt < b.arrivedAt }
-            return (a.app, a.order) < (b.app, b.order)
-        }
-        emit(.summary(at: now, ordered.map { ($0.app, $0.id, $0.origin) }))
+        if !items.isEmpty { announce(slot, .summary(at: now, items)) }
     }
 }

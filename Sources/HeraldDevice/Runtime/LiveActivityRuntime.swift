@@ -102,7 +102,8 @@ extension DeviceRuntime {
     /// A `liveactivity` push: to the push-to-start token it starts an activity; to an update
     /// token or a channel subscription it updates or ends the activities it is for. Whatever
     /// ActivityKit would drop is reported as ``LiveActivityEvent/ignored(apnsID:reason:)``. The
-    /// events follow the save that records the push's outcome (the caller concludes and saves).
+    /// events are announced: emitted after the save that records the push's outcome (the caller
+    /// concludes and saves) and journaled, so a kill between the two neither loses nor repeats them.
     func receiveLiveActivity(_ slot: AppSlot, _ push: DeviceNotification, now: Int64) {
         let id = push.apnsID.description
         let update: LiveActivityUpdate
@@ -110,43 +111,43 @@ extension DeviceRuntime {
             let payload = try NotificationPayload(json: push.payload)
             update = try LiveActivityUpdate(payload: payload)
         } catch let invalid as LiveActivityUpdate.Invalid {
-            return emitAfterSave(slot, .liveActivity(app: slot.id, .ignored(apnsID: id, reason: invalid.description)))
+            return announce(slot, .liveActivity(.ignored(apnsID: id, reason: invalid.description)))
         } catch {
-            return emitAfterSave(slot, .liveActivity(app: slot.id, .ignored(apnsID: id, reason: "the payload is not an aps dictionary ActivityKit reads: \(error)")))
+            return announce(slot, .liveActivity(.ignored(apnsID: id, reason: "the payload is not an aps dictionary ActivityKit reads: \(error)")))
         }
         guard let token = push.token else {
-            return emitAfterSave(slot, .liveActivity(app: slot.id, .ignored(apnsID: id, reason: "the push names no token (a gateway of device protocol version 1?)")))
+            return announce(slot, .liveActivity(.ignored(apnsID: id, reason: "the push names no token (a gateway of device protocol version 1?)")))
         }
         if token == slot.widgetKit.activities.pushToStartToken {
             guard update.event == .start, let type = update.attributesType, let attributes = update.attributes, let state = update.contentState else {
-                return emitAfterSave(slot, .liveActivity(app: slot.id, .ignored(apnsID: id, reason: "the push-to-start token takes only event start")))
+                return announce(slot, .liveActivity(.ignored(apnsID: id, reason: "the push-to-start token takes only event start")))
             }
             let mode: LiveActivity.PushMode = update.channel.map { .channel($0) } ?? (update.wantsPushToken ? .token : .none)
             do {
                 let (activity, requests) = try slot.widgetKit.activities.start(
                     id: id.lowercased(), attributesType: type, attributes: attributes, contentState: state, staleDate: update.staleDate,
                     relevanceScore: update.relevanceScore, timestamp: update.timestamp, pushMode: mode, now: now)
-                emitAfterSave(slot, .liveActivity(app: slot.id, .started(activity, apnsID: id, alert: update.alertText)))
+                announce(slot, .liveActivity(.started(activity, apnsID: id, alert: update.alertText)))
                 perform(slot, requests)
             } catch {
-                emitAfterSave(slot, .liveActivity(app: slot.id, .ignored(apnsID: id, reason: error.message)))
+                announce(slot, .liveActivity(.ignored(apnsID: id, reason: error.message)))
             }
             return
         }
         let targets = slot.widgetKit.activities.targets(of: token)
         guard !targets.isEmpty else {
-            return emitAfterSave(slot, .liveActivity(app: slot.id, .ignored(apnsID: id, reason: "no running activity has token \(token)")))
+            return announce(slot, .liveActivity(.ignored(apnsID: id, reason: "no running activity has token \(token)")))
         }
         for target in targets {
             let (outcome, requests) = slot.widgetKit.activities.apply(update, priority: push.priority, to: target, now: now)
             switch outcome {
             case .ignored(let reason):
-                emitAfterSave(slot, .liveActivity(app: slot.id, .ignored(apnsID: id, reason: reason)))
+                announce(slot, .liveActivity(.ignored(apnsID: id, reason: reason)))
             case .updated(let activity, let throttled):
-                emitAfterSave(slot, .liveActivity(app: slot.id, .updated(activity, apnsID: id, alert: throttled ? nil : update.alertText, throttled: throttled)))
+                announce(slot, .liveActivity(.updated(activity, apnsID: id, alert: throttled ? nil : update.alertText, throttled: throttled)))
             case .ended(let activity, let dismissedNow):
-                emitAfterSave(slot, .liveActivity(app: slot.id, .ended(activity, apnsID: id, alert: update.alertText)))
-                if dismissedNow { emitAfterSave(slot, .liveActivity(app: slot.id, .dismissed(activity))) }
+                announce(slot, .liveActivity(.ended(activity, apnsID: id, alert: update.alertText)))
+                if dismissedNow { announce(slot, .liveActivity(.dismissed(activity))) }
             }
             perform(slot, requests)
         }
@@ -157,7 +158,7 @@ extension DeviceRuntime {
     /// Stale and dismissal dates that passed (the runtime's alarm).
     func fireLiveActivities(_ slot: AppSlot, now: Int64) {
         let (events, requests) = slot.widgetKit.activities.fireDue(now: now)
-        for event in events { emit(.liveActivity(app: slot.id, event)) }
+        for event in events { announce(slot, .liveActivity(event)) }
         perform(slot, requests)
     }
 

@@ -83,7 +83,11 @@ struct RuntimeStorage: Sendable {
 
     /// Empties the journal (the state just saved lists none of what it recorded) and returns it
     /// open for the announcements that follow that save.
-    func startJournal(_ appID: String) -> AnnouncementJournal { AnnouncementJournal(path: journalPath(appID)) }
+    func startJournal(_ appID: String) -> AnnouncementJournal { AnnouncementJournal(path: journalPath(appID), truncating: true) }
+
+    /// The journal open for more records after the last save's (a summary part, emitted once
+    /// every app due has saved).
+    func appendToJournal(_ appID: String) -> AnnouncementJournal { AnnouncementJournal(path: journalPath(appID), truncating: false) }
 
     func removeJournal(_ appID: String) {
         try? FileManager.default.removeItem(atPath: journalPath(appID))
@@ -105,12 +109,12 @@ public enum AnnouncementJournalFile {
 }
 
 /// The journal of announcements emitted since the app's state was last saved (see
-/// ``RuntimeStorage``). Opened truncated; each record is one `write(2)`.
+/// ``RuntimeStorage``). Opened truncated by a save, appended to after it; each record is one `write(2)`.
 struct AnnouncementJournal: ~Copyable {
     private let descriptor: Int32
 
-    init(path: String) {
-        descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o600)
+    init(path: String, truncating: Bool) {
+        descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (truncating ? O_TRUNC : 0), 0o600)
     }
 
     /// Records that announcement `seq` was emitted.
@@ -201,7 +205,10 @@ struct SavedApp: Codable {
     }
     /// Something announced (see ``Announcement``) whose event may not have been emitted yet: a
     /// notification shown (no `kind`; how it was shown in the flags), held for the summary
-    /// (`held`, `until`), or a widget push's outcome (`widget-reloaded`, `widget-refused`).
+    /// (`held`, `until`), the app's part of a summary (`summary`, `until` its time, `items`), a
+    /// widget push's outcome (`widget-reloaded`, `widget-refused`), or a Live Activity's
+    /// (`live-started`, `live-updated`, `live-stale`, `live-ended`, `live-dismissed` with the
+    /// activity; `live-ignored`).
     struct SavedAnnouncement: Codable {
         var seq: Int64
         var kind: String?
@@ -214,6 +221,20 @@ struct SavedApp: Codable {
         var remaining: Int?
         var reason: String?
         var retryAt: Int64?
+        var items: [SummaryEntry]?
+        var activity: LiveActivity?
+        var alert: String?
+        var throttled: Bool?
+
+        /// One notification of a summary part.
+        struct SummaryEntry: Codable {
+            var id: String
+            var trigger: String?
+            var remote: Bool
+            var relevance: Double
+            var arrivedAt: Int64
+            var order: Int
+        }
 
         init(seq: Int64, _ announcement: Announcement) {
             self.seq = seq
@@ -229,6 +250,28 @@ struct SavedApp: Codable {
                 (kind, apnsID, self.reason, self.retryAt) = ("widget-refused", id, reason, retryAt)
             case .widget(.token):
                 kind = "widget-token"  // never announced this way; read back as nothing
+            case .summary(let at, let parts):
+                (kind, until) = ("summary", at)
+                items = parts.map { item in
+                    switch item.origin {
+                    case .local(let trigger):
+                        SummaryEntry(id: item.id, trigger: trigger, remote: false, relevance: item.relevance, arrivedAt: item.arrivedAt, order: item.order)
+                    case .remote:
+                        SummaryEntry(id: item.id, trigger: nil, remote: true, relevance: item.relevance, arrivedAt: item.arrivedAt, order: item.order)
+                    }
+                }
+            case .liveActivity(let event):
+                switch event {
+                case .started(let a, let id, let alert): (kind, activity, apnsID, self.alert) = ("live-started", a, id, alert)
+                case .updated(let a, let id, let alert, let throttled):
+                    (kind, activity, apnsID, self.alert, self.throttled) = ("live-updated", a, id, alert, throttled)
+                case .stale(let a): (kind, activity) = ("live-stale", a)
+                case .ended(let a, let id, let alert): (kind, activity, apnsID, self.alert) = ("live-ended", a, id, alert)
+                case .dismissed(let a): (kind, activity) = ("live-dismissed", a)
+                case .ignored(let id, let reason): (kind, apnsID, self.reason) = ("live-ignored", id, reason)
+                case .pushToStartToken, .updateToken:
+                    kind = "live-token"  // never announced this way; read back as nothing
+                }
             }
         }
 
@@ -248,6 +291,27 @@ struct SavedApp: Codable {
             case "widget-refused":
                 guard let apnsID, let reason else { return nil }
                 return .widget(.refused(apnsID: apnsID, reason: reason, retryAt: retryAt))
+            case "summary":
+                guard let until, let items else { return nil }
+                return .summary(at: until, items.map { entry in
+                    DeviceRuntime.SummaryItem(
+                        app: slot.id, id: entry.id, origin: entry.remote ? .remote(apnsID: entry.id) : .local(trigger: entry.trigger ?? "now"),
+                        relevance: entry.relevance, arrivedAt: entry.arrivedAt, order: entry.order)
+                })
+            case "live-ignored":
+                guard let apnsID, let reason else { return nil }
+                return .liveActivity(.ignored(apnsID: apnsID, reason: reason))
+            case "live-started", "live-updated", "live-stale", "live-ended", "live-dismissed":
+                guard let activity else { return nil }
+                switch kind {
+                case "live-started": return .liveActivity(.started(activity, apnsID: apnsID, alert: alert))
+                case "live-updated":
+                    guard let apnsID else { return nil }
+                    return .liveActivity(.updated(activity, apnsID: apnsID, alert: alert, throttled: throttled ?? false))
+                case "live-stale": return .liveActivity(.stale(activity))
+                case "live-ended": return .liveActivity(.ended(activity, apnsID: apnsID, alert: alert))
+                default: return .liveActivity(.dismissed(activity))
+                }
             default: return nil
             }
         }
