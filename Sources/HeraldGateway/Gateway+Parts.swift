@@ -239,10 +239,11 @@ extension Gateway {
             }),
             GatewayPart("intake", work: { await intake.run() }, stop: { intake.close() }),
             GatewayPart("provider ports", stop: {
-                // The Web Push port takes no new pushes nor browsers; its open requests are
-                // answered by the intake's close (503 Shutdown) or its last commit.
-                await webPush?.close()
+                // The Web Push port takes no new pushes nor browsers; its HTTP/2 senders get
+                // GOAWAY `Shutdown` as providers do, and its open requests are answered by the
+                // intake's last commit (or its close: 503 Shutdown).
                 await withTaskGroup(of: Void.self) { group in
+                    if let webPush { group.addTask { await webPush.drain(timeout: drainTimeout) } }
                     for listener in providerListeners {
                         group.addTask { await listener.drain(timeout: drainTimeout) }
                     }

@@ -143,7 +143,7 @@ struct APNsPortRouteTests {
         let forged = try harness.request(5, Self.push([("authorization", "bearer not.a.token")]))
         #expect(forged.status == "403" && forged.body.contains("InvalidProviderToken"), "\(forged)")
 
-        _ = harness.connection.beginDraining()
+        _ = harness.connection.http2.beginDraining()
         while try harness.channel.readOutbound(as: HTTP2Frame.self) != nil {}  // the GOAWAY
         let late = try harness.request(7, Self.push())
         #expect(late.status == "503" && late.body.contains("Shutdown"), "\(late)")

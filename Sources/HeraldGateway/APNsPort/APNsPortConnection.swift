@@ -2,9 +2,10 @@ import HeraldCore
 import NIOCore
 import NIOHTTP2
 
-/// The state of one provider connection: its token-authentication state machine, its streams,
-/// and whether it is draining. Confined to the connection's event loop (its streams share it).
-/// `@unchecked Sendable`: it is only touched on `channel.eventLoop`.
+/// The state of one provider connection: its token-authentication state machine and its client
+/// certificate; its life (streams, idle, drain) is its ``HTTP2ServerConnection``'s. Confined to
+/// the connection's event loop (its streams share it). `@unchecked Sendable`: it is only touched
+/// on `channel.eventLoop`.
 final class APNsPortConnection: @unchecked Sendable {
     /// Streams allowed at once before the first provider token is accepted (reference §3).
     static let streamsBeforeAuthentication = 1
@@ -24,25 +25,22 @@ final class APNsPortConnection: @unchecked Sendable {
     }
     /// Generates the `apns-id`s and `apns-unique-id`s of this connection's answers.
     var ids = NotificationID.FastGenerator()
-    private(set) var isDraining = false
-    private var activeStreams = 0
-    private var drained: EventLoopPromise<Void>?
-    let channel: Channel
-    private let idleTimeout: TimeAmount
+    /// Its streams, idle timer and drain.
+    let http2: HTTP2ServerConnection
+    var channel: Channel { http2.channel }
     private let maximumHeaderListSize: Int
-    private var idleTimer: Scheduled<Void>?
-    private let onIdleClose: @Sendable () -> Void
 
     init(
         channel: Channel, environment: PushEnvironment, idleTimeout: TimeAmount = .seconds(3600),
         maximumHeaderListSize: Int = 8_000, onIdleClose: @escaping @Sendable () -> Void = {}
     ) {
-        self.channel = channel
+        self.http2 = HTTP2ServerConnection(channel: channel, idleTimeout: idleTimeout, onIdleClose: onIdleClose)
         self.authorization = APNsConnectionAuthorization(environment: environment)
-        self.idleTimeout = idleTimeout
         self.maximumHeaderListSize = maximumHeaderListSize
-        self.onIdleClose = onIdleClose
     }
+
+    /// Whether the connection takes no more requests (a shutdown or a refusal under way).
+    var isDraining: Bool { http2.isDraining }
 
     /// The HTTP/2 settings the gateway opens a provider connection with (documented in
     /// docs/provider-api.md): one stream until a provider token is accepted, a 4 KiB HPACK table,
@@ -72,22 +70,6 @@ final class APNsPortConnection: @unchecked Sendable {
         return configuration
     }
 
-    /// Arms the idle timer: a connection with no stream for `idleTimeout` gets GOAWAY
-    /// `{"reason":"IdleTimeout"}` (as APNs sends) and is closed.
-    func startIdleTimer() {
-        idleTimer?.cancel()
-        idleTimer = channel.eventLoop.assumeIsolated().scheduleTask(in: idleTimeout) { [self] in
-            idleTimer = nil
-            guard activeStreams == 0, !isDraining else { return }
-            onIdleClose()
-            isDraining = true
-            let channel = self.channel
-            channel.writeAndFlush(goAway(reason: "IdleTimeout"))
-                .flatMapError { _ in channel.eventLoop.makeSucceededVoidFuture() }
-                .whenComplete { _ in channel.close(promise: nil) }
-        }
-    }
-
     /// After the first accepted provider token: allow many concurrent streams.
     func raiseStreamLimit() {
         let settings = HTTP2Frame(
@@ -96,62 +78,6 @@ final class APNsPortConnection: @unchecked Sendable {
         channel.writeAndFlush(settings, promise: nil)
     }
 
-    /// A stream opened (its ``HTTP2StreamTable`` reports NIO's events).
-    func streamCreated(_ id: HTTP2StreamID) {
-        activeStreams += 1
-        idleTimer?.cancel()
-        idleTimer = nil
-    }
-
-    /// A stream closed, answered or reset.
-    func streamClosed(_ id: HTTP2StreamID) {
-        activeStreams -= 1
-        if isDraining && activeStreams == 0 { drained?.succeed() }
-        if activeStreams == 0 && !isDraining { startIdleTimer() }
-    }
-
-    /// Refuses the rest of the connection: GOAWAY with `{"reason":…}` (as APNs sends
-    /// BadCertificateEnvironment), then closes it once the answer already written has gone.
-    func goAwayAndClose(reason: String) {
-        guard !isDraining else { return }
-        isDraining = true
-        idleTimer?.cancel()
-        let channel = self.channel
-        channel.writeAndFlush(goAway(reason: reason))
-            .flatMapError { _ in channel.eventLoop.makeSucceededVoidFuture() }
-            .whenComplete { _ in channel.close(promise: nil) }
-    }
-
-    /// Sends GOAWAY with `{"reason":"Shutdown"}` and returns a future that completes when no
-    /// stream is left open. Streams already open are answered: those whose request completes from
-    /// now on get 503 `Shutdown`. Streams the peer opens after the GOAWAY are refused by NIO's
-    /// HTTP/2 state machine with RST_STREAM `REFUSED_STREAM`, which tells the client the request
-    /// was not processed and may be retried on a new connection.
-    func beginDraining() -> EventLoopFuture<Void> {
-        if let drained { return drained.futureResult }
-        isDraining = true
-        let promise = channel.eventLoop.makePromise(of: Void.self)
-        drained = promise
-        idleTimer?.cancel()
-        channel.writeAndFlush(goAway(reason: "Shutdown"), promise: nil)
-        if activeStreams == 0 { promise.succeed() }
-        return promise.futureResult
-    }
-
-    /// Closes the connection after a last GOAWAY, once everything written before it (the last
-    /// answers) has reached the socket.
-    func close() -> EventLoopFuture<Void> {
-        let channel = self.channel
-        return channel.writeAndFlush(goAway(reason: "Shutdown"))
-            .flatMapError { _ in channel.eventLoop.makeSucceededVoidFuture() }
-            .flatMap { channel.close() }
-    }
-
-    /// GOAWAY `NO_ERROR` with APNs's JSON reason as debug data.
-    private func goAway(reason: String) -> HTTP2Frame {
-        var debug = channel.allocator.buffer(capacity: 32)
-        debug.writeString(#"{"reason":"\#(reason)"}"#)
-        return HTTP2Frame(
-            streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .noError, opaqueData: debug))
-    }
+    /// Refuses the rest of the connection: GOAWAY with `{"reason":…}`, then close.
+    func goAwayAndClose(reason: String) { http2.goAwayAndClose(reason: reason) }
 }

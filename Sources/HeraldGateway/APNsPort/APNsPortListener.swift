@@ -11,11 +11,11 @@ import NIOTLS
 /// plaintext h2c with prior knowledge. Keeps its connections so that shutdown can drain them.
 final class APNsPortListener: Sendable {
     let serverChannel: Channel
-    private let connections: Locked<[ObjectIdentifier: APNsPortConnection]>
+    private let connections: HTTP2Connections
 
     var port: Int { serverChannel.localAddress?.port ?? 0 }
 
-    private init(serverChannel: Channel, connections: Locked<[ObjectIdentifier: APNsPortConnection]>) {
+    private init(serverChannel: Channel, connections: HTTP2Connections) {
         self.serverChannel = serverChannel
         self.connections = connections
     }
@@ -24,7 +24,7 @@ final class APNsPortListener: Sendable {
         host: String, port: Int, tls: ReloadableTLSContext?, providerPort: APNsPort, group: EventLoopGroup,
         name: String = "provider"
     ) async throws -> APNsPortListener {
-        let connections = Locked([ObjectIdentifier: APNsPortConnection]())
+        let connections = HTTP2Connections()
         let metrics = providerPort.metrics
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
@@ -56,15 +56,10 @@ final class APNsPortListener: Sendable {
                     try sync.addHandler(APNsPortStream.table(port: providerPort, connection: connection))
                     if tls != nil { try sync.addHandler(ClientCertificateReader(connection: connection, logger: providerPort.logger)) }
                     try sync.addHandler(ConnectionErrorLogger(logger: providerPort.logger))
-                    let id = ObjectIdentifier(channel)
-                    connections.withLock { $0[id] = connection }
+                    connections.track(connection.http2)
                     metrics.openConnections.increment()
-                    connection.startIdleTimer()
                     metrics.connectionSetup.succeeded(port: name)
-                    channel.closeFuture.whenComplete { _ in
-                        connections.withLock { $0[id] = nil }
-                        metrics.openConnections.decrement()
-                    }
+                    channel.closeFuture.whenComplete { _ in metrics.openConnections.decrement() }
                 }
             }
         let serverChannel = try await bootstrap.bind(host: host, port: port).get()
@@ -76,29 +71,7 @@ final class APNsPortListener: Sendable {
     /// their open streams are answered (at most `timeout`), then closes them.
     func drain(timeout: TimeAmount) async {
         try? await serverChannel.close()
-        let open = connections.withLock { Array($0.values) }
-        await withTaskGroup(of: Void.self) { group in
-            for connection in open {
-                group.addTask {
-                    let loop = connection.channel.eventLoop
-                    let drained = loop.flatSubmit { connection.beginDraining() }
-                    let deadline = loop.scheduleTask(in: timeout) {}
-                    _ = try? await drained.or(deadline.futureResult).get()
-                    deadline.cancel()
-                    try? await loop.flatSubmit { connection.close() }.get()
-                }
-            }
-        }
-    }
-}
-
-extension EventLoopFuture {
-    /// Completes when either future does.
-    fileprivate func or<Other: Sendable>(_ other: EventLoopFuture<Other>) -> EventLoopFuture<Void> {
-        let promise = eventLoop.makePromise(of: Void.self)
-        self.whenComplete { _ in promise.succeed() }
-        other.hop(to: eventLoop).whenComplete { _ in promise.succeed() }
-        return promise.futureResult
+        await connections.drain(timeout: timeout)
     }
 }
 

@@ -53,7 +53,7 @@ final class APNsPortStream: HTTP2TableStream {
     static func table(port: APNsPort, connection: APNsPortConnection) -> HTTP2StreamTable {
         HTTP2StreamTable(
             accept: { id in APNsPortStream(id: id, port: port, connection: connection) },
-            onStreamCreated: { connection.streamCreated($0) }, onStreamClosed: { connection.streamClosed($0) })
+            onStreamCreated: { connection.http2.streamCreated($0) }, onStreamClosed: { connection.http2.streamClosed($0) })
     }
 
     func streamClosed(reason: HTTP2ErrorCode?) { isClosed = true }

@@ -17,7 +17,7 @@ import NIOWebSocket
 /// connection's pipeline; the listener is a ``BoundListener``.
 enum WebPushListener {
     static func bind(host: String, port: Int, tls: ReloadableTLSContext, webPushPort: WebPushPort, group: EventLoopGroup, keepalive: KeepaliveWheels) async throws -> BoundListener {
-        let connections = OpenConnections()
+        let connections = OpenConnections(), http2 = HTTP2Connections()
         let limits = webPushPort.limits, metrics = webPushPort.metrics
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
@@ -39,7 +39,7 @@ enum WebPushListener {
                     try sync.addHandler(ApplicationProtocolNegotiationHandler { result, channel in
                         channel.eventLoop.makeCompletedFuture {
                             switch result {
-                            case .negotiated("h2"): try configureHTTP2(channel, webPushPort, keepalive.wheel(on: channel.eventLoop))
+                            case .negotiated("h2"): try configureHTTP2(channel, webPushPort, keepalive.wheel(on: channel.eventLoop), http2)
                             default: try configureHTTP1(channel, webPushPort, keepalive.wheel(on: channel.eventLoop))
                             }
                         }
@@ -49,11 +49,14 @@ enum WebPushListener {
                 }
             }
         return try await BoundListener.bind(
-            bootstrap, host: host, port: port, name: "webpush", connections: connections, metrics: metrics, logger: webPushPort.logger)
+            bootstrap, host: host, port: port, name: "webpush", connections: connections, http2: http2, metrics: metrics,
+            logger: webPushPort.logger)
     }
 
-    private static func configureHTTP2(_ channel: Channel, _ port: WebPushPort, _ wheel: KeepaliveWheel) throws {
+    private static func configureHTTP2(_ channel: Channel, _ port: WebPushPort, _ wheel: KeepaliveWheel, _ connections: HTTP2Connections) throws {
         let sync = channel.pipeline.syncOperations
+        // A peer silent for the idle bound (a stream open and nothing read) is closed; one with
+        // no stream for it gets GOAWAY `IdleTimeout` first (``HTTP2ServerConnection``).
         try sync.addHandler(KeepaliveHandler(pingInterval: nil, idleTimeout: port.idleTimeout, wheel: wheel))
         try sync.addHandler(IdleCloser(metrics: port.metrics))
         // The provider port's defences (issue 63): resets of streams in progress and control-frame
@@ -67,7 +70,11 @@ enum WebPushListener {
         ])
         connection.maximumRecentlyResetStreams = 100
         try sync.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: connection, streamConfiguration: .init()))
-        try sync.addHandler(WebPushStream.table(port: port))
+        let server = HTTP2ServerConnection(channel: channel, idleTimeout: port.idleTimeout) {
+            port.metrics.recordPeerClosed(port: "webpush", reason: "idle_timeout")
+        }
+        try sync.addHandler(WebPushStream.table(port: port, connection: server))
+        connections.track(server)
     }
 
     private static func configureHTTP1(_ channel: Channel, _ port: WebPushPort, _ wheel: KeepaliveWheel) throws {

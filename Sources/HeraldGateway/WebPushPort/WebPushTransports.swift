@@ -87,9 +87,13 @@ final class WebPushStream: HTTP2TableStream {
     }
 
     /// The request table of one Web Push connection over HTTP/2.
-    static func table(port: WebPushPort) -> HTTP2StreamTable {
+    /// The request table of one connection: a stream made at each first HEADERS, the
+    /// connection told how many are open (its idle timer and drain).
+    static func table(port: WebPushPort, connection: HTTP2ServerConnection) -> HTTP2StreamTable {
         let exchange = WebPushExchange(port: port)
-        return HTTP2StreamTable(accept: { id in WebPushStream(id: id, exchange: exchange) })
+        return HTTP2StreamTable(
+            accept: { id in WebPushStream(id: id, exchange: exchange) },
+            onStreamCreated: { connection.streamCreated($0) }, onStreamClosed: { connection.streamClosed($0) })
     }
 
     func receive(_ payload: HTTP2Frame.FramePayload, context: ChannelHandlerContext) {
