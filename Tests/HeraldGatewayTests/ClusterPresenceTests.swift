@@ -30,7 +30,7 @@ struct ClusterPresenceTests {
     }
 
     /// A fresh store with device d1 and one push held for it; a node "a" on it.
-    func setUp() async throws -> (PostgresStore, ClusterNode, DeviceRegistry, held: Int64) {
+    func setUp(hooks: ClusterTestHooks = .init()) async throws -> (PostgresStore, ClusterNode, DeviceRegistry, held: Int64) {
         let store = try await PostgresStore.connect(try PostgresURL(try PostgreSQLTestServer.freshDatabase()), logger: logger)
         _ = try await store.deviceConnected(id: "d1", publicKey: Array(repeating: 1, count: 64), atMilliseconds: now)
         let token = try await store.issueToken(
@@ -47,7 +47,7 @@ struct ClusterPresenceTests {
             configuration: ClusterConfiguration(nodeID: "a"), store: store, registry: registry,
             recorder: DeliveryRecorder(store: store, logger: logger), limiter: TokenRateLimiter(configuration: nil),
             clock: FixedClock(milliseconds: now), health: GatewayHealth(), storeTimeout: .seconds(5), metrics: GatewayMetrics(),
-            logger: logger)
+            logger: logger, hooks: hooks)
         return (store, node, registry, seq)
     }
 
@@ -82,19 +82,61 @@ struct ClusterPresenceTests {
         #expect(hinted.withLock { $0 } == [held], "b is told of what was held for d1 while the late claim stood")
     }
 
+    /// Registers a recording session for d1 with `connection`, on an event loop as a real one is.
+    func register(connection: Int64, in registry: DeviceRegistry) async throws -> (EventLoop, NIOLoopBound<RecordingSession>) {
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        // What the session was offered is read on its loop.
+        let session = try await loop.submit { NIOLoopBound(RecordingSession(), eventLoop: loop) }.get()
+        let entry = try await loop.submit {
+            DeviceRegistry.Session(
+                id: ObjectIdentifier(session.value), connection: connection,
+                handler: NIOLoopBound<any DeliverySession>(session.value, eventLoop: loop))
+        }.get()
+        registry.register(deviceID: "d1", session: entry)
+        return (loop, session)
+    }
+
+    @Test("a session's release waits for its claim: a claim that committed over the newer connection's row and was released before it returned no longer leaves the device without presence")
+    func releaseWaitsForTheClaim() async throws {
+        let committed = AsyncStream<Void>.makeStream()
+        let gate = AsyncStream<Void>.makeStream()
+        let (store, node, registry, held) = try await setUp(hooks: ClusterTestHooks(claimCommitted: {
+            committed.continuation.yield()
+            for await _ in gate.stream { break }
+        }))
+        defer { Task { await store.close() } }
+        // d1 reconnected here (connection 2, claimed); its older connection's claim (1) was
+        // queued behind a lock and commits now, over connection 2's row, and the older session
+        // has closed: its release comes while the claim has not returned.
+        let (loop, session) = try await register(connection: 2, in: registry)
+        _ = try await store.claimPresence(deviceID: "d1", node: "a", connection: 2, atMilliseconds: now)
+        let claim = Task { try await node.claim(deviceID: "d1", connection: 1) }
+        for await _ in committed.stream { break }
+        #expect(try await store.presence(deviceIDs: ["d1"]) == ["d1": "a"])
+        let released = Locked(false)
+        let release = Task {
+            await node.releaseNow(deviceID: "d1", connection: 1)
+            released.withLock { $0 = true }
+        }
+        // The barrier: the release waits for the claim (or, without the wait, has run).
+        let key = ClaimsInFlight.Key(deviceID: "d1", connection: 1)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while node.claims.waiters(for: key) == 0, !released.withLock({ $0 }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        gate.continuation.yield()
+        try await claim.value
+        await release.value
+        #expect(try await store.presence(deviceIDs: ["d1"]) == ["d1": "a"], "connection 2 keeps the device's presence")
+        #expect(try await loop.submit { session.value.offered }.get() == [held])
+    }
+
     @Test("a late claim of an older connection restores this node's newer one, which is offered what is held")
     func lateClaimRestoresTheNewerConnectionHere() async throws {
         let (store, node, registry, held) = try await setUp()
         defer { Task { await store.close() } }
-        let loop = MultiThreadedEventLoopGroup.singleton.next()
-        // The session lives on its event loop, as a real one does; what it was offered is read there.
-        let session = try await loop.submit { NIOLoopBound(RecordingSession(), eventLoop: loop) }.get()
-        let entry = try await loop.submit {
-            DeviceRegistry.Session(
-                id: ObjectIdentifier(session.value), connection: 3, handler: NIOLoopBound<any DeliverySession>(session.value, eventLoop: loop))
-        }.get()
+        let (loop, session) = try await register(connection: 3, in: registry)
         // d1 reconnected to a (connection 3), whose claim landed before the older connection's (2).
-        registry.register(deviceID: "d1", session: entry)
         _ = try await store.claimPresence(deviceID: "d1", node: "a", connection: 3, atMilliseconds: now)
         try await node.claim(deviceID: "d1", connection: 2)
         #expect(try await store.presence(deviceIDs: ["d1"]) == ["d1": "a"],

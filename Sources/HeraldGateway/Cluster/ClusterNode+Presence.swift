@@ -49,8 +49,13 @@ extension ClusterNode {
     /// withdrawal hands everything held for the device to its holder at once (the timing-chaos
     /// run lost 47 pushes to this gap until the full sweep, past its 45 s bound).
     func claim(deviceID: String, connection: Int64) async throws {
+        // The session's release waits for this to return (see ``release(deviceID:connection:)``).
+        let key = ClaimsInFlight.Key(deviceID: deviceID, connection: connection)
+        claims.begin(key)
+        defer { claims.end(key) }
         let previous = try await store.claimPresence(
             deviceID: deviceID, node: nodeID, connection: connection, atMilliseconds: clock.nowMilliseconds())
+        await hooks.claimCommitted?()
         if let previous, previous.node != nodeID {
             logger.debug("device moved here from another node", metadata: ["device": "\(deviceID)", "from": "\(previous.node)"])
         }
@@ -97,11 +102,20 @@ extension ClusterNode {
     /// release lost to a restarting database left presence naming this node for a device it no
     /// longer has.
     func release(deviceID: String, connection: Int64) {
+        Task { await releaseNow(deviceID: deviceID, connection: connection) }
+    }
+
+    /// The release, after the connection's claim has returned: a claim that committed over a
+    /// newer connection's row (its statement queued behind a lock) and was released before it
+    /// returned deleted that row, where its withdrawal would have restored it, and the device
+    /// stayed connected with no presence (the timing-chaos run: 132 pushes answered 200 held
+    /// until the device's next connection). Once the claim has returned, a late one has been
+    /// withdrawn and the release finds nothing of its own.
+    func releaseNow(deviceID: String, connection: Int64) async {
+        await claims.wait(for: ClaimsInFlight.Key(deviceID: deviceID, connection: connection))
         let store = self.store, node = nodeID
-        Task {
-            await retrying("release a device's presence", deviceID: deviceID) {
-                try await store.releasePresence(deviceID: deviceID, node: node, connection: connection)
-            }
+        await retrying("release a device's presence", deviceID: deviceID) {
+            try await store.releasePresence(deviceID: deviceID, node: node, connection: connection)
         }
     }
 
@@ -162,4 +176,42 @@ struct HealSchedule: Sendable {
 
     /// The heal ran: done, or to be tried at the next renewal.
     mutating func healed(_ succeeded: Bool) { pending = !succeeded }
+}
+
+/// The presence claims a node has in flight, so that a session's release waits for its claim
+/// to return (``ClusterNode/releaseNow(deviceID:connection:)``).
+final class ClaimsInFlight: Sendable {
+    struct Key: Hashable, Sendable {
+        var deviceID: String
+        var connection: Int64
+    }
+
+    private let waiting = Locked([Key: [CheckedContinuation<Void, Never>]]())
+
+    func begin(_ key: Key) { waiting.withLock { $0[key] = $0[key] ?? [] } }
+
+    func end(_ key: Key) {
+        for waiter in waiting.withLock({ $0.removeValue(forKey: key) }) ?? [] { waiter.resume() }
+    }
+
+    /// Returns once no claim for `key` is in flight.
+    func wait(for key: Key) async {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let now = waiting.withLock { waiting -> Bool in
+                guard waiting[key] != nil else { return true }
+                waiting[key]!.append(waiter)
+                return false
+            }
+            if now { waiter.resume() }
+        }
+    }
+
+    /// How many releases wait for `key`'s claim (tests' barrier).
+    func waiters(for key: Key) -> Int { waiting.withLock { $0[key]?.count ?? 0 } }
+}
+
+/// Points where a test holds a node between two steps, to force an interleaving.
+struct ClusterTestHooks: Sendable {
+    /// After a presence claim has committed and before it returns.
+    var claimCommitted: (@Sendable () async -> Void)?
 }

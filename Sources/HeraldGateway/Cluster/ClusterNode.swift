@@ -77,6 +77,9 @@ final class ClusterNode: Sendable {
     /// of the control lane's two connections, the next queued behind it, and the node fenced
     /// itself while the database had it alive). Given up after a lease.
     private let renewals: SingleFlight<Renewed>
+    /// Presence claims under way: a session's release waits for its claim.
+    let claims = ClaimsInFlight()
+    let hooks: ClusterTestHooks
 
     /// A renewal's answer, and when it started on this node's monotonic clock (the lease counts
     /// from there, whichever heartbeat waited for it).
@@ -88,8 +91,9 @@ final class ClusterNode: Sendable {
     init(
         configuration: ClusterConfiguration, store: any ClusterStore, registry: DeviceRegistry, recorder: DeliveryRecorder,
         limiter: TokenRateLimiter, clock: any WallClock, health: GatewayHealth, storeTimeout: TimeAmount,
-        metrics: GatewayMetrics, logger: Logger
+        metrics: GatewayMetrics, logger: Logger, hooks: ClusterTestHooks = .init()
     ) {
+        self.hooks = hooks
         self.health = health
         self.storeTimeout = storeTimeout
         self.configuration = configuration
