@@ -7,7 +7,7 @@
   `scripts/bench.sh`, `docs/device-events.schema.json`) exists: a path is looked up from the
   repository, `Sources/` and `Tests/`; a bare file name must exist somewhere under them;
 - every folder of the folder walk (the code blocks: `Sources/HeraldGateway/` then its indented
-  `APNsPort/`, `Gateway.swift`) exists where the walk puts it;
+  `ProviderPort/`, `Gateway.swift`) exists where the walk puts it;
 - every folder inside a target (`Sources/<target>/<folder>/`) is in the walk, so that a folder
   added or renamed without the map fails CI;
 - every target under `Sources/` is in the targets table.

@@ -20,7 +20,7 @@ extension Gateway {
         let recorder: DeliveryRecorder
         let intake: NotificationIntake
         let cluster: ClusterNode?
-        let providerPort: APNsPort
+        let providerPort: ProviderPort
         let devicePort: DevicePort
         let webPushPort: WebPushPort
         let webPushEndpoints: WebPushEndpoints?
@@ -28,7 +28,7 @@ extension Gateway {
 
     /// The listeners bound, and their ports.
     struct Listeners {
-        var provider: [APNsPortListener] = []
+        var provider: [ProviderPortListener] = []
         var device: BoundListener?
         var webPush: BoundListener?
         var feedback: LegacyFeedbackListener?
@@ -59,7 +59,7 @@ extension Gateway {
             maximumBatchSize: configuration.maximumBatchSize, highWater: limits.intakeHighWater,
             storeTimeout: limits.storeTimeout, health: health, registry: registry, recorder: recorder, feed: feed, cluster: cluster,
             metrics: metrics, logger: logger)
-        var providerPort = APNsPort(
+        var providerPort = ProviderPort(
             environment: configuration.environment, clock: clock,
             directory: ProviderKeyDirectory(store: store, clock: clock),
             limiter: limiters.apns,
@@ -126,14 +126,14 @@ extension Gateway {
         let providerPort = core.providerPort
         let tls = self.tls.add(try ReloadableTLSContext { try configuration.makeProviderTLSContext() })
         let main = try await listening("provider", host: configuration.host, port: configuration.providerPort) {
-            try await APNsPortListener.bind(host: configuration.host, port: configuration.providerPort, tls: tls, providerPort: providerPort, group: group)
+            try await ProviderPortListener.bind(host: configuration.host, port: configuration.providerPort, tls: tls, providerPort: providerPort, group: group)
         }
         bound.provider.append(main)
         bound.ports.providerPort = main.port
         if let h2cPort = configuration.h2cPort {
             // Plaintext is for development on this machine only: never bound beyond loopback.
             let h2c = try await listening("h2c", host: "127.0.0.1", port: h2cPort) {
-                try await APNsPortListener.bind(host: "127.0.0.1", port: h2cPort, tls: nil, providerPort: providerPort, group: group, name: "h2c")
+                try await ProviderPortListener.bind(host: "127.0.0.1", port: h2cPort, tls: nil, providerPort: providerPort, group: group, name: "h2c")
             }
             bound.provider.append(h2c)
             bound.ports.h2cPort = h2c.port
@@ -142,7 +142,7 @@ extension Gateway {
             var channelsPort = providerPort
             channelsPort.role = .channels
             let listener = try await listening("channel", host: configuration.host, port: port) {
-                try await APNsPortListener.bind(host: configuration.host, port: port, tls: tls, providerPort: channelsPort, group: group, name: "channels")
+                try await ProviderPortListener.bind(host: configuration.host, port: port, tls: tls, providerPort: channelsPort, group: group, name: "channels")
             }
             bound.provider.append(listener)
             bound.ports.channelPort = listener.port

@@ -73,6 +73,9 @@ public final class SingleFlight<Value: Sendable>: Sendable {
         self.abandonAfter = abandonAfter
     }
 
+    /// Whether an operation is under way (one the next caller would join).
+    public var isInFlight: Bool { state.withLock { $0.task != nil } }
+
     /// The result of the operation under way, or of `operation` started now, within `timeout`.
     public func run(within timeout: TimeAmount, _ operation: @escaping @Sendable () async throws -> Value) async throws -> Value {
         let flight = state, abandonAfter = self.abandonAfter

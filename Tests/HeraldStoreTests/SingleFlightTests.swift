@@ -45,6 +45,11 @@ struct SingleFlightTests {
         let flight = SingleFlight<Int>(abandonAfter: .milliseconds(100))
         let stuck = Gate()
         await #expect(throws: DeadlineExceeded.self) { try await flight.run(within: .seconds(5)) { try await stuck.operation() } }
+        // The barrier: the stuck operation has been given up (on a starved machine the caller's
+        // own bound may come first; the next caller must still find it abandoned, not join it).
+        let deadline = ContinuousClock.now + .seconds(30)
+        while flight.isInFlight, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(!flight.isInFlight, "abandoned after abandonAfter")
         let fresh = Gate()
         fresh.release.continuation.yield()
         #expect(try await flight.run(within: .seconds(5)) { try await fresh.operation() } == 1)

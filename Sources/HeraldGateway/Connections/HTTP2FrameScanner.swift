@@ -1,7 +1,7 @@
 import NIOCore
 
 /// Finds the HTTP/2 frame headers in one direction of a connection's byte stream, whatever way the
-/// bytes are split into buffers, without copying payloads. Used by ``APNsPortFrameGuard`` to see
+/// bytes are split into buffers, without copying payloads. Used by ``HTTP2FrameGuard`` to see
 /// what a peer sends before NIO's HTTP/2 state machine acts on it, and what the gateway answers.
 struct HTTP2FrameScanner {
     /// One frame header (RFC 9113 §4.1), and for GOAWAY its error code.

@@ -16,10 +16,10 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
 
     let port: DevicePort
     var session: DeviceSession
-    private(set) var context: ChannelHandlerContext?
+    var context: ChannelHandlerContext?
     /// The timers that release held background pushes, by topic.
     private var releaseTimers: [String: Scheduled<Void>] = [:]
-    private var needsFlush = false
+    var needsFlush = false
     private var lowPriorityFlush: Scheduled<Void>?
     /// This connection, in the device's cluster presence (a newer connection replaces it).
     let connectionID = Int64.random(in: 1...Int64.max)
@@ -46,16 +46,6 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         if let challenge = session.challenge { send(challenge, flush: true) }
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
-        finish()
-        context.fireChannelInactive()
-    }
-
-    func handlerRemoved(context: ChannelHandlerContext) {
-        finish()
-        self.context = nil
-    }
-
     /// Forgets the session: unacked sends are recorded (they stay held and go again next time).
     func finish() {
         guard let unacked = session.close() else { return }
@@ -63,10 +53,8 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         for timer in releaseTimers.values { timer.cancel() }
         releaseTimers = [:]
         guard let deviceID = session.deviceID, let context else { return }
-        port.registry.remove(deviceID: deviceID, sessionID: ObjectIdentifier(context.channel))
-        port.cluster?.release(deviceID: deviceID, connection: connectionID)
+        leave(deviceID: deviceID, unacked: unacked, context: context)
         port.metrics.connectedDevices.decrement()
-        port.recorder.record(unacked.map { DeliveryEvent.sent(seq: $0.seq, atMilliseconds: $0.sentAtMilliseconds) })
         let now = port.clock.nowMilliseconds()
         for sent in unacked {
             guard let trace = sent.trace else { continue }
@@ -215,13 +203,6 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
         }
     }
 
-    /// Flushes what priority-10 notifications wrote.
-    func flushIfNeeded() {
-        guard needsFlush, let context else { return }
-        needsFlush = false
-        context.flush()
-    }
-
     private func startReleaseTimer(topic: String, wait: Int64) {
         guard releaseTimers[topic] == nil, let context else { return }
         // The budget is computed on the injected clock, which real time does not drive: look
@@ -238,34 +219,10 @@ final class DeviceSessionHandler: ChannelInboundHandler, RemovableChannelHandler
 
     private func recordAcks(_ acked: [DeviceSession.Acked], now: Int64) {
         let deviceID = session.deviceID
-        var events: [DeliveryEvent] = []
-        events.reserveCapacity(acked.count)
-        for ack in acked {
-            let sent = ack.sent
-            port.feed.publish { DeliveryFeed.Event(event: .acked, at: now, apnsId: ack.apnsID.description, topic: sent.topic, device: deviceID) }
-            events.append(.acked(seq: sent.seq, sentAtMilliseconds: sent.sentAtMilliseconds, ackedAtMilliseconds: now))
-            port.metrics.deviceAckSeconds.record(milliseconds: now - sent.sentAtMilliseconds)
-            if let trace = sent.trace { Self.recordDeliverySpan(trace, ack.apnsID, sent, deviceID: deviceID, until: now, failure: nil) }
+        let count = recordAcks(acked, now: now, feedProtocol: nil) { ack in
+            if let trace = ack.sent.trace { Self.recordDeliverySpan(trace, ack.apnsID, ack.sent, deviceID: deviceID, until: now, failure: nil) }
         }
-        port.metrics.deviceAcks.increment(by: Int64(events.count))
-        port.recorder.record(events)
-    }
-
-    /// Loads what the store still holds for the device (after deliveries were left held at the
-    /// in-flight bound); what is already in flight is skipped by sequence number.
-    private func reloadHeld() {
-        guard let deviceID = session.deviceID else { return }
-        let store = port.store
-        let now = port.clock.nowMilliseconds()
-        // Acks recorded so far must be in the store before it is asked what is still held.
-        let recorder = port.recorder
-        run({ () async throws -> [Delivery] in
-            await recorder.waitUntilRecorded()
-            return try await store.pendingDeliveries(forDevice: deviceID, nowMilliseconds: now)
-        }) { handler, result in
-            for delivery in handler.session.reloaded(try? result.get()) { handler.offer(delivery) }
-            handler.flushIfNeeded()
-        }
+        port.metrics.deviceAcks.increment(by: Int64(count))
     }
 
     /// The connection's keepalive: the port's own unless the device asked for a shorter ping

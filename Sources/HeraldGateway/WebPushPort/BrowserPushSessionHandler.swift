@@ -30,9 +30,9 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
     /// The origin endpoints are issued under (the port's, or the `Host` the browser connected to).
     private let origin: String
     var session: DeviceSession
-    private(set) var context: ChannelHandlerContext?
+    var context: ChannelHandlerContext?
     private var deviceID: String? { session.deviceID }
-    private var needsFlush = false
+    var needsFlush = false
     let connectionID = Int64.random(in: 1...Int64.max)
 
     init(port: WebPushPort, origin: String) {
@@ -45,24 +45,12 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
 
-    func handlerRemoved(context: ChannelHandlerContext) {
-        finish()
-        self.context = nil
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        finish()
-        context.fireChannelInactive()
-    }
-
     /// Forgets the session: what was written and not acked stays held, and goes again next time.
     func finish() {
         let wasWelcomed = session.isWelcomed
         guard let unacked = session.close(), wasWelcomed, let deviceID, let context else { return }
-        port.registry.remove(deviceID: deviceID, sessionID: ObjectIdentifier(context.channel))
-        port.cluster?.release(deviceID: deviceID, connection: connectionID)
+        leave(deviceID: deviceID, unacked: unacked, context: context)
         port.metrics.connectedUserAgents.decrement()
-        port.recorder.record(unacked.map { DeliveryEvent.sent(seq: $0.seq, atMilliseconds: $0.sentAtMilliseconds) })
     }
 
     /// Mozilla's protocol has no reconnect hint: a browser comes back on its own backoff.
@@ -222,42 +210,11 @@ final class BrowserPushSessionHandler: ChannelInboundHandler, RemovableChannelHa
         }
     }
 
-    func flushIfNeeded() {
-        guard needsFlush, let context else { return }
-        needsFlush = false
-        context.flush()
-    }
-
     private func acknowledge(_ versions: [String]) {
         let now = port.clock.nowMilliseconds()
         let (acked, reload) = session.acknowledge(versions.compactMap(NotificationID.init(header:)), nowMilliseconds: now)
-        var events: [DeliveryEvent] = []
-        for ack in acked {
-            let sent = ack.sent
-            events.append(.acked(seq: sent.seq, sentAtMilliseconds: sent.sentAtMilliseconds, ackedAtMilliseconds: now))
-            port.feed.publish {
-                DeliveryFeed.Event(event: .acked, at: now, protocol: "webpush", apnsId: ack.apnsID.description, topic: sent.topic, device: self.deviceID)
-            }
-            port.metrics.deviceAckSeconds.record(milliseconds: now - sent.sentAtMilliseconds)
-        }
-        port.metrics.webPushAcks.increment(by: Int64(events.count))
-        port.recorder.record(events)
-        if reload { self.reload() }
-    }
-
-    /// Loads what the store still holds (deliveries were left there at the in-flight bound).
-    private func reload() {
-        guard let deviceID else { return }
-        let store = port.store, recorder = port.recorder
-        let now = port.clock.nowMilliseconds()
-        run({ () async throws -> [Delivery] in
-            // Acks recorded so far must be in the store before it is asked what is still held.
-            await recorder.waitUntilRecorded()
-            return try await store.pendingDeliveries(forDevice: deviceID, nowMilliseconds: now)
-        }) { handler, result in
-            for delivery in handler.session.reloaded(try? result.get()) { handler.offer(delivery) }
-            handler.flushIfNeeded()
-        }
+        port.metrics.webPushAcks.increment(by: Int64(recordAcks(acked, now: now, feedProtocol: "webpush")))
+        if reload { reloadHeld() }
     }
 }
 

@@ -6,7 +6,7 @@ import NIOHPACK
 import NIOHTTP2
 import Tracing
 
-extension APNsPortStream {
+extension ProviderPortStream {
     // MARK: broadcasts and channels
 
     /// The app of a broadcast or channel request must be the credential's: a team's topic, or
@@ -85,8 +85,8 @@ extension APNsPortStream {
         }
     }
 
-    /// Answers a receipt or feedback query (see `APNsPortQuery`).
-    func answer(_ query: APNsPortQuery, team: String, context: ChannelHandlerContext) {
+    /// Answers a receipt or feedback query (see `ProviderPortQuery`).
+    func answer(_ query: ProviderPortQuery, team: String, context: ChannelHandlerContext) {
         let store = port.store
         let environment = port.environment
         let inactivity = port.inactivityPeriodMilliseconds
@@ -110,7 +110,7 @@ extension APNsPortStream {
     /// Runs an async store lookup off the event loop, then continues on it.
     func wait(
         context: ChannelHandlerContext, for work: @escaping @Sendable () async throws -> Void,
-        then next: @escaping (APNsPortStream) -> Void
+        then next: @escaping (ProviderPortStream) -> Void
     ) {
         let loopBound = NIOLoopBound((self, context, next), eventLoop: context.eventLoop)
         let logger = port.logger

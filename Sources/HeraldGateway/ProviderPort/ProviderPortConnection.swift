@@ -6,7 +6,7 @@ import NIOHTTP2
 /// certificate; its life (streams, idle, drain) is its ``HTTP2ServerConnection``'s. Confined to
 /// the connection's event loop (its streams share it). `@unchecked Sendable`: it is only touched
 /// on `channel.eventLoop`.
-final class APNsPortConnection: @unchecked Sendable {
+final class ProviderPortConnection: @unchecked Sendable {
     /// Streams allowed at once before the first provider token is accepted (reference §3).
     static let streamsBeforeAuthentication = 1
     /// Streams allowed at once afterwards (the value observed from APNs in 2021).

@@ -9,14 +9,14 @@ import HeraldStore
 /// - `GET /3/feedback/<topic>`: the topic's feedback list (dead tokens), read and cleared.
 ///
 /// Both are authenticated with the same provider tokens as pushes.
-enum APNsPortQuery: Sendable, Hashable {
+enum ProviderPortQuery: Sendable, Hashable {
     case receipt(NotificationID)
     case feedback(topic: String)
 
     static let receiptPrefix = "/3/notifications/"
     static let feedbackPrefix = "/3/feedback/"
 
-    static func parse(path rawPath: String) -> Result<APNsPortQuery, APNsRejection> {
+    static func parse(path rawPath: String) -> Result<ProviderPortQuery, APNsRejection> {
         let path = QueryString.path(of: rawPath)
         if path.hasPrefix(receiptPrefix) {
             guard let id = NotificationID(header: String(path.dropFirst(receiptPrefix.count))) else {

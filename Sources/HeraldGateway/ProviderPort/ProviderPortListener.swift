@@ -9,7 +9,7 @@ import NIOTLS
 
 /// One listening socket of the provider port: over TLS (ALPN `h2`) or, for local development,
 /// plaintext h2c with prior knowledge. Keeps its connections so that shutdown can drain them.
-final class APNsPortListener: Sendable {
+final class ProviderPortListener: Sendable {
     let serverChannel: Channel
     private let connections: HTTP2Connections
 
@@ -21,9 +21,9 @@ final class APNsPortListener: Sendable {
     }
 
     static func bind(
-        host: String, port: Int, tls: ReloadableTLSContext?, providerPort: APNsPort, group: EventLoopGroup,
+        host: String, port: Int, tls: ReloadableTLSContext?, providerPort: ProviderPort, group: EventLoopGroup,
         name: String = "provider"
-    ) async throws -> APNsPortListener {
+    ) async throws -> ProviderPortListener {
         let connections = HTTP2Connections()
         let metrics = providerPort.metrics
         let bootstrap = ServerBootstrap(group: group)
@@ -46,14 +46,14 @@ final class APNsPortListener: Sendable {
                     }
                     try sync.addHandler(HTTP2FrameGuard(limits, port: "provider", channel: channel, metrics: metrics, logger: providerPort.logger))
                     try sync.addHandler(FlushCoalescingHandler())
-                    let connection = APNsPortConnection(
+                    let connection = ProviderPortConnection(
                         channel: channel, environment: providerPort.environment, idleTimeout: limits.providerIdleTimeout,
                         maximumHeaderListSize: limits.maximumHeaderListSize
                     ) { metrics.recordPeerClosed(port: "provider", reason: "idle_timeout") }
                     try sync.addHandler(NIOHTTP2Handler(
                         mode: .server, connectionConfiguration: connection.connectionConfiguration,
-                        streamConfiguration: APNsPortConnection.streamConfiguration))
-                    try sync.addHandler(APNsPortStream.table(port: providerPort, connection: connection))
+                        streamConfiguration: ProviderPortConnection.streamConfiguration))
+                    try sync.addHandler(ProviderPortStream.table(port: providerPort, connection: connection))
                     if tls != nil { try sync.addHandler(ClientCertificateReader(connection: connection, logger: providerPort.logger)) }
                     try sync.addHandler(ConnectionErrorLogger(logger: providerPort.logger))
                     connections.track(connection.http2)
@@ -64,7 +64,7 @@ final class APNsPortListener: Sendable {
             }
         let serverChannel = try await bootstrap.bind(host: host, port: port).get()
         try await metrics.connectionSetup.watch(serverChannel, port: name, logger: providerPort.logger)
-        return APNsPortListener(serverChannel: serverChannel, connections: connections)
+        return ProviderPortListener(serverChannel: serverChannel, connections: connections)
     }
 
     /// Stops accepting, tells every connection to go away (`{"reason":"Shutdown"}`), waits until
@@ -80,9 +80,9 @@ final class APNsPortListener: Sendable {
 /// stream limit is raised at once.
 private final class ClientCertificateReader: ChannelInboundHandler {
     typealias InboundIn = Any
-    let connection: APNsPortConnection
+    let connection: ProviderPortConnection
     let logger: Logger
-    init(connection: APNsPortConnection, logger: Logger) {
+    init(connection: ProviderPortConnection, logger: Logger) {
         self.connection = connection
         self.logger = logger
     }

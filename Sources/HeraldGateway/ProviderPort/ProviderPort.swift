@@ -5,7 +5,7 @@ import NIOCore
 
 /// What every stream of the provider port shares: configuration, the caches in front of the
 /// store, the rate limiter, the intake and the metrics.
-struct APNsPort: Sendable {
+struct ProviderPort: Sendable {
     var environment: PushEnvironment
     var clock: any WallClock
     var directory: ProviderKeyDirectory

@@ -1,39 +1,8 @@
 import HeraldCore
+import HeraldStore
 import Logging
 import NIOCore
 import NIOWebSocket
-
-/// A WebSocket session of the gateway (a device's on the device port, a browser's on the Web
-/// Push port), as the connection's events see it: what ``WebSocketSessionEvents`` needs to
-/// answer them the same way for both, in each one's words.
-protocol WebSocketSessionEnd: AnyObject {
-    /// The session is over: nothing more is said to the peer.
-    var isSessionClosed: Bool { get }
-    /// Nothing was written for a ping interval.
-    func sessionIsQuiet()
-    /// Says `code` and `message` to the peer (as its protocol can), then closes.
-    func close(with code: DeviceErrorCode, _ message: String, reconnectWithinMilliseconds: Int64?)
-    /// Forgets the session without a word (the connection failed under it).
-    func forgetSession(after error: Error)
-    /// The words and numbers each session says its closes with (made when an event needs them).
-    var terms: WebSocketSessionEvents.Terms { get }
-}
-
-/// A session handler that is a ``WebSocketSessionEnd`` answers these three NIO events here, not
-/// with NIO's pass-through defaults: the conformance is all a handler writes.
-extension WebSocketSessionEnd where Self: ChannelInboundHandler {
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        WebSocketSessionEvents.userInboundEvent(event, context: context, session: self)
-    }
-
-    func channelWritabilityChanged(context: ChannelHandlerContext) {
-        WebSocketSessionEvents.writabilityChanged(context: context, session: self)
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: Error) {
-        WebSocketSessionEvents.error(error, context: context, session: self)
-    }
-}
 
 /// A WebSocket session's handler: how it says something to its peer and how it waits for the
 /// store, the same for a device's session and a browser's.
@@ -41,7 +10,9 @@ protocol WebSocketSessionHandler: WebSocketSessionEnd, ChannelInboundHandler, De
 where InboundIn == WebSocketFrame, OutboundOut == WebSocketFrame {
     associatedtype Port: SessionPort
     /// The handler's context while it is in a pipeline.
-    var context: ChannelHandlerContext? { get }
+    var context: ChannelHandlerContext? { get set }
+    /// Whether something was written and not flushed yet (``flushIfNeeded()``).
+    var needsFlush: Bool { get set }
     var port: Port { get }
     /// The session's state machine: what is in flight, held, acked.
     var session: DeviceSession { get set }
@@ -66,6 +37,73 @@ extension WebSocketSessionHandler {
         case .peerClosed: finish()
         case .text(let bytes): receiveText(bytes)
         case .notText(let opcode): receiveNotText(opcode)
+        }
+    }
+}
+
+/// What both sessions do alike over their lives: the end of the connection, the flush, the
+/// acks and the reload of what the store still holds.
+extension WebSocketSessionHandler {
+    func channelInactive(context: ChannelHandlerContext) {
+        finish()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        finish()
+        self.context = nil
+    }
+
+    /// The session is over: pushes for the device no longer find it here, its cluster presence
+    /// goes, and what was written and not acked is recorded as sent (it stays held and goes
+    /// again at the next connection).
+    func leave(deviceID: String, unacked: [DeviceSession.Sent], context: ChannelHandlerContext) {
+        port.registry.remove(deviceID: deviceID, sessionID: ObjectIdentifier(context.channel))
+        port.cluster?.release(deviceID: deviceID, connection: connectionID)
+        port.recorder.record(unacked.map { DeliveryEvent.sent(seq: $0.seq, atMilliseconds: $0.sentAtMilliseconds) })
+    }
+
+    /// Flushes what ``offer(_:)`` wrote without a flush.
+    func flushIfNeeded() {
+        guard needsFlush, let context else { return }
+        needsFlush = false
+        context.flush()
+    }
+
+    /// Records acks: each one's event for the store and the live feed (`feedProtocol`: `webpush`
+    /// for a browser's) and its latency; returns how many. `each` sees every ack too.
+    func recordAcks(
+        _ acked: [DeviceSession.Acked], now: Int64, feedProtocol: String?, each: (DeviceSession.Acked) -> Void = { _ in }
+    ) -> Int {
+        let deviceID = session.deviceID
+        var events: [DeliveryEvent] = []
+        events.reserveCapacity(acked.count)
+        for ack in acked {
+            let sent = ack.sent
+            events.append(.acked(seq: sent.seq, sentAtMilliseconds: sent.sentAtMilliseconds, ackedAtMilliseconds: now))
+            port.feed.publish {
+                DeliveryFeed.Event(event: .acked, at: now, protocol: feedProtocol, apnsId: ack.apnsID.description, topic: sent.topic, device: deviceID)
+            }
+            port.metrics.deviceAckSeconds.record(milliseconds: now - sent.sentAtMilliseconds)
+            each(ack)
+        }
+        port.recorder.record(events)
+        return events.count
+    }
+
+    /// Loads what the store still holds for the device (deliveries were left there at the
+    /// in-flight bound); what is already in flight is skipped by sequence number.
+    func reloadHeld() {
+        guard let deviceID = session.deviceID else { return }
+        let store = port.store, recorder = port.recorder
+        let now = port.clock.nowMilliseconds()
+        run({ () async throws -> [Delivery] in
+            // Acks recorded so far must be in the store before it is asked what is still held.
+            await recorder.waitUntilRecorded()
+            return try await store.pendingDeliveries(forDevice: deviceID, nowMilliseconds: now)
+        }) { handler, result in
+            for delivery in handler.session.reloaded(try? result.get()) { handler.offer(delivery) }
+            handler.flushIfNeeded()
         }
     }
 }
@@ -117,61 +155,6 @@ extension WebSocketSessionHandler {
                 for delivery in deliveries { handler.offer(delivery) }
                 handler.flushIfNeeded()
             }
-        }
-    }
-}
-
-/// What both WebSocket sessions do alike when their ``KeepaliveHandler`` fires, the peer stops
-/// reading, or its framing is wrong.
-enum WebSocketSessionEvents {
-    struct Terms {
-        /// The close message when nothing was heard for the idle timeout.
-        var silent: String
-        /// The close message when the peer stopped reading what is queued for it.
-        var notReading: String
-        /// The largest frame the peer may send.
-        var maximumFrameBytes: Int
-        /// The close message for framing NIO refused.
-        var badFraming: (NIOWebSocketError) -> String
-        /// Counts a peer closed for not reading.
-        var countSlowReader: () -> Void
-    }
-
-    /// The keepalive's events: ping when quiet, close when silent; others pass on.
-    static func userInboundEvent(_ event: Any, context: ChannelHandlerContext, session: some WebSocketSessionEnd) {
-        guard let idle = event as? IdleStateHandler.IdleStateEvent else {
-            return context.fireUserInboundEventTriggered(event)
-        }
-        switch idle {
-        case .read:
-            session.close(with: .idleTimeout, session.terms.silent, reconnectWithinMilliseconds: nil)
-        case .write, .all:
-            session.sessionIsQuiet()
-            // Devices and browsers answer WebSocket pings themselves; the pong keeps the read side alive.
-            WebSocketControl.ping(context)
-        }
-    }
-
-    /// A peer that does not read is closed: what was queued for it stays held for its next connection.
-    static func writabilityChanged(context: ChannelHandlerContext, session: some WebSocketSessionEnd) {
-        if !context.channel.isWritable && !session.isSessionClosed {
-            session.terms.countSlowReader()
-            session.close(with: .slowConsumer, session.terms.notReading, reconnectWithinMilliseconds: nil)
-        }
-        context.fireChannelWritabilityChanged()
-    }
-
-    /// Frames too large or badly framed close with the protocol's error; anything else ends the
-    /// connection without a word.
-    static func error(_ error: Error, context: ChannelHandlerContext, session: some WebSocketSessionEnd) {
-        switch error {
-        case NIOWebSocketError.invalidFrameLength, is NIOWebSocketFrameAggregator.Error:
-            session.close(with: .frameTooLarge, "frames are limited to \(session.terms.maximumFrameBytes) bytes", reconnectWithinMilliseconds: nil)
-        case let error as NIOWebSocketError:
-            session.close(with: .malformedFrame, session.terms.badFraming(error), reconnectWithinMilliseconds: nil)
-        default:
-            session.forgetSession(after: error)
-            context.close(promise: nil)
         }
     }
 }

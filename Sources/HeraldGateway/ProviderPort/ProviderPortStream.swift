@@ -15,13 +15,13 @@ import Tracing
 /// ``HTTP2StreamTable`` (``table(port:connection:)``) hands it the frames of its stream, and
 /// `context` is the table's. Runs on the connection's event loop; it waits (without blocking)
 /// only on a key or topic cache miss and on the intake's commit.
-final class APNsPortStream: HTTP2TableStream {
+final class ProviderPortStream: HTTP2TableStream {
     /// Bytes of body kept: enough to tell every push type's limit apart from "too large".
     private static let maximumBodyKept = PushType.voip.maximumPayloadSize + 1
 
     let id: HTTP2StreamID
-    let port: APNsPort
-    let connection: APNsPortConnection
+    let port: ProviderPort
+    let connection: ProviderPortConnection
     var head = APNsRequestHead()
     var sawHeaders = false
     var body: ByteBuffer?
@@ -31,8 +31,8 @@ final class APNsPortStream: HTTP2TableStream {
     /// The stream closed (reset by the peer, or the connection went) before it was answered.
     var isClosed = false
 
-    /// What the request asks for (``APNsPortRoute``), once its head is complete.
-    var route: APNsPortRoute?
+    /// What the request asks for (``ProviderPortRoute``), once its head is complete.
+    var route: ProviderPortRoute?
     /// A push's headers, once validated.
     var pushHeaders: PushHeaders?
     /// A push's apns-id: the provider's, or the one the gateway gives it when accepted.
@@ -42,7 +42,7 @@ final class APNsPortStream: HTTP2TableStream {
     /// The request's span while tracing is on (``Traces``): from the complete request to its answer.
     var span: (any Span)?
 
-    init(id: HTTP2StreamID, port: APNsPort, connection: APNsPortConnection) {
+    init(id: HTTP2StreamID, port: ProviderPort, connection: ProviderPortConnection) {
         self.id = id
         self.port = port
         self.connection = connection
@@ -50,9 +50,9 @@ final class APNsPortStream: HTTP2TableStream {
 
     /// The request table of one provider connection: a stream made at each first HEADERS, the
     /// connection told how many are open.
-    static func table(port: APNsPort, connection: APNsPortConnection) -> HTTP2StreamTable {
+    static func table(port: ProviderPort, connection: ProviderPortConnection) -> HTTP2StreamTable {
         HTTP2StreamTable(
-            accept: { id in APNsPortStream(id: id, port: port, connection: connection) },
+            accept: { id in ProviderPortStream(id: id, port: port, connection: connection) },
             onStreamCreated: { connection.http2.streamCreated($0) }, onStreamClosed: { connection.http2.streamClosed($0) })
     }
 
@@ -86,8 +86,8 @@ final class APNsPortStream: HTTP2TableStream {
         if Traces.isEnabled { startSpan() }
         if connection.isDraining { return respond(context: context, APNsRejection(.shutdown)) }
         // Step 1: what the request asks for, from its head alone.
-        let routed = APNsPortRoute.route(head, body: body, role: port.role)
-        if APNsPortRoute.answersWithRequestID(routed, role: port.role) {
+        let routed = ProviderPortRoute.route(head, body: body, role: port.role)
+        if ProviderPortRoute.answersWithRequestID(routed, role: port.role) {
             requestID = head.requestID.flatMap(NotificationID.init(header:)) ?? NotificationID.random(using: &connection.ids)
         }
         switch routed {

@@ -13,7 +13,7 @@ import Testing
 /// the exact APNs refusal; and one stream handler driven frame by frame on an `EmbeddedChannel`,
 /// without sockets.
 @Suite("APNs port: routing and the stream handler without sockets")
-struct APNsPortRouteTests {
+struct ProviderPortRouteTests {
     static let token = String(repeating: "ab", count: 32)
 
     static func head(_ method: String, _ path: String, _ extra: [(String, String)] = []) -> APNsRequestHead {
@@ -22,8 +22,8 @@ struct APNsPortRouteTests {
         return head
     }
 
-    static func route(_ head: APNsRequestHead, role: APNsPort.Role = .provider, body: String = "") -> Result<APNsPortRoute, APNsRejection> {
-        APNsPortRoute.route(head, body: body.isEmpty ? nil : ByteBuffer(string: body), role: role)
+    static func route(_ head: APNsRequestHead, role: ProviderPort.Role = .provider, body: String = "") -> Result<ProviderPortRoute, APNsRejection> {
+        ProviderPortRoute.route(head, body: body.isEmpty ? nil : ByteBuffer(string: body), role: role)
     }
 
     @Test("a device path is a push, with the provider's apns-id; a bad token or path is refused as APNs refuses it")
@@ -37,7 +37,7 @@ struct APNsPortRouteTests {
         #expect(try #require(Self.route(Self.head("POST", "/3/device/xyz")).failureReason) == .badDeviceToken)
         #expect(try #require(Self.route(Self.head("POST", "/3/elsewhere")).failureReason) == .badPath)
         #expect(try #require(Self.route(Self.head("PUT", "/3/device/\(Self.token)")).failureReason) == .methodNotAllowed)
-        #expect(!APNsPortRoute.answersWithRequestID(Self.route(Self.head("POST", "/3/device/\(Self.token)")), role: .provider))
+        #expect(!ProviderPortRoute.answersWithRequestID(Self.route(Self.head("POST", "/3/device/\(Self.token)")), role: .provider))
     }
 
     @Test("GET reads a receipt or a feedback list; any other GET is the wrong method or path")
@@ -65,7 +65,7 @@ struct APNsPortRouteTests {
             return
         }
         #expect(bundleID == "com.example.app" && route.appOfChannelRequest == "com.example.app")
-        #expect(APNsPortRoute.answersWithRequestID(broadcast, role: .provider))
+        #expect(ProviderPortRoute.answersWithRequestID(broadcast, role: .provider))
         let list = Self.route(Self.head("GET", "/1/apps/com.example.app/all-channels"), role: .channels)
         guard case .success(let channel) = list, case .channel = channel else {
             Issue.record("not a channel request: \(list)")
@@ -74,7 +74,7 @@ struct APNsPortRouteTests {
         #expect(channel.appOfChannelRequest == "com.example.app")
         let refused = Self.route(Self.head("POST", "/3/device/\(Self.token)"), role: .channels)
         #expect(try #require(refused.failureReason) == .badPath)
-        #expect(APNsPortRoute.answersWithRequestID(refused, role: .channels))
+        #expect(ProviderPortRoute.answersWithRequestID(refused, role: .channels))
     }
 
     // MARK: the stream handler on an EmbeddedChannel
@@ -83,7 +83,7 @@ struct APNsPortRouteTests {
     /// (an in-memory store; nothing runs the intake, so a test stays before the commit).
     struct Harness {
         let channel = EmbeddedChannel()
-        let connection: APNsPortConnection
+        let connection: ProviderPortConnection
 
         init() throws {
             let store = InMemoryStore()
@@ -96,12 +96,12 @@ struct APNsPortRouteTests {
             let intake = NotificationIntake(
                 store: store, policy: .default, environment: .development, clock: clock, maximumBatchSize: 64,
                 health: GatewayHealth(), registry: registry, recorder: recorder, feed: feed, metrics: metrics, logger: logger)
-            let port = APNsPort(
+            let port = ProviderPort(
                 environment: .development, clock: clock, directory: ProviderKeyDirectory(store: store, clock: clock), limiter: TokenRateLimiter(configuration: nil),
                 intake: intake, store: store, inactivityPeriodMilliseconds: 86_400_000, metrics: metrics, logger: logger,
                 faults: GatewayFaults(), limits: GatewayLimits(), connectionsPerAddress: ConnectionsPerAddress(limit: 100, budget: ConnectionBudget(limit: 1_000)), feed: feed)
-            connection = APNsPortConnection(channel: channel, environment: .development)
-            try channel.pipeline.syncOperations.addHandler(APNsPortStream.table(port: port, connection: connection))
+            connection = ProviderPortConnection(channel: channel, environment: .development)
+            try channel.pipeline.syncOperations.addHandler(ProviderPortStream.table(port: port, connection: connection))
         }
 
         /// Sends one request as a HEADERS frame that ends the stream, and reads the answer.

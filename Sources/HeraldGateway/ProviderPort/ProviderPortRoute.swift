@@ -3,14 +3,14 @@ import NIOCore
 
 /// What one complete provider request asks for, decided from its head (and, on the channel
 /// port, its body) alone: pure — no I/O, no clock, no connection state. The first step of every
-/// stream (``APNsPortStream``); the stream then authenticates the request and carries the route
+/// stream (``ProviderPortStream``); the stream then authenticates the request and carries the route
 /// out, or answers the refusal exactly as APNs does.
-enum APNsPortRoute {
+enum ProviderPortRoute {
     /// `POST /3/device/<token>`: a push.
     case push(APNsRequestTarget)
     /// Herald's read endpoints, authenticated like pushes: `GET /3/notifications/<apns-id>`,
     /// `GET /3/feedback/<topic>`.
-    case query(APNsPortQuery)
+    case query(ProviderPortQuery)
     /// `POST /4/broadcasts/apps/<bundle-id>`: one push to every subscriber of a channel.
     case broadcast(bundleID: String)
     /// A channel management request on the channel port.
@@ -18,12 +18,12 @@ enum APNsPortRoute {
 
     /// The route of a request, or the refusal APNs gives it (in APNs's order: the method and
     /// path, then the device token; the headers and payload are checked later).
-    static func route(_ head: APNsRequestHead, body: ByteBuffer?, role: APNsPort.Role) -> Result<APNsPortRoute, APNsRejection> {
+    static func route(_ head: APNsRequestHead, body: ByteBuffer?, role: ProviderPort.Role) -> Result<ProviderPortRoute, APNsRejection> {
         if role == .channels {
-            return ChannelRequest.parse(head, body: body.map { Array($0.readableBytesView) } ?? []).map(APNsPortRoute.channel)
+            return ChannelRequest.parse(head, body: body.map { Array($0.readableBytesView) } ?? []).map(ProviderPortRoute.channel)
         }
         if head.method == "GET" {
-            return APNsPortQuery.parse(path: head.path ?? "").map(APNsPortRoute.query)
+            return ProviderPortQuery.parse(path: head.path ?? "").map(ProviderPortRoute.query)
         }
         switch APNsRequestValidation.validateTarget(head) {
         case .failure(let rejection) where rejection.reason == .badPath:
@@ -39,7 +39,7 @@ enum APNsPortRoute {
 
     /// Broadcast and channel answers carry `apns-request-id` instead of `apns-id` (every answer
     /// of the channel port does, refusals included).
-    static func answersWithRequestID(_ route: Result<APNsPortRoute, APNsRejection>, role: APNsPort.Role) -> Bool {
+    static func answersWithRequestID(_ route: Result<ProviderPortRoute, APNsRejection>, role: ProviderPort.Role) -> Bool {
         if role == .channels { return true }
         if case .success(.broadcast) = route { return true }
         return false

@@ -11,30 +11,8 @@ import NIOCore
 /// `/v1/receipts/<apns-id>`, `/v1/feedback?topic=…`; see ``GatewayInspection``), the live feed
 /// (`GET /v1/events`, server-sent events), the dashboard pages that show the same
 /// (`/dashboard/…`, ``GatewayDashboard``, with their `/assets/`), and the faults an operator
-/// injects (`GET`/`POST`/`DELETE /faults`, `/faults/clock`), over plain HTTP/1.1.
-final class AdminServer: Sendable {
-    private let server: RunningHTTPServer
-    private let feed: DeliveryFeed
-    var port: Int { server.port }
-
-    private init(server: RunningHTTPServer, feed: DeliveryFeed) {
-        self.server = server
-        self.feed = feed
-    }
-
-    static func bind(_ routes: AdminRoutes, host: String, port: Int, logger: Logger) async throws -> AdminServer {
-        let server = try await RunningHTTPServer.start(router: routes.router(), host: host, port: port, serverName: "herald-admin", logger: logger)
-        return AdminServer(server: server, feed: routes.feed)
-    }
-
-    /// Ends the live feeds being watched, stops accepting, and lets requests under way finish.
-    func close() async {
-        feed.closeAll()
-        await server.close()
-    }
-}
-
-/// What the admin port answers, route by route.
+/// injects (`GET`/`POST`/`DELETE /faults`, `/faults/clock`), over plain HTTP/1.1. The gateway
+/// runs its router as one of its services (``AdminService``).
 struct AdminRoutes: Sendable {
     let metrics: GatewayMetrics
     let store: any GatewayStore
