@@ -39,6 +39,7 @@ extension APS {
         interruptionLevel = aps["interruption-level"]?.stringValue.map(InterruptionLevel.init(rawValue:))
         relevanceScore = aps["relevance-score"]?.finiteDouble
         filterCriteria = aps["filter-criteria"]?.stringValue
+        if case .bool(let changed)? = aps["content-changed"] { contentChanged = changed }
     }
 
     /// The level the device applies: one of Apple's four, an absent or unknown level being active.

@@ -88,6 +88,8 @@ public struct APS: Hashable, Sendable, Codable {
     public var attributes: [String: JSONValue]?
     public var inputPushToken: Int?
     public var inputPushChannel: String?
+    /// A `widgets` push: `true` when the app's widget content changed (WidgetKit reloads them).
+    public var contentChanged: Bool?
 
     public init(
         alert: Alert? = nil, badge: Int? = nil, sound: Sound? = nil, threadID: String? = nil,
@@ -129,6 +131,7 @@ public struct APS: Hashable, Sendable, Codable {
         case attributesType = "attributes-type"
         case inputPushToken = "input-push-token"
         case inputPushChannel = "input-push-channel"
+        case contentChanged = "content-changed"
     }
 
     /// `alert`: a string (the body) or a dictionary.

@@ -88,7 +88,7 @@ extension DeviceRuntime {
         guard slot.widgetKit.wantsWidgetPushes else {
             return announce(slot, .widget(.refused(apnsID: id, reason: "the app's widgets are not configured for pushes", retryAt: nil)))
         }
-        guard case .object(let root) = push.payload, case .object(let aps)? = root["aps"], aps["content-changed"] == .bool(true) else {
+        guard NotificationPayload(lenient: push.payload).aps.contentChanged == true else {
             return announce(slot, .widget(.refused(apnsID: id, reason: "the payload is not {\"aps\":{\"content-changed\":true}}", retryAt: nil)))
         }
         guard slot.widgetKit.widgetBudget.take(now: now) else {
