@@ -12,6 +12,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+# What packaging needs beside the toolchain, installed first (as scripts/test-deps.sh does), so
+# that an operator running this alone does not stop half-way: patchelf sets the libraries' run
+# path, dpkg-shlibdeps (dpkg-dev) the Depends' versions, strip and readelf (binutils).
+need_apt=()
+command -v patchelf >/dev/null || need_apt+=(patchelf)
+command -v dpkg-shlibdeps >/dev/null || need_apt+=(dpkg-dev)
+command -v strip >/dev/null && command -v readelf >/dev/null || need_apt+=(binutils)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    echo "package-deb: installing ${need_apt[*]} (apt-get)" >&2
+    $sudo apt-get update -q >&2
+    $sudo apt-get install -y -q "${need_apt[@]}" >&2
+fi
 HERALD=$(scripts/bench-build.sh)
 version=$("$HERALD" --version | sed -e 's/-/~/')
 arch=$(dpkg --print-architecture)
