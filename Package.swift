@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "HeraldDashboard", targets: ["HeraldDashboard"]),
         .library(name: "HeraldClient", targets: ["HeraldClient"]),
         .library(name: "HeraldDevice", targets: ["HeraldDevice"]),
+        .library(name: "HeraldNotifications", targets: ["HeraldNotifications"]),
         .library(name: "HeraldProviderAPI", targets: ["HeraldProviderAPI"]),
         .library(name: "HeraldProvider", targets: ["HeraldProvider"]),
         .library(name: "HeraldProviderServer", targets: ["HeraldProviderServer"]),
@@ -157,6 +158,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // An app's notification center on a Linux device: UserNotifications' shape over the device
+        // agent's socket, its messages generated from docs/device-events.schema.json
+        // (scripts/generate-agent-messages.py). Foundation only, so that an app's build stays small.
+        .target(name: "HeraldNotifications"),
         // The provider's clients: APNs (HTTP/2 over NIO, the measured hot path) and Web Push (any
         // push service, HTTP/1.1 or HTTP/2, on async-http-client).
         .target(
@@ -275,6 +280,11 @@ let package = Package(
                 "HeraldCore", "HeraldDevice", "HeraldTesting",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]
+        ),
+        // The app library against a real device runtime and its agent socket.
+        .testTarget(
+            name: "HeraldNotificationsTests",
+            dependencies: ["HeraldNotifications", "HeraldCore", "HeraldDevice", "HeraldTesting"]
         ),
         .testTarget(
             name: "HeraldStoreTests",

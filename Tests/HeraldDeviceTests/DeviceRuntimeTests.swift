@@ -97,6 +97,25 @@ struct DeviceRuntimeTests {
 
     static let daily0900 = NotificationTrigger.calendar(.init(hour: 9, minute: 0), repeats: true)
 
+    @Test("an app's old process ending after its new one bound its delegate (a reconnect whose hello overtook the old connection's end) leaves the new one in place; its own end terminates it")
+    func oldProcessEndAfterNewBinding() async throws {
+        let f = try await Fixture(behaviour: .init(foreground: [.banner, .list]))
+        let newer = App(.init(foreground: [.banner, .list]))
+        // The interleaving forced: the new process's hello binds first, then the old one's end arrives.
+        try await f.center.setDelegate(newer)
+        try await f.runtime.userLaunched(app: "com.example.app")
+        #expect(try await f.runtime.appProcessEnded("com.example.app", delegate: f.app) == false)
+        try await f.center.presentNow(Self.request("after", nil))
+        await f.settle()
+        #expect(newer.log == ["launch -", "willPresent after"] && f.app.log.isEmpty, "the new process still answers: \(newer.log)")
+        #expect(f.journal.delivered.last?.presentation.banner == true)
+        // The new process's own end does end the app: nothing answers a foreground presentation.
+        #expect(try await f.runtime.appProcessEnded("com.example.app", delegate: newer))
+        try await f.center.presentNow(Self.request("ended", nil))
+        await f.settle()
+        #expect(newer.log == ["launch -", "willPresent after"])
+    }
+
     @Test("the run loop: one alarm at the soonest due time across apps, each fire at its own instant, across a DST change")
     func alarmLoop() async throws {
         let f = try await Fixture()

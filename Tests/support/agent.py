@@ -56,6 +56,9 @@ class Agent:
             answer = self.answers.pop(number)
         op = str(message.get("op"))
         check_schema("agent-answer-" + op if answer.get("ok") else "agent-error", f"the agent's answer to {op}", answer)
+        if answer.get("ok"):
+            # What the agent accepted is what the schema describes (the app libraries' types come from it).
+            check_schema("agent-request-" + op, f"the {op} request the agent accepted", {"id": number, **message})
         return answer
 
     def ask(self, op, **fields):

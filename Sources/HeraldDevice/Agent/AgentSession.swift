@@ -40,11 +40,12 @@ final class AgentSession: Sendable {
         try? await channel.writeAndFlush(channel.allocator.buffer(capacity: 0)).get()
         try? await channel.close()
         // The app's process went away: its callbacks have nobody to answer them.
+        // A newer connection of the same app may have said hello already: only this one's own
+        // binding ends (DeviceRuntime.appProcessEnded).
         let (app, delegate) = bound.withLock { $0 }
-        if let app {
-            delegate?.disconnected()
-            if let center = await runtime.center(for: app) { try? await center.setDelegate(nil) }
-            try? await runtime.systemTerminated(app)
+        if let app, let delegate {
+            delegate.disconnected()
+            _ = try? await runtime.appProcessEnded(app, delegate: delegate)
         }
     }
 

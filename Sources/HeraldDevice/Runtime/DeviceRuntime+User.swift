@@ -103,6 +103,20 @@ extension DeviceRuntime {
     /// The system terminated the app (memory, reboot): unlike a force-quit, silent pushes launch it.
     public func systemTerminated(_ appID: String) throws(RuntimeError) { setLifecycle(try slot(appID), .terminatedBySystem) }
 
+    /// The process behind `delegate` ended (its agent connection closed): its delegate and
+    /// service extension go and the app is terminated by the system, unless a newer process of
+    /// the app has bound a delegate of its own since (a reconnect whose `hello` overtook this
+    /// end): then the newer process stays as it is. Returns whether it ended the app.
+    @discardableResult
+    public func appProcessEnded(_ appID: String, delegate: any AppNotificationDelegate & AnyObject) throws(RuntimeError) -> Bool {
+        let slot = try slot(appID)
+        guard let current = slot.delegate as AnyObject?, current === delegate else { return false }
+        slot.delegate = nil
+        if let serviceExtension = slot.serviceExtension as AnyObject?, serviceExtension === delegate { slot.serviceExtension = nil }
+        setLifecycle(slot, .terminatedBySystem)
+        return true
+    }
+
     func setLifecycle(_ slot: AppSlot, _ lifecycle: SilentPushes.Lifecycle) {
         guard slot.lifecycle != lifecycle else { return }
         slot.lifecycle = lifecycle
