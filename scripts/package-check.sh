@@ -33,6 +33,12 @@ for page in $(sed -n 's|^Documentation=.*file:\(/[^ ]*\).*|\1|p' /lib/systemd/sy
 done
 [ -f /usr/share/man/man1/herald.1.gz ] && [ -f /usr/share/bash-completion/completions/herald ] || fail "man page or completions missing"
 [ -f /etc/herald/gateway.yaml ] || fail "/etc/herald/gateway.yaml missing"
+[ -f /usr/share/herald/prometheus/herald.rules.yml ] && [ -f /usr/share/herald/grafana/herald.json ] ||
+    fail "the alerting rules or the dashboard are missing from /usr/share/herald"
+# The installed rules pass their own unit tests where they are (when promtool is there).
+if command -v promtool >/dev/null; then
+    (cd /usr/share/herald/prometheus && promtool test rules herald.rules.test.yml >/dev/null) || fail "promtool test rules in /usr/share/herald/prometheus"
+fi
 echo "package-check: installed; herald $(/usr/bin/herald --version), $((bytes / 1048576)) MiB stripped"
 
 # The units, as systemd reads them.

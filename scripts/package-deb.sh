@@ -8,7 +8,8 @@
 # /usr/bin/herald link, herald-gateway.service and herald-provider.service (a `herald` system user,
 # StateDirectory, ConfigurationDirectory and systemd's hardening), the user unit
 # herald-device.service, /etc/herald/gateway.yaml and provider.yaml (conffiles), the man page, shell
-# completions and the operator docs.
+# completions, the operator docs, and the Prometheus alerting rules and Grafana dashboard in
+# /usr/share/herald.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -35,6 +36,7 @@ trap 'rm -rf "$stage"' EXIT
 
 install -d "$stage/DEBIAN" "$stage/usr/lib/herald" "$stage/usr/bin" "$stage/lib/systemd/system" "$stage/usr/lib/systemd/user" \
     "$stage/etc/herald" "$stage/usr/share/man/man1" "$stage/usr/share/doc/herald" \
+    "$stage/usr/share/herald/prometheus" "$stage/usr/share/herald/grafana" \
     "$stage/usr/share/bash-completion/completions" "$stage/usr/share/zsh/vendor-completions" "$stage/usr/share/fish/vendor_completions.d"
 
 # The binary, stripped, and the Swift runtime libraries it needs from the toolchain.
@@ -55,6 +57,9 @@ ln -s ../lib/herald/herald "$stage/usr/bin/herald"
 install -m 0644 packaging/systemd/herald-gateway.service packaging/systemd/herald-provider.service "$stage/lib/systemd/system/"
 install -m 0644 packaging/systemd/herald-device.service "$stage/usr/lib/systemd/user/"
 install -m 0644 packaging/etc/gateway.yaml packaging/etc/provider.yaml "$stage/etc/herald/"
+# The operator's alerting rules (with their promtool unit tests) and Grafana dashboard.
+install -m 0644 packaging/prometheus/herald.rules.yml packaging/prometheus/herald.rules.test.yml "$stage/usr/share/herald/prometheus/"
+install -m 0644 packaging/grafana/herald.json "$stage/usr/share/herald/grafana/"
 gzip -9n < docs/man/herald.1 > "$stage/usr/share/man/man1/herald.1.gz"
 install -m 0644 docs/completions/herald.bash "$stage/usr/share/bash-completion/completions/herald"
 install -m 0644 docs/completions/herald.zsh "$stage/usr/share/zsh/vendor-completions/_herald"

@@ -34,6 +34,9 @@ command -v adduser >/dev/null || need_apt+=(adduser)
 # patchelf sets the packaged binary's run path; dpkg-shlibdeps (dpkg-dev) its Depends' versions.
 command -v patchelf >/dev/null || need_apt+=(patchelf)
 command -v dpkg-shlibdeps >/dev/null || need_apt+=(dpkg-dev)
+# Prometheus and promtool: the alerting rules' unit tests and the dashboard's queries against a
+# real Prometheus (Tests/operations/monitoring.py).
+command -v promtool >/dev/null && command -v prometheus >/dev/null || need_apt+=(prometheus)
 # Running the suites as an ordinary user (scripts/as-test-user.sh): setfacl, and a Python of the
 # system's that a virtual environment can be made from (root's own Python is in root's home).
 if [ "$(id -u)" -eq 0 ]; then
@@ -78,5 +81,9 @@ python3 -c 'import opentelemetry.proto' 2>/dev/null ||
 # selenium drives chromium (Tests/browser); Pillow takes the desktop test's screenshot.
 python3 -c 'import selenium, PIL' 2>/dev/null ||
   python3 -m pip install -q --disable-pip-version-check selenium pillow
+# The Python app library (clients/python, Tests/apps): installed from the checkout with pip
+# (wheel builds it without network), checked by mypy --strict.
+python3 -c 'import mypy, wheel' 2>/dev/null ||
+  python3 -m pip install -q --disable-pip-version-check mypy wheel
 # What pip wrote is the test user's to read.
 [ "$(id -u)" -ne 0 ] || chmod -R a+rX "$(dirname "$(dirname "$python3")")"

@@ -34,6 +34,14 @@ timed() {
 
 timed swift build --build-tests
 timed swift test --skip-build
+# The app libraries as an app developer meets them (Tests/apps, docs/device-agent.md): the example
+# app, its own package depending on this one by path (SwiftPM builds only the HeraldNotifications
+# target it uses, in its own .build), registers, shows a local and a remote notification and
+# answers a tap through a real gateway, provider and device; the Python package installed from
+# the checkout with pip and type-checked by mypy --strict.
+timed swift build --package-path Examples/NotificationsDemo
+timed python3 Tests/apps/apps.py "$(swift build --show-bin-path)/herald" \
+    "$(swift build --package-path Examples/NotificationsDemo --show-bin-path)/NotificationsDemo"
 # Three gateway nodes on PostgreSQL, one killed mid-load (docs/cluster.md).
 timed python3 Tests/cluster/cluster.py "$(swift build --show-bin-path)/herald"
 # The chaos run: two nodes on a PostgreSQL of its own, real device processes, and every fault a
@@ -72,6 +80,9 @@ timed python3 Tests/operations/unprivileged.py "$(swift build --show-bin-path)/h
 timed python3 Tests/operations/traces.py "$(swift build --show-bin-path)/herald"
 # SIGHUP: certificate rotation with a device connected across it (docs/operations.md).
 timed python3 Tests/operations/reload.py "$(swift build --show-bin-path)/herald"
+# The Grafana dashboard and the alerting rules (packaging/): promtool's unit tests, and every
+# query against what a running gateway and provider serve, in a real Prometheus.
+timed python3 Tests/operations/monitoring.py "$(swift build --show-bin-path)/herald"
 # Web Push from the application server's side: herald push send --webpush checked by independent
 # code (http_ece decrypts, cryptography verifies the VAPID token) (docs/web-push.md).
 timed python3 Tests/webpush/sender.py "$(swift build --show-bin-path)/herald"

@@ -46,7 +46,11 @@ public final class Gateway: Service, Sendable {
     /// for the connections that come next (open ones keep theirs). When any file does not make a
     /// context, nothing changes and the error says why. Returns how many contexts were replaced.
     @discardableResult
-    public func reloadTLS() throws -> Int { try tls.reload() }
+    public func reloadTLS() throws -> Int {
+        let count = try tls.reload()
+        metrics.recordCertificate(configuration.tls)
+        return count
+    }
 
     /// The per-token rate limits of the provider port and the Web Push port.
     let limiters: (apns: TokenRateLimiter, webPush: TokenRateLimiter)
@@ -102,6 +106,7 @@ public final class Gateway: Service, Sendable {
             throw error
         }
         let ports = listeners.ports
+        metrics.recordCertificate(configuration.tls)
         let admin: (any Service)?
         if let adminPort = configuration.adminPort {
             admin = adminService(core, port: adminPort, devicePort: ports.devicePort) { [self] bound in

@@ -91,7 +91,10 @@ public final class ConnectionSetupWatch: Sendable {
     /// Watches a bound listener: the reporter goes at the end of the server channel's pipeline,
     /// after NIO's accept handler, which is where a child that could not be set up is reported
     /// (a handler added by `serverChannelInitializer` would sit before it and never see it).
+    /// The port's failure counter exists from then on, at 0, so that `increase()` in an alerting
+    /// rule sees its first failure.
     func watch(_ serverChannel: Channel, port: String, logger: Logger) async throws {
+        _ = counter(port)
         try await serverChannel.pipeline.addHandler(reporter(port: port, logger: logger)).get()
     }
 }

@@ -53,11 +53,16 @@ extension GatewayConfiguration.TLSFiles {
         case notYetValid(from: Date)
     }
 
+    /// The first certificate of the chain file; nil when it cannot be read (``check()`` says why).
+    func leafCertificate() -> Certificate? {
+        guard let first = try? NIOSSLCertificate.fromPEMFile(certificateChainPath).first else { return nil }
+        return try? Certificate(derEncoded: first.toDERBytes())
+    }
+
     /// The first certificate's validity at `nowMilliseconds`; nil when it cannot be read
     /// (``check()`` says why).
     public func validity(nowMilliseconds: Int64) -> Validity? {
-        guard let first = try? NIOSSLCertificate.fromPEMFile(certificateChainPath).first,
-              let leaf = try? Certificate(derEncoded: first.toDERBytes()) else { return nil }
+        guard let leaf = leafCertificate() else { return nil }
         let now = Date(timeIntervalSince1970: Double(nowMilliseconds) / 1000)
         if leaf.notValidAfter <= now { return .expired(at: leaf.notValidAfter) }
         if leaf.notValidBefore > now { return .notYetValid(from: leaf.notValidBefore) }

@@ -45,6 +45,9 @@ public final class GatewayMetrics: Sendable {
     /// Times this node found its presence gone (its lease had lapsed) and claimed its devices again.
     let clusterPresenceReclaimed: Counter
     let clusterClaimsWithdrawn: Counter
+    /// The end of the server certificate's validity (its notAfter, Unix seconds), set at start and
+    /// at each SIGHUP: alerting rules compare it with `time()`.
+    let certificateExpiry: Gauge
     /// Browsers connected to the Web Push port now (Mozilla's push protocol, after `hello`).
     let connectedUserAgents: Gauge
     let webPushDeliveries: Counter
@@ -104,6 +107,8 @@ public final class GatewayMetrics: Sendable {
             descriptor: Self.name("cluster_presence_reclaimed", "total", "Devices whose presence this node claimed again after its lease had lapsed or its rows were reaped"))
         clusterClaimsWithdrawn = registry.makeCounter(
             descriptor: Self.name("cluster_claims_withdrawn", "total", "Presence claims that landed after their session had closed, withdrawn"))
+        certificateExpiry = registry.makeGauge(
+            descriptor: Self.name("tls_certificate_expiry", "timestamp_seconds", "When the server certificate the TLS ports serve stops being valid (notAfter), Unix seconds; read at start and at each SIGHUP"))
         connectedUserAgents = registry.makeGauge(
             descriptor: Self.name("webpush_user_agents", "connected", "Browsers connected to the Web Push port now"))
         webPushDeliveries = registry.makeCounter(
@@ -118,6 +123,13 @@ public final class GatewayMetrics: Sendable {
 
     private static func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
         MetricNameDescriptor(namespace: "herald", metricName: metric, unitName: unit, helpText: help)
+    }
+
+    /// Reads the end of `tls`'s server certificate into ``certificateExpiry`` (left as it was when
+    /// the file cannot be read: loading it reports that).
+    func recordCertificate(_ tls: GatewayConfiguration.TLSFiles) {
+        guard let end = tls.leafCertificate()?.notValidAfter.timeIntervalSince1970 else { return }
+        certificateExpiry.set(end.rounded(.down))
     }
 
     /// Counts an offer past the late-offer bound, and keeps the longest wait.
