@@ -7,6 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench-common.sh
+require_tools python3:python3
+require_herald_build
 DEVICES=${1:-10000}
 
 # 10,000 devices need 10,000 sockets on each side.

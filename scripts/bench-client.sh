@@ -14,7 +14,8 @@ cd "$(dirname "$0")/.."
 PUSHES=${1:-20000}
 CONCURRENCY=${2:-200}
 
-command -v h2load >/dev/null || { echo "h2load is missing: apt-get install nghttp2-client" >&2; exit 1; }
+require_tools h2load:nghttp2-client python3:python3
+require_herald_build
 HERALD=$(scripts/bench-build.sh)
 WORK=$(mktemp -d /tmp/herald-bench-client.XXXXXX)
 trap 'kill $GW 2>/dev/null || true; wait 2>/dev/null || true' EXIT

@@ -23,7 +23,9 @@ REQUESTS=${1:-20000}
 TOKENS=${2:-5000}
 DEVICES=${3:-200}
 
-command -v h2load >/dev/null || { echo "h2load is missing: apt-get install nghttp2-client" >&2; exit 1; }
+require_tools h2load:nghttp2-client curl:curl python3:python3 psql:postgresql-client
+[ -n "${HERALD_BENCH_POSTGRES_URL:-}" ] || require_tools "/usr/lib/postgresql/*/bin/initdb:postgresql"
+require_herald_build
 ulimit -n "$(ulimit -Hn)"
 HERALD=$(scripts/bench-build.sh)
 WORK=$(mktemp -d /tmp/herald-bench-cluster.XXXXXX)

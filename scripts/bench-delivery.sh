@@ -11,6 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench-common.sh
+require_tools python3:python3
+require_herald_build
 REQUESTS=${1:-50000}
 DEVICES=${2:-1000}
 IDLE=${3:-10000}

@@ -21,7 +21,8 @@ DURABILITY=${DURABILITY:-full}
 LIMIT_ARGS=()
 [ "${RATE_LIMIT:-on}" = off ] && LIMIT_ARGS=(--token-burst 0)
 
-command -v h2load >/dev/null || { echo "h2load is missing: apt-get install nghttp2-client" >&2; exit 1; }
+require_tools h2load:nghttp2-client curl:curl python3:python3
+require_herald_build
 HERALD=$(scripts/bench-build.sh)
 WORK=$(mktemp -d /tmp/herald-bench.XXXXXX)
 trap 'kill $GW $BASE 2>/dev/null || true; wait 2>/dev/null || true' EXIT

@@ -24,7 +24,8 @@ SEGMENT_SENDS=${1:-5}
 SMALL_SENDS=${2:-4000}
 TOKENS=${3:-10000}
 [[ "$TOKENS" =~ ^[1-9][0-9]{0,6}$ ]] || { echo "REGISTRATIONS is a count of at least 1, not $TOKENS" >&2; exit 2; }
-command -v h2load >/dev/null || { echo "h2load is missing: scripts/test-deps.sh installs it" >&2; exit 1; }
+require_tools h2load:nghttp2-client python3:python3
+require_herald_build
 HERALD=$(scripts/bench-build.sh)
 WORK=$(mktemp -d /tmp/herald-bench-provider.XXXXXX)
 PIDS=()

@@ -51,6 +51,11 @@ if [ "${1:-}" = "--nodes" ]; then NODES=${2:?--nodes N}; shift 2; fi
 DEVICES=${1:-100000}
 [ $# -gt 0 ] && shift
 PUSHES=${PUSHES:-20000}
+require_tools python3:python3
+[ -z "$NODES" ] || require_tools psql:postgresql-client
+[ -z "$NODES" ] || [ -n "${HERALD_BENCH_POSTGRES_URL:-}" ] || require_tools "/usr/lib/postgresql/*/bin/initdb:postgresql"
+[[ " $* " != *" --heap-profile "* ]] || require_tools heaptrack:heaptrack
+require_herald_build
 ulimit -n "$(ulimit -Hn)"
 LIMIT=$(ulimit -n)
 if [ -n "$NODES" ]; then

@@ -15,7 +15,8 @@ cd "$(dirname "$0")/.."
 . scripts/bench-common.sh
 SECONDS_EACH=${1:-10}
 ROUNDS=${2:-3}
-command -v openssl > /dev/null || { echo "bench-tls: needs openssl (apt-get install openssl)" >&2; exit 1; }
+require_tools openssl:openssl python3:python3
+require_herald_build
 HERALD=$(scripts/bench-build.sh)
 WORK=$(mktemp -d /tmp/herald-bench-tls.XXXXXX)
 "$HERALD" gateway --data-dir "$WORK/data" --provider-port 0 --device-port 0 --host 127.0.0.1 \

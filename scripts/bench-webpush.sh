@@ -18,7 +18,8 @@ cd "$(dirname "$0")/.."
 REQUESTS=${1:-100000}
 TOKENS=${2:-20000}
 
-command -v h2load >/dev/null || { echo "h2load is missing: apt-get install nghttp2-client" >&2; exit 1; }
+require_tools h2load:nghttp2-client python3:python3
+require_herald_build
 HERALD=$(scripts/bench-build.sh)
 WORK=$(mktemp -d /tmp/herald-bench-webpush.XXXXXX)
 trap 'kill $GW 2>/dev/null || true; wait 2>/dev/null || true' EXIT

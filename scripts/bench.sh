@@ -29,7 +29,8 @@ else
     GW_A="200000 100000"; GW_B="100000 200"; DELIVERY="50000 1000 10000"; CLIENT="20000 200"; PROVIDER="5 4000"; CLUSTER="40000 10000 500"; BROADCAST="10000"; WEBPUSH="100000 20000"; SCALE="100000"; SCALE_PUSHES=20000
 fi
 
-command -v h2load >/dev/null || { echo "h2load is missing: apt-get install nghttp2-client" >&2; exit 1; }
+require_tools h2load:nghttp2-client curl:curl python3:python3 psql:postgresql-client "/usr/lib/postgresql/*/bin/initdb:postgresql"
+require_herald_build
 # HERALD_BIN=path runs another build of herald (e.g. a base revision's) through the same scripts.
 HERALD_BIN=$(scripts/bench-build.sh 2>/dev/null)
 export HERALD_BIN

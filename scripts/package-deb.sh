@@ -27,6 +27,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     $sudo apt-get update -q >&2
     $sudo apt-get install -y -q "${need_apt[@]}" >&2
 fi
+. scripts/require.sh
+require_herald_build
 HERALD=$(scripts/bench-build.sh)
 version=$("$HERALD" --version | sed -e 's/-/~/')
 arch=$(dpkg --print-architecture)
@@ -36,30 +38,15 @@ trap 'rm -rf "$stage"' EXIT
 
 install -d "$stage/DEBIAN" "$stage/usr/lib/herald" "$stage/usr/bin" "$stage/lib/systemd/system" "$stage/usr/lib/systemd/user" \
     "$stage/etc/herald" "$stage/usr/share/man/man1" "$stage/usr/share/doc/herald" \
-    "$stage/usr/share/herald/prometheus" "$stage/usr/share/herald/grafana" \
     "$stage/usr/share/bash-completion/completions" "$stage/usr/share/zsh/vendor-completions" "$stage/usr/share/fish/vendor_completions.d"
 
-# The binary, stripped, and the Swift runtime libraries it needs from the toolchain.
-install -m 0755 "$HERALD" "$stage/usr/lib/herald/herald"
-strip --strip-unneeded "$stage/usr/lib/herald/herald"
-ldd "$HERALD" | awk '$3 ~ /^\// {print $3}' | while read -r library; do
-    case "$library" in
-        */swift/*) install -m 0644 "$library" "$stage/usr/lib/herald/" && strip --strip-unneeded "$stage/usr/lib/herald/$(basename "$library")" ;;
-    esac
-done
-# Their run path is their own directory only: the toolchain's path, which the build put first,
-# would make a machine with a toolchain use the toolchain's libraries instead of these.
-for file in "$stage"/usr/lib/herald/*; do
-    if readelf -d "$file" 2>/dev/null | grep -qE 'RUNPATH|RPATH'; then patchelf --set-rpath '$ORIGIN' "$file"; fi
-done
-ln -s ../lib/herald/herald "$stage/usr/bin/herald"
+# The binary, stripped, and the Swift runtime libraries it needs from the toolchain, found
+# through its $ORIGIN run path; the alerting rules and the dashboard in /usr/share/herald.
+scripts/stage-herald.sh "$HERALD" "$stage"
 
 install -m 0644 packaging/systemd/herald-gateway.service packaging/systemd/herald-provider.service "$stage/lib/systemd/system/"
 install -m 0644 packaging/systemd/herald-device.service "$stage/usr/lib/systemd/user/"
 install -m 0644 packaging/etc/gateway.yaml packaging/etc/provider.yaml "$stage/etc/herald/"
-# The operator's alerting rules (with their promtool unit tests) and Grafana dashboard.
-install -m 0644 packaging/prometheus/herald.rules.yml packaging/prometheus/herald.rules.test.yml "$stage/usr/share/herald/prometheus/"
-install -m 0644 packaging/grafana/herald.json "$stage/usr/share/herald/grafana/"
 gzip -9n < docs/man/herald.1 > "$stage/usr/share/man/man1/herald.1.gz"
 install -m 0644 docs/completions/herald.bash "$stage/usr/share/bash-completion/completions/herald"
 install -m 0644 docs/completions/herald.zsh "$stage/usr/share/zsh/vendor-completions/_herald"

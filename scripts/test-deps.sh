@@ -5,6 +5,7 @@ set -euo pipefail
 
 export DEBIAN_FRONTEND=noninteractive
 need_apt=()
+need_apt_alone=()   # installed without their recommended packages
 command -v curl >/dev/null || need_apt+=(curl)
 command -v curl >/dev/null && ! curl --version | grep -q nghttp2 && need_apt+=(curl)
 [ -f /usr/include/sqlite3.h ] || need_apt+=(libsqlite3-dev)
@@ -37,17 +38,24 @@ command -v dpkg-shlibdeps >/dev/null || need_apt+=(dpkg-dev)
 # Prometheus and promtool: the alerting rules' unit tests and the dashboard's queries against a
 # real Prometheus (Tests/operations/monitoring.py).
 command -v promtool >/dev/null && command -v prometheus >/dev/null || need_apt+=(prometheus)
+# The container image (scripts/image.sh, Tests/image, run by .ci/run): buildah builds it, umoci
+# unpacks it; docker-compose (v1, Debian's) checks the compose files against its schema.
+command -v buildah >/dev/null || need_apt+=(buildah)
+command -v umoci >/dev/null || need_apt+=(umoci)
+# Without its recommends: they are the Docker engine, which nothing here runs.
+command -v docker-compose >/dev/null || need_apt_alone+=(docker-compose)
 # Running the suites as an ordinary user (scripts/as-test-user.sh): setfacl, and a Python of the
 # system's that a virtual environment can be made from (root's own Python is in root's home).
 if [ "$(id -u)" -eq 0 ]; then
   command -v setfacl >/dev/null || need_apt+=(acl)
   [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null || need_apt+=(python3 python3-venv)
 fi
-if [ ${#need_apt[@]} -gt 0 ]; then
+if [ $(( ${#need_apt[@]} + ${#need_apt_alone[@]} )) -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -q
-  $sudo apt-get install -y -q "${need_apt[@]}"
+  [ ${#need_apt[@]} -eq 0 ] || $sudo apt-get install -y -q "${need_apt[@]}"
+  [ ${#need_apt_alone[@]} -eq 0 ] || $sudo apt-get install -y -q --no-install-recommends "${need_apt_alone[@]}"
 fi
 # As root, the suites' Python packages go into a virtual environment that the unprivileged test
 # user runs (/opt/herald-test-venv, read-only for it); otherwise into the Python on PATH.

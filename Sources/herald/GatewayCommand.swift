@@ -13,13 +13,13 @@ import UnixSignals
 struct GatewayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gateway",
-        abstract: "Run the push gateway (the default: herald gateway run), or follow a running one live (herald gateway watch).",
+        abstract: "Run the push gateway (the default: herald gateway run), follow a running one live (herald gateway watch), or ask it whether it is healthy (herald gateway health).",
         discussion: """
             `herald gateway --data-dir DIR …` is `herald gateway run --data-dir DIR …`; see `herald gateway run --help` for its options.
 
             Example: herald gateway --data-dir ./herald-data --provider-port 2197 --device-port 2198 --admin-port 9090
             """,
-        subcommands: [GatewayRunCommand.self, GatewayWatchCommand.self],
+        subcommands: [GatewayRunCommand.self, GatewayWatchCommand.self, GatewayHealthCommand.self],
         defaultSubcommand: GatewayRunCommand.self)
 }
 

@@ -23,8 +23,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
-import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -32,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
 sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
-from harness import check, json_events, read, run, start, wait_for  # noqa: E402
+from harness import check, in_scratch_directory, json_events, read, run, start, wait_for  # noqa: E402
 import herald_notifications as hn  # noqa: E402
 
 HERALD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".build/debug/herald")
@@ -188,6 +186,18 @@ def scenario(work):
             closed = True
     check("a second connection from the device's address is refused by the per-address bound", closed)
 
+    health = subprocess.run([HERALD, "gateway", "health", "--admin", f"http://127.0.0.1:{ports['admin_port']}"],
+                            capture_output=True, text=True, timeout=30)
+    check("herald gateway health: 0 and ok from a healthy gateway", health.returncode == 0 and '"ok"' in health.stdout,
+          health.stdout + health.stderr)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    with listener:  # a port that accepts and never answers
+        silent = subprocess.run([HERALD, "gateway", "health", "--admin", f"http://127.0.0.1:{listener.getsockname()[1]}", "--timeout", "1"],
+                                capture_output=True, text=True, timeout=30)
+    check("herald gateway health: 1 and why from a port that never answers", silent.returncode == 1 and "no answer within 1 s" in silent.stderr,
+          silent.stderr)
     admin = f"http://127.0.0.1:{ports['admin_port']}/metrics"
 
     def scraped_with_refusal():
@@ -265,17 +275,7 @@ def main():
         if shutil.which(tool) is None:
             raise AssertionError(f"{tool} is not installed (Debian: apt-get install prometheus)")
     rules_checks()
-    work = tempfile.mkdtemp(prefix="herald-monitoring.")
-    try:
-        scenario(work)
-    except BaseException:
-        for name in ("gateway.err", "provider.err", "device.err", "prometheus.err"):
-            text = read(os.path.join(work, name))
-            if text.strip():
-                print(f"--- {name}\n{text[-3000:]}", file=sys.stderr)
-        raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    in_scratch_directory("herald-monitoring.", scenario)
 
 
 if __name__ == "__main__":

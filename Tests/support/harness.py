@@ -1,7 +1,7 @@
 """What the out-of-process test scripts share (Tests/browser, Tests/desktop): checks that print
 ok/FAIL and are counted, child processes that are always stopped, waiting on a condition with a
 deadline, and the run that turns an unexpected exception into a failed check."""
-import json, os, subprocess, sys, time
+import json, os, shutil, subprocess, sys, tempfile, time
 
 FAILURES = []
 PROCESSES = []
@@ -38,6 +38,23 @@ def read(path):
             return f.read()
     except FileNotFoundError:
         return ""
+
+
+def in_scratch_directory(prefix, scenario, logs=(".err", ".log")):
+    """Runs scenario(work) in a fresh directory, removed afterwards; when it fails, the tail of
+    each of its files ending in one of `logs` goes to standard error first."""
+    work = tempfile.mkdtemp(prefix=prefix)
+    os.chmod(work, 0o755)
+    try:
+        scenario(work)
+    except BaseException:
+        for name in sorted(os.listdir(work)):
+            text = read(os.path.join(work, name)) if name.endswith(logs) else ""
+            if text.strip():
+                print(f"--- {name}\n{text[-3000:]}", file=sys.stderr)
+        raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 SCHEMA_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs", "device-events.schema.json")

@@ -196,13 +196,13 @@ _herald_gateway() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    run|watch)
+    run|watch|health)
         # Offer subcommand argument completions
         "_herald_gateway_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'run watch' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'run watch health' -- "${cur}"))
         ;;
     esac
 }
@@ -367,6 +367,24 @@ _herald_gateway_watch() {
         return
         ;;
     '--topic')
+        return
+        ;;
+    esac
+}
+
+_herald_gateway_health() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--admin --timeout)
+    __herald_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--admin')
+        return
+        ;;
+    '--timeout')
         return
         ;;
     esac

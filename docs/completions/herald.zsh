@@ -50,7 +50,7 @@ _herald() {
     case "${state}" in
     command)
         local -ar subcommands=(
-            'gateway:Run the push gateway (the default: herald gateway run), or follow a running one live (herald gateway watch).'
+            'gateway:Run the push gateway (the default: herald gateway run), follow a running one live (herald gateway watch), or ask it whether it is healthy (herald gateway health).'
             'device:Be a device: keep a connection to a gateway'\''s device port for some apps, and print what arrives.'
             'provider:Run the provider service: the app'\''s own server (registrations, localized sends, schedules in each user'\''s time zone, pruning) with a REST API.'
             'keys:Manage provider signing keys.'
@@ -95,12 +95,13 @@ _herald_gateway() {
         local -ar subcommands=(
             'run:Run the push gateway: the APNs-compatible provider port on an embedded SQLite store.'
             'watch:Follow what happens to notifications live: refused, accepted, sent to a device, acked.'
+            'health:Ask a running gateway whether it is healthy (its admin port'\''s GET /health): exit 0 if so, 1 if not.'
         )
         _describe -V subcommand subcommands && ret=0
         ;;
     arg)
         case "${words[1]}" in
-        run|watch)
+        run|watch|health)
             "_herald_gateway_${words[1]}" && ret=0
             ;;
         esac
@@ -176,6 +177,19 @@ _herald_gateway_watch() {
         '--admin[The gateway'\''s admin port.]:http\://HOST\:PORT:'
         '--topic[Only this app'\''s notifications (bundle id).]:topic:'
         '--json[Print each event'\''s JSON instead of a line of text.]'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_herald_gateway_health() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--admin[The gateway'\''s admin port.]:http\://HOST\:PORT:'
+        '--timeout[Seconds to wait for the answer (1 to 60).]:SECONDS:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )
