@@ -18,6 +18,7 @@
 # reproduces it alone. Logs of every step are kept in the directory printed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/require.sh
 
 QUICK=0
 case "${1:-}" in --quick) QUICK=1 ;; --smoke) QUICK=2 ;; esac

@@ -18,6 +18,7 @@ provider's REST API carrying a W3C `traceparent` reaches a real `herald device r
 
 Usage: traces.py PATH/TO/herald
 """
+import asyncio
 import http.server
 import json
 import os
@@ -33,7 +34,8 @@ import httpx
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from agent import Agent  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python"))
+import herald_notifications  # noqa: E402
 from apns import load_key, provider_jwt  # noqa: E402
 from harness import check, json_events as events, read, start, wait_for, run  # noqa: E402
 
@@ -88,6 +90,13 @@ class Collector:
             return [s for s in self.spans if s["trace"] == trace]
 
 
+
+async def authorize(sock):
+    """The app asks to show alerts, through the Python app library (clients/python)."""
+    async with await herald_notifications.UserNotificationCenter.connect(APP, socket=sock, state="background") as center:
+        granted = await center.request_authorization(["alert", "sound", "badge"])
+        check("the app is authorized (through the Python app library)", granted)
+
 def main():
     work = tempfile.mkdtemp(prefix="herald-traces-")
     collector = Collector()
@@ -111,7 +120,7 @@ def main():
         token = wait_for("the app's token", lambda: next((e["token"] for e in events(log) if e.get("event") == "registered"), None))
         sock = os.path.join(phone, "agent.sock")
         wait_for("the agent socket", lambda: os.path.exists(sock))
-        Agent(sock, APP).call({"op": "requestAuthorization", "options": ["alert", "sound", "badge"]})
+        asyncio.run(authorize(sock))
 
         provider_dir = os.path.join(work, "provider")
         provider_out, provider_err = os.path.join(work, "provider.json"), os.path.join(work, "provider.log")
