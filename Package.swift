@@ -272,7 +272,8 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldCoreTests",
-            dependencies: ["HeraldCore"]
+            dependencies: ["HeraldCore"],
+            exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "HeraldDeviceTests",

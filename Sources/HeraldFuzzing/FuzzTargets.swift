@@ -34,6 +34,7 @@ public enum FuzzTargets {
         "config-file": configFile,
         "backup-manifest": backupManifest,
         "traceparent": traceparent,
+        "standard-url": standardURL,
     ]
 
     /// A `--config FILE.yaml` as the long-running commands read it, against a set of keys like
@@ -110,6 +111,16 @@ public enum FuzzTargets {
     @Sendable public static func declarativePush(_ data: [UInt8]) {
         guard let message = try? DeclarativeWebPushMessage(plaintext: data) else { return }
         _ = NotificationContent.declarative(message).json
+    }
+
+    /// A URL as the URL Standard parses it (a Declarative Web Push message's `navigate`): the
+    /// first line is the input, the second (when there is one) its base. What parses must parse
+    /// again from its serialization to the same URL (the standard's round trip).
+    @Sendable public static func standardURL(_ data: [UInt8]) {
+        let lines = String(decoding: data.prefix(4096), as: UTF8.self).split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
+        let base = lines.count > 1 ? try? StandardURL(parsing: String(lines[1])) : nil
+        guard let url = try? StandardURL(parsing: String(lines.first ?? ""), base: base) else { return }
+        precondition((try? StandardURL(parsing: url.href)) == url, "a URL does not read back from its serialization")
     }
 
     /// A message from a browser on the Web Push port's WebSocket (Mozilla's browser push protocol).
