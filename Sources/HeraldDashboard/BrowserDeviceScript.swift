@@ -244,15 +244,20 @@ enum BrowserDeviceScript {
           return record.slice(0, end);
         }
 
-        // A Declarative Web Push message (Safari 18.4): shown by the user agent without app code.
+        // A Declarative Web Push message (the Push API's parser, as HeraldCore's reads it): shown
+        // by the user agent without app code. navigate by the URL Standard (the browser's URL);
+        // members of the wrong type ignored; app_badge only at the top level, a whole number.
         function declarative(text) {
           let message;
           try { message = JSON.parse(text); } catch { return null; }
-          const n = message?.notification;
-          if (message?.web_push !== 8030 || !n || typeof n !== 'object' || typeof n.title !== 'string') return null;
-          if (typeof n.navigate !== 'string' || !/^https?:\\/\\/[^/]/.test(n.navigate)) return null;
+          if (!message || typeof message !== 'object' || Array.isArray(message) || message.web_push !== 8030) return null;
+          const n = message.notification;
+          if (!n || typeof n !== 'object' || Array.isArray(n) || typeof n.title !== 'string' || typeof n.navigate !== 'string') return null;
+          let navigate;
+          try { navigate = new URL(n.navigate).href; } catch { return null; }
+          const badge = message.app_badge;
           return { title: n.title, subtitle: '', body: typeof n.body === 'string' ? n.body : '',
-                   badge: Number.isInteger(n.app_badge) ? n.app_badge : null, navigate: n.navigate };
+                   badge: Number.isSafeInteger(badge) && badge >= 0 ? badge : null, navigate };
         }
 
         async function webPushNotification(frame) {

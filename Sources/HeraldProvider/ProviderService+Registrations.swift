@@ -57,9 +57,11 @@ extension ProviderService {
     }
 
     static func checkPage(_ page: String, _ field: String) throws(ProviderError) {
-        guard page.utf8.count <= 2_048, let url = URLComponents(string: page), let scheme = url.scheme?.lowercased(),
-              scheme == "https" || scheme == "http", url.host?.isEmpty == false else {
-            throw ProviderError(.invalid, "\"\(field)\" must be an absolute http(s) URL of at most 2048 bytes")
+        // Read as a user agent reads a Declarative Web Push message's navigate (the URL
+        // Standard), so that a page accepted here is one the device accepts: a port out of range
+        // or a space in the host is refused now, not turned into an ordinary message later.
+        guard page.utf8.count <= 2_048, let url = try? StandardURL(parsing: page), url.scheme == "https" || url.scheme == "http" else {
+            throw ProviderError(.invalid, "\"\(field)\" must be an absolute http(s) URL (as the URL Standard reads it) of at most 2048 bytes")
         }
     }
 

@@ -74,10 +74,9 @@ extension PushCommand.Send {
             throw ValidationError("a Declarative Web Push message (--title, --alert) needs --navigate URL, the page a tap opens")
         }
         if let navigate = webPush.navigate {
-            // The reader's rules, by a round trip through it.
-            let probe = DeclarativeWebPushMessage(title: "", navigate: navigate).encoded()
-            guard (try? DeclarativeWebPushMessage(plaintext: probe)) != nil else {
-                throw ValidationError("--navigate must be an absolute http(s) URL; got '\(navigate)'")
+            // The parser a user agent reads it with: the URL Standard's.
+            do { _ = try StandardURL(parsing: navigate) } catch {
+                throw ValidationError("--navigate must be a URL (\(error)); got '\(navigate)'")
             }
         }
     }
@@ -85,7 +84,13 @@ extension PushCommand.Send {
     /// The message: the file as it is, or a Declarative Web Push message built from --title,
     /// --alert and --navigate (shown by the user agent itself), or none (a push without a body).
     func webPushPayload() throws -> [UInt8]? {
-        if let payload { return Array(try readText(payload, what: "--payload").utf8) }
+        if let payload {
+            let bytes = Array(try readText(payload, what: "--payload").utf8)
+            // A message meant to be declarative that a user agent would not read as one (or
+            // would read differently) is named before it is sent; it is still sent as written.
+            for problem in DeclarativeWebPushMessage.lint(bytes) { printError("warning: --payload \(payload): \(problem)") }
+            return bytes
+        }
         guard alert != nil || title != nil, let navigate = webPush.navigate else { return nil }
         return DeclarativeWebPushMessage(
             title: title ?? alert ?? "", navigate: navigate, body: title == nil ? nil : alert, appBadge: badge.map(Int64.init)

@@ -220,46 +220,9 @@ struct BrowserPushProtocolTests {
     }
 }
 
-/// Declarative Web Push messages (WebKit's format, Safari 18.4).
-@Suite("Declarative Web Push messages")
-struct DeclarativeWebPushTests {
-    static func read(_ text: String) throws(DeclarativeWebPushMessage.NotDeclarative) -> DeclarativeWebPushMessage {
-        try DeclarativeWebPushMessage(plaintext: Array(text.utf8))
-    }
-
-    @Test("WebKit's own example, the Push API draft's top-level members, and the defaults")
-    func reads() throws {
-        let webkit = try Self.read(#"""
-            {"web_push":8030,"notification":{"title":"Webkit.org — Meet Declarative Web Push","lang":"en-US","dir":"ltr",
-             "body":"Send push notifications without JavaScript or service worker!","navigate":"https://webkit.org/blog/16535/meet-declarative-web-push/",
-             "silent":false,"app_badge":"1"}}
-            """#)
-        #expect(webkit.title == "Webkit.org — Meet Declarative Web Push" && webkit.lang == "en-US" && webkit.dir == .ltr)
-        #expect(webkit.navigate == "https://webkit.org/blog/16535/meet-declarative-web-push/" && webkit.appBadge == 1 && !webkit.silent && !webkit.mutable)
-        let draft = try Self.read(#"{"web_push":8030,"notification":{"title":"t","navigate":"http://localhost:8080/x","data":{"id":7},"tag":"chat"},"mutable":true,"app_badge":0}"#)
-        #expect(draft.appBadge == 0 && draft.mutable && draft.tag == "chat" && draft.data == .object(["id": .int(7)]) && draft.dir == .auto && draft.body == nil)
-    }
-
-    @Test("anything else is not declarative, with why: other JSON, other magic, no title, no or a relative navigate, wrong types")
-    func refusals() {
-        let notDeclarative = [
-            "hello", "[]", #"{"title":"x"}"#, #"{"web_push":9001,"notification":{"title":"t","navigate":"https://a.b/"}}"#,
-            #"{"web_push":"8030","notification":{"title":"t","navigate":"https://a.b/"}}"#, #"{"web_push":8030,"notification":[]}"#,
-            #"{"web_push":8030,"notification":{"navigate":"https://a.b/"}}"#, #"{"web_push":8030,"notification":{"title":"t"}}"#,
-            #"{"web_push":8030,"notification":{"title":"t","navigate":"/relative"}}"#,
-            #"{"web_push":8030,"notification":{"title":"t","navigate":"javascript:alert(1)"}}"#,
-            #"{"web_push":8030,"notification":{"title":5,"navigate":"https://a.b/"}}"#,
-            #"{"web_push":8030,"notification":{"title":"t","navigate":"https://a.b/","dir":"up"}}"#,
-            #"{"web_push":8030,"notification":{"title":"t","navigate":"https://a.b/","silent":"no"}}"#,
-            #"{"web_push":8030,"notification":{"title":"t","navigate":"https://a.b/","app_badge":-1}}"#,
-            #"{"web_push":8030,"notification":{"title":"t","navigate":"https://a.b/","app_badge":"1.5"}}"#,
-            #"{"web_push":8030,"notification":{"title":"t","navigate":"https://a.b/"},"mutable":1}"#,
-        ]
-        for text in notDeclarative {
-            #expect(throws: DeclarativeWebPushMessage.NotDeclarative.self, "\(text)") { try Self.read(text) }
-        }
-    }
-
+/// What Web Push stores and scopes.
+@Suite("Web Push stored messages and scopes")
+struct WebPushStoredTests {
     @Test("a held Web Push message: the ciphertext and its headers read back, and become the browser's notification message")
     func storedMessage() throws {
         let channel = "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"

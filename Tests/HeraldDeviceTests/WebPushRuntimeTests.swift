@@ -39,17 +39,23 @@ struct WebPushRuntimeTests {
             channelID: channel, encoding: .aes128gcm, legacyHeaders: nil, body: try WebPushEncryption.encrypt(Array(text.utf8), to: subscription.keys))
     }
 
-    @Test("subscribe asks the connection once per scope, the gateway's endpoint reaches the app, messages are decrypted, declarative ones shown")
-    func subscribeAndReceive() async throws {
-        let journal = Journal(), requests = LiveActivityTests.Requests(), app = App()
-        let directory = NSTemporaryDirectory() + "herald-webpush-runtime-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+    /// A runtime with the app installed, its delegate set and notifications authorized.
+    static func started(in directory: String, journal: Journal, app: App) async throws -> (DeviceRuntime, AppNotificationCenter) {
         let runtime = try DeviceRuntime(
             clock: SimulatedAlarmClock(), timeZone: TimeZone(identifier: "UTC")!, user: DeviceRuntimeTests.Allow(), storageDirectory: directory,
             observer: journal.observer)
         let center = try await runtime.install(Self.app)
         try await center.setDelegate(app)
         _ = try await center.requestAuthorization([.alert, .sound, .badge])
+        return (runtime, center)
+    }
+
+    @Test("subscribe asks the connection once per scope, the gateway's endpoint reaches the app, messages are decrypted, declarative ones shown")
+    func subscribeAndReceive() async throws {
+        let journal = Journal(), requests = LiveActivityTests.Requests(), app = App()
+        let directory = NSTemporaryDirectory() + "herald-webpush-runtime-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (runtime, center) = try await Self.started(in: directory, journal: journal, app: app)
         try await runtime.userLeftApp(Self.app)
         await runtime.setRequester(requests.requester)
 
@@ -86,8 +92,9 @@ struct WebPushRuntimeTests {
         await runtime.receive(try Self.push(try Self.encrypted("hello", to: subscription, channel: id), number: 1)) { acks.withLock { $0 += 1 } }
         await runtime.settle()
 
-        #expect(app.messages.withLock { $0.map { String(decoding: $0.data, as: UTF8.self) } } == ["hello", String(decoding: declarative.encoded(), as: UTF8.self)])
-        #expect(app.messages.withLock { $0.map(\.declarative) } == [false, true])
+        // A declarative message that is not mutable is the user agent's alone: no push event.
+        #expect(app.messages.withLock { $0.map { String(decoding: $0.data, as: UTF8.self) } } == ["hello"])
+        #expect(app.messages.withLock { $0.map(\.declarative) } == [false])
         #expect(journal.delivered.map(\.content.title) == ["New message"])
         #expect(journal.delivered.first?.content.badge == 2)
         let dropped = journal.webPush.compactMap { if case .undecryptable(_, let reason) = $0 { reason } else { nil } }
@@ -116,5 +123,46 @@ struct WebPushRuntimeTests {
         #expect(try await again.unsubscribeWebPush(app: Self.app))
         #expect(requestsAgain.all.last?.1 == false)
         #expect(try await again.webPushSubscriptions(app: Self.app).isEmpty)
+    }
+
+    @Test("declarative messages: shown with the app not running and no push event; mutable ones handed to the app too; a tag replaces; buttons open their pages")
+    func declarativeMessages() async throws {
+        let journal = Journal(), requests = LiveActivityTests.Requests(), app = App()
+        let directory = NSTemporaryDirectory() + "herald-webpush-declarative-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (runtime, center) = try await Self.started(in: directory, journal: journal, app: app)
+        await runtime.setRequester(requests.requester)
+        let subscription = try await runtime.subscribeWebPush(app: Self.app, applicationServerKey: nil)
+        let id = try #require(requests.all.last.flatMap { if case .webPush(_, let channel, _) = $0.0 { channel } else { nil } })
+        try await center.setDelegate(nil)
+        try await runtime.userLeftApp(Self.app)
+        func send(_ text: String, _ number: UInt8) async throws {
+            await runtime.receive(try Self.push(try Self.encrypted(text, to: subscription, channel: id), number: number)) {}
+            await runtime.settle()
+        }
+
+        // No agent connection: shown all the same, and nothing kept for the app.
+        try await send(#"{"web_push":8030,"notification":{"title":"first","navigate":"https://chat.example/1","tag":"room"},"app_badge":1}"#, 1)
+        try await send(#"{"web_push":8030,"notification":{"title":"second","navigate":"https://chat.example/2","tag":"room","#
+            + #""actions":[{"action":"reply","title":"Reply","navigate":"https://chat.example/2/reply"},{"action":"mute","title":"Mute"}]}}"#, 2)
+        let listed = try await center.deliveredNotifications()
+        #expect(listed.map(\.content.title) == ["second" as String?], "the same tag replaces: \(listed.map(\.content.title))")
+        let shown = try #require(listed.first)
+        #expect(shown.actions.map(\.identifier) == ["reply", "mute"] && shown.actions.allSatisfy { $0.options.contains(.foreground) })
+        #expect(shown.content.userInfo["actions"]?.arrayValue?.first?["navigate"] == .string("https://chat.example/2/reply"))
+        #expect(journal.delivered.first?.content.badge == 1)
+
+        // Mutable: the app's code is handed it as well (kept while it is away).
+        try await send(#"{"web_push":8030,"notification":{"title":"third","navigate":"https://chat.example/3"},"mutable":true}"#, 3)
+        let back = App()
+        try await center.setDelegate(back)
+        await runtime.settle()
+        #expect(back.messages.withLock { $0.map(\.declarative) } == [true], "only the mutable one reaches the app")
+        #expect(try await center.deliveredNotifications().compactMap(\.content.title).sorted() == ["second", "third"])
+
+        // A button of the message: the app comes forward with the action's identifier.
+        try await runtime.userChoseAction(app: Self.app, notification: shown.id, action: "reply")
+        #expect(try await center.deliveredNotifications().compactMap(\.content.title) == ["third"])
+        await #expect(throws: RuntimeError.self) { try await runtime.userChoseAction(app: Self.app, notification: "nothing", action: "reply") }
     }
 }

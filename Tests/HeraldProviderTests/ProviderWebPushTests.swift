@@ -82,7 +82,7 @@ struct ProviderWebPushTests {
         #expect(refused.deliveries.first?.status == 0 && refused.deliveries.first?.error?.contains("APNs tokens only") == true)
     }
 
-    @Test("registrations are checked: an https endpoint, P-256 keys, an http(s) url; without a VAPID key, refused")
+    @Test("registrations are checked: an https endpoint, P-256 keys, an http(s) url as the URL Standard reads it; without a VAPID key, refused")
     func checks() async throws {
         let clock = SimulatedAlarmClock(startMilliseconds: 0)
         let service = ProviderService(
@@ -94,7 +94,12 @@ struct ProviderWebPushTests {
         badKey.p256dh = "AAAA"
         var badURL = Self.recipient(1)
         badURL.url = "javascript:alert(1)"
-        for recipient in [bad, badKey, badURL] {
+        // Pages a user agent's URL parser refuses (Foundation's accepts the port).
+        var badPort = Self.recipient(1)
+        badPort.url = "https://app.example.com:99999/"
+        var spaced = Self.recipient(1)
+        spaced.url = "https://app example.com/"
+        for recipient in [bad, badKey, badURL, badPort, spaced] {
             await #expect(throws: ProviderError.self) {
                 try await service.register(token: nil, topic: "com.example.web", language: "en", timeZone: "UTC", userID: nil, tags: [], webPush: recipient)
             }

@@ -104,7 +104,7 @@ def main():
           not any(e.get("event") == "delivered" and e.get("app") == APP for e in json_events(log)))
 
     declarative = json.dumps({"web_push": 8030, "notification": {"title": "New message", "body": "Ana: lunch?",
-                                                                 "navigate": "https://chat.example.com/c/1", "app_badge": 3}})
+                                                                 "navigate": "https://chat.example.com/c/1"}, "app_badge": 3})
     push(info, declarative, vapid, ca)
     shown = wait_for("the declarative message shown", lambda: next(
         (e for e in json_events(log) if e.get("event") == "delivered" and e.get("app") == APP), None))
@@ -112,8 +112,16 @@ def main():
     check("a Declarative Web Push message is presented by the device with its title, body and badge",
           notification["content"].get("title") == "New message" and notification["content"].get("body") == "Ana: lunch?"
           and notification["content"].get("badge") == 3, json.dumps(shown))
-    handed = wait_for("the declarative message at the app", lambda: app.event("webPush", lambda e: e.get("declarative")))
-    check("and handed to the app as well", json.loads(handed["text"])["notification"]["title"] == "New message")
+    # Not mutable: the user agent's alone. A mutable one after it is handed to the app; the app's
+    # events come in order, so when the mutable one is there the first would have been too.
+    mutable = json.dumps({"web_push": 8030, "notification": {"title": "Edited by the app", "navigate": "https://chat.example.com/c/2"},
+                          "mutable": True})
+    push(info, mutable, vapid, ca)
+    handed = wait_for("the mutable declarative message at the app", lambda: app.event("webPush", lambda e: e.get("declarative")))
+    check("a mutable one is handed to the app as well (its push event)", json.loads(handed["text"])["notification"]["title"] == "Edited by the app",
+          json.dumps(handed))
+    check("a declarative message that is not mutable is not (no push event for the app)",
+          not app.event("webPush", lambda e: e.get("declarative") and "New message" in e.get("text", "")))
 
     wrong = refusal(lambda: push(info, "forged", other, ca))
     check("a push signed with another key than the subscription's is refused (403)", wrong == 403, str(wrong))
@@ -125,11 +133,11 @@ def main():
     check("a subscription without an application server key", quiet_sub.get("ok") and quiet_made["subscription"]["endpoint"])
     s = requests.Session()
     s.verify = ca
-    pywebpush.webpush({"endpoint": quiet_made["subscription"]["endpoint"], "keys": quiet_made["subscription"]["keys"]}, data=declarative,
+    pywebpush.webpush({"endpoint": quiet_made["subscription"]["endpoint"], "keys": quiet_made["subscription"]["keys"]}, data=mutable,
                       requests_session=s, ttl=600)
     quiet_got = wait_for("the quiet app's message", lambda: quiet.event("webPush"))
     delivered = [e for e in json_events(log) if e.get("event") == "delivered" and e.get("app") == QUIET]
-    check("an unauthorized app's declarative message is handed to it but not shown",
+    check("an unauthorized app's (mutable) declarative message is handed to it but not shown",
           quiet_got.get("declarative") is True and all(not e["notification"].get("presentation", {}).get("banner") for e in delivered),
           json.dumps(delivered))
 

@@ -60,323 +60,356 @@ struct StandardURLParser {
         return url
     }
 
-    /// One run of the state machine: one case per state of the standard, in its order.
+    /// One run of the state machine: one function per state of the standard, in its order.
     private mutating func step() throws(StandardURL.Failure) {
         let c = self.c
         switch state {
-        case .schemeStart:
-            if let c, c.isASCIIAlpha {
-                buffer.append(c.asciiLowercased)
-                state = .scheme
-            } else {
-                state = .noScheme
-                pointer -= 1
-            }
-
-        case .scheme:
-            if let c, c.isASCIIAlpha || c.isASCIIDigit || c == "+" || c == "-" || c == "." {
-                buffer.append(c.asciiLowercased)
-            } else if c == ":" {
-                url.scheme = String(String.UnicodeScalarView(buffer))
-                buffer = []
-                if url.scheme == "file" {
-                    state = .file
-                } else if isSpecial, let base, base.scheme == url.scheme {
-                    state = .specialRelativeOrAuthority
-                } else if isSpecial {
-                    state = .specialAuthoritySlashes
-                } else if remaining(1) == "/" {
-                    state = .pathOrAuthority
-                    pointer += 1
-                } else {
-                    opaquePath = ""
-                    state = .opaquePath
-                }
-            } else {
-                buffer = []
-                state = .noScheme
-                pointer = -1
-            }
-
-        case .noScheme:
-            guard let base else { throw .init("a relative reference without a base URL") }
-            if case .opaque = base.path {
-                guard c == "#" else { throw .init("a relative reference to a URL that cannot be a base (\(base.scheme):)") }
-                url.scheme = base.scheme
-                takePath(of: base)
-                url.query = base.query
-                url.fragment = ""
-                fragment = ""
-                state = .fragment
-            } else if base.scheme != "file" {
-                state = .relative
-                pointer -= 1
-            } else {
-                state = .file
-                pointer -= 1
-            }
-
-        case .specialRelativeOrAuthority:
-            if c == "/" && remaining(1) == "/" {
-                state = .specialAuthorityIgnoreSlashes
-                pointer += 1
-            } else {
-                state = .relative
-                pointer -= 1
-            }
-
-        case .pathOrAuthority:
-            if c == "/" { state = .authority } else { state = .path; pointer -= 1 }
-
-        case .relative:
-            guard let base else { throw .init("a relative reference without a base URL") }
-            url.scheme = base.scheme
-            if c == "/" || (isSpecial && c == "\\") {
-                state = .relativeSlash
-            } else {
-                (url.username, url.password, url.host, url.port) = (base.username, base.password, base.host, base.port)
-                takePath(of: base)
-                url.query = base.query
-                if c == "?" {
-                    url.query = ""
-                    state = .query
-                } else if c == "#" {
-                    url.fragment = ""
-                    state = .fragment
-                } else if c != nil {
-                    url.query = nil
-                    shortenPath()
-                    state = .path
-                    pointer -= 1
-                }
-            }
-
-        case .relativeSlash:
-            if isSpecial && (c == "/" || c == "\\") {
-                state = .specialAuthorityIgnoreSlashes
-            } else if c == "/" {
-                state = .authority
-            } else {
-                guard let base else { throw .init("a relative reference without a base URL") }
-                (url.username, url.password, url.host, url.port) = (base.username, base.password, base.host, base.port)
-                state = .path
-                pointer -= 1
-            }
-
-        case .specialAuthoritySlashes:
-            if c == "/" && remaining(1) == "/" {
-                state = .specialAuthorityIgnoreSlashes
-                pointer += 1
-            } else {
-                state = .specialAuthorityIgnoreSlashes
-                pointer -= 1
-            }
-
-        case .specialAuthorityIgnoreSlashes:
-            if c != "/" && c != "\\" {
-                state = .authority
-                pointer -= 1
-            }
-
-        case .authority:
-            if c == "@" {
-                if atSignSeen { buffer.insert(contentsOf: "%40".unicodeScalars, at: 0) }
-                atSignSeen = true
-                for scalar in buffer {
-                    if scalar == ":" && !passwordTokenSeen {
-                        passwordTokenSeen = true
-                        continue
-                    }
-                    if passwordTokenSeen {
-                        PercentEncodeSet.userinfo.encode(scalar, into: &url.password)
-                    } else {
-                        PercentEncodeSet.userinfo.encode(scalar, into: &url.username)
-                    }
-                }
-                buffer = []
-            } else if c == nil || c == "/" || c == "?" || c == "#" || (isSpecial && c == "\\") {
-                if atSignSeen && buffer.isEmpty { throw .init("credentials without a host") }
-                pointer -= buffer.count + 1
-                buffer = []
-                state = .host
-            } else if let c {
-                buffer.append(c)
-            }
-
-        case .host:
-            if c == ":" && !insideBrackets {
-                guard !buffer.isEmpty else { throw .init("a port without a host") }
-                url.host = try StandardURLHost.parse(buffer, isOpaque: !isSpecial)
-                buffer = []
-                state = .port
-            } else if c == nil || c == "/" || c == "?" || c == "#" || (isSpecial && c == "\\") {
-                pointer -= 1
-                if isSpecial && buffer.isEmpty { throw .init("a \(url.scheme): URL needs a host") }
-                url.host = try StandardURLHost.parse(buffer, isOpaque: !isSpecial)
-                buffer = []
-                state = .pathStart
-            } else if let c {
-                if c == "[" { insideBrackets = true }
-                if c == "]" { insideBrackets = false }
-                buffer.append(c)
-            }
-
-        case .port:
-            if let c, c.isASCIIDigit {
-                buffer.append(c)
-            } else if c == nil || c == "/" || c == "?" || c == "#" || (isSpecial && c == "\\") {
-                if !buffer.isEmpty {
-                    var port = 0
-                    for digit in buffer {
-                        port = port * 10 + Int(digit.value - 0x30)
-                        if port > 65535 { throw .init("port \(String(String.UnicodeScalarView(buffer))) is out of range (0-65535)") }
-                    }
-                    let defaultPort = StandardURL.specialSchemes[url.scheme] ?? nil
-                    url.port = UInt16(port) == defaultPort ? nil : UInt16(port)
-                    buffer = []
-                }
-                state = .pathStart
-                pointer -= 1
-            } else {
-                throw .init("the port is not a number")
-            }
-
-        case .file:
-            url.scheme = "file"
-            url.host = .empty
-            if c == "/" || c == "\\" {
-                state = .fileSlash
-            } else if let base, base.scheme == "file" {
-                url.host = base.host
-                takePath(of: base)
-                url.query = base.query
-                if c == "?" {
-                    url.query = ""
-                    state = .query
-                } else if c == "#" {
-                    url.fragment = ""
-                    state = .fragment
-                } else if c != nil {
-                    url.query = nil
-                    if !startsWithWindowsDriveLetter(pointer) { shortenPath() } else { segments = [] }
-                    state = .path
-                    pointer -= 1
-                }
-            } else {
-                state = .path
-                pointer -= 1
-            }
-
-        case .fileSlash:
-            if c == "/" || c == "\\" {
-                state = .fileHost
-            } else {
-                if let base, base.scheme == "file" {
-                    url.host = base.host
-                    if !startsWithWindowsDriveLetter(pointer), case .segments(let baseSegments) = base.path,
-                       let first = baseSegments.first, Self.isWindowsDriveLetter(Array(first.unicodeScalars), normalized: true) {
-                        segments.append(first)
-                    }
-                }
-                state = .path
-                pointer -= 1
-            }
-
-        case .fileHost:
-            if c == nil || c == "/" || c == "\\" || c == "?" || c == "#" {
-                pointer -= 1
-                if Self.isWindowsDriveLetter(buffer, normalized: false) {
-                    state = .path
-                } else if buffer.isEmpty {
-                    url.host = .empty
-                    state = .pathStart
-                } else {
-                    var host = try StandardURLHost.parse(buffer, isOpaque: false)
-                    if host == .domain("localhost") { host = .empty }
-                    url.host = host
-                    buffer = []
-                    state = .pathStart
-                }
-            } else if let c {
-                buffer.append(c)
-            }
-
-        case .pathStart:
-            if isSpecial {
-                state = .path
-                if c != "/" && c != "\\" { pointer -= 1 }
-            } else if c == "?" {
-                url.query = ""
-                state = .query
-            } else if c == "#" {
-                url.fragment = ""
-                state = .fragment
-            } else if c != nil {
-                state = .path
-                if c != "/" { pointer -= 1 }
-            }
-
-        case .path:
-            let slash = c == "/" || (isSpecial && c == "\\")
-            if c == nil || slash || c == "?" || c == "#" {
-                let segment = String(String.UnicodeScalarView(buffer))
-                if Self.isDoubleDot(segment) {
-                    shortenPath()
-                    if !slash { segments.append("") }
-                } else if Self.isSingleDot(segment) {
-                    if !slash { segments.append("") }
-                } else {
-                    var segment = segment
-                    if url.scheme == "file" && segments.isEmpty && Self.isWindowsDriveLetter(buffer, normalized: false) {
-                        segment = String(buffer[0]) + ":"
-                    }
-                    segments.append(segment)
-                }
-                buffer = []
-                if c == "?" {
-                    url.query = ""
-                    state = .query
-                } else if c == "#" {
-                    url.fragment = ""
-                    state = .fragment
-                }
-            } else if let c {
-                var encoded = ""
-                PercentEncodeSet.path.encode(c, into: &encoded)
-                buffer.append(contentsOf: encoded.unicodeScalars)
-            }
-
-        case .opaquePath:
-            if c == "?" {
-                url.query = ""
-                state = .query
-            } else if c == "#" {
-                url.fragment = ""
-                state = .fragment
-            } else if c == " " {
-                // A space before the query or fragment is encoded, so that it survives them being removed.
-                let beforeQueryOrFragment = remaining(1) == "?" || remaining(1) == "#"
-                opaquePath? += beforeQueryOrFragment ? "%20" : " "
-            } else if let c, opaquePath != nil {
-                PercentEncodeSet.c0Control.encode(c, into: &opaquePath!)
-            }
-
-        case .query:
-            if c == "#" || c == nil {
-                let set: PercentEncodeSet = isSpecial ? .specialQuery : .query
-                url.query = (url.query ?? "") + set.encode(buffer)
-                buffer = []
-                if c == "#" {
-                    url.fragment = ""
-                    state = .fragment
-                }
-            } else if let c {
-                buffer.append(c)
-            }
-
-        case .fragment:
-            if let c { PercentEncodeSet.fragment.encode(c, into: &fragment) }
+        case .schemeStart: try schemeStartState(c)
+        case .scheme: try schemeState(c)
+        case .noScheme: try noSchemeState(c)
+        case .specialRelativeOrAuthority: try specialRelativeOrAuthorityState(c)
+        case .pathOrAuthority: try pathOrAuthorityState(c)
+        case .relative: try relativeState(c)
+        case .relativeSlash: try relativeSlashState(c)
+        case .specialAuthoritySlashes: try specialAuthoritySlashesState(c)
+        case .specialAuthorityIgnoreSlashes: try specialAuthorityIgnoreSlashesState(c)
+        case .authority: try authorityState(c)
+        case .host: try hostState(c)
+        case .port: try portState(c)
+        case .file: try fileState(c)
+        case .fileSlash: try fileSlashState(c)
+        case .fileHost: try fileHostState(c)
+        case .pathStart: try pathStartState(c)
+        case .path: try pathState(c)
+        case .opaquePath: try opaquePathState(c)
+        case .query: try queryState(c)
+        case .fragment: try fragmentState(c)
         }
+    }
+
+    private mutating func schemeStartState(_ c: Unicode.Scalar?) throws(StandardURL.Failure) {
+        if let c, c.isASCIIAlpha {
+            buffer.append(c.asciiLowercased)
+            state = .scheme
+        } else {
+            reconsume(.noScheme)
+        }
+    }
+
+    private mutating func schemeState(_ c: Unicode.Scalar?) throws(StandardURL.Failure) {
+        if let c, c.isASCIIAlpha || c.isASCIIDigit || c == "+" || c == "-" || c == "." {
+            buffer.append(c.asciiLowercased)
+        } else if c == ":" {
+            url.scheme = String(String.UnicodeScalarView(buffer))
+            buffer = []
+            if url.scheme == "file" {
+                state = .file
+            } else if isSpecial, let base, base.scheme == url.scheme {
+                state = .specialRelativeOrAuthority
+            } else if isSpecial {
+                state = .specialAuthoritySlashes
+            } else if remaining(1) == "/" {
+                state = .pathOrAuthority
+                pointer += 1
+            } else {
+                opaquePath = ""
+                state = .opaquePath
+            }
+        } else {
+            buffer = []
+            state = .noScheme
+            pointer = -1
+        }
+    }
+
+    private mutating func noSchemeState(_ c: Unicode.Scalar?) throws(StandardURL.Failure) {
+        guard let base else { throw .init("a relative reference without a base URL") }
+        if case .opaque = base.path {
+            guard c == "#" else { throw .init("a relative reference to a URL that cannot be a base (\(base.scheme):)") }
+            url.scheme = base.scheme
+            takePath(of: base)
+            url.query = base.query
+            url.fragment = ""
+            fragment = ""
+            state = .fragment
+        } else if base.scheme != "file" {
+            reconsume(.relative)
+        } else {
+            reconsume(.file)
+        }
+    }
+
+    private mutating func specialRelativeOrAuthorityState(_ c: Unicode.Scalar?) throws(StandardURL.Failure) {
+        afterAuthoritySlashes(c, otherwise: .relative)
+    }
+
+    private mutating func pathOrAuthorityState(_ c: Unicode.Scalar?) throws(StandardURL.Failure) {
+        if c == "/" { state = .authority } else { reconsume(.path) }
+    }
+
+    private mutating func relativeState(_ c: Unicode.Scalar?) throws(StandardURL.Failure) {
+        guard let base else { throw .init("a relative reference without a base URL") }
+        url.scheme = base.scheme
+        if c == "/" || (isSpecial && c == "\\") {
+            state = .relativeSlash
+        } else {
+            takeAuthority(of: base)
+            continueFromBase(c, base, file: false)
+        }
+    }
+
+    private mutating func relativeSlashState(_ c: Unicode.Scalar?) throws(StandardURL.Failure) {
+        if isSpecial && (c == "/" || c == "\\") {
+            state = .specialAuthorityIgnoreSlashes
+        } else if c == "/" {
+            state = .authority
+        } else {
+            guard let base else { throw .init("a relative reference without a base URL") }
+            takeAuthority(of: base)
+            reconsume(.path)
+        }
+    }
+
+    private mutating func specialAuthoritySlashesState(_ c: Unicode.Scalar?) throws(StandardURL.Failure) {
+        afterAuthoritySlashes(c, otherwise: .specialAuthorityIgnoreSlashes)
+    }
+
+    private mutating func specialAuthorityIgnoreSlashesState(_ c: Unicode.Scalar?) throws(StandardURL.Failure) {
+        if c != "/" && c != "\\" {
+            reconsume(.authority)
+        }
+    }
+
+    private mutating func authorityState(_ c: Unicode.Scalar?) throws(StandardURL.Failure) {
+        if c == "@" {
+            if atSignSeen { buffer.insert(contentsOf: "%40".unicodeScalars, at: 0) }
+            atSignSeen = true
+            for scalar in buffer {
+                if scalar == ":" && !passwordTokenSeen {
+                    passwordTokenSeen = true
+                    continue
+                }
+                if passwordTokenSeen {
+                    PercentEncodeSet.userinfo.encode(scalar, into: &url.password)
+                } else {
+                    PercentEncodeSet.userinfo.encode(scalar, into: &url.username)
+                }
+            }
+            buffer = []
+        } else if c == nil || c == "/" || c == "?" || c == "#" || (isSpecial && c == "\\") {
+            if atSignSeen && buffer.isEmpty { throw .init("credentials without a host") }
+            pointer -= buffer.count + 1
+            buffer = []
+            state = .host
+        } else if let c {
+            buffer.append(c)
+        }
+    }
+
+    private mutating func hostState(_ c: Unicode.Scalar?) throws(StandardURL.Failure) {
+        if c == ":" && !insideBrackets {
+            guard !buffer.isEmpty else { throw .init("a port without a host") }
+            url.host = try StandardURLHost.parse(buffer, isOpaque: !isSpecial)
+            buffer = []
+            state = .port
+        } else if c == nil || c == "/" || c == "?" || c == "#" || (isSpecial && c == "\\") {
+            pointer -= 1
+            if isSpecial && buffer.isEmpty { throw .init("a \(url.scheme): URL needs a host") }
+            url.host = try StandardURLHost.parse(buffer, isOpaque: !isSpecial)
+            buffer = []
+            state = .pathStart
+        } else if let c {
+            if c == "[" { insideBrackets = true }
+            if c == "]" { insideBrackets = false }
+            buffer.append(c)
+        }
+    }
+
+    private mutating func portState(_ c: Unicode.Scalar?) throws(StandardURL.Failure) {
+        if let c, c.isASCIIDigit {
+            buffer.append(c)
+        } else if c == nil || c == "/" || c == "?" || c == "#" || (isSpecial && c == "\\") {
+            if !buffer.isEmpty {
+                var port = 0
+                for digit in buffer {
+                    port = port * 10 + Int(digit.value - 0x30)
+                    if port > 65535 { throw .init("port \(String(String.UnicodeScalarView(buffer))) is out of range (0-65535)") }
+                }
+                let defaultPort = StandardURL.specialSchemes[url.scheme] ?? nil
+                url.port = UInt16(port) == defaultPort ? nil : UInt16(port)
+                buffer = []
+            }
+            reconsume(.pathStart)
+        } else {
+            throw .init("the port is not a number")
+        }
+    }
+
+    private mutating func fileState(_ c: Unicode.Scalar?) throws(StandardURL.Failure) {
+        url.scheme = "file"
+        url.host = .empty
+        if c == "/" || c == "\\" {
+            state = .fileSlash
+        } else if let base, base.scheme == "file" {
+            url.host = base.host
+            continueFromBase(c, base, file: true)
+        } else {
+            reconsume(.path)
+        }
+    }
+
+    private mutating func fileSlashState(_ c: Unicode.Scalar?) throws(StandardURL.Failure) {
+        if c == "/" || c == "\\" {
+            state = .fileHost
+        } else {
+            if let base, base.scheme == "file" {
+                url.host = base.host
+                if !startsWithWindowsDriveLetter(pointer), case .segments(let baseSegments) = base.path,
+                   let first = baseSegments.first, Self.isWindowsDriveLetter(Array(first.unicodeScalars), normalized: true) {
+                    segments.append(first)
+                }
+            }
+            reconsume(.path)
+        }
+    }
+
+    private mutating func fileHostState(_ c: Unicode.Scalar?) throws(StandardURL.Failure) {
+        if c == nil || c == "/" || c == "\\" || c == "?" || c == "#" {
+            pointer -= 1
+            if Self.isWindowsDriveLetter(buffer, normalized: false) {
+                state = .path
+            } else if buffer.isEmpty {
+                url.host = .empty
+                state = .pathStart
+            } else {
+                var host = try StandardURLHost.parse(buffer, isOpaque: false)
+                if host == .domain("localhost") { host = .empty }
+                url.host = host
+                buffer = []
+                state = .pathStart
+            }
+        } else if let c {
+            buffer.append(c)
+        }
+    }
+
+    private mutating func pathStartState(_ c: Unicode.Scalar?) throws(StandardURL.Failure) {
+        if isSpecial {
+            state = .path
+            if c != "/" && c != "\\" { pointer -= 1 }
+        } else if c == "?" {
+            enterQuery()
+        } else if c == "#" {
+            enterFragment()
+        } else if c != nil {
+            state = .path
+            if c != "/" { pointer -= 1 }
+        }
+    }
+
+    private mutating func pathState(_ c: Unicode.Scalar?) throws(StandardURL.Failure) {
+        let slash = c == "/" || (isSpecial && c == "\\")
+        if c == nil || slash || c == "?" || c == "#" {
+            let segment = String(String.UnicodeScalarView(buffer))
+            if Self.isDoubleDot(segment) {
+                shortenPath()
+                if !slash { segments.append("") }
+            } else if Self.isSingleDot(segment) {
+                if !slash { segments.append("") }
+            } else {
+                var segment = segment
+                if url.scheme == "file" && segments.isEmpty && Self.isWindowsDriveLetter(buffer, normalized: false) {
+                    segment = String(buffer[0]) + ":"
+                }
+                segments.append(segment)
+            }
+            buffer = []
+            if c == "?" {
+                enterQuery()
+            } else if c == "#" {
+                enterFragment()
+            }
+        } else if let c {
+            var encoded = ""
+            PercentEncodeSet.path.encode(c, into: &encoded)
+            buffer.append(contentsOf: encoded.unicodeScalars)
+        }
+    }
+
+    private mutating func opaquePathState(_ c: Unicode.Scalar?) throws(StandardURL.Failure) {
+        if c == "?" {
+            enterQuery()
+        } else if c == "#" {
+            enterFragment()
+        } else if c == " " {
+            // A space before the query or fragment is encoded, so that it survives them being removed.
+            let beforeQueryOrFragment = remaining(1) == "?" || remaining(1) == "#"
+            opaquePath? += beforeQueryOrFragment ? "%20" : " "
+        } else if let c, opaquePath != nil {
+            PercentEncodeSet.c0Control.encode(c, into: &opaquePath!)
+        }
+    }
+
+    private mutating func queryState(_ c: Unicode.Scalar?) throws(StandardURL.Failure) {
+        if c == "#" || c == nil {
+            let set: PercentEncodeSet = isSpecial ? .specialQuery : .query
+            url.query = (url.query ?? "") + set.encode(buffer)
+            buffer = []
+            if c == "#" {
+                enterFragment()
+            }
+        } else if let c {
+            buffer.append(c)
+        }
+    }
+
+    private mutating func fragmentState(_ c: Unicode.Scalar?) throws(StandardURL.Failure) {
+        if let c { PercentEncodeSet.fragment.encode(c, into: &fragment) }
+    }
+    /// The standard's "decrease pointer by 1": the next state reads the same code point.
+    private mutating func reconsume(_ next: State) {
+        state = next
+        pointer -= 1
+    }
+
+    /// `//` starts an authority (both slashes read); anything else is read again in `otherwise`.
+    private mutating func afterAuthoritySlashes(_ c: Unicode.Scalar?, otherwise: State) {
+        if c == "/" && remaining(1) == "/" {
+            state = .specialAuthorityIgnoreSlashes
+            pointer += 1
+        } else {
+            reconsume(otherwise)
+        }
+    }
+
+    /// A reference without an authority: the base's path and query, then a query, a fragment, or
+    /// a path relative to the base's (a file URL starting with a drive letter starts afresh).
+    private mutating func continueFromBase(_ c: Unicode.Scalar?, _ base: StandardURL, file: Bool) {
+        takePath(of: base)
+        url.query = base.query
+        if c == "?" {
+            enterQuery()
+        } else if c == "#" {
+            enterFragment()
+        } else if c != nil {
+            url.query = nil
+            if file && startsWithWindowsDriveLetter(pointer) { segments = [] } else { shortenPath() }
+            reconsume(.path)
+        }
+    }
+
+    private mutating func enterQuery() {
+        url.query = ""
+        state = .query
+    }
+
+    private mutating func enterFragment() {
+        url.fragment = ""
+        state = .fragment
+    }
+
+    private mutating func takeAuthority(of base: StandardURL) {
+        (url.username, url.password, url.host, url.port) = (base.username, base.password, base.host, base.port)
     }
 
     private mutating func shortenPath() {

@@ -102,17 +102,32 @@ public struct NotificationContent: Sendable, Hashable {
 
     /// A Declarative Web Push message, as a user agent shows it without the app's code: its
     /// title and body, the default sound unless it is silent, its badge (in the badge range, else
-    /// left as it is), its tag as the thread, and what a tap needs (`navigate`, `data`, `lang`) in
-    /// `userInfo`.
+    /// left as it is), its tag as the thread, and what the activation needs in `userInfo`:
+    /// `navigate` (the page a tap opens), `actions` (each with the page it opens: its own
+    /// `navigate`, else the message's), `data`, `lang`, `dir`, `icon`, `tag`.
     public static func declarative(_ message: DeclarativeWebPushMessage) -> NotificationContent {
-        var content = NotificationContent(title: message.title, body: message.body, sound: message.silent ? nil : "default", thread: message.tag)
+        var content = NotificationContent(title: message.title, body: message.body, sound: message.silent == true ? nil : "default", thread: message.tag)
         if let badge = message.appBadge, let value = Int(exactly: badge), Self.badgeRange.contains(value) { content.badge = value }
         var info: [String: JSONValue] = ["navigate": .string(message.navigate)]
         info["data"] = message.data
         info["lang"] = message.lang.map(JSONValue.string)
+        info["tag"] = message.tag.map(JSONValue.string)
+        info["icon"] = message.icon.map(JSONValue.string)
+        if message.dir != .auto { info["dir"] = .string(message.dir.rawValue) }
+        if message.requireInteraction { info["requireInteraction"] = .bool(true) }
+        let shownActions = message.actions.prefix(Self.maximumDeclarativeActions)
+        if !shownActions.isEmpty {
+            info["actions"] = .array(shownActions.map { action in
+                .object(["action": .string(action.action), "title": .string(action.title), "navigate": .string(action.navigate ?? message.navigate)])
+            })
+        }
         content.userInfo = .object(info)
         return content
     }
+
+    /// The most buttons a declarative notification shows (the Notifications Standard leaves the
+    /// maximum to the device; Herald's is the expanded notification's, as for categories).
+    public static let maximumDeclarativeActions = NotificationCategory.maximumDefaultActions
 
     /// As JSON, in the local request's content shape (what the agent and `--json` print).
     public var json: JSONValue {

@@ -33,7 +33,9 @@ extension DeviceRuntime {
     public func userChoseAction(app appID: String, notification id: String, action: String, text: String? = nil) throws(RuntimeError) {
         let slot = try slot(appID)
         guard let notification = shown(slot, id) else { throw RuntimeError("\(appID) has no notification \"\(id)\" on screen or in Notification Center") }
+        // A Declarative Web Push notification has no category: its buttons came with it.
         let category = slot.center.categories.category(named: notification.content.category)
+            ?? (notification.actions.isEmpty ? nil : try? NotificationCategory(identifier: "webpush.declarative", actions: notification.actions))
         let response: NotificationResponse?
         do { response = try NotificationResponse.response(to: .action(action, text: text), category: category, locked: isLocked) } catch {
             throw RuntimeError(error.message)

@@ -253,7 +253,10 @@ public actor DeviceRuntime {
 
     /// A notification arrives for an app, local or remote: sound lookup, then (UserNotifications
     /// in the foreground) the app's `willPresent`, then the presentation the reference's table gives.
-    func arrive(_ slot: AppSlot, id: String, origin: DeliveredNotification.Origin, content: NotificationContent, dueAt: Int64, now: Int64) {
+    /// `actions`: the buttons of a notification that brings its own (Declarative Web Push), shown
+    /// when the content names no registered category.
+    func arrive(_ slot: AppSlot, id: String, origin: DeliveredNotification.Origin, content: NotificationContent, dueAt: Int64, now: Int64,
+                actions: [NotificationAction] = []) {
         var played: String?
         if let name = content.sound {
             switch NotificationSounds.resolve(named: name, in: slot.bundle.sounds) {
@@ -266,7 +269,7 @@ public actor DeviceRuntime {
         let category = slot.center.categories.category(named: content.category)
         var notification = DeliveredNotification(
             id: id, origin: origin, content: content, deliveredAt: now, dueAt: dueAt, presentation: .init(),
-            playedSound: played, actions: category?.actions(in: .minimal) ?? [])
+            playedSound: played, actions: category?.actions(in: .minimal) ?? actions)
         // The Focus and the summary; an app in the foreground is in use and holds nothing back.
         let decided = attention(slot, content, now: now)
         notification.attention = decided.attention

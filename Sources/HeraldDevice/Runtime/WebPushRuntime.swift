@@ -203,20 +203,37 @@ extension DeviceRuntime {
         }
         let declarative = try? DeclarativeWebPushMessage(plaintext: plaintext)
         let delivery = WebPushMessageDelivery(scope: state.scope, id: id, data: plaintext, declarative: declarative != nil)
-        let handedToApp = slot.delegate != nil
-        if let delegate = slot.delegate {
+        // The Push API: a declarative message is shown by the user agent; the app's code hears of
+        // it only when it is mutable (a push event carrying it). Any other message is the app's.
+        let forTheApp = declarative.map(\.mutable) ?? true
+        let handedToApp = forTheApp && slot.delegate != nil
+        if forTheApp, let delegate = slot.delegate {
             work.spawn { await delegate.didReceiveWebPush(delivery) }
-        } else {
+        } else if forTheApp {
             slot.webPush.inbox.append(delivery)
             if slot.webPush.inbox.count > Self.maximumWebPushInbox { slot.webPush.inbox.removeFirst(slot.webPush.inbox.count - Self.maximumWebPushInbox) }
         }
         emit(.webPush(app: slot.id, .received(scope: state.scope, id: id, bytes: plaintext.count, declarative: declarative != nil, handedToApp: handedToApp)))
         if let declarative {
             // Shown by the app's settings and state, like any remote notification; `arrive`
-            // concludes it (now, or once the app's willPresent answered).
+            // concludes it (now, or once the app's willPresent answered). A tag names the
+            // notification, so that the next with the same tag replaces it (the Notifications
+            // Standard's show steps), within the subscription.
             presenting = true
-            arrive(slot, id: id, origin: .remote(apnsID: id), content: .declarative(declarative), dueAt: now, now: now)
+            let shownID = declarative.tag.map { "webpush-tag:\(state.scope):\($0)" } ?? id
+            arrive(slot, id: shownID, origin: .remote(apnsID: id), content: .declarative(declarative), dueAt: now, now: now,
+                   actions: Self.buttons(of: declarative))
         }
+    }
+
+    /// A declarative message's actions as buttons (up to the device's maximum; a repeated
+    /// identifier keeps the first): each opens its page, so each brings the app forward.
+    static func buttons(of message: DeclarativeWebPushMessage) -> [NotificationAction] {
+        var seen = Set<String>()
+        return message.actions.compactMap { action in
+            guard seen.insert(action.action).inserted else { return nil }
+            return try? NotificationAction(identifier: action.action, title: action.title, options: .foreground)
+        }.prefix(NotificationContent.maximumDeclarativeActions).map { $0 }
     }
 
     /// The app's delegate changed: messages kept while it was away are handed to it, oldest first.
