@@ -107,8 +107,10 @@ public enum FuzzTargets {
         precondition(TokenScope(stored: scope.stored) == scope, "a token scope does not read back")
     }
 
-    /// A decrypted Web Push message, read as a Declarative Web Push message and shown as a device would.
+    /// A decrypted Web Push message, linted as `herald push` lints a payload, read as a Declarative
+    /// Web Push message and shown as a device would.
     @Sendable public static func declarativePush(_ data: [UInt8]) {
+        _ = DeclarativeWebPushMessage.lint(data)
         guard let message = try? DeclarativeWebPushMessage(plaintext: data) else { return }
         _ = NotificationContent.declarative(message).json
     }
