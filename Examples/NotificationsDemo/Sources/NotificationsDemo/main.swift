@@ -118,8 +118,9 @@ func run() async throws {
 
     // Register for remote notifications, and give the provider the token with the language.
     let token = try await center.registerForRemoteNotifications()
-    report(["event": "registered", "token": token])
     try await register(token: token, options: options)
+    // Said once the provider has it: whoever reads this line may ask the provider at once.
+    report(["event": "registered", "token": token])
 
     // A morning reminder at 08:30 every day, written in the user's zone (it follows the device
     // when it travels), and a welcome shown a second from now.
