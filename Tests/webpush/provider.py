@@ -101,8 +101,10 @@ def main():
     check("the device decrypts a Declarative Web Push message in the registration's language and presents it",
           content.get("title") == "Nouveau message" and content.get("body") == "Ana vous a écrit" and content.get("badge") == 4
           and content["userInfo"]["navigate"] == "https://app.example.com/inbox", json.dumps(shown))
-    handed = wait_for("the message at the app", lambda: app.event("webPush"))
-    check("the app gets the same plaintext", json.loads(handed["text"])["notification"]["title"] == "Nouveau message")
+    received = wait_for("the device's receipt", lambda: next((e for e in json_events(log) if e.get("event") == "webpush-received"), None))
+    # Not mutable: the user agent's alone (the Push API); the event says whether the app got it.
+    check("a declarative message that is not mutable is not handed to the app",
+          received.get("declarative") is True and received.get("handedToApp") is False and app.event("webPush") is None, json.dumps(received))
 
     app.call({"op": "webPushUnsubscribe"})
     wait_for("the unsubscription", lambda: any(e.get("event") == "webpush-endpoint-removed" for e in json_events(log)))
