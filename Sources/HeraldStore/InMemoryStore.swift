@@ -88,7 +88,7 @@ public actor InMemoryStore: GatewayStore {
             switch scope.kind {
             case .app, .webPush:
                 feedback.append((scope.bundleID, registration.environment, FeedbackEntry(token: token, atMilliseconds: atMilliseconds)))
-            case .pushToStart, .activity, .channel, .widgets:
+            case .pushToStart, .activity, .channel, .widgets, .pushKit:
                 break
             }
         }

@@ -157,7 +157,7 @@ struct DeviceRunCommand: AsyncParsableCommand {
     var widgets = false
 
     @Option(name: .customLong("entitlements"), help: ArgumentHelp(
-        "Entitlements an app holds, TOPIC=LIST with LIST of critical-alert and time-sensitive, comma-separated (what its provisioning profile would grant).",
+        "Entitlements an app holds, TOPIC=LIST with LIST of critical-alert, time-sensitive and location-push, comma-separated (what its provisioning profile would grant).",
         valueName: "TOPIC=LIST"))
     var entitlements: [String] = []
 
@@ -281,19 +281,21 @@ struct DeviceRunCommand: AsyncParsableCommand {
 /// The device's user answering every authorization prompt the same way.
 extension DeviceRunCommand {
     /// `TOPIC=critical-alert,time-sensitive` for one of the apps.
-    static func entitlement(_ entry: String, apps: [String]) throws -> (String, AuthorizationOptions) {
+    static func entitlement(_ entry: String, apps: [String]) throws -> (String, AuthorizationOptions, locationPush: Bool) {
         guard let eq = entry.firstIndex(of: "="), apps.contains(String(entry[..<eq])) else {
             throw ValidationError("--entitlements must be TOPIC=LIST for one of the --app topics, not \"\(entry)\"")
         }
         var options: AuthorizationOptions = []
+        var locationPush = false
         for name in entry[entry.index(after: eq)...].split(separator: ",") {
             switch name {
             case "critical-alert": options.insert(.criticalAlert)
             case "time-sensitive": options.insert(.timeSensitive)
-            default: throw ValidationError("--entitlements: \"\(name)\" is not an entitlement Herald knows (critical-alert, time-sensitive)")
+            case "location-push": locationPush = true
+            default: throw ValidationError("--entitlements: \"\(name)\" is not an entitlement Herald knows (critical-alert, time-sensitive, location-push)")
             }
         }
-        return (String(entry[..<eq]), options)
+        return (String(entry[..<eq]), options, locationPush)
     }
 }
 

@@ -36,6 +36,8 @@ struct DeviceEventPrinter {
         case .unregisteredActivity(let topic, let activity, let at): return "unregistered \(topic) activity token \(activity) at \(at)"
         case .registeredWidgets(let topic, let token): return "widget push token for \(topic): \(token)"
         case .unregisteredWidgets(let topic, let at): return "unregistered \(topic) widget token at \(at)"
+        case .registeredPushKit(let topic, let kind, let token): return "\(kind.rawValue) token for \(topic): \(token)"
+        case .unregisteredPushKit(let topic, let kind, let at): return "unregistered \(topic) \(kind.rawValue) token at \(at)"
         case .subscribed(let topic, let channel, _): return "subscribed \(topic) to channel \(channel)"
         case .unsubscribed(let topic, let channel): return "unsubscribed \(topic) from channel \(channel)"
         case .webPushSubscribed(let topic, let subscription, let endpoint, _): return "Web Push endpoint for \(topic) (\(subscription)): \(endpoint)"
@@ -85,6 +87,10 @@ struct DeviceEventPrinter {
             return ["event": .string("widget-token-issued"), "topic": .string(topic), "token": .string(token.description)]
         case .unregisteredWidgets(let topic, let at):
             return ["event": .string("widget-token-unregistered"), "topic": .string(topic), "timestamp": .int(at)]
+        case .registeredPushKit(let topic, let kind, let token):
+            return ["event": .string("pushkit-token-issued"), "topic": .string(topic), "kind": .string(kind.rawValue), "token": .string(token.description)]
+        case .unregisteredPushKit(let topic, let kind, let at):
+            return ["event": .string("pushkit-token-unregistered"), "topic": .string(topic), "kind": .string(kind.rawValue), "timestamp": .int(at)]
         case .subscribed(let topic, let channel, let token):
             return ["event": .string("subscribed"), "topic": .string(topic), "channel": .string(channel), "token": .string(token.description)]
         case .unsubscribed(let topic, let channel):
@@ -140,6 +146,8 @@ struct DeviceEventPrinter {
         case .liveActivity(let app, let event):
             object = RuntimeJSON.json(event).merging(["app": .string(app)]) { $1 }
         case .webPush(let app, let event):
+            object = RuntimeJSON.json(event).merging(["app": .string(app)]) { $1 }
+        case .pushKit(let app, let event):
             object = RuntimeJSON.json(event).merging(["app": .string(app)]) { $1 }
         case .widgets(let app, let event):
             switch event {

@@ -54,8 +54,11 @@ extension DeviceRunCommand {
                 bundle.sounds = .init(appLibrarySounds: (path as NSString).appendingPathComponent("Library/Sounds"), bundle: path)
             }
             for entry in entitlements {
-                let (topic, options) = try Self.entitlement(entry, apps: apps + legacyApps)
-                if topic == app { bundle.entitlements.formUnion(options) }
+                let (topic, options, locationPush) = try Self.entitlement(entry, apps: apps + legacyApps)
+                if topic == app {
+                    bundle.entitlements.formUnion(options)
+                    bundle.locationPushEntitlement = bundle.locationPushEntitlement || locationPush
+                }
             }
             _ = try await runtime.install(app, bundle: bundle)
         }

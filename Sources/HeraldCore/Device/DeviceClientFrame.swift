@@ -26,6 +26,13 @@ public enum DeviceClientFrame: Sendable, Hashable {
     case registerWidgets(topic: String)
     /// The app no longer configures its widgets for pushes: its widget token becomes unregistered.
     case unregisterWidgets(topic: String)
+    /// Version 4 (`"pushkit": kind` on `register`): asks for the app's token of a PushKit kind
+    /// (VoIP, Push to Talk while a channel is joined, location, complication, File Provider):
+    /// pushes of that type go only to it, and it takes no other.
+    case registerPushKit(topic: String, kind: PushKitKind)
+    /// The app gave up that token (left its Push to Talk channel, stopped monitoring location
+    /// pushes, unregistered the type): it becomes unregistered.
+    case unregisterPushKit(topic: String, kind: PushKitKind)
     /// Version 2: subscribes the device to an app's broadcast channel.
     case subscribe(topic: String, channel: String)
     case unsubscribe(topic: String, channel: String)
@@ -41,6 +48,7 @@ public enum DeviceClientFrame: Sendable, Hashable {
         case .hello, .register, .unregister, .ack: 1
         case .registerActivity, .unregisterActivity, .registerWidgets, .unregisterWidgets, .subscribe, .unsubscribe: 2
         case .webPushSubscribe, .webPushUnsubscribe: 3
+        case .registerPushKit, .unregisterPushKit: 4
         }
     }
 
@@ -61,6 +69,8 @@ public enum DeviceClientFrame: Sendable, Hashable {
             object.add("type", "unregister"); object.add("topic", topic); object.add("activity", activity.wireValue)
         case .registerWidgets(let topic): object.add("type", "register"); object.add("topic", topic); object.add("widgets", true)
         case .unregisterWidgets(let topic): object.add("type", "unregister"); object.add("topic", topic); object.add("widgets", true)
+        case .registerPushKit(let topic, let kind): object.add("type", "register"); object.add("topic", topic); object.add("pushkit", kind.rawValue)
+        case .unregisterPushKit(let topic, let kind): object.add("type", "unregister"); object.add("topic", topic); object.add("pushkit", kind.rawValue)
         case .subscribe(let topic, let channel): object.add("type", "subscribe"); object.add("topic", topic); object.add("channel", channel)
         case .unsubscribe(let topic, let channel): object.add("type", "unsubscribe"); object.add("topic", topic); object.add("channel", channel)
         case .webPushSubscribe(let topic, let subscription, let key):
@@ -103,6 +113,12 @@ public enum DeviceClientFrame: Sendable, Hashable {
                     return .failure(DeviceFrameError("\"activity\" must be \"start\" or an activity id (letters, digits, '-', '_', '.', at most \(DeviceProtocol.maximumIdentifierBytes) bytes)"))
                 }
                 return .success(isRegister ? .registerActivity(topic: topic, activity: activity) : .unregisterActivity(topic: topic, activity: activity))
+            }
+            if let raw = fields.object["pushkit"] {
+                guard let name = raw.string(maximumBytes: 64), let kind = PushKitKind(rawValue: name) else {
+                    return .failure(DeviceFrameError("\"pushkit\" must be one of \(PushKitKind.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", "))"))
+                }
+                return .success(isRegister ? .registerPushKit(topic: topic, kind: kind) : .unregisterPushKit(topic: topic, kind: kind))
             }
             switch fields.object["widgets"] {
             case nil, .bool(false)?: break

@@ -1,9 +1,10 @@
 import Crypto
 import Foundation
 
-/// Herald's device protocol, versions 1 to 3: JSON text frames over one WebSocket per device.
+/// Herald's device protocol, versions 1 to 4: JSON text frames over one WebSocket per device.
 /// Version 2 adds broadcast channel subscriptions and Live Activity tokens, version 3 Web Push
-/// subscriptions (the device as a Web Push user agent); a device says which
+/// subscriptions (the device as a Web Push user agent), version 4 PushKit tokens (VoIP, Push to
+/// Talk, location, complication, File Provider); a device says which
 /// version it speaks in its `hello`, and a version 1 device never sees a frame of version 2.
 /// `docs/device-protocol.md` is its specification; this file is its implementation, shared by the
 /// gateway and the device runtime.
@@ -12,9 +13,9 @@ public enum DeviceProtocol {
     /// device version so that older devices keep working.
     public static let version = 1
     /// The newest version this build speaks (a device's `hello` names its own).
-    public static let latestVersion = 3
+    public static let latestVersion = 4
     /// The versions a gateway of this build accepts in a `hello`.
-    public static let supportedVersions = 1...3
+    public static let supportedVersions = 1...4
     /// The longest Live Activity id or broadcast channel id a frame may carry.
     public static let maximumIdentifierBytes = 128
     /// The WebSocket path of version 1.
@@ -76,6 +77,8 @@ public enum DeviceErrorCode: String, Sendable, Hashable, Codable {
     case unsupportedFrameForVersion = "needs-version-2"
     /// A version 3 frame on a connection whose hello said version 1 or 2.
     case needsVersion3 = "needs-version-3"
+    /// A version 4 frame (a PushKit token) on a connection whose hello said an earlier version.
+    case needsVersion4 = "needs-version-4"
     /// Version 3: a Web Push subscription asked of a gateway without a Web Push port.
     case webPushUnavailable = "webpush-unavailable"
     /// Version 3: `webpush-unsubscribe` of a subscription the device does not have.

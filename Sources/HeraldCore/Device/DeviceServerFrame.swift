@@ -46,6 +46,9 @@ public enum DeviceServerFrame: Sendable, Hashable {
     /// Version 2: the app's widget push token (answer to `register` with `widgets`), and its end.
     case registeredWidgets(topic: String, token: DeviceToken)
     case unregisteredWidgets(topic: String, atMilliseconds: Int64)
+    /// Version 4: the app's token of a PushKit kind (answer to `register` with `pushkit`), and its end.
+    case registeredPushKit(topic: String, kind: PushKitKind, token: DeviceToken)
+    case unregisteredPushKit(topic: String, kind: PushKitKind, atMilliseconds: Int64)
     /// Version 2: answers to `subscribe` (with the subscription's token, which the channel's
     /// broadcasts carry) and `unsubscribe`.
     case subscribed(topic: String, channel: String, token: DeviceToken)
@@ -84,6 +87,10 @@ public enum DeviceServerFrame: Sendable, Hashable {
             object.add("type", "registered"); object.add("topic", topic); object.add("widgets", true); object.add("token", token.description)
         case .unregisteredWidgets(let topic, let at):
             object.add("type", "unregistered"); object.add("topic", topic); object.add("widgets", true); object.add("timestamp", at)
+        case .registeredPushKit(let topic, let kind, let token):
+            object.add("type", "registered"); object.add("topic", topic); object.add("pushkit", kind.rawValue); object.add("token", token.description)
+        case .unregisteredPushKit(let topic, let kind, let at):
+            object.add("type", "unregistered"); object.add("topic", topic); object.add("pushkit", kind.rawValue); object.add("timestamp", at)
         case .subscribed(let topic, let channel, let token):
             object.add("type", "subscribed"); object.add("topic", topic); object.add("channel", channel); object.add("token", token.description)
         case .unsubscribed(let topic, let channel):
@@ -172,6 +179,10 @@ public enum DeviceServerFrame: Sendable, Hashable {
                 return .success(.registeredActivity(topic: topic, activity: parsed, token: token))
             }
             if f.widgets == true { return .success(.registeredWidgets(topic: topic, token: token)) }
+            if let kind = f.pushKit {
+                guard let parsed = PushKitKind(rawValue: kind) else { return .failure(DeviceFrameError("a registered frame's pushkit is not a PushKit kind")) }
+                return .success(.registeredPushKit(topic: topic, kind: parsed, token: token))
+            }
             return .success(.registered(topic: topic, token: token))
         case "unregistered":
             guard let topic = f.topic, let at = f.timestamp else {
@@ -182,6 +193,10 @@ public enum DeviceServerFrame: Sendable, Hashable {
                 return .success(.unregisteredActivity(topic: topic, activity: parsed, atMilliseconds: at))
             }
             if f.widgets == true { return .success(.unregisteredWidgets(topic: topic, atMilliseconds: at)) }
+            if let kind = f.pushKit {
+                guard let parsed = PushKitKind(rawValue: kind) else { return .failure(DeviceFrameError("an unregistered frame's pushkit is not a PushKit kind")) }
+                return .success(.unregisteredPushKit(topic: topic, kind: parsed, atMilliseconds: at))
+            }
             return .success(.unregistered(topic: topic, atMilliseconds: at))
         case "subscribed":
             guard let topic = f.topic, let channel = f.channel, let token = f.token.flatMap({ DeviceToken(hex: $0) }) else {
@@ -237,6 +252,7 @@ public enum DeviceServerFrame: Sendable, Hashable {
         var endpoint: String?
         var reconnectWithin: Int?
         var widgets: Bool?
+        var pushKit: String?
 
         init(_ object: [String: JSONValue]) throws(JSONFieldError) {
             let o = JSONFields(object)
@@ -264,6 +280,7 @@ public enum DeviceServerFrame: Sendable, Hashable {
             endpoint = try o.string("endpoint", maximumBytes: DeviceProtocol.maximumEndpointBytes)
             reconnectWithin = try o.integer("reconnect-within", in: 0...DeviceProtocol.maximumReconnectWithinMilliseconds)
             widgets = try o.bool("widgets")
+            pushKit = try o.string("pushkit", maximumBytes: 64)
         }
     }
 

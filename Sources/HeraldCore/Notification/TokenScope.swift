@@ -18,6 +18,9 @@ public struct TokenScope: Sendable, Hashable {
         case webPush(channel: String, applicationServerKey: String?)
         /// The app's widget push token (iOS 26): `widgets` pushes, and only they.
         case widgets
+        /// A PushKit-style token (VoIP, Push to Talk, location, complication, File Provider):
+        /// pushes of that type, and only they.
+        case pushKit(PushKitKind)
     }
 
     /// The app's bundle id.
@@ -46,8 +49,13 @@ public struct TokenScope: Sendable, Hashable {
         case .channel(let id): bundleID + marker + "#" + id
         case .webPush(let channel, let key): bundleID + Self.webPushMarker + channel + (key.map { "/" + $0 } ?? "")
         case .widgets: bundleID + PushType.widgets.topicSuffix
+        case .pushKit(let kind): bundleID + Self.pushKitMarker + kind.rawValue
         }
     }
+
+    /// What separates the app from the kind in a PushKit token's stored form (a `/` is never in
+    /// a bundle id, so no app's scope reads as one).
+    static let pushKitMarker = ".pushkit/"
 
     /// What separates the app from the channel in a Web Push subscription's stored form.
     static let webPushMarker = ".push-type.webpush/"
@@ -65,6 +73,11 @@ public struct TokenScope: Sendable, Hashable {
             let parts = stored[range.upperBound...].split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
             let bundle = String(stored[..<range.lowerBound])
             self.init(bundleID: bundle, kind: .webPush(channel: String(parts[0]), applicationServerKey: parts.count > 1 ? String(parts[1]) : nil))
+            return
+        }
+        if let range = stored.utf8.firstRange(of: Self.pushKitMarker.utf8),
+           let kind = PushKitKind(rawValue: String(stored[range.upperBound...])) {
+            self.init(bundleID: String(stored[..<range.lowerBound]), kind: .pushKit(kind))
             return
         }
         let marker = PushType.liveactivity.topicSuffix
@@ -93,13 +106,15 @@ public struct TokenScope: Sendable, Hashable {
 
     /// Whether a push of `pushType` for `bundleID` may go to a token of this scope: Live Activity
     /// pushes only to Live Activity tokens, Web Push messages only to Web Push subscriptions,
-    /// widget pushes only to widget tokens, every other push type only to app tokens.
+    /// widget pushes only to widget tokens, each ``PushKitKind``'s pushes only to that kind's
+    /// tokens, every other push type only to app tokens.
     public func accepts(bundleID: String, pushType: PushType) -> Bool {
         guard bundleID == self.bundleID else { return false }
         switch kind {
-        case .app: return pushType != .liveactivity && pushType != .webpush && pushType != .widgets
+        case .app: return pushType != .liveactivity && pushType != .webpush && pushType != .widgets && PushKitKind(pushType: pushType) == nil
         case .webPush: return pushType == .webpush
         case .widgets: return pushType == .widgets
+        case .pushKit(let kind): return pushType == kind.pushType
         case .pushToStart, .activity, .channel: return pushType == .liveactivity
         }
     }

@@ -49,6 +49,12 @@ final class AgentSession: Sendable {
         }
     }
 
+    /// Closes the connection once what was written has gone out (the app was terminated).
+    func closeAfterWrites() {
+        let channel = channel
+        channel.writeAndFlush(channel.allocator.buffer(capacity: 0)).whenComplete { _ in channel.close(promise: nil) }
+    }
+
     func send(_ value: JSONValue) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -156,6 +162,9 @@ final class AgentSession: Sendable {
             return try await endActivity(m)
         case "user": return try await user(m)
         case "device": return try await device(m)
+        case let op where Self.pushKitOps.contains(op):
+            let (app, _) = try app()
+            return try await pushKit(op, m, app: app)
         default:
             throw RuntimeError("unknown op \"\(op)\" (see docs/device-agent.md)")
         }
@@ -260,7 +269,7 @@ final class AgentSession: Sendable {
     /// What the person holding the device does (for tools that test apps end to end).
     private func user(_ m: [String: JSONValue]) async throws -> [String: JSONValue] {
         guard case .string(let action)? = m["action"] else {
-            throw RuntimeError("user needs \"action\": tap, action, dismiss, launch, leave, forceQuit, setting, status, lock, unlock")
+            throw RuntimeError("user needs \"action\": tap, action, dismiss, launch, leave, forceQuit, setting, status, answerCall, declineCall, lock, unlock")
         }
         let app = m["app"]?.stringValue ?? bound.withLock { $0.app } ?? ""
         func notification() throws -> String {
@@ -292,6 +301,9 @@ final class AgentSession: Sendable {
             default: throw RuntimeError("user status needs \"status\": authorized, denied or provisional")
             }
             try await runtime.userChangedStatus(app: app, to: status)
+        case "answerCall", "declineCall":
+            guard let call = m["call"]?.stringValue else { throw RuntimeError("user \(action) needs \"call\": the call's UUID") }
+            try await runtime.userAnsweredCall(app: app, uuid: call, answer: action == "answerCall")
         case "lock": await runtime.setLocked(true)
         case "unlock": await runtime.setLocked(false)
         default: throw RuntimeError("unknown user action \"\(action)\"")
@@ -333,6 +345,7 @@ final class AgentAppDelegate: AppNotificationDelegate, NotificationServiceExtens
         case action(CallbackHandler<Void>)
         case fetch(CallbackHandler<SilentPushes.FetchResult>)
         case content(CallbackHandler<ExtensionContent>)
+        case pushKit(CallbackHandler<PushKitAnswer>)
     }
     private let session: AgentSession
     private let zone: TimeZone
@@ -389,6 +402,9 @@ final class AgentAppDelegate: AppNotificationDelegate, NotificationServiceExtens
             }
             let content = ExtensionContent(payload: m["content"] ?? .null, communication: communication)
             answer = { h(content) }
+        case .pushKit(let h):
+            let result = try AgentSession.pushKitAnswer(m)
+            answer = { h(result) }
         }
         guard waiting.withLock({ $0.handlers.removeValue(forKey: number) }) != nil else {
             throw RuntimeError("no callback \(number) is waiting (answered already, or its time ran out)")
@@ -431,6 +447,21 @@ final class AgentAppDelegate: AppNotificationDelegate, NotificationServiceExtens
     }
     func didReceiveWebPush(_ message: WebPushMessageDelivery) async {
         call("webPush", RuntimeJSON.json(message), waiting: nil)
+    }
+    func didUpdatePushToken(_ token: DeviceToken, for kind: PushKitKind) async {
+        call("pushToken", ["kind": .string(kind.rawValue), "token": .string(token.description)], waiting: nil)
+    }
+    func didReceivePushKit(_ push: PushKitPush, completion: CallbackHandler<PushKitAnswer>) async {
+        call("pushKit", ["push": RuntimeJSON.json(push)], waiting: .pushKit(completion))
+    }
+    func performCallAction(_ action: CallAction, call uuid: String) async {
+        call("callAction", ["call": .string(uuid), "action": .string(action.rawValue)], waiting: nil)
+    }
+    /// The system terminated the app: it is told why, and its connection is closed.
+    func wasTerminated(reason: String) async {
+        call("terminated", ["reason": .string(reason)], waiting: nil)
+        disconnected()
+        session.closeAfterWrites()
     }
     func didReceive(_ payload: JSONValue, contentHandler: CallbackHandler<ExtensionContent>) async {
         call("serviceExtension", ["payload": payload], waiting: .content(contentHandler))

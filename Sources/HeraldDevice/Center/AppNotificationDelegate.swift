@@ -72,6 +72,17 @@ public protocol AppNotificationDelegate: Sendable {
     func didSubscribeWebPush(_ subscription: WebPushSubscription) async
     /// A Web Push message, decrypted (the service worker's `push` event).
     func didReceiveWebPush(_ message: WebPushMessageDelivery) async
+    /// A PushKit token arrived or changed (`pushRegistry(_:didUpdate:for:)` and its kin).
+    func didUpdatePushToken(_ token: DeviceToken, for kind: PushKitKind) async
+    /// A PushKit push (`pushRegistry(_:didReceiveIncomingPushWith:for:completion:)`, Push to
+    /// Talk's `incomingPushResult`, the location push service extension): complete it within
+    /// its kind's time (``PushKitContract``); a VoIP push that must be reported is reported
+    /// with ``DeviceRuntime/reportIncomingCall(app:_:)`` before.
+    func didReceivePushKit(_ push: PushKitPush, completion: CallbackHandler<PushKitAnswer>) async
+    /// CallKit: the user answered or declined a call the app reported.
+    func performCallAction(_ action: CallAction, call uuid: String) async
+    /// The system terminated the app (a contract broken): nothing it does now counts.
+    func wasTerminated(reason: String) async
 }
 
 extension AppNotificationDelegate {
@@ -85,6 +96,10 @@ extension AppNotificationDelegate {
     public func preferredLanguagesDidChange(_ languages: [String]) async {}
     public func didSubscribeWebPush(_ subscription: WebPushSubscription) async {}
     public func didReceiveWebPush(_ message: WebPushMessageDelivery) async {}
+    public func didUpdatePushToken(_ token: DeviceToken, for kind: PushKitKind) async {}
+    public func didReceivePushKit(_ push: PushKitPush, completion: CallbackHandler<PushKitAnswer>) async { completion(.done) }
+    public func performCallAction(_ action: CallAction, call uuid: String) async {}
+    public func wasTerminated(reason: String) async {}
 }
 
 /// An app's notification service extension: may rewrite a remote alert with `mutable-content: 1`
@@ -123,6 +138,8 @@ public enum RuntimeEvent: Sendable {
     case webPush(app: String, WebPushEvent)
     /// The app's widget push token arrived; a widget push reloaded its widgets or was refused.
     case widgets(app: String, WidgetEvent)
+    /// PushKit: a token, a push handed, held or refused, a call, a termination.
+    case pushKit(app: String, PushKitEvent)
     /// A notification was held for the scheduled summary at `until`.
     case heldForSummary(app: String, id: String, origin: DeliveredNotification.Origin, until: Int64)
     /// The scheduled summary was delivered: every notification it held, on every app, the most

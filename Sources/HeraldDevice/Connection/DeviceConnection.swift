@@ -114,6 +114,8 @@ public final class DeviceConnection: Sendable {
         /// Version 3: a Web Push subscription (`subscription`: its UUID), with the application
         /// server key its pushes must be signed with, if any.
         case webPush(topic: String, subscription: String, applicationServerKey: [UInt8]?)
+        /// Version 4: the app's token of a PushKit kind.
+        case pushKit(topic: String, PushKitKind)
 
         var registerFrame: DeviceClientFrame {
             switch self {
@@ -121,6 +123,7 @@ public final class DeviceConnection: Sendable {
             case .widgets(let topic): .registerWidgets(topic: topic)
             case .channel(let topic, let channel): .subscribe(topic: topic, channel: channel)
             case .webPush(let topic, let subscription, let key): .webPushSubscribe(topic: topic, subscription: subscription, applicationServerKey: key)
+            case .pushKit(let topic, let kind): .registerPushKit(topic: topic, kind: kind)
             }
         }
 
@@ -130,6 +133,7 @@ public final class DeviceConnection: Sendable {
             case .widgets(let topic): .unregisterWidgets(topic: topic)
             case .channel(let topic, let channel): .unsubscribe(topic: topic, channel: channel)
             case .webPush(let topic, let subscription, _): .webPushUnsubscribe(topic: topic, subscription: subscription)
+            case .pushKit(let topic, let kind): .unregisterPushKit(topic: topic, kind: kind)
             }
         }
     }
@@ -334,7 +338,7 @@ public final class DeviceConnection: Sendable {
                     state.knownTokens[topic] = nil
                     continuation.yield(.frame(frame))
                 case .registeredActivity, .unregisteredActivity, .registeredWidgets, .unregisteredWidgets, .subscribed,
-                     .unsubscribed, .webPushSubscribed, .webPushUnsubscribed:
+                     .unsubscribed, .webPushSubscribed, .webPushUnsubscribed, .registeredPushKit, .unregisteredPushKit:
                     continuation.yield(.frame(frame))
                 case .error(let code, let message, let reconnectWithin):
                     if code.closesConnection { reason = "\(code.rawValue): \(message)" }

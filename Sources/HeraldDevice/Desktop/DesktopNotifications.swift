@@ -94,12 +94,29 @@ public final class DesktopNotifications: Sendable {
         switch event {
         case .delivered(let app, let notification) where notification.presentation.banner:
             Task.detached { [self] in await show(app: app, notification) }
-        case .dismissed(_, let id):
-            guard let number = shown.withLock({ $0.byNotification[id] }) else { return }
-            Task.detached { [bus] in
-                _ = try? await bus.call(destination: Self.service, path: Self.path, interface: Self.service, member: "CloseNotification", [.uint32(number)])
+        case .pushKit(let app, .callReported(let call)):
+            // CallKit's incoming call: Answer and Decline, answered as the call's actions.
+            let hints: [DBusValue: DBusValue] = [
+                .string("urgency"): .variant(.byte(2)), .string("desktop-entry"): .variant(.string("herald")),
+                .string("sound-name"): .variant(.string("phone-incoming-call")), .string("category"): .variant(.string("call.incoming")),
+            ]
+            let text = (call.video ? "Video call from " : "Call from ") + call.handle
+            Task.detached { [self] in
+                await notify(app: app, id: call.shownID, summary: call.caller ?? call.handle, text: text,
+                             actions: [(CallAction.answer.rawValue, "Answer"), (CallAction.end.rawValue, "Decline")], hints: hints)
             }
+        case .pushKit(_, .callEnded(let uuid, _)):
+            close(IncomingCall.shownPrefix + uuid)
+        case .dismissed(_, let id):
+            close(id)
         default: break
+        }
+    }
+
+    private func close(_ id: String) {
+        guard let number = shown.withLock({ $0.byNotification[id] }) else { return }
+        Task.detached { [bus] in
+            _ = try? await bus.call(destination: Self.service, path: Self.path, interface: Self.service, member: "CloseNotification", [.uint32(number)])
         }
     }
 
@@ -108,13 +125,6 @@ public final class DesktopNotifications: Sendable {
         // A message from a person shows the person (a communication notification).
         let summary = content.communication?.senderName ?? content.title.flatMap { $0.isEmpty ? nil : $0 } ?? app
         let text = [content.subtitle, content.body].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: "\n")
-        var actions = ["default", "Open"]
-        var keys: [String: String] = [:]
-        for (index, action) in notification.actions.enumerated() {
-            let key = "a\(index)"
-            keys[key] = action.identifier
-            actions += [key, action.title]
-        }
         var hints: [DBusValue: DBusValue] = [
             // The level the device applied (time-sensitive and critical only with their entitlements).
             .string("urgency"): .variant(.byte(notification.attention.level.breaksThroughFocus ? 2 : 1)),
@@ -129,6 +139,19 @@ public final class DesktopNotifications: Sendable {
                 hints[.string("sound-file")] = .variant(.string(sound))
             }
         }
+        await notify(app: app, id: notification.id, summary: summary, text: text, actions: notification.actions.map { ($0.identifier, $0.title) }, hints: hints)
+    }
+
+    /// Shows one desktop notification whose responses come back under `id`; `actions` are the
+    /// app's (identifier, title) pairs, sent to the bus under Herald's own keys.
+    private func notify(app: String, id: String, summary: String, text: String, actions appActions: [(String, String)], hints: [DBusValue: DBusValue]) async {
+        var actions = ["default", "Open"]
+        var keys: [String: String] = [:]
+        for (index, action) in appActions.enumerated() {
+            let key = "a\(index)"
+            keys[key] = action.0
+            actions += [key, action.1]
+        }
         let body: [DBusValue] = [
             .string("Herald: \(app)"), .uint32(0), .string(""), .string(summary), .string(bodyMarkup ? Self.escapeMarkup(text) : text),
             .array(element: "s", actions.map(DBusValue.string)), .dictionary(key: "s", value: "v", hints), .int32(-1),
@@ -137,16 +160,16 @@ public final class DesktopNotifications: Sendable {
             let answer = try await bus.call(destination: Self.service, path: Self.path, interface: Self.service, member: "Notify", body)
             guard let number = answer.body.first?.uint32Value else { throw DBusError("Notify answered \(answer.body)") }
             shown.withLock { shown in
-                shown.byNumber[number] = Shown(app: app, notification: notification.id, actions: keys)
-                shown.byNotification[notification.id] = number
+                shown.byNumber[number] = Shown(app: app, notification: id, actions: keys)
+                shown.byNotification[id] = number
                 if shown.byNumber.count > Self.rememberedLimit, let oldest = shown.byNumber.keys.min(),
                    let gone = shown.byNumber.removeValue(forKey: oldest) {
                     shown.byNotification[gone.notification] = nil
                 }
             }
-            logger.debug("shown on the desktop", metadata: ["id": "\(notification.id)", "desktop_id": "\(number)"])
+            logger.debug("shown on the desktop", metadata: ["id": "\(id)", "desktop_id": "\(number)"])
         } catch {
-            logger.warning("the desktop did not show a notification", metadata: ["id": "\(notification.id)", "error": "\(error)"])
+            logger.warning("the desktop did not show a notification", metadata: ["id": "\(id)", "error": "\(error)"])
         }
     }
 

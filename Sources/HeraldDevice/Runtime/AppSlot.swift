@@ -17,6 +17,7 @@ final class AppSlot {
     var remote = Remote()
     var widgetKit = WidgetKit()
     var webPush = WebPush()
+    var pushKit = PushKitState()
     var saving = Saving()
 
     /// What the app's notification center holds: the user's settings, the categories, what is

@@ -20,6 +20,7 @@ extension DeviceRuntime {
     /// The device is at a position: region triggers of every app may fire.
     public func setLocation(latitude: Double, longitude: Double) {
         let now = clock.nowMilliseconds()
+        location = DeviceLocation(latitude: latitude, longitude: longitude)
         for slot in apps.values {
             let fired = slot.scheduler.updateLocation(latitude: latitude, longitude: longitude, now: now)
             for firing in fired { deliverLocal(slot, firing, now: now) }

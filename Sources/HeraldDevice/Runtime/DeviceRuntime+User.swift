@@ -31,6 +31,9 @@ extension DeviceRuntime {
 
     /// The user chose an action (with text for a text-input action).
     public func userChoseAction(app appID: String, notification id: String, action: String, text: String? = nil) throws(RuntimeError) {
+        if id.hasPrefix(IncomingCall.shownPrefix) {
+            return try userAnsweredCall(app: appID, uuid: String(id.dropFirst(IncomingCall.shownPrefix.count)), answer: action == CallAction.answer.rawValue)
+        }
         let slot = try slot(appID)
         guard let notification = shown(slot, id) else { throw RuntimeError("\(appID) has no notification \"\(id)\" on screen or in Notification Center") }
         // A Declarative Web Push notification has no category: its buttons came with it.

@@ -22,6 +22,8 @@ public actor DeviceRuntime {
     public internal(set) var preferredLanguages: [String]
     public internal(set) var isOnline = false
     public internal(set) var locationServicesEnabled = true
+    /// The device's last known position (``setLocation(latitude:longitude:)``).
+    public internal(set) var location: DeviceLocation?
     public internal(set) var isLocked = false
     /// The ring/silent switch: muted, no sound plays but a critical alert's.
     public internal(set) var isMuted = false
@@ -75,14 +77,18 @@ public actor DeviceRuntime {
     public struct AppBundle: Sendable {
         public var api: DeliveryByAppState.API
         public var entitlements: AuthorizationOptions
+        /// `com.apple.developer.location.push`: the app may monitor location pushes.
+        public var locationPushEntitlement: Bool
         public var sounds: NotificationSounds.Locations
         public var localization: AlertLocalization
         public init(
             api: DeliveryByAppState.API = .userNotifications, entitlements: AuthorizationOptions = [],
-            sounds: NotificationSounds.Locations = .init(), localization: AlertLocalization = .init(tables: [:])
+            sounds: NotificationSounds.Locations = .init(), localization: AlertLocalization = .init(tables: [:]),
+            locationPushEntitlement: Bool = false
         ) {
             self.api = api
             self.entitlements = entitlements
+            self.locationPushEntitlement = locationPushEntitlement
             self.sounds = sounds
             self.localization = localization
         }

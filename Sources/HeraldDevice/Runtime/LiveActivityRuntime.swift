@@ -20,6 +20,7 @@ extension DeviceRuntime {
             if slot.widgetKit.wantsWidgetPushes { liveActivityRequester?(.widgets(topic: slot.id), true) }
             perform(slot, slot.widgetKit.activities.standingRequests)
             webPushStandingRequests(slot)
+            pushKitStandingRequests(slot)
         }
     }
 

@@ -47,7 +47,8 @@ extension DeviceRuntime {
         case .unsubscribed(let topic, let channel): gatewayUnsubscribed(topic: topic, channel: channel)
         case .webPushSubscribed(let topic, let subscription, let endpoint, let token):
             gatewayWebPushSubscribed(topic: topic, subscription: subscription, endpoint: endpoint, token: token)
-        case .challenge, .welcome, .unregisteredActivity, .unregisteredWidgets, .webPushUnsubscribed, .error: break
+        case .registeredPushKit(let topic, let kind, let token): gatewayIssued(pushKitToken: token, kind: kind, topic: topic)
+        case .challenge, .welcome, .unregisteredActivity, .unregisteredWidgets, .webPushUnsubscribed, .unregisteredPushKit, .error: break
         }
     }
 
@@ -101,6 +102,11 @@ extension DeviceRuntime {
         if slot.remote.inProgress[id] != nil { return }
         slot.remote.inProgress[id] = acknowledge
         let now = clock.nowMilliseconds()
+        if let kind = PushKitKind(pushType: push.pushType) {
+            receivePushKit(slot, push, kind: kind, now: now)
+            concludeRemote(slot, id: id)
+            return save(slot)
+        }
         switch push.pushType {
         case .liveactivity:
             // Its outcome is final at once: concluded, then its events follow the save.

@@ -279,4 +279,42 @@ extension RuntimeJSON {
         case .undecryptable(let id, let reason): ["event": .string("webpush-dropped"), "id": .string(id), "reason": .string(reason)]
         }
     }
+
+    /// A PushKit push as the app and the event stream see it.
+    public static func json(_ push: PushKitPush) -> JSONValue {
+        var object: [String: JSONValue] = [
+            "kind": .string(push.kind.rawValue), "apns-id": .string(push.apnsID), "payload": push.payload,
+            "arrivedAt": .string(PlanFormat.utcString(push.arrivedAt)),
+        ]
+        if let mustReport = push.mustReport { object["mustReport"] = .bool(mustReport) }
+        if let channel = push.channel { object["channel"] = .string(channel) }
+        if push.kind == .location {
+            object["location"] = push.location.map { .object(["latitude": .double($0.latitude), "longitude": .double($0.longitude)]) } ?? .null
+        }
+        return .object(object)
+    }
+
+    static func json(_ call: IncomingCall) -> JSONValue {
+        .object(["call": .string(call.uuid), "handle": .string(call.handle), "caller": call.caller.map(JSONValue.string) ?? .null, "video": .bool(call.video)])
+    }
+
+    /// A PushKit event of `herald device run --json`.
+    public static func json(_ event: PushKitEvent) -> [String: JSONValue] {
+        switch event {
+        case .token(let kind, let token): ["event": .string("pushkit-token"), "kind": .string(kind.rawValue), "token": .string(token.description)]
+        case .tokenInvalidated(let kind): ["event": .string("pushkit-token-invalidated"), "kind": .string(kind.rawValue)]
+        case .held(let kind, let id): ["event": .string("pushkit-held"), "kind": .string(kind.rawValue), "apns-id": .string(id)]
+        case .handed(let push): ["event": .string("pushkit-push"), "push": json(push)]
+        case .notDelivered(let kind, let id, let reason):
+            ["event": .string("pushkit-not-delivered"), "kind": .string(kind.rawValue), "apns-id": .string(id), "reason": .string(reason)]
+        case .completed(let kind, let id, let result):
+            ["event": .string("pushkit-completed"), "kind": .string(kind.rawValue), "apns-id": .string(id), "result": .string(result)]
+        case .callReported(let call): ["event": .string("call-reported"), "call": json(call)]
+        case .callEnded(let uuid, let reason): ["event": .string("call-ended"), "call": .string(uuid), "reason": .string(reason)]
+        case .terminated(let reason): ["event": .string("app-terminated"), "reason": .string(reason)]
+        case .voipStopped(let failures): ["event": .string("voip-stopped"), "failures": .int(Int64(failures))]
+        case .channelJoined(let channel): ["event": .string("ptt-channel-joined"), "channel": .string(channel)]
+        case .channelLeft(let channel): ["event": .string("ptt-channel-left"), "channel": .string(channel)]
+        }
+    }
 }

@@ -350,6 +350,8 @@ struct SavedApp: Codable {
     var wantsWidgetPushes: Bool?
     var widgetToken: String?
     var widgetBudget: WidgetReloadBudget?
+    /// PushKit tokens, calls, counts and held pushes (absent in state saved before them).
+    var pushKit: PushKitState.Saved?
 
     struct SavedWebPushMessage: Codable {
         var scope: String
@@ -384,6 +386,7 @@ struct SavedApp: Codable {
         wantsWidgetPushes = slot.widgetKit.wantsWidgetPushes ? true : nil
         widgetToken = slot.widgetKit.widgetToken?.description
         widgetBudget = slot.widgetKit.widgetBudget.recent.isEmpty ? nil : slot.widgetKit.widgetBudget
+        pushKit = slot.pushKit.saved
     }
 
     /// Puts the state back into a fresh slot. A pending request whose fire time passed while the
@@ -431,6 +434,7 @@ struct SavedApp: Codable {
         slot.widgetKit.wantsWidgetPushes = wantsWidgetPushes ?? false
         slot.widgetKit.widgetToken = widgetToken.flatMap { DeviceToken(hex: $0) }
         slot.widgetKit.widgetBudget = widgetBudget ?? WidgetReloadBudget()
+        slot.pushKit = pushKit.map(PushKitState.init(saved:)) ?? PushKitState()
         slot.scheduler.setLocation(authorized: locationAuthorized)
     }
 }

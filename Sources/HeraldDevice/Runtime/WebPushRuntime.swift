@@ -239,6 +239,7 @@ extension DeviceRuntime {
     /// The app's delegate changed: messages kept while it was away are handed to it, oldest first.
     func delegateChanged(_ appID: String) throws(RuntimeError) {
         let slot = try slot(appID)
+        handHeldPushKit(slot)
         guard let delegate = slot.delegate, !slot.webPush.inbox.isEmpty else { return }
         let waiting = slot.webPush.inbox
         slot.webPush.inbox = []

@@ -1,44 +1,63 @@
 import HeraldCore
 
-/// How many widget reloads pushes may cause per app: a rolling day's budget. Apple gives no
-/// number for widget pushes beyond "the system may throttle" them; it says a frequently viewed
-/// widget "typically receives 40 to 70 refreshes a day" (WidgetKit, *Keeping a widget up to
-/// date*), and Herald takes the top of that range as the budget for push-driven reloads.
-public struct WidgetReloadBudget: Sendable, Hashable, Codable {
-    public static let reloadsPerDay = 70
-    public static let windowMilliseconds: Int64 = 86_400_000
+/// How many times a day something may happen: a rolling day's budget (widget reloads by push,
+/// complication pushes). `Allowance` names the number.
+public struct DailyBudget<Allowance: DailyAllowance>: Sendable, Hashable, Codable {
+    public static var perDay: Int { Allowance.perDay }
+    public static var windowMilliseconds: Int64 { 86_400_000 }
 
-    /// Reload instants within the last day, oldest first.
+    /// Instants used within the last day, oldest first.
     public private(set) var recent: [Int64] = []
 
     public init() {}
 
-    /// The reloads that count at `now`: within the last day (one in the future, after the clock
+    /// The uses that count at `now`: within the last day (one in the future, after the clock
     /// went back, does not count).
     private func live(at now: Int64) -> ArraySlice<Int64> {
         recent.filter { $0 > now - Self.windowMilliseconds && $0 <= now }[...]
     }
 
-    /// Takes one reload at `now` if the budget allows it.
+    /// Takes one use at `now` if the budget allows it.
     public mutating func take(now: Int64) -> Bool {
         recent = Array(live(at: now))
-        guard recent.count < Self.reloadsPerDay else { return false }
+        guard recent.count < Self.perDay else { return false }
         recent.append(now)
         return true
     }
 
-    /// Reloads left now.
+    /// Uses left now.
     public func remaining(now: Int64) -> Int {
-        Self.reloadsPerDay - live(at: now).count
+        Self.perDay - live(at: now).count
     }
 
-    /// When the next reload becomes possible (nil: now).
+    /// When the next use becomes possible (nil: now).
     public func nextAvailable(now: Int64) -> Int64? {
         let live = live(at: now)
-        guard live.count >= Self.reloadsPerDay, let oldest = live.first else { return nil }
+        guard live.count >= Self.perDay, let oldest = live.first else { return nil }
         return oldest + Self.windowMilliseconds
     }
+
+    /// Why a use was refused: the budget and when it allows the next one.
+    public func refusal(_ what: String, now: Int64) -> (reason: String, retryAt: Int64?) {
+        let next = nextAvailable(now: now)
+        return ("over the budget of \(Self.perDay) \(what) a day" + (next.map { " until \(PlanFormat.utcString($0))" } ?? ""), next)
+    }
 }
+
+/// The number a ``DailyBudget`` allows.
+public protocol DailyAllowance: Sendable, Hashable {
+    static var perDay: Int { get }
+}
+
+/// Widget reloads caused by pushes, per app. Apple gives no number for widget pushes beyond "the
+/// system may throttle" them; it says a frequently viewed widget "typically receives 40 to 70
+/// refreshes a day" (WidgetKit, *Keeping a widget up to date*), and Herald takes the top of that
+/// range as the budget for push-driven reloads.
+public enum WidgetReloads: DailyAllowance {
+    public static let perDay = 70
+}
+
+public typealias WidgetReloadBudget = DailyBudget<WidgetReloads>
 
 /// What happened to an app's widgets.
 public enum WidgetEvent: Sendable, Hashable {
@@ -92,10 +111,8 @@ extension DeviceRuntime {
             return announce(slot, .widget(.refused(apnsID: id, reason: "the payload is not {\"aps\":{\"content-changed\":true}}", retryAt: nil)))
         }
         guard slot.widgetKit.widgetBudget.take(now: now) else {
-            let next = slot.widgetKit.widgetBudget.nextAvailable(now: now)
-            return announce(slot, .widget(.refused(
-                apnsID: id, reason: "over the budget of \(WidgetReloadBudget.reloadsPerDay) widget reloads a day" + (next.map { " until \(PlanFormat.utcString($0))" } ?? ""),
-                retryAt: next)))
+            let refusal = slot.widgetKit.widgetBudget.refusal("widget reloads", now: now)
+            return announce(slot, .widget(.refused(apnsID: id, reason: refusal.reason, retryAt: refusal.retryAt)))
         }
         announce(slot, .widget(.reloaded(apnsID: id, remaining: slot.widgetKit.widgetBudget.remaining(now: now))))
     }

@@ -34,6 +34,7 @@ extension DeviceSessionHandler {
         case .pushToStart: .registeredActivity(topic: scope.bundleID, activity: .pushToStart, token: token)
         case .activity(let id): .registeredActivity(topic: scope.bundleID, activity: .activity(id), token: token)
         case .widgets: .registeredWidgets(topic: scope.bundleID, token: token)
+        case .pushKit(let kind): .registeredPushKit(topic: scope.bundleID, kind: kind, token: token)
         case .channel(let id): .subscribed(topic: scope.bundleID, channel: id, token: token)
         case .webPush(let subscription, _):
             .webPushSubscribed(topic: scope.bundleID, subscription: subscription, endpoint: (webPushOrigin ?? "") + "/wpush/" + token.hex, token: token)
@@ -113,6 +114,7 @@ extension DeviceSessionHandler {
                 case .pushToStart: handler.send(.unregisteredActivity(topic: scope.bundleID, activity: .pushToStart, atMilliseconds: at), flush: true)
                 case .activity(let id): handler.send(.unregisteredActivity(topic: scope.bundleID, activity: .activity(id), atMilliseconds: at), flush: true)
                 case .widgets: handler.send(.unregisteredWidgets(topic: scope.bundleID, atMilliseconds: at), flush: true)
+                case .pushKit(let kind): handler.send(.unregisteredPushKit(topic: scope.bundleID, kind: kind, atMilliseconds: at), flush: true)
                 case .channel(let id): handler.send(.unsubscribed(topic: scope.bundleID, channel: id), flush: true)
                 case .webPush(let subscription, _): handler.send(.webPushUnsubscribed(topic: scope.bundleID, subscription: subscription), flush: true)
                 }

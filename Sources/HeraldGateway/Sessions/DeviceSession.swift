@@ -153,7 +153,7 @@ struct DeviceSession {
             return .reply(.error(code: .alreadyAuthenticated, message: "this connection is already authenticated"))
         case (_, let frame) where frame.minimumVersion > protocolVersion:
             return .reply(.error(
-                code: frame.minimumVersion >= 3 ? .needsVersion3 : .unsupportedFrameForVersion,
+                code: frame.minimumVersion >= 4 ? .needsVersion4 : frame.minimumVersion >= 3 ? .needsVersion3 : .unsupportedFrameForVersion,
                 message: "this frame is part of device protocol version \(frame.minimumVersion); say hello with that version"))
         case (_, .register(let topic)): return register(TokenScope(bundleID: topic))
         case (_, .unregister(let topic)): return .unregister(TokenScope(bundleID: topic))
@@ -161,6 +161,8 @@ struct DeviceSession {
         case (_, .unregisterActivity(let topic, let activity)): return .unregister(TokenScope(bundleID: topic, activity: activity))
         case (_, .registerWidgets(let topic)): return register(TokenScope(bundleID: topic, kind: .widgets))
         case (_, .unregisterWidgets(let topic)): return .unregister(TokenScope(bundleID: topic, kind: .widgets))
+        case (_, .registerPushKit(let topic, let kind)): return register(TokenScope(bundleID: topic, kind: .pushKit(kind)))
+        case (_, .unregisterPushKit(let topic, let kind)): return .unregister(TokenScope(bundleID: topic, kind: .pushKit(kind)))
         case (_, .subscribe(let topic, let channel)):
             guard DeviceProtocol.isValidTopic(topic), let id = BroadcastChannelID(channel) else {
                 return .reply(.error(code: .invalidTopic, message: "\"\(topic)\" is not a bundle id"))

@@ -1,0 +1,62 @@
+import HeraldCore
+
+/// The agent's PushKit ops: the push registry's types, location push monitoring, Push to Talk
+/// channels and CallKit's call reports (docs/device-agent.md, "PushKit").
+extension AgentSession {
+    static let pushKitOps: Set<String> = [
+        "pushRegistry", "startMonitoringLocationPushes", "stopMonitoringLocationPushes", "joinChannel", "leaveChannel",
+        "reportIncomingCall", "endCall",
+    ]
+
+    func pushKit(_ op: String, _ m: [String: JSONValue], app: String) async throws -> [String: JSONValue] {
+        switch op {
+        case "pushRegistry":
+            guard case .array(let items)? = m["types"] else { throw RuntimeError("pushRegistry needs \"types\": an array of voip, complication, fileprovider") }
+            var kinds: Set<PushKitKind> = []
+            for item in items {
+                guard let name = item.stringValue, let kind = PushKitKind(rawValue: name) else {
+                    throw RuntimeError("\"types\" holds voip, complication or fileprovider, not \(item)")
+                }
+                kinds.insert(kind)
+            }
+            try await runtime.setDesiredPushTypes(app: app, kinds)
+        case "startMonitoringLocationPushes", "stopMonitoringLocationPushes":
+            try await runtime.monitorLocationPushes(app: app, op == "startMonitoringLocationPushes")
+        case "joinChannel":
+            guard case .string(let channel)? = m["channel"] else { throw RuntimeError("joinChannel needs \"channel\": the channel's UUID") }
+            try await runtime.joinChannel(app: app, channel: channel)
+        case "leaveChannel":
+            try await runtime.leaveChannel(app: app)
+        case "reportIncomingCall":
+            guard case .string(let uuid)? = m["call"], case .string(let handle)? = m["handle"] else {
+                throw RuntimeError("reportIncomingCall needs \"call\" (its UUID) and \"handle\" (who calls), and takes \"caller\" and \"video\"")
+            }
+            let caller: String? = switch m["caller"] {
+            case nil, .null?: nil
+            case .string(let name)?: name
+            default: throw RuntimeError("\"caller\" must be a string")
+            }
+            guard case .bool(let video)? = m["video"] ?? .bool(false) else { throw RuntimeError("\"video\" must be true or false") }
+            try await runtime.reportIncomingCall(app: app, IncomingCall(uuid: uuid, handle: handle, caller: caller, video: video))
+        case "endCall":
+            guard case .string(let uuid)? = m["call"] else { throw RuntimeError("endCall needs \"call\": the call's UUID") }
+            try await runtime.endCall(app: app, uuid: uuid)
+        default:
+            throw RuntimeError("unknown op \"\(op)\"")
+        }
+        let tokens = try await runtime.pushKitTokens(app: app)
+        return ["tokens": .object(Dictionary(uniqueKeysWithValues: tokens.map { ($0.key.rawValue, JSONValue.string($0.value.description)) }))]
+    }
+
+    /// How the app completes a PushKit push: nothing more, a Push to Talk participant, or leaving the channel.
+    static func pushKitAnswer(_ m: [String: JSONValue]) throws -> PushKitAnswer {
+        switch (m["activeRemoteParticipant"], m["leaveChannel"]) {
+        case (nil, nil), (.null?, _), (_, .bool(false)?): return .done
+        case (.string(let name)?, nil) where !name.isEmpty && name.utf8.count <= IncomingCall.maximumFieldBytes:
+            return .activeRemoteParticipant(name)
+        case (nil, .bool(true)?): return .leaveChannel
+        default:
+            throw RuntimeError("complete a PushKit push with nothing, \"activeRemoteParticipant\": a name (1 to \(IncomingCall.maximumFieldBytes) bytes), or \"leaveChannel\": true")
+        }
+    }
+}
