@@ -36,6 +36,7 @@ public final class UserNotificationCenter: Sendable {
 
     private struct State {
         var delegate: (any UserNotificationCenterDelegate)?
+        var pushDelegate: (any PushRegistryDelegate)?
         var missedDeadlines = 0
         var waiters: [UUID: Waiter] = [:]
         var closed = false
@@ -49,11 +50,12 @@ public final class UserNotificationCenter: Sendable {
     }
 
     private init(app: String, settings: NotificationSettings, connection: AgentConnection, delegate: (any UserNotificationCenterDelegate)?,
-                 events: AsyncStream<AgentCallbackEvent>, eventSink: AsyncStream<AgentCallbackEvent>.Continuation, answerDeadline: Duration) {
+                 pushDelegate: (any PushRegistryDelegate)?, events: AsyncStream<AgentCallbackEvent>,
+                 eventSink: AsyncStream<AgentCallbackEvent>.Continuation, answerDeadline: Duration) {
         self.app = app
         self.settingsAtLaunch = settings
         self.connection = connection
-        self.state = Mutex(State(delegate: delegate))
+        self.state = Mutex(State(delegate: delegate, pushDelegate: pushDelegate))
         self.events = events
         self.eventSink = eventSink
         self.answerDeadline = answerDeadline
@@ -65,10 +67,13 @@ public final class UserNotificationCenter: Sendable {
     /// Connects to the device at `socket` as `app` (one of the device's `--app`), in `state`.
     /// The delegate is in place before `hello`, so that nothing that arrives at once (a Web Push
     /// message kept while the app was not running) is missed. `serviceExtension`: this process
-    /// is also the app's notification service extension.
+    /// is also the app's notification service extension. `pushDelegate` answers PushKit pushes
+    /// (``PushRegistry``), in place before `hello` too: pushes held while the app was not running
+    /// come at once.
     public static func connect(
         app: String, socket: String? = defaultSocketPath, state appState: AppState = .foreground, serviceExtension: Bool = false,
-        delegate: (any UserNotificationCenterDelegate)? = nil, answerDeadline: Duration = .seconds(25)
+        delegate: (any UserNotificationCenterDelegate)? = nil, pushDelegate: (any PushRegistryDelegate)? = nil,
+        answerDeadline: Duration = .seconds(25)
     ) async throws -> UserNotificationCenter {
         guard let socket else { throw AgentError.unreachable(path: "", reason: "no socket path: pass socket: or set HERALD_AGENT_SOCKET") }
         let (events, sink) = AsyncStream.makeStream(of: AgentCallbackEvent.self, bufferingPolicy: .bufferingNewest(256))
@@ -83,7 +88,7 @@ public final class UserNotificationCenter: Sendable {
             throw error
         }
         let center = UserNotificationCenter(app: app, settings: hello.settings, connection: connection, delegate: delegate,
-                                            events: events, eventSink: sink, answerDeadline: answerDeadline)
+                                            pushDelegate: pushDelegate, events: events, eventSink: sink, answerDeadline: answerDeadline)
         router.attach(center)
         return center
     }
@@ -98,6 +103,11 @@ public final class UserNotificationCenter: Sendable {
     /// Sets (or clears) the delegate that answers the device.
     public func setDelegate(_ delegate: (any UserNotificationCenterDelegate)?) {
         state.withLock { $0.delegate = delegate }
+    }
+
+    /// Sets (or clears) the delegate that answers PushKit pushes and calls.
+    public func setPushRegistryDelegate(_ delegate: (any PushRegistryDelegate)?) {
+        state.withLock { $0.pushDelegate = delegate }
     }
 
     /// Closes the connection: the device treats the app as terminated.
@@ -297,7 +307,7 @@ public final class UserNotificationCenter: Sendable {
 
     /// Sends what `trigger` sends, and waits (up to `timeout`) for the first callback `accepts`
     /// takes. What `trigger` returns, when not nil, ends the wait at once.
-    private func waitForCallback(
+    func waitForCallback(
         timeout: Duration, what: String, accepts: @escaping @Sendable (AgentCallbackEvent) -> Bool,
         trigger: @escaping @Sendable () async throws -> AgentCallbackEvent?
     ) async throws -> AgentCallbackEvent {
@@ -329,9 +339,9 @@ public final class UserNotificationCenter: Sendable {
     /// A callback from the device: waiters and `events` see it; the delegate answers those that
     /// need an answer, within `answerDeadline`.
     fileprivate func received(_ event: AgentCallbackEvent) {
-        let (delegate, matched) = state.withLock { state -> ((any UserNotificationCenterDelegate)?, [Waiter]) in
+        let (delegate, pushDelegate, matched) = state.withLock { state -> ((any UserNotificationCenterDelegate)?, (any PushRegistryDelegate)?, [Waiter]) in
             let keys = state.waiters.filter { $0.value.accepts(event) }.map(\.key)
-            return (state.delegate, keys.compactMap { state.waiters.removeValue(forKey: $0) })
+            return (state.delegate, state.pushDelegate, keys.compactMap { state.waiters.removeValue(forKey: $0) })
         }
         for waiter in matched { waiter.continuation.resume(returning: event) }
         eventSink.yield(event)
@@ -358,6 +368,18 @@ public final class UserNotificationCenter: Sendable {
                 let content = await delegate?.didReceive(request) ?? ServiceExtensionContent(payload: .object(callback.payload))
                 return AgentRequest.Complete(callback: callback.callback, content: content.payload, communication: content.communication)
             }
+        case .pushKit(let callback):
+            // Push to Talk's device waits 5 s, not 30: the library answers for the app before.
+            let deadline = callback.push.kind == .pushtotalk ? min(answerDeadline, .seconds(4)) : answerDeadline
+            answer(callback.callback, fallback: AgentRequest.Complete(callback: callback.callback), deadline: deadline) {
+                switch await pushDelegate?.didReceiveIncomingPush(callback.push) ?? .done {
+                case .done: AgentRequest.Complete(callback: callback.callback)
+                case .activeRemoteParticipant(let name): AgentRequest.Complete(callback: callback.callback, activeRemoteParticipant: name)
+                case .leaveChannel: AgentRequest.Complete(callback: callback.callback, leaveChannel: true)
+                }
+            }
+        case .callAction(let action):
+            Task { await pushDelegate?.perform(action.action, call: action.call) }
         default:
             break
         }
@@ -365,7 +387,10 @@ public final class UserNotificationCenter: Sendable {
 
     /// Answers callback `number` with what `work` returns, or with `fallback` once the deadline
     /// passes first (counted in `missedDeadlines`); whichever comes second is dropped.
-    private func answer(_ number: Int, fallback: AgentRequest.Complete, _ work: @escaping @Sendable () async -> AgentRequest.Complete) {
+    private func answer(
+        _ number: Int, fallback: AgentRequest.Complete, deadline: Duration? = nil, _ work: @escaping @Sendable () async -> AgentRequest.Complete
+    ) {
+        let answerDeadline = deadline ?? answerDeadline
         let answered = Atomic<Bool>(false)
         let deliver: @Sendable (AgentRequest.Complete, Bool) async -> Void = { complete, late in
             guard !answered.exchange(true, ordering: .acquiringAndReleasing) else { return }

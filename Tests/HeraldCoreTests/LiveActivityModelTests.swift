@@ -72,6 +72,36 @@ struct LiveActivityModelTests {
         #expect(TokenScope(stored: activity.stored) == activity)
     }
 
+    @Test("version 4 frames (PushKit tokens) round-trip; an unknown kind is refused; a PushKit scope takes only its own push type and an app token none of them")
+    func pushKitFramesAndScopes() throws {
+        let token = DeviceToken.random()
+        for kind in PushKitKind.allCases {
+            for frame: DeviceClientFrame in [.registerPushKit(topic: "com.a", kind: kind), .unregisterPushKit(topic: "com.a", kind: kind)] {
+                #expect(try DeviceClientFrame.decode(frame.encoded()).get() == frame)
+                #expect(frame.minimumVersion == 4)
+            }
+            for frame: DeviceServerFrame in [.registeredPushKit(topic: "com.a", kind: kind, token: token), .unregisteredPushKit(topic: "com.a", kind: kind, atMilliseconds: 3)] {
+                #expect(try DeviceServerFrame.decode(frame.encoded()).get() == frame)
+            }
+            let scope = TokenScope(bundleID: "com.a", kind: .pushKit(kind))
+            #expect(scope.stored == "com.a.pushkit/" + kind.rawValue)
+            #expect(TokenScope(stored: scope.stored) == scope)
+            for type in PushType.allKnown + [.webpush] {
+                #expect(scope.accepts(bundleID: "com.a", pushType: type) == (type == kind.pushType))
+            }
+            #expect(!TokenScope(bundleID: "com.a").accepts(bundleID: "com.a", pushType: kind.pushType))
+            #expect(!scope.accepts(bundleID: "com.b", pushType: kind.pushType))
+        }
+        for bad in [#"{"type":"register","topic":"com.a","pushkit":"mdm"}"#, #"{"type":"register","topic":"com.a","pushkit":true}"#] {
+            guard case .failure(let error) = DeviceClientFrame.decode(Array(bad.utf8)) else { Issue.record("accepted \(bad)"); continue }
+            #expect(error.message.contains("pushkit"))
+        }
+        // No app topic reads back as another app's PushKit or Web Push scope.
+        #expect(!DeviceProtocol.isValidTopic("com.a.pushkit/voip"))
+        #expect(!DeviceProtocol.isValidTopic("com.a.push-type.webpush/x"))
+        #expect(TokenScope(stored: "com.a.pushkit/unknown") == TokenScope(bundleID: "com.a.pushkit/unknown"))
+    }
+
     @Test("version 3 frames (Web Push subscriptions) round-trip; a bad subscription id or application server key is refused")
     func webPushFrames() throws {
         let subscription = "0f8e3a52-6c1d-4b7e-9a2f-5d3c1b0e7a64"

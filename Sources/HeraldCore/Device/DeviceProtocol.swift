@@ -51,8 +51,10 @@ public enum DeviceProtocol {
     public static func isValidTopic(_ topic: String) -> Bool {
         guard !topic.isEmpty, topic.utf8.count <= APNsRequestValidation.maximumTopicByteCount,
               topic.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else { return false }
-        // A Live Activity token's scope (`….push-type.liveactivity/<id>`) is never an app.
+        // A Live Activity token's scope (`….push-type.liveactivity/<id>`), a Web Push
+        // subscription's or a PushKit token's is never an app.
         return PushType.implied(byTopic: topic) == .alert && !topic.contains(PushType.liveactivity.topicSuffix)
+            && !topic.contains(TokenScope.webPushMarker) && !topic.contains(TokenScope.pushKitMarker)
     }
 }
 

@@ -363,13 +363,19 @@ public enum AgentRequest {
         /// the payload to show (a service extension's answer)
         public var content: AgentJSON?
         public var communication: CommunicationContext?
+        /// a Push to Talk push's answer: who speaks now
+        public var activeRemoteParticipant: String?
+        /// a Push to Talk push's answer: leave the channel
+        public var leaveChannel: Bool?
 
-        public init(callback: Int, options: [PresentationOption]? = nil, result: FetchResult? = nil, content: AgentJSON? = nil, communication: CommunicationContext? = nil) {
+        public init(callback: Int, options: [PresentationOption]? = nil, result: FetchResult? = nil, content: AgentJSON? = nil, communication: CommunicationContext? = nil, activeRemoteParticipant: String? = nil, leaveChannel: Bool? = nil) {
             self.callback = callback
             self.options = options
             self.result = result
             self.content = content
             self.communication = communication
+            self.activeRemoteParticipant = activeRemoteParticipant
+            self.leaveChannel = leaveChannel
         }
 
         enum CodingKeys: String, CodingKey {
@@ -378,6 +384,8 @@ public enum AgentRequest {
             case result
             case content
             case communication
+            case activeRemoteParticipant
+            case leaveChannel
         }
     }
 
@@ -394,8 +402,10 @@ public enum AgentRequest {
         public var options: [AuthorizationOption]?
         public var setting: UserSetting?
         public var status: UserStatus?
+        /// answerCall, declineCall: the call's UUID
+        public var call: String?
 
-        public init(action: UserAction, app: String? = nil, notification: String? = nil, actionID: String? = nil, text: String? = nil, options: [AuthorizationOption]? = nil, setting: UserSetting? = nil, status: UserStatus? = nil) {
+        public init(action: UserAction, app: String? = nil, notification: String? = nil, actionID: String? = nil, text: String? = nil, options: [AuthorizationOption]? = nil, setting: UserSetting? = nil, status: UserStatus? = nil, call: String? = nil) {
             self.action = action
             self.app = app
             self.notification = notification
@@ -404,6 +414,7 @@ public enum AgentRequest {
             self.options = options
             self.setting = setting
             self.status = status
+            self.call = call
         }
 
         enum CodingKeys: String, CodingKey {
@@ -415,6 +426,7 @@ public enum AgentRequest {
             case options
             case setting
             case status
+            case call
         }
     }
 
@@ -495,6 +507,107 @@ public enum AgentRequest {
                 case app
                 case authorized
             }
+        }
+    }
+
+    /// the pushRegistry request (docs/device-agent.md): PKPushRegistry.desiredPushTypes: the registry's kinds the app wants tokens for (voip, complication, fileprovider); kinds left out give theirs up; registering voip again lets stopped VoIP pushes through
+    public struct PushRegistry: AgentRequestMessage {
+        public static let op = "pushRegistry"
+        public typealias Answer = AgentAnswer.PushRegistry
+
+        public var types: [RegistryPushType]
+
+        public init(types: [RegistryPushType]) {
+            self.types = types
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case types
+        }
+    }
+
+    /// the startMonitoringLocationPushes request (docs/device-agent.md): CLLocationManager.startMonitoringLocationPushes: the location push token (needs the location-push entitlement)
+    public struct StartMonitoringLocationPushes: AgentRequestMessage {
+        public static let op = "startMonitoringLocationPushes"
+        public typealias Answer = AgentAnswer.StartMonitoringLocationPushes
+
+        public init() {}
+    }
+
+    /// the stopMonitoringLocationPushes request (docs/device-agent.md): gives the location push token up
+    public struct StopMonitoringLocationPushes: AgentRequestMessage {
+        public static let op = "stopMonitoringLocationPushes"
+        public typealias Answer = AgentAnswer.StopMonitoringLocationPushes
+
+        public init() {}
+    }
+
+    /// the joinChannel request (docs/device-agent.md): PTChannelManager.requestJoinChannel: the Push to Talk token exists while the channel is joined
+    public struct JoinChannel: AgentRequestMessage {
+        public static let op = "joinChannel"
+        public typealias Answer = AgentAnswer.JoinChannel
+
+        /// the channel's UUID
+        public var channel: String
+
+        public init(channel: String) {
+            self.channel = channel
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case channel
+        }
+    }
+
+    /// the leaveChannel request (docs/device-agent.md): PTChannelManager.leaveChannel: the Push to Talk token ends
+    public struct LeaveChannel: AgentRequestMessage {
+        public static let op = "leaveChannel"
+        public typealias Answer = AgentAnswer.LeaveChannel
+
+        public init() {}
+    }
+
+    /// the reportIncomingCall request (docs/device-agent.md): CXProvider.reportNewIncomingCall: the device shows the call with Answer and Decline
+    public struct ReportIncomingCall: AgentRequestMessage {
+        public static let op = "reportIncomingCall"
+        public typealias Answer = AgentAnswer.ReportIncomingCall
+
+        /// the call's UUID
+        public var call: String
+        /// who calls (a number, an address)
+        public var handle: String
+        /// the name shown
+        public var caller: String?
+        public var video: Bool?
+
+        public init(call: String, handle: String, caller: String? = nil, video: Bool? = nil) {
+            self.call = call
+            self.handle = handle
+            self.caller = caller
+            self.video = video
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case call
+            case handle
+            case caller
+            case video
+        }
+    }
+
+    /// the endCall request (docs/device-agent.md): CXEndCallAction from the app: the call is over
+    public struct EndCall: AgentRequestMessage {
+        public static let op = "endCall"
+        public typealias Answer = AgentAnswer.EndCall
+
+        public var call: String
+
+        public init(call: String) {
+            self.call = call
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case call
         }
     }
 }
@@ -792,6 +905,97 @@ public enum AgentAnswer {
             case muted
         }
     }
+
+    /// the answer to pushRegistry (docs/device-agent.md): the app's PushKit tokens now, by kind
+    public struct PushRegistry: Decodable, Sendable, Hashable {
+        public var tokens: [String: AgentJSON]
+
+        public init(tokens: [String: AgentJSON]) {
+            self.tokens = tokens
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case tokens
+        }
+    }
+
+    /// the answer to startMonitoringLocationPushes (docs/device-agent.md): the app's PushKit tokens now, by kind
+    public struct StartMonitoringLocationPushes: Decodable, Sendable, Hashable {
+        public var tokens: [String: AgentJSON]
+
+        public init(tokens: [String: AgentJSON]) {
+            self.tokens = tokens
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case tokens
+        }
+    }
+
+    /// the answer to stopMonitoringLocationPushes (docs/device-agent.md): the app's PushKit tokens now, by kind
+    public struct StopMonitoringLocationPushes: Decodable, Sendable, Hashable {
+        public var tokens: [String: AgentJSON]
+
+        public init(tokens: [String: AgentJSON]) {
+            self.tokens = tokens
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case tokens
+        }
+    }
+
+    /// the answer to joinChannel (docs/device-agent.md): the app's PushKit tokens now, by kind
+    public struct JoinChannel: Decodable, Sendable, Hashable {
+        public var tokens: [String: AgentJSON]
+
+        public init(tokens: [String: AgentJSON]) {
+            self.tokens = tokens
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case tokens
+        }
+    }
+
+    /// the answer to leaveChannel (docs/device-agent.md): the app's PushKit tokens now, by kind
+    public struct LeaveChannel: Decodable, Sendable, Hashable {
+        public var tokens: [String: AgentJSON]
+
+        public init(tokens: [String: AgentJSON]) {
+            self.tokens = tokens
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case tokens
+        }
+    }
+
+    /// the answer to reportIncomingCall (docs/device-agent.md): the app's PushKit tokens now, by kind
+    public struct ReportIncomingCall: Decodable, Sendable, Hashable {
+        public var tokens: [String: AgentJSON]
+
+        public init(tokens: [String: AgentJSON]) {
+            self.tokens = tokens
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case tokens
+        }
+    }
+
+    /// the answer to endCall (docs/device-agent.md): the app's PushKit tokens now, by kind
+    public struct EndCall: Decodable, Sendable, Hashable {
+        public var tokens: [String: AgentJSON]
+
+        public init(tokens: [String: AgentJSON]) {
+            self.tokens = tokens
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case tokens
+        }
+    }
 }
 
 /// The callbacks the runtime writes to an app's connection, one type an event.
@@ -983,6 +1187,69 @@ public enum AgentCallback {
             case data
             case text
             case declarative
+        }
+    }
+
+    /// the pushToken callback (docs/device-agent.md): a PushKit token arrived or changed
+    public struct PushToken: Decodable, Sendable, Hashable {
+        public var kind: PushKitKind
+        /// a token in lowercase hex
+        public var token: String
+
+        public init(kind: PushKitKind, token: String) {
+            self.kind = kind
+            self.token = token
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case kind
+            case token
+        }
+    }
+
+    /// the pushKit callback (docs/device-agent.md): a PushKit push; a VoIP push with mustReport is reported with reportIncomingCall before it is completed
+    public struct PushKit: Decodable, Sendable, Hashable {
+        public var push: PushKitPush
+        /// answer with {"op":"complete","callback":N} (Push to Talk: with activeRemoteParticipant or leaveChannel) within the kind's time
+        public var callback: Int
+
+        public init(push: PushKitPush, callback: Int) {
+            self.push = push
+            self.callback = callback
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case push
+            case callback
+        }
+    }
+
+    /// the callAction callback (docs/device-agent.md): the user answered or declined a reported call (CXAnswerCallAction, CXEndCallAction)
+    public struct CallAction: Decodable, Sendable, Hashable {
+        public var call: String
+        public var action: CallActionType
+
+        public init(call: String, action: CallActionType) {
+            self.call = call
+            self.action = action
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case call
+            case action
+        }
+    }
+
+    /// the terminated callback (docs/device-agent.md): the system terminated the app; the connection closes
+    public struct Terminated: Decodable, Sendable, Hashable {
+        public var reason: String
+
+        public init(reason: String) {
+            self.reason = reason
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case reason
         }
     }
 }
@@ -1252,6 +1519,41 @@ public struct LiveActivity: Codable, Sendable, Hashable {
     }
 }
 
+/// a PushKit push as the app is handed it
+public struct PushKitPush: Codable, Sendable, Hashable {
+    public var kind: PushKitKind
+    public var apnsID: String
+    public var payload: [String: AgentJSON]
+    /// when the device received it (UTC)
+    public var arrivedAt: String
+    /// VoIP: whether the push must be reported as a call
+    public var mustReport: Bool?
+    /// Push to Talk: the joined channel
+    public var channel: String?
+    /// location pushes: the device's position (null: none known)
+    public var location: DeviceLocation?
+
+    public init(kind: PushKitKind, apnsID: String, payload: [String: AgentJSON], arrivedAt: String, mustReport: Bool? = nil, channel: String? = nil, location: DeviceLocation? = nil) {
+        self.kind = kind
+        self.apnsID = apnsID
+        self.payload = payload
+        self.arrivedAt = arrivedAt
+        self.mustReport = mustReport
+        self.channel = channel
+        self.location = location
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case kind
+        case apnsID = "apns-id"
+        case payload
+        case arrivedAt
+        case mustReport
+        case channel
+        case location
+    }
+}
+
 /// a category's action
 public struct NotificationAction: Codable, Sendable, Hashable {
     public var id: String
@@ -1451,6 +1753,22 @@ public struct Attention: Codable, Sendable, Hashable {
     }
 }
 
+/// a position
+public struct DeviceLocation: Codable, Sendable, Hashable {
+    public var latitude: Double
+    public var longitude: Double
+
+    public init(latitude: Double, longitude: Double) {
+        self.latitude = latitude
+        self.longitude = longitude
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case latitude
+        case longitude
+    }
+}
+
 public enum ActionOption: String, Codable, Sendable, Hashable, CaseIterable {
     case foreground
     case destructive
@@ -1501,6 +1819,11 @@ public enum AuthorizationStatus: String, Codable, Sendable, Hashable, CaseIterab
     case authorized
     case provisional
     case ephemeral
+}
+
+public enum CallActionType: String, Codable, Sendable, Hashable, CaseIterable {
+    case answer
+    case end
 }
 
 public enum CategoryOption: String, Codable, Sendable, Hashable, CaseIterable {
@@ -1555,6 +1878,20 @@ public enum PresentationOption: String, Codable, Sendable, Hashable, CaseIterabl
     case alert
 }
 
+public enum PushKitKind: String, Codable, Sendable, Hashable, CaseIterable {
+    case voip
+    case pushtotalk
+    case location
+    case complication
+    case fileprovider
+}
+
+public enum RegistryPushType: String, Codable, Sendable, Hashable, CaseIterable {
+    case voip
+    case complication
+    case fileprovider
+}
+
 public enum RepeatUnit: String, Codable, Sendable, Hashable, CaseIterable {
     case minute
     case hour
@@ -1580,6 +1917,8 @@ public enum UserAction: String, Codable, Sendable, Hashable, CaseIterable {
     case forceQuit
     case setting
     case status
+    case answerCall
+    case declineCall
     case lock
     case unlock
 }
@@ -1609,6 +1948,10 @@ public enum AgentCallbackEvent: Sendable, Hashable {
     case languagesChanged(AgentCallback.LanguagesChanged)
     case webPushSubscription(AgentCallback.WebPushSubscription)
     case webPush(AgentCallback.WebPush)
+    case pushToken(AgentCallback.PushToken)
+    case pushKit(AgentCallback.PushKit)
+    case callAction(AgentCallback.CallAction)
+    case terminated(AgentCallback.Terminated)
 
     /// The callback named `event`, decoded from its line; nil for an event this library does not know.
     static func decode(event: String, from line: Data, with decoder: JSONDecoder) throws -> AgentCallbackEvent? {
@@ -1625,6 +1968,10 @@ public enum AgentCallbackEvent: Sendable, Hashable {
         case "languagesChanged": return .languagesChanged(try decoder.decode(AgentCallback.LanguagesChanged.self, from: line))
         case "webPushSubscription": return .webPushSubscription(try decoder.decode(AgentCallback.WebPushSubscription.self, from: line))
         case "webPush": return .webPush(try decoder.decode(AgentCallback.WebPush.self, from: line))
+        case "pushToken": return .pushToken(try decoder.decode(AgentCallback.PushToken.self, from: line))
+        case "pushKit": return .pushKit(try decoder.decode(AgentCallback.PushKit.self, from: line))
+        case "callAction": return .callAction(try decoder.decode(AgentCallback.CallAction.self, from: line))
+        case "terminated": return .terminated(try decoder.decode(AgentCallback.Terminated.self, from: line))
         default: return nil
         }
     }

@@ -11,6 +11,7 @@ AppState = Literal["foreground", "background", "suspended"]
 AttentionThrough = Literal["critical", "time-sensitive", "person", "allowed-app", "filter"]
 AuthorizationOption = Literal["badge", "sound", "alert", "carPlay", "criticalAlert", "providesAppNotificationSettings", "provisional", "announcement", "timeSensitive"]
 AuthorizationStatus = Literal["notDetermined", "denied", "authorized", "provisional", "ephemeral"]
+CallActionType = Literal["answer", "end"]
 CategoryOption = Literal["customDismissAction", "allowInCarPlay", "hiddenPreviewsShowTitle", "hiddenPreviewsShowSubtitle", "allowAnnouncement"]
 FetchResult = Literal["newData", "noData", "failed"]
 InterruptionLevel = Literal["passive", "active", "time-sensitive", "critical"]
@@ -19,9 +20,11 @@ NotificationOrigin = Literal["local", "remote"]
 NotificationSetting = Literal["notSupported", "disabled", "enabled"]
 Presentation = Literal["banner", "list", "sound", "badge"]
 PresentationOption = Literal["banner", "list", "sound", "badge", "alert"]
+PushKitKind = Literal["voip", "pushtotalk", "location", "complication", "fileprovider"]
+RegistryPushType = Literal["voip", "complication", "fileprovider"]
 RepeatUnit = Literal["minute", "hour", "day", "week", "month", "year"]
 TriggerKind = Literal["interval", "calendar", "date", "location"]
-UserAction = Literal["tap", "action", "dismiss", "launch", "leave", "forceQuit", "setting", "status", "lock", "unlock"]
+UserAction = Literal["tap", "action", "dismiss", "launch", "leave", "forceQuit", "setting", "status", "answerCall", "declineCall", "lock", "unlock"]
 UserSetting = Literal["enabled", "disabled"]
 UserStatus = Literal["authorized", "denied", "provisional"]
 
@@ -128,10 +131,10 @@ StartActivityRequest = TypedDict("StartActivityRequest", {"id": NotRequired[Any]
 EndActivityRequest = TypedDict("EndActivityRequest", {"id": NotRequired[Any], "op": Literal["endActivity"], "activity": str, "contentState": NotRequired[dict[str, Any] | None], "dismissalDate": NotRequired[int]})
 
 # the complete request (docs/device-agent.md): answers a callback
-CompleteRequest = TypedDict("CompleteRequest", {"id": NotRequired[Any], "op": Literal["complete"], "callback": int, "options": NotRequired[list[PresentationOption]], "result": NotRequired[FetchResult], "content": NotRequired[Any], "communication": NotRequired[CommunicationContext | None]})
+CompleteRequest = TypedDict("CompleteRequest", {"id": NotRequired[Any], "op": Literal["complete"], "callback": int, "options": NotRequired[list[PresentationOption]], "result": NotRequired[FetchResult], "content": NotRequired[Any], "communication": NotRequired[CommunicationContext | None], "activeRemoteParticipant": NotRequired[str], "leaveChannel": NotRequired[bool]})
 
 # the user request (docs/device-agent.md): what the person holding the device does
-UserRequest = TypedDict("UserRequest", {"id": NotRequired[Any], "op": Literal["user"], "action": UserAction, "app": NotRequired[str], "notification": NotRequired[str], "actionId": NotRequired[str], "text": NotRequired[str], "options": NotRequired[list[AuthorizationOption]], "setting": NotRequired[UserSetting], "status": NotRequired[UserStatus]})
+UserRequest = TypedDict("UserRequest", {"id": NotRequired[Any], "op": Literal["user"], "action": UserAction, "app": NotRequired[str], "notification": NotRequired[str], "actionId": NotRequired[str], "text": NotRequired[str], "options": NotRequired[list[AuthorizationOption]], "setting": NotRequired[UserSetting], "status": NotRequired[UserStatus], "call": NotRequired[str]})
 
 # the configureWidgetPushes request (docs/device-agent.md): turns the app's widget pushes on or off
 ConfigureWidgetPushesRequest = TypedDict("ConfigureWidgetPushesRequest", {"id": NotRequired[Any], "op": Literal["configureWidgetPushes"], "enabled": NotRequired[bool]})
@@ -142,6 +145,27 @@ DeviceRequestLocationAuthorization = TypedDict("DeviceRequestLocationAuthorizati
 
 # the device request (docs/device-agent.md): what happens to the device
 DeviceRequest = TypedDict("DeviceRequest", {"id": NotRequired[Any], "op": Literal["device"], "timeZone": NotRequired[str], "location": NotRequired[DeviceRequestLocation], "locationServices": NotRequired[bool], "locationAuthorization": NotRequired[DeviceRequestLocationAuthorization], "languages": NotRequired[list[str]], "focus": NotRequired[dict[str, Any]], "muted": NotRequired[bool]})
+
+# the pushRegistry request (docs/device-agent.md): PKPushRegistry.desiredPushTypes: the registry's kinds the app wants tokens for (voip, complication, fileprovider); kinds left out give theirs up; registering voip again lets stopped VoIP pushes through
+PushRegistryRequest = TypedDict("PushRegistryRequest", {"id": NotRequired[Any], "op": Literal["pushRegistry"], "types": list[RegistryPushType]})
+
+# the startMonitoringLocationPushes request (docs/device-agent.md): CLLocationManager.startMonitoringLocationPushes: the location push token (needs the location-push entitlement)
+StartMonitoringLocationPushesRequest = TypedDict("StartMonitoringLocationPushesRequest", {"id": NotRequired[Any], "op": Literal["startMonitoringLocationPushes"]})
+
+# the stopMonitoringLocationPushes request (docs/device-agent.md): gives the location push token up
+StopMonitoringLocationPushesRequest = TypedDict("StopMonitoringLocationPushesRequest", {"id": NotRequired[Any], "op": Literal["stopMonitoringLocationPushes"]})
+
+# the joinChannel request (docs/device-agent.md): PTChannelManager.requestJoinChannel: the Push to Talk token exists while the channel is joined
+JoinChannelRequest = TypedDict("JoinChannelRequest", {"id": NotRequired[Any], "op": Literal["joinChannel"], "channel": str})
+
+# the leaveChannel request (docs/device-agent.md): PTChannelManager.leaveChannel: the Push to Talk token ends
+LeaveChannelRequest = TypedDict("LeaveChannelRequest", {"id": NotRequired[Any], "op": Literal["leaveChannel"]})
+
+# the reportIncomingCall request (docs/device-agent.md): CXProvider.reportNewIncomingCall: the device shows the call with Answer and Decline
+ReportIncomingCallRequest = TypedDict("ReportIncomingCallRequest", {"id": NotRequired[Any], "op": Literal["reportIncomingCall"], "call": str, "handle": str, "caller": NotRequired[str | None], "video": NotRequired[bool]})
+
+# the endCall request (docs/device-agent.md): CXEndCallAction from the app: the call is over
+EndCallRequest = TypedDict("EndCallRequest", {"id": NotRequired[Any], "op": Literal["endCall"], "call": str})
 
 NotificationSettings = TypedDict("NotificationSettings", {"status": AuthorizationStatus, "alert": NotificationSetting, "sound": NotificationSetting, "badge": NotificationSetting, "criticalAlert": NotificationSetting, "timeSensitive": NotificationSetting, "carPlay": NotificationSetting})
 
@@ -251,6 +275,27 @@ ConfigureWidgetPushesAnswer = TypedDict("ConfigureWidgetPushesAnswer", {"id": An
 # the answer to device (docs/device-agent.md)
 DeviceAnswer = TypedDict("DeviceAnswer", {"id": Any, "ok": Literal[True], "timeZone": str, "languages": list[str], "focus": dict[str, Any], "activeFocus": str | None, "muted": bool})
 
+# the answer to pushRegistry (docs/device-agent.md): the app's PushKit tokens now, by kind
+PushRegistryAnswer = TypedDict("PushRegistryAnswer", {"id": Any, "ok": Literal[True], "tokens": dict[str, Any]})
+
+# the answer to startMonitoringLocationPushes (docs/device-agent.md): the app's PushKit tokens now, by kind
+StartMonitoringLocationPushesAnswer = TypedDict("StartMonitoringLocationPushesAnswer", {"id": Any, "ok": Literal[True], "tokens": dict[str, Any]})
+
+# the answer to stopMonitoringLocationPushes (docs/device-agent.md): the app's PushKit tokens now, by kind
+StopMonitoringLocationPushesAnswer = TypedDict("StopMonitoringLocationPushesAnswer", {"id": Any, "ok": Literal[True], "tokens": dict[str, Any]})
+
+# the answer to joinChannel (docs/device-agent.md): the app's PushKit tokens now, by kind
+JoinChannelAnswer = TypedDict("JoinChannelAnswer", {"id": Any, "ok": Literal[True], "tokens": dict[str, Any]})
+
+# the answer to leaveChannel (docs/device-agent.md): the app's PushKit tokens now, by kind
+LeaveChannelAnswer = TypedDict("LeaveChannelAnswer", {"id": Any, "ok": Literal[True], "tokens": dict[str, Any]})
+
+# the answer to reportIncomingCall (docs/device-agent.md): the app's PushKit tokens now, by kind
+ReportIncomingCallAnswer = TypedDict("ReportIncomingCallAnswer", {"id": Any, "ok": Literal[True], "tokens": dict[str, Any]})
+
+# the answer to endCall (docs/device-agent.md): the app's PushKit tokens now, by kind
+EndCallAnswer = TypedDict("EndCallAnswer", {"id": Any, "ok": Literal[True], "tokens": dict[str, Any]})
+
 # the willPresent callback (docs/device-agent.md)
 WillPresentCallback = TypedDict("WillPresentCallback", {"event": Literal["willPresent"], "notification": DeliveredNotification, "callback": int})
 
@@ -287,6 +332,24 @@ WebPushSubscriptionCallback = TypedDict("WebPushSubscriptionCallback", {"event":
 # the webPush callback (docs/device-agent.md)
 WebPushCallback = TypedDict("WebPushCallback", {"event": Literal["webPush"], "scope": str, "id": str, "data": str, "text": NotRequired[str], "declarative": bool})
 
-OPS: tuple[str, ...] = ("hello", "state", "requestAuthorization", "settings", "setCategories", "categories", "add", "presentNow", "pending", "removePending", "removeAllPending", "cancel", "cancelAll", "delivered", "removeDelivered", "removeAllDelivered", "badge", "setBadge", "registerForRemote", "pushToStartToken", "webPushSubscribe", "webPushSubscriptions", "webPushUnsubscribe", "activities", "startActivity", "endActivity", "complete", "user", "configureWidgetPushes", "device",)
+# the pushToken callback (docs/device-agent.md): a PushKit token arrived or changed
+PushTokenCallback = TypedDict("PushTokenCallback", {"event": Literal["pushToken"], "kind": PushKitKind, "token": str})
 
-AnyCallback = WillPresentCallback | DidReceiveCallback | DidReceiveNotificationCallback | LaunchedCallback | DeliveredWithoutPresentationCallback | SilentPushCallback | ServiceExtensionCallback | ServiceExtensionTimeWillExpireCallback | RegisteredCallback | LanguagesChangedCallback | WebPushSubscriptionCallback | WebPushCallback
+# a position
+DeviceLocation = TypedDict("DeviceLocation", {"latitude": float, "longitude": float})
+
+# a PushKit push as the app is handed it
+PushKitPush = TypedDict("PushKitPush", {"kind": PushKitKind, "apns-id": str, "payload": dict[str, Any], "arrivedAt": str, "mustReport": NotRequired[bool], "channel": NotRequired[str], "location": NotRequired[DeviceLocation | None]})
+
+# the pushKit callback (docs/device-agent.md): a PushKit push; a VoIP push with mustReport is reported with reportIncomingCall before it is completed
+PushKitCallback = TypedDict("PushKitCallback", {"event": Literal["pushKit"], "push": PushKitPush, "callback": int})
+
+# the callAction callback (docs/device-agent.md): the user answered or declined a reported call (CXAnswerCallAction, CXEndCallAction)
+CallActionCallback = TypedDict("CallActionCallback", {"event": Literal["callAction"], "call": str, "action": CallActionType})
+
+# the terminated callback (docs/device-agent.md): the system terminated the app; the connection closes
+TerminatedCallback = TypedDict("TerminatedCallback", {"event": Literal["terminated"], "reason": str})
+
+OPS: tuple[str, ...] = ("hello", "state", "requestAuthorization", "settings", "setCategories", "categories", "add", "presentNow", "pending", "removePending", "removeAllPending", "cancel", "cancelAll", "delivered", "removeDelivered", "removeAllDelivered", "badge", "setBadge", "registerForRemote", "pushToStartToken", "webPushSubscribe", "webPushSubscriptions", "webPushUnsubscribe", "activities", "startActivity", "endActivity", "complete", "user", "configureWidgetPushes", "device", "pushRegistry", "startMonitoringLocationPushes", "stopMonitoringLocationPushes", "joinChannel", "leaveChannel", "reportIncomingCall", "endCall",)
+
+AnyCallback = WillPresentCallback | DidReceiveCallback | DidReceiveNotificationCallback | LaunchedCallback | DeliveredWithoutPresentationCallback | SilentPushCallback | ServiceExtensionCallback | ServiceExtensionTimeWillExpireCallback | RegisteredCallback | LanguagesChangedCallback | WebPushSubscriptionCallback | WebPushCallback | PushTokenCallback | PushKitCallback | CallActionCallback | TerminatedCallback
