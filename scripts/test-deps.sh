@@ -83,6 +83,9 @@ python3 -c 'import schemathesis, yaml' 2>/dev/null ||
 # jeepney is the UnifiedPush test's connector (an app on the session bus).
 python3 -c 'import http_ece, py_vapid, pywebpush, jeepney' 2>/dev/null ||
   python3 -m pip install -q --disable-pip-version-check http-ece py-vapid pywebpush jeepney
+# aioapns is a provider library written for Apple's service (Tests/pushkit sends PushKit pushes with it).
+python3 -c 'import aioapns' 2>/dev/null ||
+  python3 -m pip install -q --disable-pip-version-check aioapns
 # opentelemetry-proto decodes what Herald exports over OTLP (Tests/operations/traces.py).
 python3 -c 'import opentelemetry.proto' 2>/dev/null ||
   python3 -m pip install -q --disable-pip-version-check opentelemetry-proto

@@ -63,6 +63,9 @@ timed python3 Tests/liveactivity/liveactivity.py "$(swift build --show-bin-path)
 # The notification center as Apple ships it: Focus, interruption levels, critical alerts,
 # communication notifications, the scheduled summary, pushed with httpx (docs/device-runtime.md).
 timed python3 Tests/focus/focus.py "$(swift build --show-bin-path)/herald"
+# PushKit's push types (VoIP, Push to Talk, location, complication, File Provider), each to its
+# own token, sent with aioapns to a device whose app is herald_notifications (docs/push-types/).
+timed python3 Tests/pushkit/pushkit.py "$(swift build --show-bin-path)/herald"
 # herald backup under load and herald restore, their refusals, a full disk (docs/operations.md).
 timed python3 Tests/operations/backup.py "$(swift build --show-bin-path)/herald"
 # A PostgreSQL store: herald doctor on it, pg_dump and pg_restore round trip (docs/operations.md).

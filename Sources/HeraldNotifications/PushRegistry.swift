@@ -100,3 +100,10 @@ extension PushRegistryDelegate {
     public func didReceiveIncomingPush(_ push: PushKitPush) async -> PushCompletion { .done }
     public func perform(_ action: CallActionType, call: String) async {}
 }
+
+extension UserNotificationCenter {
+    /// Sets (or clears) the delegate that answers PushKit pushes and calls.
+    public func setPushRegistryDelegate(_ delegate: (any PushRegistryDelegate)?) {
+        state.withLock { $0.pushDelegate = delegate }
+    }
+}

@@ -31,10 +31,10 @@ public final class UserNotificationCenter: Sendable {
     public var missedDeadlines: Int { state.withLock { $0.missedDeadlines } }
 
     private let connection: AgentConnection
-    private let state: Mutex<State>
+    let state: Mutex<State>
     private let eventSink: AsyncStream<AgentCallbackEvent>.Continuation
 
-    private struct State {
+    struct State {
         var delegate: (any UserNotificationCenterDelegate)?
         var pushDelegate: (any PushRegistryDelegate)?
         var missedDeadlines = 0
@@ -44,7 +44,7 @@ public final class UserNotificationCenter: Sendable {
 
     /// Someone waiting for a callback (the token after `registerForRemote`, an endpoint after
     /// `webPushSubscribe`).
-    private struct Waiter {
+    struct Waiter {
         let accepts: @Sendable (AgentCallbackEvent) -> Bool
         let continuation: CheckedContinuation<AgentCallbackEvent, any Error>
     }
@@ -103,11 +103,6 @@ public final class UserNotificationCenter: Sendable {
     /// Sets (or clears) the delegate that answers the device.
     public func setDelegate(_ delegate: (any UserNotificationCenterDelegate)?) {
         state.withLock { $0.delegate = delegate }
-    }
-
-    /// Sets (or clears) the delegate that answers PushKit pushes and calls.
-    public func setPushRegistryDelegate(_ delegate: (any PushRegistryDelegate)?) {
-        state.withLock { $0.pushDelegate = delegate }
     }
 
     /// Closes the connection: the device treats the app as terminated.

@@ -207,8 +207,13 @@ struct ProviderPortTests {
         }
         #expect(try await f.push(payload: payload(size: 4096)).status == 200)
         Self.expect(try await f.push(payload: payload(size: 4097)), .payloadTooLarge)
-        #expect(try await f.push(payload: payload(size: 5120), topic: "com.example.app.voip", pushType: "voip").status == 200)
-        Self.expect(try await f.push(payload: payload(size: 5121), topic: "com.example.app.voip", pushType: "voip"), .payloadTooLarge)
+        // A VoIP push goes to the app's VoIP token (PushKit's own), never to its APNs token.
+        let voip = DeviceToken.random()
+        try await f.gateway.store.registerToken(TokenRegistration(
+            token: voip, scope: TokenScope(bundleID: "com.example.app", kind: .pushKit(.voip)), environment: .development, createdAtMilliseconds: 0))
+        Self.expect(try await f.push(payload: payload(size: 100), topic: "com.example.app.voip", pushType: "voip"), .deviceTokenNotForTopic)
+        #expect(try await f.push(payload: payload(size: 5120), topic: "com.example.app.voip", pushType: "voip", token: voip).status == 200)
+        Self.expect(try await f.push(payload: payload(size: 5121), topic: "com.example.app.voip", pushType: "voip", token: voip), .payloadTooLarge)
         // Bodies past the 64 KiB flow-control windows are read to their end (the gateway returns
         // the window, per stream and per connection) and answered, twice on one connection.
         Self.expect(try await f.push(payload: payload(size: 300_000)), .payloadTooLarge)

@@ -249,7 +249,7 @@ _herald_device_run() {
         '--unifiedpush[Be a UnifiedPush distributor on the session bus (org.unifiedpush.Distributor.herald)\: Linux apps that support UnifiedPush get Web Push endpoints on the gateway and their messages through it (docs/web-push.md).]'
         '--live-activities[Ask the gateway for each app'\''s Live Activity push-to-start token (printed as activity-push-to-start-token).]'
         '--widgets[Configure each app'\''s widgets for pushes\: the gateway issues a widget push token (printed as widget-token); widgets pushes reload them.]'
-        '*--entitlements[Entitlements an app holds, TOPIC=LIST with LIST of critical-alert and time-sensitive, comma-separated (what its provisioning profile would grant).]:TOPIC=LIST:'
+        '*--entitlements[Entitlements an app holds, TOPIC=LIST with LIST of critical-alert, time-sensitive and location-push, comma-separated (what its provisioning profile would grant).]:TOPIC=LIST:'
         '--focus[A JSON file of Focus modes and the scheduled summary (docs/device-agent.md) to set now; saved in DIR for later runs.]:FILE:'
         '--log-format[How logs on standard error are written\: text (for people) or json (one object a line, for a log collector).]:log-format:{__herald_complete "${___log_format[@]}"}'
         '--config[A YAML file of settings\: the flags'\'' long names as keys (provider-port\: 2197; lists for repeatable flags; true/false for switches). HERALD_* environment variables (HERALD_PROVIDER_PORT=2197; HERALD_CONFIG for the file) override it, flags override both (docs/operations.md).]:FILE.yaml:'

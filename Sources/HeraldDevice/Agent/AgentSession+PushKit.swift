@@ -1,4 +1,5 @@
 import HeraldCore
+import NIOCore
 
 /// The agent's PushKit ops: the push registry's types, location push monitoring, Push to Talk
 /// channels and CallKit's call reports (docs/device-agent.md, "PushKit").
@@ -58,5 +59,32 @@ extension AgentSession {
         default:
             throw RuntimeError("complete a PushKit push with nothing, \"activeRemoteParticipant\": a name (1 to \(IncomingCall.maximumFieldBytes) bytes), or \"leaveChannel\": true")
         }
+    }
+}
+
+extension AgentSession {
+    /// Closes the connection once what was written has gone out (the app was terminated).
+    func closeAfterWrites() {
+        let channel = channel
+        channel.writeAndFlush(channel.allocator.buffer(capacity: 0)).whenComplete { _ in channel.close(promise: nil) }
+    }
+}
+
+/// PushKit's callbacks to the app.
+extension AgentAppDelegate {
+    func didUpdatePushToken(_ token: DeviceToken, for kind: PushKitKind) async {
+        call("pushToken", ["kind": .string(kind.rawValue), "token": .string(token.description)], waiting: nil)
+    }
+    func didReceivePushKit(_ push: PushKitPush, completion: CallbackHandler<PushKitAnswer>) async {
+        call("pushKit", ["push": RuntimeJSON.json(push)], waiting: .pushKit(completion))
+    }
+    func performCallAction(_ action: CallAction, call uuid: String) async {
+        call("callAction", ["call": .string(uuid), "action": .string(action.rawValue)], waiting: nil)
+    }
+    /// The system terminated the app: it is told why, and its connection is closed.
+    func wasTerminated(reason: String) async {
+        call("terminated", ["reason": .string(reason)], waiting: nil)
+        disconnected()
+        session.closeAfterWrites()
     }
 }

@@ -49,12 +49,6 @@ final class AgentSession: Sendable {
         }
     }
 
-    /// Closes the connection once what was written has gone out (the app was terminated).
-    func closeAfterWrites() {
-        let channel = channel
-        channel.writeAndFlush(channel.allocator.buffer(capacity: 0)).whenComplete { _ in channel.close(promise: nil) }
-    }
-
     func send(_ value: JSONValue) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -340,14 +334,14 @@ final class AgentSession: Sendable {
 
 /// The app behind an agent connection, as the runtime's delegate (and service extension).
 final class AgentAppDelegate: AppNotificationDelegate, NotificationServiceExtension {
-    private enum Waiting {
+    enum Waiting {
         case presentation(CallbackHandler<DeliveryByAppState.ForegroundOptions>)
         case action(CallbackHandler<Void>)
         case fetch(CallbackHandler<SilentPushes.FetchResult>)
         case content(CallbackHandler<ExtensionContent>)
         case pushKit(CallbackHandler<PushKitAnswer>)
     }
-    private let session: AgentSession
+    let session: AgentSession
     private let zone: TimeZone
     private let waiting = Locked<(next: Int, handlers: [Int: Waiting])>((1, [:]))
 
@@ -356,7 +350,7 @@ final class AgentAppDelegate: AppNotificationDelegate, NotificationServiceExtens
         self.zone = zone
     }
 
-    private func call(_ event: String, _ fields: [String: JSONValue], waiting handler: Waiting?) {
+    func call(_ event: String, _ fields: [String: JSONValue], waiting handler: Waiting?) {
         var object = fields
         object["event"] = .string(event)
         if let handler {
@@ -447,21 +441,6 @@ final class AgentAppDelegate: AppNotificationDelegate, NotificationServiceExtens
     }
     func didReceiveWebPush(_ message: WebPushMessageDelivery) async {
         call("webPush", RuntimeJSON.json(message), waiting: nil)
-    }
-    func didUpdatePushToken(_ token: DeviceToken, for kind: PushKitKind) async {
-        call("pushToken", ["kind": .string(kind.rawValue), "token": .string(token.description)], waiting: nil)
-    }
-    func didReceivePushKit(_ push: PushKitPush, completion: CallbackHandler<PushKitAnswer>) async {
-        call("pushKit", ["push": RuntimeJSON.json(push)], waiting: .pushKit(completion))
-    }
-    func performCallAction(_ action: CallAction, call uuid: String) async {
-        call("callAction", ["call": .string(uuid), "action": .string(action.rawValue)], waiting: nil)
-    }
-    /// The system terminated the app: it is told why, and its connection is closed.
-    func wasTerminated(reason: String) async {
-        call("terminated", ["reason": .string(reason)], waiting: nil)
-        disconnected()
-        session.closeAfterWrites()
     }
     func didReceive(_ payload: JSONValue, contentHandler: CallbackHandler<ExtensionContent>) async {
         call("serviceExtension", ["payload": payload], waiting: .content(contentHandler))

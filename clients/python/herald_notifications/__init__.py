@@ -9,12 +9,12 @@ The messages' types (`messages`) are generated from docs/device-events.schema.js
 device's answers are checked against.
 """
 from .center import (
-    DEFAULT_ACTION_IDENTIFIER, DISMISS_ACTION_IDENTIFIER, AgentError, Closed, Delegate, NotificationResponse, Refused,
+    DEFAULT_ACTION_IDENTIFIER, DISMISS_ACTION_IDENTIFIER, AgentError, Closed, Delegate, NotificationResponse, PushRegistry, Refused,
     UserNotificationCenter, calendar, date, location, time_interval, wall_clock,
 )
 from . import messages
 
 __all__ = [
-    "DEFAULT_ACTION_IDENTIFIER", "DISMISS_ACTION_IDENTIFIER", "AgentError", "Closed", "Delegate", "NotificationResponse", "Refused",
+    "DEFAULT_ACTION_IDENTIFIER", "DISMISS_ACTION_IDENTIFIER", "AgentError", "Closed", "Delegate", "NotificationResponse", "PushRegistry", "Refused",
     "UserNotificationCenter", "calendar", "date", "location", "messages", "time_interval", "wall_clock",
 ]

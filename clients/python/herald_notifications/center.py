@@ -11,10 +11,10 @@ from datetime import datetime, timezone
 from typing import Any, cast
 
 from .messages import (
-    AnyCallback, AppState, AuthorizationOption, CommunicationContext, DeliveredNotification, FetchResult,
+    AnyCallback, AppState, AuthorizationOption, CallActionType, CommunicationContext, DeliveredNotification, FetchResult,
     LiveActivity, NotificationCategory, NotificationContent, NotificationRequest, NotificationSettings,
     NotificationTrigger, NotificationTriggerCalendarComponents, PendingNotificationRequest, PresentationOption,
-    RepeatUnit, WebPushSubscription,
+    PushKitKind, PushKitPush, RegistryPushType, RepeatUnit, WebPushSubscription,
 )
 
 # The agent's bound on one line, in both directions.
@@ -66,6 +66,17 @@ class Delegate:
 
     async def service_extension(self, payload: dict[str, Any]) -> tuple[dict[str, Any], CommunicationContext | None]:
         return payload, None
+
+    async def did_receive_incoming_push(self, push: PushKitPush) -> dict[str, Any]:
+        """A PushKit push (docs/push-types/): complete it by returning `{}`; a Push to Talk push
+        with `{"activeRemoteParticipant": name}` or `{"leaveChannel": True}`. A VoIP push whose
+        `mustReport` is true is reported (`PushRegistry.report_incoming_call`) before returning,
+        or the device terminates the app."""
+        return {}
+
+    async def perform_call_action(self, action: CallActionType, call: str) -> None:
+        """The user answered (`answer`) or declined (`end`) a reported call."""
+        return None
 
 
 # Triggers, as docs/device-plan.md reads them.
@@ -222,6 +233,8 @@ class UserNotificationCenter:
             self.events.get_nowait()
         self.events.put_nowait(event)
         kind, number = event["event"], event.get("callback")
+        if kind == "callAction":
+            self._call_action(event)
         if not isinstance(number, int):
             return
         d = self.delegate
@@ -244,13 +257,23 @@ class UserNotificationCenter:
                     fields["communication"] = answer[1]
                 return fields
             self._answer(number, {"content": pushed}, lambda: d.service_extension(pushed), content)
+        elif kind == "pushKit":
+            push = cast(PushKitPush, event["push"])  # type: ignore[typeddict-item]
+            # Push to Talk's device waits 5 s, not 30: the library answers for the app before.
+            deadline = min(self.answer_deadline, 4.0) if push["kind"] == "pushtotalk" else None
+            self._answer(number, {}, lambda: d.did_receive_incoming_push(push), lambda answer: answer, deadline)
 
-    def _answer(self, number: int, fallback: dict[str, Any], work: Any, fields: Any) -> None:
+    def _call_action(self, event: Any) -> None:
+        task = asyncio.get_running_loop().create_task(self.delegate.perform_call_action(event["action"], event["call"]))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _answer(self, number: int, fallback: dict[str, Any], work: Any, fields: Any, deadline: float | None = None) -> None:
         """Answers callback `number` with the delegate's return value, or with `fallback` once the
         deadline passes first (counted)."""
         async def run() -> None:
             try:
-                answer = fields(await asyncio.wait_for(work(), self.answer_deadline))
+                answer = fields(await asyncio.wait_for(work(), deadline or self.answer_deadline))
             except asyncio.TimeoutError:
                 self.missed_deadlines += 1
                 answer = fallback
@@ -397,3 +420,47 @@ class UserNotificationCenter:
         if dismissal_date is not None:
             request["dismissalDate"] = dismissal_date
         await self.send(request)
+
+
+class PushRegistry:
+    """PushKit's side of the device for an app (docs/push-types/): the registry's tokens (VoIP,
+    complication, File Provider), location push monitoring, the Push to Talk channel and CallKit's
+    call reports, over the app's center. Each kind has its own token, for the provider; pushes
+    reach the center's delegate (`Delegate.did_receive_incoming_push`)."""
+
+    def __init__(self, center: UserNotificationCenter) -> None:
+        self.center = center
+
+    async def set_desired_push_types(self, types: list[RegistryPushType]) -> dict[str, str]:
+        """The registry's kinds to hold tokens for; kinds left out give theirs up. The tokens known now."""
+        return dict((await self.center.send({"op": "pushRegistry", "types": types}))["tokens"])
+
+    async def token(self, kind: PushKitKind, ask: Any, timeout: float = 30.0) -> str:
+        """The token of `kind`, waiting for the device to be issued it after `ask()` (one of the
+        coroutines below) asked for it."""
+        async def trigger() -> Any:
+            known: dict[str, str] = await ask()
+            return {"event": "pushToken", "kind": kind, "token": known[kind]} if kind in known else None
+        event: Any = await self.center._wait_for(lambda e: e["event"] == "pushToken" and e["kind"] == kind, timeout,
+                                                 f"the {kind} token (is the device connected to its gateway?)", trigger)
+        return str(event["token"])
+
+    async def start_monitoring_location_pushes(self) -> dict[str, str]:
+        return dict((await self.center.send({"op": "startMonitoringLocationPushes"}))["tokens"])
+
+    async def stop_monitoring_location_pushes(self) -> None:
+        await self.center.send({"op": "stopMonitoringLocationPushes"})
+
+    async def join_channel(self, channel: str) -> dict[str, str]:
+        """Joins a Push to Talk channel (its UUID): its token exists while it is joined."""
+        return dict((await self.center.send({"op": "joinChannel", "channel": channel}))["tokens"])
+
+    async def leave_channel(self) -> None:
+        await self.center.send({"op": "leaveChannel"})
+
+    async def report_incoming_call(self, call: str, handle: str, caller: str | None = None, video: bool = False) -> None:
+        """CXProvider.reportNewIncomingCall: the device shows the call with Answer and Decline."""
+        await self.center.send({"op": "reportIncomingCall", "call": call, "handle": handle, "caller": caller, "video": video})
+
+    async def end_call(self, call: str) -> None:
+        await self.center.send({"op": "endCall", "call": call})
