@@ -161,4 +161,48 @@ struct UserNotificationCenterTests {
         center.close()
         await #expect(throws: AgentError.closed) { try await center.badgeCount() }
     }
+
+    /// An app's PushKit side: reports a call for each VoIP push, and tells what CallKit said.
+    final class CallApp: PushRegistryDelegate {
+        let registry = Locked<PushRegistry?>(nil)
+        let actions: AsyncStream<String>
+        private let sink: AsyncStream<String>.Continuation
+        init() { (actions, sink) = AsyncStream.makeStream(of: String.self) }
+
+        func didReceiveIncomingPush(_ push: HeraldNotifications.PushKitPush) async -> PushCompletion {
+            if push.kind == .voip, push.mustReport == true, let registry = registry.withLock({ $0 }), let uuid = UUID(uuidString: push.apnsID) {
+                try? await registry.reportIncomingCall(uuid, handle: "+15551230000", caller: "Ada")
+            }
+            sink.yield("push \(push.kind.rawValue)")
+            return .done
+        }
+        func perform(_ action: CallActionType, call: String) async { sink.yield("\(action.rawValue) \(call)") }
+    }
+
+    @Test("PushRegistry through the socket: the VoIP token is its own, a VoIP push is reported as a call, and the user's answer comes back as CallKit's")
+    func pushRegistry() async throws {
+        let device = try await Device()
+        let app = CallApp()
+        let center = try await UserNotificationCenter.connect(app: "com.example.app", socket: device.agent.path, state: .background, pushDelegate: app)
+        let registry = PushRegistry(center: center)
+        app.registry.withLock { $0 = registry }
+        let issued = try #require(DeviceToken(bytes: [UInt8](repeating: 0x56, count: 32)))
+        async let token = registry.token(for: .voip) { try await registry.setDesiredPushTypes([.voip]) }
+        // The gateway's answer comes once the registry asked (a token known at once is returned too).
+        while try await center.send(AgentRequest.PushRegistry(types: [.voip])).tokens.isEmpty {
+            await device.runtime.gatewayIssued(pushKitToken: issued, kind: .voip, topic: "com.example.app")
+        }
+        #expect(try await token == issued.description)
+        let id = UUID()
+        await device.runtime.receive(DeviceNotification(
+            apnsID: NotificationID(id), topic: "com.example.app", pushType: .voip, priority: .immediate, collapseID: nil, expiration: nil,
+            payload: .object(["caller": .string("Ada")])))
+        var actions = app.actions.makeAsyncIterator()
+        #expect(await actions.next() == "push voip")
+        try await center.send(AgentRequest.User(action: .answerCall, call: id.uuidString))
+        #expect(await actions.next() == "answer \(id.uuidString)")
+        #expect(device.violations.withLock { $0 }.isEmpty, "reported in time: no violation")
+        center.close()
+        await device.agent.close()
+    }
 }

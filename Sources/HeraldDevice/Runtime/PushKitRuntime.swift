@@ -81,7 +81,7 @@ extension DeviceRuntime {
     }
 
     /// The gateway issued a PushKit token.
-    func gatewayIssued(pushKitToken token: DeviceToken, kind: PushKitKind, topic: String) {
+    public func gatewayIssued(pushKitToken token: DeviceToken, kind: PushKitKind, topic: String) {
         guard let slot = apps[topic], slot.pushKit.wanted.contains(kind), slot.pushKit.tokens[kind] != token else { return }
         slot.pushKit.tokens[kind] = token
         emit(.pushKit(app: topic, .token(kind, token)))
