@@ -373,6 +373,11 @@ public final class UserNotificationCenter: Sendable {
                 case .leaveChannel: AgentRequest.Complete(callback: callback.callback, leaveChannel: true)
                 }
             }
+        case .webPush(let message):
+            guard let number = message.callback else { break }
+            answer(number, fallback: AgentRequest.Complete(callback: number)) {
+                AgentRequest.Complete(callback: number, notification: await delegate?.replacement(forMutableWebPush: message))
+            }
         case .callAction(let action):
             Task { await pushDelegate?.perform(action.action, call: action.call) }
         default:

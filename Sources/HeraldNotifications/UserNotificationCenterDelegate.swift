@@ -22,12 +22,17 @@ public protocol UserNotificationCenterDelegate: Sendable {
     /// As the app's notification service extension (`UserNotificationCenter.connect(…, serviceExtension: true)`):
     /// the content to show for a `mutable-content` push (default: the push as it came).
     func didReceive(_ request: ServiceExtensionRequest) async -> ServiceExtensionContent
+    /// A mutable Declarative Web Push message (`message.proposed` is the notification the device
+    /// would show): a notification to show instead (title, body, navigate…), or `nil` (the
+    /// default) to show the proposed one.
+    func replacement(forMutableWebPush message: AgentCallback.WebPush) async -> [String: AgentJSON]?
 }
 
 extension UserNotificationCenterDelegate {
     public func willPresent(_ notification: DeliveredNotification) async -> [PresentationOption] { [] }
     public func didReceive(_ response: NotificationResponse) async {}
     public func didReceiveRemoteNotification(_ payload: [String: AgentJSON]) async -> FetchResult { .noData }
+    public func replacement(forMutableWebPush message: AgentCallback.WebPush) async -> [String: AgentJSON]? { nil }
     public func didReceive(_ request: ServiceExtensionRequest) async -> ServiceExtensionContent {
         ServiceExtensionContent(payload: .object(request.payload))
     }

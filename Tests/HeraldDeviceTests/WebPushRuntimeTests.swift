@@ -18,6 +18,7 @@ struct WebPushRuntimeTests {
         var observer: @Sendable (RuntimeEvent) -> Void { { [events] e in events.withLock { $0.append(e) } } }
         var webPush: [WebPushEvent] { events.withLock { $0 }.compactMap { if case .webPush(_, let e) = $0 { e } else { nil } } }
         var delivered: [DeliveredNotification] { events.withLock { $0 }.compactMap { if case .delivered(_, let n) = $0 { n } else { nil } } }
+        var navigations: [WebPushEvent] { webPush.filter { if case .navigated = $0 { true } else { false } } }
     }
 
     /// The app's side: what it was handed.
@@ -125,7 +126,7 @@ struct WebPushRuntimeTests {
         #expect(try await again.webPushSubscriptions(app: Self.app).isEmpty)
     }
 
-    @Test("declarative messages: shown with the app not running and no push event; mutable ones handed to the app too; a tag replaces; buttons open their pages")
+    @Test("declarative messages: shown with the app not running and no push event (a mutable one too: no app to change it); a tag replaces; buttons open their pages")
     func declarativeMessages() async throws {
         let journal = Journal(), requests = LiveActivityTests.Requests(), app = App()
         let directory = NSTemporaryDirectory() + "herald-webpush-declarative-\(UUID().uuidString)"
@@ -152,17 +153,66 @@ struct WebPushRuntimeTests {
         #expect(shown.content.userInfo["actions"]?.arrayValue?.first?["navigate"] == .string("https://chat.example/2/reply"))
         #expect(journal.delivered.first?.content.badge == 1)
 
-        // Mutable: the app's code is handed it as well (kept while it is away).
+        // Mutable, the app not running: nobody can change it, so it is shown as it came and
+        // not kept for the app.
         try await send(#"{"web_push":8030,"notification":{"title":"third","navigate":"https://chat.example/3"},"mutable":true}"#, 3)
         let back = App()
         try await center.setDelegate(back)
         await runtime.settle()
-        #expect(back.messages.withLock { $0.map(\.declarative) } == [true], "only the mutable one reaches the app")
+        #expect(back.messages.withLock { $0 }.isEmpty, "no push event for a message shown while the app was away")
         #expect(try await center.deliveredNotifications().compactMap(\.content.title).sorted() == ["second", "third"])
 
         // A button of the message: the app comes forward with the action's identifier.
         try await runtime.userChoseAction(app: Self.app, notification: shown.id, action: "reply")
         #expect(try await center.deliveredNotifications().compactMap(\.content.title) == ["third"])
         await #expect(throws: RuntimeError.self) { try await runtime.userChoseAction(app: Self.app, notification: "nothing", action: "reply") }
+        // The pages opened: the action's own, then (a tap) the message's.
+        let third = try #require(try await center.deliveredNotifications().first)
+        try await runtime.userTapped(app: Self.app, notification: third.id)
+        #expect(journal.navigations == [
+            .navigated(id: shown.id, action: "reply", url: "https://chat.example/2/reply"), .navigated(id: third.id, action: nil, url: "https://chat.example/3"),
+        ])
+    }
+
+    /// An app that answers mutable messages with a replacement, or never.
+    final class Rewriter: AppNotificationDelegate {
+        let answers: Bool
+        let proposed = Locked<[String]>([])
+        init(answers: Bool) { self.answers = answers }
+        func didReceiveMutableWebPush(
+            _ message: WebPushMessageDelivery, proposed: DeclarativeWebPushMessage, completion: CallbackHandler<DeclarativeWebPushMessage?>
+        ) async {
+            self.proposed.withLock { $0.append(proposed.title) }
+            guard answers else { return }
+            completion(DeclarativeWebPushMessage(title: "2 new messages", navigate: "https://chat.example/inbox"))
+        }
+    }
+
+    @Test("mutable, the app running: it gets the proposed notification first; its replacement is shown, or the proposed one after 30 s without an answer")
+    func mutableMessages() async throws {
+        for answers in [true, false] {
+            let journal = Journal(), requests = LiveActivityTests.Requests(), app = Rewriter(answers: answers)
+            let clock = SimulatedAlarmClock()
+            let runtime = try DeviceRuntime(clock: clock, timeZone: TimeZone(identifier: "UTC")!, user: DeviceRuntimeTests.Allow(), observer: journal.observer)
+            let center = try await runtime.install(Self.app)
+            try await center.setDelegate(app)
+            _ = try await center.requestAuthorization([.alert, .sound, .badge])
+            try await runtime.userLeftApp(Self.app)
+            await runtime.setRequester(requests.requester)
+            let subscription = try await runtime.subscribeWebPush(app: Self.app, applicationServerKey: nil)
+            let channel = try #require(requests.all.last.flatMap { if case .webPush(_, let channel, _) = $0.0 { channel } else { nil } })
+            let text = #"{"web_push":8030,"notification":{"title":"Ada: hi","navigate":"https://chat.example/1"},"mutable":true}"#
+            let acked = Locked(false)
+            await runtime.receive(try Self.push(try Self.encrypted(text, to: subscription, channel: channel), number: 9)) { acked.withLock { $0 = true } }
+            await runtime.settle()
+            #expect(app.proposed.withLock { $0 } == ["Ada: hi"])
+            if !answers {
+                #expect(journal.delivered.isEmpty && !acked.withLock { $0 }, "nothing shown, nothing acked, while the app may still answer")
+                clock.advance(to: clock.nowMilliseconds() + DeviceRuntime.mutableWebPushTimeLimitMilliseconds)
+                await runtime.settle()
+            }
+            #expect(journal.delivered.map(\.content.title) == [answers ? "2 new messages" : "Ada: hi"])
+            #expect(acked.withLock { $0 }, "acked once shown and saved")
+        }
     }
 }

@@ -122,6 +122,22 @@ def main():
           json.dumps(handed))
     check("a declarative message that is not mutable is not (no push event for the app)",
           not app.event("webPush", lambda e: e.get("declarative") and "New message" in e.get("text", "")))
+    # The app may replace a mutable one (the push event's proposed notification) before it is shown.
+    check("the mutable message comes with the proposed notification and a callback",
+          handed.get("proposed", {}).get("title") == "Edited by the app" and isinstance(handed.get("callback"), int), json.dumps(handed))
+    answer = app.call({"op": "complete", "callback": handed["callback"], "notification": {"title": "Ana and 2 others", "body": "3 new messages"}})
+    check("the app answers with a replacement", answer.get("ok"), json.dumps(answer))
+    replaced = wait_for("the replacement shown", lambda: next(
+        (e for e in json_events(log) if e.get("event") == "delivered" and e.get("app") == APP
+         and e["notification"]["content"].get("title") == "Ana and 2 others"), None))
+    check("the replacement is shown instead of the proposed notification, with the proposed page",
+          replaced["notification"]["content"]["userInfo"].get("navigate") == "https://chat.example.com/c/2"
+          and not any(e.get("event") == "delivered" and e["notification"]["content"].get("title") == "Edited by the app" for e in json_events(log)),
+          json.dumps(replaced))
+    app.call({"op": "user", "action": "tap", "notification": replaced["notification"]["id"]})
+    opened = wait_for("the page the tap opens", lambda: next((e for e in json_events(log) if e.get("event") == "webpush-navigate"), None))
+    check("a tap on a declarative notification opens its page (webpush-navigate)",
+          opened["url"] == "https://chat.example.com/c/2" and opened["action"] is None, json.dumps(opened))
 
     wrong = refusal(lambda: push(info, "forged", other, ca))
     check("a push signed with another key than the subscription's is refused (403)", wrong == 403, str(wrong))
@@ -136,6 +152,7 @@ def main():
     pywebpush.webpush({"endpoint": quiet_made["subscription"]["endpoint"], "keys": quiet_made["subscription"]["keys"]}, data=mutable,
                       requests_session=s, ttl=600)
     quiet_got = wait_for("the quiet app's message", lambda: quiet.event("webPush"))
+    quiet.call({"op": "complete", "callback": quiet_got["callback"]})
     delivered = [e for e in json_events(log) if e.get("event") == "delivered" and e.get("app") == QUIET]
     check("an unauthorized app's (mutable) declarative message is handed to it but not shown",
           quiet_got.get("declarative") is True and all(not e["notification"].get("presentation", {}).get("banner") for e in delivered),

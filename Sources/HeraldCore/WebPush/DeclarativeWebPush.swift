@@ -50,6 +50,14 @@ public struct DeclarativeWebPushMessage: Sendable, Hashable {
         public var navigate: String?
         public var icon: String?
 
+        /// As the message carries it (`navigate` and `icon` when present).
+        public var json: JSONValue {
+            var object: [String: JSONValue] = ["action": .string(action), "title": .string(title)]
+            object["navigate"] = navigate.map(JSONValue.string)
+            object["icon"] = icon.map(JSONValue.string)
+            return .object(object)
+        }
+
         public init(action: String, title: String, navigate: String? = nil, icon: String? = nil) {
             (self.action, self.title, self.navigate, self.icon) = (action, title, navigate, icon)
         }
@@ -60,6 +68,19 @@ public struct DeclarativeWebPushMessage: Sendable, Hashable {
                 actions: [Action] = [], mutable: Bool = false) {
         (self.title, self.navigate, self.body, self.lang, self.dir, self.tag, self.icon) = (title, navigate, body, lang, dir, tag, icon)
         (self.silent, self.requireInteraction, self.appBadge, self.data, self.actions, self.mutable) = (silent, requireInteraction, appBadge, data, actions, mutable)
+    }
+
+    /// The actions a device shows: the first `maximum`, a repeated identifier keeping the first.
+    public func shownActions(maximum: Int) -> [Action] {
+        var seen = Set<String>()
+        return Array(actions.filter { seen.insert($0.action).inserted }.prefix(maximum))
+    }
+
+    /// The page an activation opens: the action's own `navigate`, else the message's (`nil`: the
+    /// notification itself was activated).
+    public func page(forAction action: String?) -> String {
+        guard let action else { return navigate }
+        return actions.first { $0.action == action }?.navigate ?? navigate
     }
 
     /// The message as a sender writes it (sorted keys; defaults left out; `app_badge` and
@@ -75,12 +96,7 @@ public struct DeclarativeWebPushMessage: Sendable, Hashable {
         if requireInteraction { notification["requireInteraction"] = .bool(true) }
         notification["data"] = data
         if !actions.isEmpty {
-            notification["actions"] = .array(actions.map { action in
-                var object: [String: JSONValue] = ["action": .string(action.action), "title": .string(action.title)]
-                object["navigate"] = action.navigate.map(JSONValue.string)
-                object["icon"] = action.icon.map(JSONValue.string)
-                return .object(object)
-            })
+            notification["actions"] = .array(actions.map(\.json))
         }
         var root: [String: JSONValue] = ["web_push": .int(Self.magic), "notification": .object(notification)]
         if mutable { root["mutable"] = .bool(true) }

@@ -49,6 +49,23 @@ extension AgentSession {
         return ["tokens": .object(Dictionary(uniqueKeysWithValues: tokens.map { ($0.key.rawValue, JSONValue.string($0.value.description)) }))]
     }
 
+    /// A mutable Web Push message's answer: nothing (show the proposed notification) or a
+    /// `notification` to show instead, read by the declarative parse steps (its `navigate`, when
+    /// absent, is the proposed one's).
+    static func replacement(_ value: JSONValue?, of proposed: DeclarativeWebPushMessage) throws -> DeclarativeWebPushMessage? {
+        switch value {
+        case nil, .null?: return nil
+        case .object(var notification)?:
+            if notification["navigate"] == nil { notification["navigate"] = .string(proposed.navigate) }
+            let message = JSONValue.object(["web_push": .int(DeclarativeWebPushMessage.magic), "notification": .object(notification)])
+            do { return try DeclarativeWebPushMessage(plaintext: message.compactBytes) } catch {
+                throw RuntimeError("\"notification\" is not a notification to show: \(error)")
+            }
+        default:
+            throw RuntimeError("\"notification\" must be an object (title, body, navigate, …) or null")
+        }
+    }
+
     /// How the app completes a PushKit push: nothing more, a Push to Talk participant, or leaving the channel.
     static func pushKitAnswer(_ m: [String: JSONValue]) throws -> PushKitAnswer {
         switch (m["activeRemoteParticipant"], m["leaveChannel"]) {

@@ -340,6 +340,7 @@ final class AgentAppDelegate: AppNotificationDelegate, NotificationServiceExtens
         case fetch(CallbackHandler<SilentPushes.FetchResult>)
         case content(CallbackHandler<ExtensionContent>)
         case pushKit(CallbackHandler<PushKitAnswer>)
+        case mutableWebPush(CallbackHandler<DeclarativeWebPushMessage?>, proposed: DeclarativeWebPushMessage)
     }
     let session: AgentSession
     private let zone: TimeZone
@@ -399,6 +400,9 @@ final class AgentAppDelegate: AppNotificationDelegate, NotificationServiceExtens
         case .pushKit(let h):
             let result = try AgentSession.pushKitAnswer(m)
             answer = { h(result) }
+        case .mutableWebPush(let h, let proposed):
+            let replacement = try AgentSession.replacement(m["notification"], of: proposed)
+            answer = { h(replacement) }
         }
         guard waiting.withLock({ $0.handlers.removeValue(forKey: number) }) != nil else {
             throw RuntimeError("no callback \(number) is waiting (answered already, or its time ran out)")
@@ -441,6 +445,12 @@ final class AgentAppDelegate: AppNotificationDelegate, NotificationServiceExtens
     }
     func didReceiveWebPush(_ message: WebPushMessageDelivery) async {
         call("webPush", RuntimeJSON.json(message), waiting: nil)
+    }
+    func didReceiveMutableWebPush(
+        _ message: WebPushMessageDelivery, proposed: DeclarativeWebPushMessage, completion: CallbackHandler<DeclarativeWebPushMessage?>
+    ) async {
+        let proposedJSON = (try? JSONReader.parse(proposed.encoded()))?.objectValue?["notification"] ?? .null
+        call("webPush", RuntimeJSON.json(message).merging(["proposed": proposedJSON]) { $1 }, waiting: .mutableWebPush(completion, proposed: proposed))
     }
     func didReceive(_ payload: JSONValue, contentHandler: CallbackHandler<ExtensionContent>) async {
         call("serviceExtension", ["payload": payload], waiting: .content(contentHandler))

@@ -72,6 +72,12 @@ public protocol AppNotificationDelegate: Sendable {
     func didSubscribeWebPush(_ subscription: WebPushSubscription) async
     /// A Web Push message, decrypted (the service worker's `push` event).
     func didReceiveWebPush(_ message: WebPushMessageDelivery) async
+    /// A mutable Declarative Web Push message (the push event with its proposed notification):
+    /// answer a replacement to show instead, or `nil` to show the proposed one, within 30 s
+    /// (then the proposed one is shown). Default: ``didReceiveWebPush(_:)``, then `nil`.
+    func didReceiveMutableWebPush(
+        _ message: WebPushMessageDelivery, proposed: DeclarativeWebPushMessage, completion: CallbackHandler<DeclarativeWebPushMessage?>
+    ) async
     /// A PushKit token arrived or changed (`pushRegistry(_:didUpdate:for:)` and its kin).
     func didUpdatePushToken(_ token: DeviceToken, for kind: PushKitKind) async
     /// A PushKit push (`pushRegistry(_:didReceiveIncomingPushWith:for:completion:)`, Push to
@@ -96,6 +102,12 @@ extension AppNotificationDelegate {
     public func preferredLanguagesDidChange(_ languages: [String]) async {}
     public func didSubscribeWebPush(_ subscription: WebPushSubscription) async {}
     public func didReceiveWebPush(_ message: WebPushMessageDelivery) async {}
+    public func didReceiveMutableWebPush(
+        _ message: WebPushMessageDelivery, proposed: DeclarativeWebPushMessage, completion: CallbackHandler<DeclarativeWebPushMessage?>
+    ) async {
+        await didReceiveWebPush(message)
+        completion(nil)
+    }
     public func didUpdatePushToken(_ token: DeviceToken, for kind: PushKitKind) async {}
     public func didReceivePushKit(_ push: PushKitPush, completion: CallbackHandler<PushKitAnswer>) async { completion(.done) }
     public func performCallAction(_ action: CallAction, call uuid: String) async {}

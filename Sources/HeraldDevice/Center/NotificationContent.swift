@@ -115,10 +115,10 @@ public struct NotificationContent: Sendable, Hashable {
         info["icon"] = message.icon.map(JSONValue.string)
         if message.dir != .auto { info["dir"] = .string(message.dir.rawValue) }
         if message.requireInteraction { info["requireInteraction"] = .bool(true) }
-        let shownActions = message.actions.prefix(Self.maximumDeclarativeActions)
+        let shownActions = message.shownActions(maximum: Self.maximumDeclarativeActions)
         if !shownActions.isEmpty {
             info["actions"] = .array(shownActions.map { action in
-                .object(["action": .string(action.action), "title": .string(action.title), "navigate": .string(action.navigate ?? message.navigate)])
+                DeclarativeWebPushMessage.Action(action: action.action, title: action.title, navigate: message.page(forAction: action.action)).json
             })
         }
         content.userInfo = .object(info)

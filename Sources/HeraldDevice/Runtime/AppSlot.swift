@@ -64,6 +64,10 @@ final class AppSlot {
     struct WebPush {
         var subscriptions: [String: WebPushSubscriptionState] = [:]
         var inbox: [WebPushMessageDelivery] = []
+        /// The pages declarative notifications on screen open, by shown id: `""` for the
+        /// notification itself, else the action's id (the newest 256 kept).
+        var pages: [String: [String: String]] = [:]
+        var pageOrder: [String] = []
     }
 
     /// What the next save writes and what follows it.

@@ -9,6 +9,7 @@ extension DeviceRuntime {
         let slot = try slot(appID)
         guard let notification = shown(slot, id) else { throw RuntimeError("\(appID) has no notification \"\(id)\" on screen or in Notification Center") }
         forget(slot, id)
+        navigate(slot, shownID: id, action: nil)
         let callback = DeliveryByAppState.tap(state: slot.appState, api: slot.bundle.api)
         setLifecycle(slot, .foreground)
         guard let delegate = slot.delegate else { return save(slot) }
@@ -44,6 +45,7 @@ extension DeviceRuntime {
             throw RuntimeError(error.message)
         }
         forget(slot, id)
+        navigate(slot, shownID: id, action: action)
         guard let response else { return save(slot) }
         let foreground = category.flatMap { c in (c.actions + (c.minimalActions ?? [])).first { $0.identifier == action } }?.options.contains(.foreground) ?? false
         if foreground { setLifecycle(slot, .foreground) } else if slot.appState == .notRunning { setLifecycle(slot, .background) }
@@ -57,6 +59,7 @@ extension DeviceRuntime {
         let slot = try slot(appID)
         guard let notification = shown(slot, id) else { throw RuntimeError("\(appID) has no notification \"\(id)\" on screen or in Notification Center") }
         forget(slot, id)
+        if slot.webPush.pages.removeValue(forKey: id) != nil { slot.webPush.pageOrder.removeAll { $0 == id } }
         let category = slot.center.categories.category(named: notification.content.category)
         if let response = try? NotificationResponse.response(to: .dismiss, category: category, locked: isLocked), let delegate = slot.delegate {
             respond(slot, delegate, response, notification)

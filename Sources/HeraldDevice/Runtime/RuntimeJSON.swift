@@ -277,6 +277,8 @@ extension RuntimeJSON {
                 "declarative": .bool(declarative), "handedToApp": .bool(handed),
             ]
         case .undecryptable(let id, let reason): ["event": .string("webpush-dropped"), "id": .string(id), "reason": .string(reason)]
+        case .navigated(let id, let action, let url):
+            ["event": .string("webpush-navigate"), "id": .string(id), "action": action.map(JSONValue.string) ?? .null, "url": .string(url)]
         }
     }
 

@@ -343,6 +343,13 @@ struct SavedApp: Codable {
     /// saved before they existed).
     var webPush: [WebPushSubscriptionState.Saved]?
     var webPushInbox: [SavedWebPushMessage]?
+    /// The pages declarative notifications open, oldest first (absent in state saved before them).
+    var webPushPages: [SavedPages]?
+
+    struct SavedPages: Codable {
+        var id: String
+        var pages: [String: String]
+    }
     /// Held for the scheduled summary, and when it is due (absent in state saved before they existed).
     var summaryHeld: [Delivered]?
     var summaryDue: Int64?
@@ -380,6 +387,7 @@ struct SavedApp: Codable {
         liveActivities = slot.widgetKit.activities.saved
         wantsPushToStart = slot.widgetKit.wantsPushToStart
         webPush = slot.webPush.subscriptions.values.sorted { $0.scope < $1.scope }.map(\.saved)
+        webPushPages = slot.webPush.pageOrder.isEmpty ? nil : slot.webPush.pageOrder.compactMap { id in slot.webPush.pages[id].map { SavedPages(id: id, pages: $0) } }
         webPushInbox = slot.webPush.inbox.map { SavedWebPushMessage(scope: $0.scope, id: $0.id, data: Base64URL.encode($0.data), declarative: $0.declarative) }
         summaryHeld = slot.center.summaryHeld.isEmpty ? nil : slot.center.summaryHeld.map(Delivered.init)
         summaryDue = slot.center.summaryDue
@@ -425,6 +433,7 @@ struct SavedApp: Codable {
         for saved in webPush ?? [] {
             if let state = WebPushSubscriptionState(saved: saved) { slot.webPush.subscriptions[state.scope] = state }
         }
+        for saved in webPushPages ?? [] where slot.webPush.pages.updateValue(saved.pages, forKey: saved.id) == nil { slot.webPush.pageOrder.append(saved.id) }
         slot.webPush.inbox = (webPushInbox ?? []).compactMap { m in
             Base64URL.decode(m.data[...]).map { WebPushMessageDelivery(scope: m.scope, id: m.id, data: $0, declarative: m.declarative) }
         }

@@ -45,6 +45,9 @@ public enum WebPushEvent: Sendable, Hashable {
     /// A message could not be read (not for a subscription of this device, or it does not
     /// decrypt with its keys): acked and dropped, with the reason.
     case undecryptable(id: String, reason: String)
+    /// The user activated a declarative notification (`action`: the button, `nil`: the
+    /// notification itself): the user agent opens `url`, whether or not the app runs.
+    case navigated(id: String, action: String?, url: String)
 }
 
 /// An app's Web Push subscription on this device: the keys never leave it.
@@ -205,35 +208,94 @@ extension DeviceRuntime {
         let delivery = WebPushMessageDelivery(scope: state.scope, id: id, data: plaintext, declarative: declarative != nil)
         // The Push API: a declarative message is shown by the user agent; the app's code hears of
         // it only when it is mutable (a push event carrying it). Any other message is the app's.
+        // A mutable one goes to the running app first, which may replace it; an app that is not
+        // running cannot, and it is shown as it came.
         let forTheApp = declarative.map(\.mutable) ?? true
         let handedToApp = forTheApp && slot.delegate != nil
-        if forTheApp, let delegate = slot.delegate {
+        if let declarative, declarative.mutable, let delegate = slot.delegate {
+            emit(.webPush(app: slot.id, .received(scope: state.scope, id: id, bytes: plaintext.count, declarative: true, handedToApp: true)))
+            presenting = true
+            return offerToApp(slot, delegate, delivery, declarative, scope: state.scope, now: now)
+        } else if forTheApp, let delegate = slot.delegate {
             work.spawn { await delegate.didReceiveWebPush(delivery) }
-        } else if forTheApp {
+        } else if forTheApp, declarative == nil {
             slot.webPush.inbox.append(delivery)
             if slot.webPush.inbox.count > Self.maximumWebPushInbox { slot.webPush.inbox.removeFirst(slot.webPush.inbox.count - Self.maximumWebPushInbox) }
         }
         emit(.webPush(app: slot.id, .received(scope: state.scope, id: id, bytes: plaintext.count, declarative: declarative != nil, handedToApp: handedToApp)))
         if let declarative {
-            // Shown by the app's settings and state, like any remote notification; `arrive`
-            // concludes it (now, or once the app's willPresent answered). A tag names the
-            // notification, so that the next with the same tag replaces it (the Notifications
-            // Standard's show steps), within the subscription.
             presenting = true
-            let shownID = declarative.tag.map { "webpush-tag:\(state.scope):\($0)" } ?? id
-            arrive(slot, id: shownID, origin: .remote(apnsID: id), content: .declarative(declarative), dueAt: now, now: now,
-                   actions: Self.buttons(of: declarative))
+            show(slot, declarative, scope: state.scope, id: id, now: now)
         }
+    }
+
+    /// Shows a declarative notification by the app's settings and state, like any remote
+    /// notification; `arrive` concludes the message (now, or once the app's willPresent
+    /// answered). A tag names the notification, so that the next with the same tag replaces it
+    /// (the Notifications Standard's show steps), within the subscription.
+    private func show(_ slot: AppSlot, _ declarative: DeclarativeWebPushMessage, scope: String, id: String, now: Int64) {
+        let shownID = declarative.tag.map { "webpush-tag:\(scope):\($0)" } ?? id
+        remember(slot, pagesOf: declarative, shownAs: shownID)
+        arrive(slot, id: shownID, origin: .remote(apnsID: id), content: .declarative(declarative), dueAt: now, now: now,
+               actions: Self.buttons(of: declarative))
+    }
+
+    private func showAnswered(_ appID: String, _ message: DeclarativeWebPushMessage, scope: String, id: String, now: Int64) {
+        guard let slot = apps[appID] else { return }
+        show(slot, message, scope: scope, id: id, now: now)
+        save(slot)
+    }
+
+    /// How long a running app has to answer a mutable message before the proposed notification
+    /// is shown. The Push API leaves the push event's lifetime to the user agent; Herald gives the
+    /// 30 s that browsers give a service worker's event.
+    public static let mutableWebPushTimeLimitMilliseconds: Int64 = 30_000
+
+    /// A mutable message: the app gets the push event with the proposed notification and shows
+    /// its replacement, or the proposed one once it answers nothing or its time runs out.
+    private func offerToApp(
+        _ slot: AppSlot, _ delegate: AppNotificationDelegate, _ delivery: WebPushMessageDelivery, _ proposed: DeclarativeWebPushMessage,
+        scope: String, now: Int64
+    ) {
+        let appID = slot.id
+        let handler = CallbackHandler<DeclarativeWebPushMessage?>(
+            purpose: "the push event of \(delivery.id)", clock: clock, limitMilliseconds: Self.mutableWebPushTimeLimitMilliseconds,
+            fallback: nil, misuse: { self.report(appID, $0) },
+            then: { [work, clock] outcome in
+                let shown: DeclarativeWebPushMessage = switch outcome {
+                case .answered(let replacement?): replacement
+                default: proposed
+                }
+                work.spawn { await self.showAnswered(appID, shown, scope: scope, id: delivery.id, now: clock.nowMilliseconds()) }
+            })
+        work.spawn { await delegate.didReceiveMutableWebPush(delivery, proposed: proposed, completion: handler) }
+    }
+
+    /// Keeps the pages a declarative notification's activation opens (the newest 256).
+    private func remember(_ slot: AppSlot, pagesOf message: DeclarativeWebPushMessage, shownAs shownID: String) {
+        var pages = ["": message.navigate]
+        for action in message.shownActions(maximum: NotificationContent.maximumDeclarativeActions) { pages[action.action] = message.page(forAction: action.action) }
+        if slot.webPush.pages.updateValue(pages, forKey: shownID) == nil { slot.webPush.pageOrder.append(shownID) }
+        if slot.webPush.pageOrder.count > 256 { slot.webPush.pages[slot.webPush.pageOrder.removeFirst()] = nil }
+    }
+
+    /// The user activated a notification: a declarative one opens its page (an event, the app
+    /// running or not). Returns whether it was declarative.
+    @discardableResult
+    func navigate(_ slot: AppSlot, shownID: String, action: String?) -> Bool {
+        guard let pages = slot.webPush.pages.removeValue(forKey: shownID) else { return false }
+        slot.webPush.pageOrder.removeAll { $0 == shownID }
+        let url = action.flatMap { pages[$0] } ?? pages[""] ?? ""
+        emit(.webPush(app: slot.id, .navigated(id: shownID, action: action, url: url)))
+        return true
     }
 
     /// A declarative message's actions as buttons (up to the device's maximum; a repeated
     /// identifier keeps the first): each opens its page, so each brings the app forward.
     static func buttons(of message: DeclarativeWebPushMessage) -> [NotificationAction] {
-        var seen = Set<String>()
-        return message.actions.compactMap { action in
-            guard seen.insert(action.action).inserted else { return nil }
-            return try? NotificationAction(identifier: action.action, title: action.title, options: .foreground)
-        }.prefix(NotificationContent.maximumDeclarativeActions).map { $0 }
+        message.shownActions(maximum: NotificationContent.maximumDeclarativeActions).compactMap { action in
+            try? NotificationAction(identifier: action.action, title: action.title, options: .foreground)
+        }
     }
 
     /// The app's delegate changed: messages kept while it was away are handed to it, oldest first.

@@ -367,8 +367,10 @@ public enum AgentRequest {
         public var activeRemoteParticipant: String?
         /// a Push to Talk push's answer: leave the channel
         public var leaveChannel: Bool?
+        /// a mutable Web Push message's answer: the notification to show instead (title, body, navigate, … read by the declarative parse steps; navigate defaults to the proposed one's); absent or null: show the proposed one
+        public var notification: [String: AgentJSON]?
 
-        public init(callback: Int, options: [PresentationOption]? = nil, result: FetchResult? = nil, content: AgentJSON? = nil, communication: CommunicationContext? = nil, activeRemoteParticipant: String? = nil, leaveChannel: Bool? = nil) {
+        public init(callback: Int, options: [PresentationOption]? = nil, result: FetchResult? = nil, content: AgentJSON? = nil, communication: CommunicationContext? = nil, activeRemoteParticipant: String? = nil, leaveChannel: Bool? = nil, notification: [String: AgentJSON]? = nil) {
             self.callback = callback
             self.options = options
             self.result = result
@@ -376,6 +378,7 @@ public enum AgentRequest {
             self.communication = communication
             self.activeRemoteParticipant = activeRemoteParticipant
             self.leaveChannel = leaveChannel
+            self.notification = notification
         }
 
         enum CodingKeys: String, CodingKey {
@@ -386,6 +389,7 @@ public enum AgentRequest {
             case communication
             case activeRemoteParticipant
             case leaveChannel
+            case notification
         }
     }
 
@@ -1172,13 +1176,19 @@ public enum AgentCallback {
         public var data: String
         public var text: String?
         public var declarative: Bool
+        /// a mutable Declarative Web Push message: the notification the device proposes (as the message's notification member); answer with complete, optionally with a replacement notification, within 30 s
+        public var proposed: [String: AgentJSON]?
+        /// only for a mutable declarative message: answer with {"op":"complete","callback":N} and optionally "notification"
+        public var callback: Int?
 
-        public init(scope: String, id: String, data: String, text: String? = nil, declarative: Bool) {
+        public init(scope: String, id: String, data: String, text: String? = nil, declarative: Bool, proposed: [String: AgentJSON]? = nil, callback: Int? = nil) {
             self.scope = scope
             self.id = id
             self.data = data
             self.text = text
             self.declarative = declarative
+            self.proposed = proposed
+            self.callback = callback
         }
 
         enum CodingKeys: String, CodingKey {
@@ -1187,6 +1197,8 @@ public enum AgentCallback {
             case data
             case text
             case declarative
+            case proposed
+            case callback
         }
     }
 

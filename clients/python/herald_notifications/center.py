@@ -67,6 +67,11 @@ class Delegate:
     async def service_extension(self, payload: dict[str, Any]) -> tuple[dict[str, Any], CommunicationContext | None]:
         return payload, None
 
+    async def replacement_for_mutable_web_push(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        """A mutable Declarative Web Push message (`message["proposed"]` is the notification the
+        device would show): a notification to show instead, or None (the default) to show it."""
+        return None
+
     async def did_receive_incoming_push(self, push: PushKitPush) -> dict[str, Any]:
         """A PushKit push (docs/push-types/): complete it by returning `{}`; a Push to Talk push
         with `{"activeRemoteParticipant": name}` or `{"leaveChannel": True}`. A VoIP push whose
@@ -257,6 +262,10 @@ class UserNotificationCenter:
                     fields["communication"] = answer[1]
                 return fields
             self._answer(number, {"content": pushed}, lambda: d.service_extension(pushed), content)
+        elif kind == "webPush":
+            message = cast(dict[str, Any], event)
+            self._answer(number, {}, lambda: d.replacement_for_mutable_web_push(message),
+                         lambda replacement: {} if replacement is None else {"notification": replacement})
         elif kind == "pushKit":
             push = cast(PushKitPush, event["push"])  # type: ignore[typeddict-item]
             # Push to Talk's device waits 5 s, not 30: the library answers for the app before.

@@ -131,7 +131,7 @@ StartActivityRequest = TypedDict("StartActivityRequest", {"id": NotRequired[Any]
 EndActivityRequest = TypedDict("EndActivityRequest", {"id": NotRequired[Any], "op": Literal["endActivity"], "activity": str, "contentState": NotRequired[dict[str, Any] | None], "dismissalDate": NotRequired[int]})
 
 # the complete request (docs/device-agent.md): answers a callback
-CompleteRequest = TypedDict("CompleteRequest", {"id": NotRequired[Any], "op": Literal["complete"], "callback": int, "options": NotRequired[list[PresentationOption]], "result": NotRequired[FetchResult], "content": NotRequired[Any], "communication": NotRequired[CommunicationContext | None], "activeRemoteParticipant": NotRequired[str], "leaveChannel": NotRequired[bool]})
+CompleteRequest = TypedDict("CompleteRequest", {"id": NotRequired[Any], "op": Literal["complete"], "callback": int, "options": NotRequired[list[PresentationOption]], "result": NotRequired[FetchResult], "content": NotRequired[Any], "communication": NotRequired[CommunicationContext | None], "activeRemoteParticipant": NotRequired[str], "leaveChannel": NotRequired[bool], "notification": NotRequired[dict[str, Any] | None]})
 
 # the user request (docs/device-agent.md): what the person holding the device does
 UserRequest = TypedDict("UserRequest", {"id": NotRequired[Any], "op": Literal["user"], "action": UserAction, "app": NotRequired[str], "notification": NotRequired[str], "actionId": NotRequired[str], "text": NotRequired[str], "options": NotRequired[list[AuthorizationOption]], "setting": NotRequired[UserSetting], "status": NotRequired[UserStatus], "call": NotRequired[str]})
@@ -330,7 +330,7 @@ LanguagesChangedCallback = TypedDict("LanguagesChangedCallback", {"event": Liter
 WebPushSubscriptionCallback = TypedDict("WebPushSubscriptionCallback", {"event": Literal["webPushSubscription"], "subscription": WebPushSubscription})
 
 # the webPush callback (docs/device-agent.md)
-WebPushCallback = TypedDict("WebPushCallback", {"event": Literal["webPush"], "scope": str, "id": str, "data": str, "text": NotRequired[str], "declarative": bool})
+WebPushCallback = TypedDict("WebPushCallback", {"event": Literal["webPush"], "scope": str, "id": str, "data": str, "text": NotRequired[str], "declarative": bool, "proposed": NotRequired[dict[str, Any]], "callback": NotRequired[int]})
 
 # the pushToken callback (docs/device-agent.md): a PushKit token arrived or changed
 PushTokenCallback = TypedDict("PushTokenCallback", {"event": Literal["pushToken"], "kind": PushKitKind, "token": str})
