@@ -252,6 +252,9 @@ public enum FuzzTargets {
         if let request = message["request"] { _ = try? PlanFormat.request(request) }
         if let content = message["content"] { _ = NotificationContent.local(content) }
         for value in message.values { _ = LocalizedFormat.argument(value) }
+        // A `complete` answer to a PushKit push or a mutable Web Push message.
+        _ = try? AgentAnswerReaders.pushKitAnswer(message)
+        _ = try? AgentAnswerReaders.replacement(message["notification"], of: DeclarativeWebPushMessage(title: "t", navigate: "https://example.com/"))
     }
 
     /// The headers of a sound file in an app bundle (AIFF/AIFC, WAV, CAF), as the device decides

@@ -49,34 +49,6 @@ extension AgentSession {
         return ["tokens": .object(Dictionary(uniqueKeysWithValues: tokens.map { ($0.key.rawValue, JSONValue.string($0.value.description)) }))]
     }
 
-    /// A mutable Web Push message's answer: nothing (show the proposed notification) or a
-    /// `notification` to show instead, read by the declarative parse steps (its `navigate`, when
-    /// absent, is the proposed one's).
-    static func replacement(_ value: JSONValue?, of proposed: DeclarativeWebPushMessage) throws -> DeclarativeWebPushMessage? {
-        switch value {
-        case nil, .null?: return nil
-        case .object(var notification)?:
-            if notification["navigate"] == nil { notification["navigate"] = .string(proposed.navigate) }
-            let message = JSONValue.object(["web_push": .int(DeclarativeWebPushMessage.magic), "notification": .object(notification)])
-            do { return try DeclarativeWebPushMessage(plaintext: message.compactBytes) } catch {
-                throw RuntimeError("\"notification\" is not a notification to show: \(error)")
-            }
-        default:
-            throw RuntimeError("\"notification\" must be an object (title, body, navigate, …) or null")
-        }
-    }
-
-    /// How the app completes a PushKit push: nothing more, a Push to Talk participant, or leaving the channel.
-    static func pushKitAnswer(_ m: [String: JSONValue]) throws -> PushKitAnswer {
-        switch (m["activeRemoteParticipant"], m["leaveChannel"]) {
-        case (nil, nil), (.null?, _), (_, .bool(false)?): return .done
-        case (.string(let name)?, nil) where !name.isEmpty && name.utf8.count <= IncomingCall.maximumFieldBytes:
-            return .activeRemoteParticipant(name)
-        case (nil, .bool(true)?): return .leaveChannel
-        default:
-            throw RuntimeError("complete a PushKit push with nothing, \"activeRemoteParticipant\": a name (1 to \(IncomingCall.maximumFieldBytes) bytes), or \"leaveChannel\": true")
-        }
-    }
 }
 
 extension AgentSession {
@@ -103,5 +75,38 @@ extension AgentAppDelegate {
         call("terminated", ["reason": .string(reason)], waiting: nil)
         disconnected()
         session.closeAfterWrites()
+    }
+}
+
+/// How the agent reads an app's answers to PushKit pushes and mutable Web Push messages (pure,
+/// public for the fuzz target `agent-line`).
+public enum AgentAnswerReaders {
+    /// A mutable Web Push message's answer: nothing (show the proposed notification) or a
+    /// `notification` to show instead, read by the declarative parse steps (its `navigate`, when
+    /// absent, is the proposed one's).
+    public static func replacement(_ value: JSONValue?, of proposed: DeclarativeWebPushMessage) throws -> DeclarativeWebPushMessage? {
+        switch value {
+        case nil, .null?: return nil
+        case .object(var notification)?:
+            if notification["navigate"] == nil { notification["navigate"] = .string(proposed.navigate) }
+            let message = JSONValue.object(["web_push": .int(DeclarativeWebPushMessage.magic), "notification": .object(notification)])
+            do { return try DeclarativeWebPushMessage(plaintext: message.compactBytes) } catch {
+                throw RuntimeError("\"notification\" is not a notification to show: \(error)")
+            }
+        default:
+            throw RuntimeError("\"notification\" must be an object (title, body, navigate, …) or null")
+        }
+    }
+
+    /// How the app completes a PushKit push: nothing more, a Push to Talk participant, or leaving the channel.
+    public static func pushKitAnswer(_ m: [String: JSONValue]) throws -> PushKitAnswer {
+        switch (m["activeRemoteParticipant"], m["leaveChannel"]) {
+        case (nil, nil), (.null?, _), (_, .bool(false)?): return .done
+        case (.string(let name)?, nil) where !name.isEmpty && name.utf8.count <= IncomingCall.maximumFieldBytes:
+            return .activeRemoteParticipant(name)
+        case (nil, .bool(true)?): return .leaveChannel
+        default:
+            throw RuntimeError("complete a PushKit push with nothing, \"activeRemoteParticipant\": a name (1 to \(IncomingCall.maximumFieldBytes) bytes), or \"leaveChannel\": true")
+        }
     }
 }

@@ -398,10 +398,10 @@ final class AgentAppDelegate: AppNotificationDelegate, NotificationServiceExtens
             let content = ExtensionContent(payload: m["content"] ?? .null, communication: communication)
             answer = { h(content) }
         case .pushKit(let h):
-            let result = try AgentSession.pushKitAnswer(m)
+            let result = try AgentAnswerReaders.pushKitAnswer(m)
             answer = { h(result) }
         case .mutableWebPush(let h, let proposed):
-            let replacement = try AgentSession.replacement(m["notification"], of: proposed)
+            let replacement = try AgentAnswerReaders.replacement(m["notification"], of: proposed)
             answer = { h(replacement) }
         }
         guard waiting.withLock({ $0.handlers.removeValue(forKey: number) }) != nil else {
