@@ -155,5 +155,23 @@ def main():
         return all(n.get("id") != second for n in delivered) or None
     check("a dismissal in dunst removes the entry from Notification Center", bool(wait_for("the dismissal", gone)))
 
+    # CallKit: a call the app reports is shown with Answer and Decline (docs/push-types/voip.md);
+    # the user's Answer in dunst comes back to the app as CallKit's answer action.
+    subprocess.run(["dunstctl", "close-all"], check=True)
+    wait_for("dunst showing nothing", lambda: subprocess.run(["dunstctl", "count", "displayed"], capture_output=True, text=True).stdout.strip() == "0")
+    before = read(monitor_log).count("member=Notify")
+    call = "E621E1F8-C36C-495A-93FC-0C247A3E6E5F"
+    agent.request("reportIncomingCall", call=call, handle="+15551230000", caller="Ada")
+    wait_for("the call's Notify", lambda: read(monitor_log).count("member=Notify") > before)
+    shown_call = read(monitor_log).rsplit("member=Notify", 1)[1]
+    check("a reported call is shown with Answer and Decline, as an incoming call",
+          all(s in shown_call for s in ['string "Ada"', 'string "Answer"', 'string "Decline"', 'string "call.incoming"']), shown_call[:800])
+    wait_for("dunst showing the call", lambda: subprocess.run(["dunstctl", "count", "displayed"], capture_output=True, text=True).stdout.strip() == "1")
+    os.remove(os.path.join(work, "menu.txt"))
+    subprocess.run(["dunstctl", "context"], check=True)
+    action = agent.callback("callAction")
+    check("Answer in dunst reaches the app as CallKit's answer action for that call",
+          action.get("action") == "answer" and action.get("call") == call, json.dumps(action))
+
 
 run("desktop", main)
