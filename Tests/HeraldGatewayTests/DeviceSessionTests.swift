@@ -110,6 +110,25 @@ struct DeviceSessionTests {
             .reply(.error(code: .needsVersion3, message: "this frame is part of device protocol version 3; say hello with that version")))
     }
 
+    @Test("version 4: a PushKit token's register and unregister carry its scope; a version 3 hello is told to say 4; an app topic cannot be a PushKit scope")
+    func pushKitTokens() throws {
+        var session = DeviceSession(nonce: Self.nonce, maximumInFlight: 8)
+        _ = session.receive(try Self.hello(version: 4), nowMilliseconds: 0)
+        expectTrue(session.welcomed(deviceID: "d"))
+        expectEqual(session.receive(.registerPushKit(topic: Self.topic, kind: .voip), nowMilliseconds: 0), .register(TokenScope(bundleID: Self.topic, kind: .pushKit(.voip))))
+        expectEqual(session.receive(.unregisterPushKit(topic: Self.topic, kind: .pushToTalk), nowMilliseconds: 0), .unregister(TokenScope(bundleID: Self.topic, kind: .pushKit(.pushToTalk))))
+        guard case .reply(.error(.invalidTopic, _, _)) = session.receive(.register(topic: Self.topic + ".pushkit/voip"), nowMilliseconds: 0) else {
+            Issue.record("an app topic that reads as a PushKit scope was accepted")
+            return
+        }
+        var older = DeviceSession(nonce: Self.nonce, maximumInFlight: 8)
+        _ = older.receive(try Self.hello(version: 3), nowMilliseconds: 0)
+        expectTrue(older.welcomed(deviceID: "d"))
+        expectEqual(
+            older.receive(.registerPushKit(topic: Self.topic, kind: .location), nowMilliseconds: 0),
+            .reply(.error(code: .needsVersion4, message: "this frame is part of device protocol version 4; say hello with that version")))
+    }
+
     @Test("deliveries that arrive while the store loads wait, and follow the stored ones in sequence order")
     func loading() throws {
         var session = DeviceSession(nonce: Self.nonce, maximumInFlight: 8)
