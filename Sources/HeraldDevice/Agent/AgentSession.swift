@@ -440,18 +440,6 @@ final class AgentAppDelegate: AppNotificationDelegate, NotificationServiceExtens
     func preferredLanguagesDidChange(_ languages: [String]) async {
         call("languagesChanged", ["languages": .array(languages.map(JSONValue.string))], waiting: nil)
     }
-    func didSubscribeWebPush(_ subscription: WebPushSubscription) async {
-        call("webPushSubscription", ["subscription": subscription.json], waiting: nil)
-    }
-    func didReceiveWebPush(_ message: WebPushMessageDelivery) async {
-        call("webPush", RuntimeJSON.json(message), waiting: nil)
-    }
-    func didReceiveMutableWebPush(
-        _ message: WebPushMessageDelivery, proposed: DeclarativeWebPushMessage, completion: CallbackHandler<DeclarativeWebPushMessage?>
-    ) async {
-        let proposedJSON = (try? JSONReader.parse(proposed.encoded()))?.objectValue?["notification"] ?? .null
-        call("webPush", RuntimeJSON.json(message).merging(["proposed": proposedJSON]) { $1 }, waiting: .mutableWebPush(completion, proposed: proposed))
-    }
     func didReceive(_ payload: JSONValue, contentHandler: CallbackHandler<ExtensionContent>) async {
         call("serviceExtension", ["payload": payload], waiting: .content(contentHandler))
     }
