@@ -104,8 +104,16 @@ async def python_library(sock, device_log):
               wake is not None and wake["nextFire"] == "2030-01-02T08:00:00Z", json.dumps(pending))
         await center.present("hello", {"title": "Hi", "category": "chat"})
         await until("the Python delegate's willPresent", lambda: app.presented == ["hello"])
-        shown = await center.delivered_notifications()
-        hello = next((n for n in shown if n["id"] == "hello"), None)
+        # The delegate has been called; the device presents once the library's answer reached it
+        # (CI found the list read before that): wait for the entry rather than read it once.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 20
+        while True:
+            shown = await center.delivered_notifications()
+            hello = next((n for n in shown if n["id"] == "hello"), None)
+            if hello is not None or loop.time() > deadline:
+                break
+            await asyncio.sleep(0.05)
         check("Python: the delegate's answer decides the foreground presentation",
               hello is not None and "banner" in hello["presented"] and hello["actions"] == ["reply"], json.dumps(shown))
         await center.send({"op": "user", "action": "action", "notification": "hello", "actionId": "reply"})
