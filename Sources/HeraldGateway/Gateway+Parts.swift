@@ -66,7 +66,11 @@ extension Gateway {
             intake: intake, store: store, inactivityPeriodMilliseconds: configuration.inactivityPeriodMilliseconds,
             metrics: metrics, logger: logger, faults: faults, limits: limits,
             connectionsPerAddress: ConnectionsPerAddress(limit: limits.providerConnectionsPerAddress, budget: budget), feed: feed)
-        if configuration.channelPort != nil { providerPort.broadcaster = Broadcaster(store: store, intake: intake) }
+        if configuration.channelPort != nil {
+            providerPort.broadcaster = Broadcaster(
+                store: store, policy: configuration.storePolicy, registry: registry, cluster: cluster,
+                storeTimeout: limits.storeTimeout, feed: feed)
+        }
         let webPushSubscriptions = WebPushSubscriptions(store: store, storeTimeout: limits.storeTimeout)
         let sessionCore = SessionCore(
             environment: configuration.environment, clock: clock, store: store, registry: registry, recorder: recorder,
@@ -195,7 +199,7 @@ extension Gateway {
     /// watched end first, so that the requests under way can finish.
     func adminService(_ core: Core, port: Int, devicePort: Int?, onListening: @escaping @Sendable (Int) -> Void) -> any Service {
         let (store, configuration, registry) = (self.store, self.configuration, core.registry)
-        let inspection = GatewayInspection(store: store, connectedDevices: { registry.connectedDeviceIDs() })
+        let inspection = GatewayInspection(store: store, clock: clock, connectedDevices: { registry.connectedDeviceIDs() })
         let routes = AdminRoutes(
             metrics: metrics, store: store, health: core.health, storeTimeout: configuration.limits.storeTimeout,
             inspection: inspection, environment: configuration.environment, feed: core.feed,

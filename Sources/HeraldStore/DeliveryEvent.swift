@@ -10,4 +10,7 @@ public enum DeliveryEvent: Sendable, Hashable {
     case replaced(seq: Int64, atMilliseconds: Int64)
     /// Given up without delivery (`apns-expiration: 0` and the device was not connected).
     case dropped(seq: Int64, atMilliseconds: Int64)
+    /// A broadcast (its own sequence number, ``StoredBroadcast/seq``) acknowledged by the device
+    /// of `subscription` at `ackedAt`: the subscription's acked sequence moves up to it.
+    case broadcastAcked(seq: Int64, subscription: DeviceToken, ackedAtMilliseconds: Int64)
 }

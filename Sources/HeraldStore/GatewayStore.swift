@@ -18,7 +18,7 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
 /// Implementations: ``InMemoryStore`` (tests), `SQLiteStore` (one node), and later a PostgreSQL
 /// store (several nodes). Nothing here assumes a particular database: every method is async and
 /// each is one atomic unit of work.
-public protocol GatewayStore: ChannelStore {
+public protocol GatewayStore: ChannelStore, BroadcastStore {
     /// Registers a provider key and gives its team the topics (bundle ids). A topic already owned
     /// by another team is refused with ``StoreError/Code/topicOwnedByAnotherTeam``.
     func registerKey(_ key: ProviderKey, topics: [String], atMilliseconds: Int64) async throws

@@ -27,6 +27,10 @@ public actor InMemoryStore: GatewayStore {
     /// Every notification record, by sequence number (ascending = order of acceptance).
     private var records: [Int64: Record] = [:]
     private var nextSeq: Int64 = 1
+    /// Broadcasts, stored once each (``StoredBroadcast``), by sequence number, with their discard time.
+    var broadcastRecords: [Int64: (broadcast: StoredBroadcast, discardAt: Int64)] = [:]
+    /// Each channel subscription's newest acked broadcast and when it was acked.
+    var subscriptionAcks: [DeviceToken: (seq: Int64, at: Int64)] = [:]
 
     /// While set, commits and reachability checks wait (``holdCommits()``).
     private var commitsHeld = false
@@ -46,11 +50,11 @@ public actor InMemoryStore: GatewayStore {
         for continuation in waiting { continuation.resume() }
     }
 
-    private func waitWhileHeld() async {
+    func waitWhileCommitsHeld() async {
         while commitsHeld { await withCheckedContinuation { waitingForRelease.append($0) } }
     }
 
-    public func checkReachable() async { await waitWhileHeld() }
+    public func checkReachable() async { await waitWhileCommitsHeld() }
 
     public func registerKey(_ key: ProviderKey, topics: [String], atMilliseconds: Int64) throws {
         guard keys[key.keyID] == nil else { throw StoreError(.keyExists, "key \(key.keyID) is already registered") }
@@ -103,7 +107,7 @@ public actor InMemoryStore: GatewayStore {
     public func accept(
         _ batch: [StoredNotification], policy: StorePolicy, environment: PushEnvironment, nowMilliseconds: Int64
     ) async -> [SubmissionOutcome] {
-        await waitWhileHeld()
+        await waitWhileCommitsHeld()
         return batch.map { notification in
             let outcome = Admission.decide(
                 registration: tokens[notification.token], notification: notification,
@@ -141,8 +145,7 @@ public actor InMemoryStore: GatewayStore {
 
     @discardableResult
     private func insert(_ notification: StoredNotification, policy: StorePolicy, state: NotificationState, now: Int64) -> Int64 {
-        let seq = nextSeq
-        nextSeq += 1
+        let seq = takeSeq()
         var record = Record(seq: seq, notification: notification, discardAt: notification.discardAtMilliseconds(policy: policy))
         record.state = state
         if state != .held { record.endedAt = now }
@@ -207,6 +210,11 @@ public actor InMemoryStore: GatewayStore {
     // MARK: delivery
 
     public func pendingDeliveries(forDevice deviceID: String, nowMilliseconds: Int64) -> [Delivery] {
+        heldDeliveries(forDevice: deviceID, nowMilliseconds: nowMilliseconds)
+            + pendingBroadcasts(forDevice: deviceID, nowMilliseconds: nowMilliseconds)
+    }
+
+    private func heldDeliveries(forDevice deviceID: String, nowMilliseconds: Int64) -> [Delivery] {
         records.values
             .filter { record in
                 guard record.state == .held, record.discardAt > nowMilliseconds,
@@ -231,6 +239,8 @@ public actor InMemoryStore: GatewayStore {
                 records[seq] = record
             case .replaced(let seq, let at): end(seq, .replaced, at: at)
             case .dropped(let seq, let at): end(seq, .dropped, at: at)
+            case .broadcastAcked(let seq, let subscription, let at):
+                if (subscriptionAcks[subscription]?.seq ?? 0) < seq { subscriptionAcks[subscription] = (seq, at) }
             }
         }
     }
@@ -246,6 +256,7 @@ public actor InMemoryStore: GatewayStore {
             }
         }
         records = records.filter { $0.value.state == .held || ($0.value.endedAt ?? 0) >= retainFinishedUntil }
+        sweepBroadcasts(nowMilliseconds: nowMilliseconds, retainFinishedUntil: retainFinishedUntil)
         return expired
     }
 
@@ -278,6 +289,15 @@ public actor InMemoryStore: GatewayStore {
                 sentAtMilliseconds: record.sentAt, ackedAtMilliseconds: record.ackedAt, endedAtMilliseconds: record.endedAt)
         }
     }
+
+    /// The next sequence number (notifications and broadcasts share them).
+    func takeSeq() -> Int64 {
+        defer { nextSeq += 1 }
+        return nextSeq
+    }
+
+    /// Every token registration (for the broadcast extension).
+    var registrations: Dictionary<DeviceToken, TokenRegistration>.Values { tokens.values }
 
     // MARK: inspection
 

@@ -43,6 +43,12 @@ public struct StoredNotification: Sendable, Hashable {
     /// The instant after which the notification is discarded: its `apns-expiration`, capped by
     /// the policy's longest storage time.
     public func discardAtMilliseconds(policy: StorePolicy) -> Int64 {
+        Self.discardAtMilliseconds(receivedAtMilliseconds: receivedAtMilliseconds, expiration: expiration, policy: policy)
+    }
+
+    /// The instant after which something accepted at `receivedAtMilliseconds` with `expiration`
+    /// is discarded (a notification, a broadcast).
+    public static func discardAtMilliseconds(receivedAtMilliseconds: Int64, expiration: Expiration, policy: StorePolicy) -> Int64 {
         let cap = receivedAtMilliseconds + policy.maximumStorageMilliseconds
         switch expiration {
         case .unspecified: return cap

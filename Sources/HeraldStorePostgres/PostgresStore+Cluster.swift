@@ -154,7 +154,7 @@ extension PostgresStore: ClusterStore {
     }
 
     public func newestSeq() async throws -> Int64 {
-        for seq in try await query(on: client, "SELECT coalesce(max(seq), 0) FROM notifications", logger: logger).decode(Int64.self) {
+        for seq in try await query(on: client, "SELECT greatest((SELECT coalesce(max(seq), 0) FROM notifications), (SELECT coalesce(max(seq), 0) FROM broadcasts))", logger: logger).decode(Int64.self) {
             return seq
         }
         return 0
@@ -165,7 +165,8 @@ extension PostgresStore: ClusterStore {
     ) async throws -> [Delivery] {
         // A window of sequence numbers is read through the primary key (its rows, then their
         // tokens and presence by key); from 0, through the node's presence (every connected
-        // device's held rows by token). The planner picks by the window's size.
+        // device's held rows by token). The planner picks by the window's size. Broadcasts in
+        // the window follow, for the node's subscribers that have not acked them.
         try await deliveries("""
             SELECT \(unescaped: Self.notificationColumns), t.device_id
             FROM presence p
@@ -173,7 +174,7 @@ extension PostgresStore: ClusterStore {
             JOIN notifications n ON n.token = t.token AND n.state = 0
             WHERE p.node_id = \(node) AND n.seq > \(seqAbove) AND n.seq <= \(seqAtMost) AND n.discard_at_ms > \(nowMilliseconds)
             ORDER BY n.seq LIMIT \(Int64(max(0, limit)))
-            """)
+            """) + pendingBroadcasts(onNode: node, seqAbove: seqAbove, seqAtMost: seqAtMost, nowMilliseconds: nowMilliseconds, limit: limit)
     }
 
     /// The notification channel of a node (node ids are checked by ``NodeID``).
@@ -197,10 +198,10 @@ extension PostgresStore: ClusterStore {
         return payloads
     }
 
-    /// The sequence numbers of a hint's payload; anything that is not one (sequence numbers are
-    /// positive) is skipped.
+    /// The sequence numbers of a hint's payload: a held notification's (positive) or a
+    /// broadcast's key (negative, ``Delivery/key(ofBroadcast:)``); anything else is skipped.
     static func seqs(inPayload payload: String) -> [Int64] {
-        payload.split(separator: ",", omittingEmptySubsequences: true).compactMap { Int64($0) }.filter { $0 > 0 }
+        payload.split(separator: ",", omittingEmptySubsequences: true).compactMap { Int64($0) }.filter { $0 != 0 && $0 != .min }
     }
 
     public func sendHints(_ hints: [String: [Int64]]) async throws {

@@ -286,6 +286,11 @@ extension PostgresStore {
     )
 
     public func pendingDeliveries(forDevice deviceID: String, nowMilliseconds: Int64) async throws -> [Delivery] {
+        try await heldDeliveries(forDevice: deviceID, nowMilliseconds: nowMilliseconds)
+            + pendingBroadcasts(forDevice: deviceID, nowMilliseconds: nowMilliseconds)
+    }
+
+    private func heldDeliveries(forDevice deviceID: String, nowMilliseconds: Int64) async throws -> [Delivery] {
         try await deliveries("""
             SELECT \(unescaped: Self.notificationColumns), t.device_id FROM notifications n JOIN device_tokens t ON t.token = n.token
             WHERE t.device_id = \(deviceID) AND t.unregistered_at_ms IS NULL AND n.state = 0 AND n.discard_at_ms > \(nowMilliseconds)
@@ -302,6 +307,7 @@ extension PostgresStore {
         var ackSeqs: [Int64] = [], ackSent: [Int64] = [], ackAt: [Int64] = []
         var sentSeqs: [Int64] = [], sentAt: [Int64] = []
         var endSeqs: [Int64] = [], endStates: [Int64] = [], endAt: [Int64] = []
+        var broadcastAcks: [(seq: Int64, subscription: DeviceToken, at: Int64)] = []
         for event in events {
             switch event {
             case .acked(let seq, let sent, let acked):
@@ -312,9 +318,12 @@ extension PostgresStore {
                 endSeqs.append(seq); endStates.append(Int64(NotificationState.replaced.rawValue)); endAt.append(at)
             case .dropped(let seq, let at):
                 endSeqs.append(seq); endStates.append(Int64(NotificationState.dropped.rawValue)); endAt.append(at)
+            case .broadcastAcked(let seq, let subscription, let at):
+                broadcastAcks.append((seq, subscription, at))
             }
         }
         var updates: [PostgresQuery] = []
+        if let acks = Self.broadcastAcks(broadcastAcks) { updates.append(acks) }
         if !ackSeqs.isEmpty {
             updates.append("""
                 UPDATE notifications n SET state = \(Int16(NotificationState.acked.rawValue)),
@@ -343,7 +352,7 @@ extension PostgresStore {
 
     public func sweep(nowMilliseconds: Int64, retainFinishedUntil: Int64) async throws -> Int {
         let logger = self.logger
-        // Three statements, none needing another's answer: one round trip with the BEGIN and the COMMIT.
+        // Four statements, none needing another's answer: one round trip with the BEGIN and the COMMIT.
         return try await transaction(relaxed: true, pipelined: { c in
             let dropped = Self.send("""
                 UPDATE notifications SET state = \(Int16(NotificationState.dropped.rawValue)), ended_at_ms = \(nowMilliseconds)
@@ -357,10 +366,13 @@ extension PostgresStore {
                 """, on: c, logger: logger)
             let deleted = Self.send(
                 "DELETE FROM notifications WHERE state <> 0 AND ended_at_ms < \(retainFinishedUntil)", on: c, logger: logger)
+            let broadcasts = Self.send(
+                Self.sweepBroadcasts(nowMilliseconds: nowMilliseconds, retainFinishedUntil: retainFinishedUntil), on: c, logger: logger)
             return {
                 _ = try await dropped.get()
                 let count = try await expired.get().first.map { try $0.decode(Int64.self) } ?? 0
                 _ = try await deleted.get()
+                _ = try await broadcasts.get()
                 return Int(clamping: count)
             }
         })

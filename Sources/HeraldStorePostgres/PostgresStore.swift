@@ -320,6 +320,9 @@ public final class PostgresStore: GatewayStore, Sendable {
                 PRIMARY KEY (bundle_id, environment, channel_id))
             """,
         ]),
+        // One row per broadcast (issue 66); copies stored per subscription by earlier versions
+        // stay notifications, delivered as before.
+        (3, "broadcasts stored once", PostgresStore.broadcastsSchema),
     ]
 
     /// An arbitrary constant: the advisory lock every node takes to migrate.

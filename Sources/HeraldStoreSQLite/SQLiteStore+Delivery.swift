@@ -23,6 +23,7 @@ extension SQLiteStore {
                 }
             }
             return deliveries.sorted { $0.seq < $1.seq }
+                + (try Self.pendingBroadcasts(forDevice: deviceID, nowMilliseconds: nowMilliseconds, in: db))
         }
     }
 
@@ -68,6 +69,8 @@ extension SQLiteStore {
                 if let token = try Data.fetchOne(end, arguments: [NotificationState.replaced.rawValue, at, seq]) { ended.append((seq, token)) }
             case .dropped(let seq, let at):
                 if let token = try Data.fetchOne(end, arguments: [NotificationState.dropped.rawValue, at, seq]) { ended.append((seq, token)) }
+            case .broadcastAcked(let seq, let subscription, let at):
+                try recordBroadcastAck(seq: seq, subscription: subscription, at: at, in: db)
             }
         }
         return ended
@@ -86,6 +89,7 @@ extension SQLiteStore {
                 arguments: [NotificationState.expired.rawValue, nowMilliseconds, nowMilliseconds])
             try db.execute(
                 sql: "DELETE FROM notifications WHERE state <> 0 AND ended_at_ms < ?", arguments: [retainFinishedUntil])
+            try Self.sweepBroadcasts(nowMilliseconds: nowMilliseconds, retainFinishedUntil: retainFinishedUntil, in: db)
             for row in dropped + expired { held.remove(row[0], tokenBytes: row[1]) }
             return expired.count
         }

@@ -169,6 +169,11 @@ public final class SQLiteStore: GatewayStore {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v6: broadcasts stored once") { db in
+            // One row per broadcast (issue 66); a subscription keeps the newest it acked. Copies
+            // stored per subscription by earlier versions stay notifications, delivered as before.
+            try db.execute(sql: SQLiteStore.broadcastsSchema)
+        }
         return migrator
     }
 

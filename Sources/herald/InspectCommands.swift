@@ -257,7 +257,7 @@ struct ReceiptsCommand: AsyncParsableCommand {
             if json { return printLineFlushed(String(decoding: body, as: UTF8.self)) }
             let formatter = ISO8601DateFormatter()
             formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-            for receipt in try await ReceiptReader.receipts(of: id, for: .operator, in: store) {
+            for receipt in try await ReceiptReader.receipts(of: id, for: .operator, in: store, nowMilliseconds: SystemWallClock().nowMilliseconds()) {
                 printLineFlushed("\(receipt.bundleID) \(receipt.token.hex): \(receipt.events.last?.status.rawValue ?? "accepted")")
                 for event in receipt.events {
                     printLineFlushed("  \(formatter.string(from: Date(timeIntervalSince1970: Double(event.atMilliseconds) / 1000)))  \(event.status.rawValue)")

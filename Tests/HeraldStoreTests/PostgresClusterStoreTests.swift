@@ -28,9 +28,10 @@ struct PostgresClusterStoreTests {
         return (store, token)
     }
 
-    @Test("a hint's payload: only sequence numbers are read from it; anything else is skipped, never a trap")
+    @Test("a hint's payload: only sequence numbers (negative: a broadcast's key) are read from it; anything else is skipped, never a trap")
     func hostileHintPayloads() {
-        #expect(PostgresStore.seqs(inPayload: "1,2,x,99999999999999999999,-5,,0,3, 4,+7") == [1, 2, 3, 7])
+        #expect(PostgresStore.seqs(inPayload: "1,2,x,99999999999999999999,-5,,0,3, 4,+7") == [1, 2, -5, 3, 7])
+        #expect(PostgresStore.seqs(inPayload: "-9223372036854775808,9223372036854775807") == [Int64.max], "no key whose negation overflows")
         #expect(PostgresStore.seqs(inPayload: "").isEmpty)
         #expect(PostgresStore.seqs(inPayload: String(repeating: ",", count: 10_000)).isEmpty)
         let chunks = PostgresStore.payloads((1...5_000).map { Int64.max - $0 })

@@ -16,7 +16,10 @@ Twice, with the cross-node hint on and then off (the sweep alone):
 Asserted: every apns-id answered 200 reaches its device at least once (exactly once after the
 device's deduplication by apns-id); an apns-id is stored more than once only if it was retried
 after b died; duplicates reach only devices that were on b or pushes that were in flight on b;
-receipts and feedback read through every node agree.
+receipts and feedback read through every node agree. Then a broadcast (issue 66): a quarter of
+the devices subscribe to a channel, one broadcast is sent to one node, and every subscriber gets
+it once whichever node it is on (by the one hint per node, or by the sweep alone); it is stored
+as one row, and its receipt, read through another node, counts every subscriber acked.
 """
 import asyncio, base64, json, os, signal, socket, subprocess, sys, tempfile, time, uuid
 
@@ -68,12 +71,13 @@ class Node:
     def __init__(self, name, work, database, hints, tls=None):
         self.name, self.work, self.database, self.hints, self.tls = name, work, database, hints, tls
         self.provider_port, self.device_port, self.admin_port = free_port(), free_port(), free_port()
+        self.channel_port = free_port()
         self.process = None
 
     def start(self):
         args = [HERALD, "gateway", "--data-dir", os.path.join(self.work, self.name), "--database", self.database,
                 "--node-id", self.name, "--provider-port", str(self.provider_port), "--device-port", str(self.device_port),
-                "--admin-port", str(self.admin_port), "--offline-queue", "10000", "--token-burst", "0",
+                "--admin-port", str(self.admin_port), "--channel-port", str(self.channel_port), "--offline-queue", "10000", "--token-burst", "0",
                 "--node-lease", "3", "--cluster-sweep", "500", "--cross-node-hints", "on" if self.hints else "off",
                 "--log-level", "warning"]
         if self.tls:
@@ -122,6 +126,9 @@ class Device:
         self.node = None
         self.registered = asyncio.Event()
         self.start = index % len(nodes)
+        self.ws = None
+        self.subscription = None     # the channel subscription's token, once subscribed
+        self.subscribed = asyncio.Event()
 
     async def run(self):
         attempt = 0
@@ -144,18 +151,30 @@ class Device:
             if kind == "challenge":
                 signature = self.key.sign(f"herald-device-challenge:v1:{frame['nonce']}".encode(), ec.ECDSA(hashes.SHA256()))
                 r, s = decode_dss_signature(signature)
-                await ws.send(json.dumps({"type": "hello", "version": 1, "public-key": base64.b64encode(self.public).decode(),
+                await ws.send(json.dumps({"type": "hello", "version": 2, "public-key": base64.b64encode(self.public).decode(),
                                           "signature": base64.b64encode(r.to_bytes(32, "big") + s.to_bytes(32, "big")).decode()}))
             elif kind == "welcome":
                 self.node = node.name
+                self.ws = ws
                 await ws.send(json.dumps({"type": "register", "topic": TOPIC}))
             elif kind == "registered":
                 self.token = frame["token"]
                 self.registered.set()
+                if self.subscription:
+                    await self.subscribe(self.subscription[0])
+            elif kind == "subscribed":
+                self.subscription = (frame["channel"], frame["token"])
+                self.subscribed.set()
             elif kind == "notification":
                 apns_id = frame["apns-id"]
                 self.fleet.received(self, apns_id)
                 await ws.send(json.dumps({"type": "ack", "ids": [apns_id]}))
+
+
+    async def subscribe(self, channel):
+        """Subscribes to a channel (again at every connection, as a device does)."""
+        self.subscription = (channel, self.subscription[1] if self.subscription else None)
+        await self.ws.send(json.dumps({"type": "subscribe", "topic": TOPIC, "channel": channel}))
 
 
 class Fleet:
@@ -320,6 +339,8 @@ async def scenario(work, hints):
         check(f"[{label}] the feedback list read through each node agrees and holds the 3 removed tokens",
               len(set(lists)) == 1 and all(d.token in lists[0] for d in devices[:3]), lists[0][:200])
 
+        await broadcast_stage(label, nodes, devices, fleet, jwt, ca, database)
+
         # A key revoked through the database stops working on every node within seconds, on
         # connections already authenticated with it too.
         revoked_at = time.time()
@@ -348,6 +369,50 @@ async def scenario(work, hints):
     finally:
         for n in nodes:
             n.stop()
+
+
+async def broadcast_stage(label, nodes, devices, fleet, jwt, ca, database):
+    """One broadcast to the subscribers of a channel spread over the three nodes."""
+    a, c = nodes[0], nodes[2]
+    async with httpx.AsyncClient(http2=True, verify=ca, timeout=10) as client:
+        r = await client.post(f"https://localhost:{a.channel_port}/1/apps/{TOPIC}/channels",
+                              content=json.dumps({"message-storage-policy": 1, "push-type": "LiveActivity"}).encode(),
+                              headers={"authorization": f"bearer {jwt}"})
+        check(f"[{label}] a channel created on node a's channel port", r.status_code == 201, (r.status_code, r.text))
+        channel = r.headers["apns-channel-id"]
+        subscribers = [d for d in devices[::4] if d.ws is not None and d.node]
+        for d in subscribers:
+            await d.subscribe(channel)
+        await asyncio.wait_for(asyncio.gather(*(d.subscribed.wait() for d in subscribers)), 30)
+        spread = {n.name: sum(1 for d in subscribers if d.node == n.name) for n in nodes}
+        check(f"[{label}] {len(subscribers)} devices subscribed, on every node", all(spread.values()), spread)
+        body = json.dumps({"aps": {"event": "update", "timestamp": int(time.time()), "content-state": {"n": 1}}}).encode()
+        r = await client.post(f"https://localhost:{c.provider_port}/4/broadcasts/apps/{TOPIC}", content=body,
+                              headers={"authorization": f"bearer {jwt}", "apns-channel-id": channel, "apns-push-type": "liveactivity"})
+        check(f"[{label}] the broadcast is accepted by node c", r.status_code == 200, (r.status_code, r.text))
+        request_id = r.headers.get("apns-request-id", "")
+    deadline = time.time() + 30
+    while time.time() < deadline and len(fleet.receivers.get(request_id, ())) < len(subscribers):
+        fleet.changed.clear()
+        try:
+            await asyncio.wait_for(fleet.changed.wait(), 1)
+        except asyncio.TimeoutError:
+            pass
+    got = fleet.receivers.get(request_id, set())
+    check(f"[{label}] every subscriber, on every node, got the broadcast ({len(got)}/{len(subscribers)})",
+          got == {d.index for d in subscribers}, sorted({d.index for d in subscribers} - got)[:5])
+    check(f"[{label}] ... once each", fleet.counts.get(request_id) == len(subscribers), fleet.counts.get(request_id))
+    rows = sql(database, f"SELECT (SELECT count(*) FROM broadcasts), (SELECT count(*) FROM notifications WHERE apns_id = '{request_id}')")
+    check(f"[{label}] the broadcast is one row, no copy per subscriber", rows == ["1|0"], rows)
+
+    def acked():
+        counts = a.admin(f"/v1/receipts/{request_id}").json().get("counts", {})
+        return counts.get("acked") == len(subscribers)
+    deadline = time.time() + 15
+    while time.time() < deadline and not acked():
+        await asyncio.sleep(0.2)
+    check(f"[{label}] its receipt, read through node a, counts every subscriber acked", acked(),
+          a.admin(f"/v1/receipts/{request_id}").json().get("counts"))
 
 
 def main():

@@ -11,6 +11,8 @@ A gateway (provider, device and channel ports), four `herald device run` process
   channel, started through the agent socket) and a fourth does not; one broadcast reaches each of
   the three once (their events, and the broadcast's receipt counts) and the fourth never (the
   receipt names only the three subscriptions);
+- a broadcast is stored once (issue 66): a subscriber that was stopped gets only the newest
+  broadcast when it comes back on a storage-policy-1 channel, and nothing of a policy-0 one;
 - the broadcast-only reasons of reference §2 over real sockets with curl.
 
 Usage: liveactivity.py PATH/TO/herald
@@ -90,16 +92,20 @@ def main():
         provider_url = f"https://localhost:{provider}"
 
         # Four devices: A asks for push-to-start tokens; B, C, D will subscribe to a channel.
-        devices = {}
+        devices, processes = {}, {}
+
+        def run_device(name, log):
+            args = [HERALD, "device", "run", "--data-dir", devices[name][0] if name in devices else os.path.join(work, f"device-{name}"),
+                    "--gateway", f"wss://localhost:{device_port}", "--ca", ca, "--app", APP, "--json"]
+            if name == "A":
+                args.append("--live-activities")
+            processes[name] = start(args, stdout=open(log, "w"), stderr=subprocess.DEVNULL)
+
         for name in "ABCD":
             directory = os.path.join(work, f"device-{name}")
             os.makedirs(directory)
             log = os.path.join(work, f"device-{name}.jsonl")
-            args = [HERALD, "device", "run", "--data-dir", directory, "--gateway", f"wss://localhost:{device_port}", "--ca", ca,
-                    "--app", APP, "--json"]
-            if name == "A":
-                args.append("--live-activities")
-            start(args, stdout=open(log, "w"), stderr=subprocess.DEVNULL)
+            run_device(name, log)
             devices[name] = (directory, log)
         a_log = devices["A"][1]
 
@@ -190,6 +196,46 @@ def main():
             check(f"device {name} got the broadcast once", len(copies) == 1, len(copies))
         check("the unsubscribed device A got nothing of it",
               not any(e.get("apns-id") == request_id for e in events(a_log)), [e for e in events(a_log) if e.get("apns-id") == request_id])
+
+        # --- Stored once (issue 66): what waits for a subscriber that is away.
+        stamps = iter(range(int(time.time()) + 10, int(time.time()) + 1000))   # each update newer than the last
+
+        def broadcast(on, state):
+            return herald("push", "send", "--gateway", provider_url, *auth, "--topic", APP, "--channel", on,
+                          "--event", "update", "--timestamp", str(next(stamps)), "--content-state", json.dumps(state)).stdout.strip()
+
+        quiet = herald("channels", "create", "--gateway", channel_url, *auth, "--topic", APP, "--storage-policy", "0").stdout.strip()
+        answer = agent(os.path.join(devices["D"][0], "agent.sock"), {"op": "hello", "app": APP},
+                       {"op": "startActivity", "attributesType": "ScoreAttributes", "attributes": {"match": 2},
+                        "contentState": {"home": 0}, "pushType": {"channel": quiet}})[1]
+        check("device D: an activity on a storage-policy-0 channel starts", answer["ok"], answer)
+        wait_for("device D to subscribe to the policy-0 channel", lambda: event(devices["D"][1], "subscribed", lambda e: e.get("channel") == quiet))
+        processes["D"].terminate()
+        processes["D"].wait(timeout=20)
+        away = [broadcast(channel, {"home": 6}), broadcast(channel, {"home": 7})]
+        unkept = broadcast(quiet, {"home": 1})
+        for sent in away:
+            wait_for("device B's broadcast while D is away", lambda: event(devices["B"][1], "activity-updated", lambda e: e.get("apns-id") == sent))
+        jwt = herald("keys", "jwt", "--key", key, "--key-id", key_id, "--team", TEAM).stdout.strip()
+
+        def counts(apns_id):
+            code, body = curl("--cacert", ca, "-H", f"authorization: bearer {jwt}", f"{provider_url}/3/notifications/{apns_id}")
+            return json.loads(body).get("counts") if code == 200 else (code, body)
+        waited = wait_for("B's and C's acks of both", lambda: counts(away[1]) if counts(away[1]) == {"acked": 2, "stored": 1} else None)
+        check("while D is away: the newest broadcast waits for it (receipt: acked 2, stored 1)", waited == {"acked": 2, "stored": 1}, waited)
+        check("... and the older one is replaced for it (acked 2, replaced 1)", counts(away[0]) == {"acked": 2, "replaced": 1}, counts(away[0]))
+        back = os.path.join(work, "device-D-back.jsonl")
+        run_device("D", back)
+        newest = wait_for("device D, back, to get the newest broadcast", lambda: event(back, "activity-updated", lambda e: e.get("apns-id") == away[1]))
+        check("a subscriber that was away gets the newest broadcast of a policy-1 channel", newest["activity"]["content-state"] == {"home": 7}, newest)
+        wait_for("device D to subscribe again", lambda: event(back, "subscribed", lambda e: e.get("channel") == quiet))
+        # A barrier: a broadcast sent now arrives after anything the connection's load handed over.
+        after = broadcast(channel, {"home": 8})
+        wait_for("device D's broadcast after its return", lambda: event(back, "activity-updated", lambda e: e.get("apns-id") == after))
+        got = [e.get("apns-id") for e in events(back) if e.get("apns-id") in (away[0], unkept)]
+        check("... and neither the older one it missed nor a policy-0 broadcast sent while it was away", got == [], got)
+        acked = wait_for("D's ack", lambda: counts(away[1]) if counts(away[1]) == {"acked": 3} else None)
+        check("once D is back: the newest broadcast's receipt counts three acks", acked == {"acked": 3}, acked)
 
         # --- Broadcast-only reasons (reference §2) over curl.
         jwt = herald("keys", "jwt", "--key", key, "--key-id", key_id, "--team", TEAM).stdout.strip()

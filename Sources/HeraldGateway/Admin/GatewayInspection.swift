@@ -37,8 +37,12 @@ public struct GatewayInspection: Sendable {
     /// store only, so it cannot say who is connected).
     let connectedDevices: (@Sendable () -> Set<String>)?
 
-    public init(store: any GatewayStore, connectedDevices: (@Sendable () -> Set<String>)? = nil) {
+    /// What a receipt's state is judged at (a broadcast's waiting or expired).
+    let clock: any WallClock
+
+    public init(store: any GatewayStore, clock: any WallClock = SystemWallClock(), connectedDevices: (@Sendable () -> Set<String>)? = nil) {
         self.store = store
+        self.clock = clock
         self.connectedDevices = connectedDevices
     }
 
@@ -166,7 +170,7 @@ public struct GatewayInspection: Sendable {
             let items = page.map(HeldItem.init)
             return Array(try encoder.encode(Page(items: items, next: items.count == limit ? items.last.map { String($0.seq) } : nil)))
         case .receipt(let id):
-            guard let receipt = try await ReceiptReader.read(id, for: .operator, in: store) else {
+            guard let receipt = try await ReceiptReader.read(id, for: .operator, in: store, nowMilliseconds: clock.nowMilliseconds()) else {
                 throw Refusal(404, "no notification with apns-id \(id) is recorded (receipts are kept for a while after they end)")
             }
             return receipt

@@ -72,6 +72,8 @@ final class ClusterNode: Sendable {
     private let outgoing = BatchQueue<Delivery>(maximumBatchSize: 8_192)
     /// Sequence numbers hinted to this node, waiting to be loaded.
     private let incoming = BatchQueue<Int64>(maximumBatchSize: 8_192)
+    /// Broadcasts stored here, by sequence number, waiting to be hinted to every other node.
+    let outgoingBroadcasts = BatchQueue<Int64>(maximumBatchSize: 1_024)
     /// The lease renewal in flight: a heartbeat that comes while one runs joins it instead of
     /// starting another (issue 63, suspicion 6: a renewal past its bound went on running on one
     /// of the control lane's two connections, the next queued behind it, and the node fenced
@@ -258,7 +260,10 @@ final class ClusterNode: Sendable {
             // Without a lease this node delivers nothing: its devices were sent elsewhere.
             if isFenced { continue }
             do {
-                let deliveries = try await store.heldDeliveries(seqs: seqs)
+                // A broadcast's key is negative: each is read once and handed to its subscribers here.
+                let broadcasts = seqs.filter { $0 < 0 }
+                try await deliverHinted(broadcasts: broadcasts)
+                let deliveries = try await store.heldDeliveries(seqs: seqs.filter { $0 > 0 })
                 metrics.clusterHintsReceived.increment(by: Int64(seqs.count))
                 // Devices no longer here get theirs from the sweep or their next connection.
                 _ = registry.deliver(deliveries)
@@ -347,6 +352,7 @@ final class ClusterNode: Sendable {
     func run() async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.sendHints() }
+            group.addTask { await self.sendBroadcastHints() }
             group.addTask { await self.loadHints() }
             group.addTask { await self.receiveHints() }
             group.addTask { await self.sweep() }
@@ -356,6 +362,7 @@ final class ClusterNode: Sendable {
                 await group.next()
             } onCancel: {
                 self.outgoing.close()
+                self.outgoingBroadcasts.close()
                 self.incoming.close()
             }
             group.cancelAll()

@@ -18,9 +18,13 @@ public enum ReceiptReader {
         case webPush
     }
 
-    /// The deliveries of `id` the reader may see, oldest first; empty when there are none.
-    public static func receipts(of id: NotificationID, for reader: Reader, in store: any GatewayStore) async throws -> [Receipt] {
-        let all = try await store.receipts(of: id)
+    /// The deliveries of `id` the reader may see, oldest first; empty when there are none. A
+    /// broadcast's are one per subscription, read from the subscriptions at `nowMilliseconds`
+    /// (``StoredBroadcast/receipt(subscription:ackedSeq:ackedAtMilliseconds:newest:discardAtMilliseconds:nowMilliseconds:)``).
+    public static func receipts(
+        of id: NotificationID, for reader: Reader, in store: any GatewayStore, nowMilliseconds: Int64
+    ) async throws -> [Receipt] {
+        let all = try await store.receipts(of: id) + store.broadcastReceipts(of: id, nowMilliseconds: nowMilliseconds)
         switch reader {
         case .operator: return all
         case .team(let topics): return all.filter { topics.contains($0.bundleID) }
@@ -30,8 +34,10 @@ public enum ReceiptReader {
 
     /// The receipt `id`'s reader may see, as JSON (``NotificationReceipt``, keys sorted); `nil`
     /// when there is none.
-    public static func read(_ id: NotificationID, for reader: Reader, in store: any GatewayStore) async throws -> [UInt8]? {
-        let receipts = try await receipts(of: id, for: reader, in: store)
+    public static func read(
+        _ id: NotificationID, for reader: Reader, in store: any GatewayStore, nowMilliseconds: Int64
+    ) async throws -> [UInt8]? {
+        let receipts = try await receipts(of: id, for: reader, in: store, nowMilliseconds: nowMilliseconds)
         guard !receipts.isEmpty else { return nil }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

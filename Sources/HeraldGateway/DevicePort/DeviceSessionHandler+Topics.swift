@@ -19,6 +19,7 @@ extension DeviceSessionHandler {
             switch result {
             case .success(let registration):
                 handler.send(Self.registeredFrame(scope, registration.token, webPushOrigin: webPushOrigin), flush: true)
+                if case .channel = scope.kind { handler.indexSubscription(registration) }
             case .failure(let error as StoreError) where error.code == .tooManyTokens:
                 handler.send(.error(code: .tooManyTopics, message: "a device may have at most \(maximum) tokens (apps, Live Activities, channel and Web Push subscriptions); unregister one first"), flush: true)
             case .failure(let error):
@@ -115,7 +116,9 @@ extension DeviceSessionHandler {
                 case .activity(let id): handler.send(.unregisteredActivity(topic: scope.bundleID, activity: .activity(id), atMilliseconds: at), flush: true)
                 case .widgets: handler.send(.unregisteredWidgets(topic: scope.bundleID, atMilliseconds: at), flush: true)
                 case .pushKit(let kind): handler.send(.unregisteredPushKit(topic: scope.bundleID, kind: kind, atMilliseconds: at), flush: true)
-                case .channel(let id): handler.send(.unsubscribed(topic: scope.bundleID, channel: id), flush: true)
+                case .channel(let id):
+                    handler.port.registry.unsubscribed(scope: scope.stored, environment: environment, deviceID: deviceID)
+                    handler.send(.unsubscribed(topic: scope.bundleID, channel: id), flush: true)
                 case .webPush(let subscription, _): handler.send(.webPushUnsubscribed(topic: scope.bundleID, subscription: subscription), flush: true)
                 }
             case .success(nil):
@@ -124,6 +127,21 @@ extension DeviceSessionHandler {
                 handler.port.logger.error("could not unregister a token", metadata: ["error": "\(error)"])
                 handler.send(.error(code: .internalError, message: "could not unregister \(scope.stored); try again"), flush: true)
             }
+        }
+    }
+
+    /// A channel subscription issued (or found) on this connection: broadcasts find the session
+    /// through the registry from now on. One committed after the token was issued and before it
+    /// was indexed found no session here, so what the store holds for the device is asked once
+    /// more and its broadcasts offered (the session skips what it has in flight or acked).
+    func indexSubscription(_ registration: TokenRegistration) {
+        guard let deviceID = session.deviceID, let context else { return }
+        port.registry.subscribed([registration], deviceID: deviceID, sessionID: ObjectIdentifier(context.channel))
+        let store = port.store, now = port.clock.nowMilliseconds()
+        run({ try await store.pendingDeliveries(forDevice: deviceID, nowMilliseconds: now) }) { handler, result in
+            guard case .success(let pending) = result else { return }
+            for delivery in pending where delivery.notification.token == registration.token { handler.offer(delivery) }
+            handler.flushIfNeeded()
         }
     }
 }

@@ -42,45 +42,46 @@ extension ChannelRequest {
         }
     }
 }
-/// Sends one broadcast: every active subscription to the channel gets a stored notification
-/// with the broadcast's apns-id, through the intake (so each is durable before the 200, routed
-/// to its device on any node, acked, retried and receipted like any push). The channel's
-/// storage policy decides what waits for an offline device: policy 0 stores nothing (as
-/// `apns-expiration: 0`), policy 1 the most recent broadcast (each subscription is a token, and
-/// the store keeps the newest per token).
+/// Sends one broadcast: stored once (``StoredBroadcast``: one row, whatever the number of
+/// subscribers) before the 200, then handed to the channel's subscribers connected to this node
+/// (the registry's subscription index, no store read) and, in a cluster, hinted to every other
+/// node once. A subscriber that is not connected gets it when it connects, if it is still its
+/// channel's newest and not past its time: a channel with `message-storage-policy` 0 stores its
+/// broadcasts with `apns-expiration: 0`, so only the subscribers connected now get them.
 struct Broadcaster: Sendable {
     let store: any GatewayStore
-    let intake: NotificationIntake
-    /// Subscriptions read and submitted at once.
-    static let pageSize = 5_000
+    let policy: StorePolicy
+    let registry: DeviceRegistry
+    let cluster: ClusterNode?
+    /// The bound on the store's commit (``GatewayLimits/storeTimeout``): past it, 503.
+    let storeTimeout: TimeAmount
+    let feed: DeliveryFeed
 
     struct Outcome: Sendable {
-        var subscribers = 0
-        var stored = 0
+        var broadcast: StoredBroadcast
+        /// Subscribers connected to this node it was handed to.
+        var handedHere: Int
     }
 
     func send(
-        _ broadcast: BroadcastRequest.Validated, channel: ChannelRecord, apnsID: NotificationID, nowMilliseconds: Int64, on eventLoop: EventLoop
+        _ broadcast: BroadcastRequest.Validated, channel: ChannelRecord, apnsID: NotificationID, nowMilliseconds: Int64
     ) async throws -> Outcome {
-        let scope = TokenScope.channelSubscriptions(bundleID: channel.bundleID, channel: channel.channelID.value)
-        let expiration = channel.storagePolicy == 0 ? Expiration.immediately : broadcast.expiration
-        var outcome = Outcome()
-        var after: DeviceToken?
-        while true {
-            let page = try await store.tokens(TokenFilter(bundleID: scope, activeOnly: true), after: after, limit: Self.pageSize)
-            let submitted = page.filter { $0.environment == channel.environment }.map { subscription in
-                intake.submit(StoredNotification(
-                    id: apnsID, token: subscription.token, bundleID: channel.bundleID, pushType: .liveactivity,
-                    priority: broadcast.priority, expiration: expiration, collapseID: nil, payload: broadcast.payload,
-                    receivedAtMilliseconds: nowMilliseconds), on: eventLoop)
-            }
-            outcome.subscribers += submitted.count
-            for future in submitted {
-                if case .stored = try await future.get() { outcome.stored += 1 }
-            }
-            guard page.count == Self.pageSize, let last = page.last?.token else { break }
-            after = last
+        let accepted = StoredBroadcast(
+            bundleID: channel.bundleID, channel: channel.channelID, environment: channel.environment, id: apnsID,
+            priority: broadcast.priority, expiration: channel.storagePolicy == 0 ? .immediately : broadcast.expiration,
+            payload: broadcast.payload, receivedAtMilliseconds: nowMilliseconds)
+        let store = self.store, policy = self.policy
+        let stored: StoredBroadcast
+        do {
+            stored = try await withDeadline(storeTimeout) { try await store.storeBroadcast(accepted, policy: policy) }
+        } catch is DeadlineExceeded {
+            throw APNsRejection(.serviceUnavailable, detail: "the store did not commit the broadcast in time; retry")
         }
-        return outcome
+        feed.publish {
+            DeliveryFeed.Event(event: .accepted, at: nowMilliseconds, apnsId: apnsID.description, topic: channel.bundleID, outcome: "broadcast")
+        }
+        let handed = registry.deliver(stored)
+        cluster?.forward(stored)
+        return Outcome(broadcast: stored, handedHere: handed)
     }
 }

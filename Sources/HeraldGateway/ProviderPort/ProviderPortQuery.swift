@@ -41,7 +41,7 @@ enum ProviderPortQuery: Sendable, Hashable {
         switch self {
         case .receipt(let id):
             // Only the team that owns the topic may read it; another team's receipt does not exist for it.
-            guard let receipt = try await ReceiptReader.read(id, for: .team(topics: topics), in: store) else {
+            guard let receipt = try await ReceiptReader.read(id, for: .team(topics: topics), in: store, nowMilliseconds: nowMilliseconds) else {
                 return .failure(APNsRejection(.notFound))
             }
             return .success(receipt)

@@ -64,17 +64,18 @@ extension ProviderPortStream {
         case .failure(let rejection): return respond(context: context, rejection)
         case .success(let v): validated = v
         }
-        let eventLoop = context.eventLoop
         context.eventLoop.makeFutureWithTask { () async throws -> Result<Broadcaster.Outcome, APNsRejection> in
             guard let channel = try await store.channel(bundleID: bundleID, id: validated.channel, environment: environment) else {
                 return .failure(APNsRejection(.channelNotRegistered))
             }
-            return .success(try await broadcaster.send(validated, channel: channel, apnsID: requestID, nowMilliseconds: now, on: eventLoop))
+            return .success(try await broadcaster.send(validated, channel: channel, apnsID: requestID, nowMilliseconds: now))
         }.whenComplete { result in
             let (handler, context) = loopBound.value
             switch result {
             case .success(.success(let outcome)):
-                logger.debug("broadcast sent", metadata: ["apns-request-id": "\(requestID)", "subscribers": "\(outcome.subscribers)", "stored": "\(outcome.stored)"])
+                logger.debug("broadcast stored", metadata: [
+                    "apns-request-id": "\(requestID)", "seq": "\(outcome.broadcast.seq)", "handed_here": "\(outcome.handedHere)",
+                ])
                 handler.respond(context: context, status: 200, headers: [], body: nil)
             case .success(.failure(let rejection)): handler.respond(context: context, rejection)
             case .failure(let error as APNsRejection): handler.respond(context: context, error)

@@ -30,9 +30,13 @@ final class DeviceRegistry: Sendable {
     }
 
     private let sessions = Locked([String: Session]())
+    /// The channel subscriptions of the connected devices: where a broadcast finds its
+    /// subscribers on this node without asking the store.
+    private let subscriptions = Locked(SubscriptionIndex())
 
     /// Makes `session` the device's session; tells the one it replaces (if any) to close.
     func register(deviceID: String, session: Session) {
+        subscriptions.withLock { $0.start(deviceID: deviceID, session: session.id) }
         let previous = sessions.withLock { sessions in
             defer { sessions[deviceID] = session }
             return sessions[deviceID]
@@ -47,6 +51,31 @@ final class DeviceRegistry: Sendable {
         sessions.withLock { sessions in
             if sessions[deviceID]?.id == sessionID { sessions[deviceID] = nil }
         }
+        subscriptions.withLock { $0.end(deviceID: deviceID, session: sessionID) }
+    }
+
+    /// Indexes channel subscriptions of the device's session `sessionID` (ignored once another
+    /// session of the device took over).
+    func subscribed(_ registrations: [TokenRegistration], deviceID: String, sessionID: ObjectIdentifier) {
+        subscriptions.withLock { index in
+            for registration in registrations { index.add(registration, deviceID: deviceID, session: sessionID) }
+        }
+    }
+
+    /// The device unsubscribed from a channel.
+    func unsubscribed(scope: String, environment: PushEnvironment, deviceID: String) {
+        subscriptions.withLock { $0.remove(SubscriptionIndex.Channel(scope: scope, environment: environment), deviceID: deviceID) }
+    }
+
+    /// Hands a broadcast to every subscriber of its channel connected here, one delivery each
+    /// (their sessions skip what they have in flight or acked). Returns how many were handed.
+    @discardableResult
+    func deliver(_ broadcast: StoredBroadcast) -> Int {
+        let channel = SubscriptionIndex.Channel(scope: broadcast.subscriptionScope, environment: broadcast.environment)
+        let subscribers = subscriptions.withLock { $0.subscribers(of: channel) }
+        guard !subscribers.isEmpty else { return 0 }
+        let deliveries = subscribers.map { broadcast.delivery(to: $0.value, deviceID: $0.key) }
+        return deliveries.count - deliver(deliveries).count
     }
 
     /// Whether the device's session here is still the one with this cluster connection id.
@@ -121,4 +150,50 @@ final class DeviceRegistry: Sendable {
         let milliseconds = Int64(devices) * 1_000 / Int64(max(1, rate))
         return min(milliseconds, Int64(DeviceProtocol.maximumReconnectWithinMilliseconds))
     }
+}
+
+/// The channel subscriptions of the connected devices, by channel and by device. Each device's
+/// entries belong to its current session: a session that was replaced neither adds nor removes.
+struct SubscriptionIndex {
+    struct Channel: Hashable {
+        /// The subscriptions' stored scope (``TokenScope/channelSubscriptions(bundleID:channel:)``).
+        var scope: String
+        var environment: PushEnvironment
+    }
+
+    private var byChannel: [Channel: [String: DeviceToken]] = [:]
+    private var byDevice: [String: (session: ObjectIdentifier, channels: Set<Channel>)] = [:]
+
+    /// A session of the device starts: what an earlier one indexed goes.
+    mutating func start(deviceID: String, session: ObjectIdentifier) {
+        clear(deviceID: deviceID)
+        byDevice[deviceID] = (session, [])
+    }
+
+    /// The device's session `session` ended: its entries go, unless another session took over.
+    mutating func end(deviceID: String, session: ObjectIdentifier) {
+        guard byDevice[deviceID]?.session == session else { return }
+        clear(deviceID: deviceID)
+    }
+
+    private mutating func clear(deviceID: String) {
+        guard let entry = byDevice.removeValue(forKey: deviceID) else { return }
+        for channel in entry.channels { remove(channel, deviceID: deviceID) }
+    }
+
+    mutating func add(_ registration: TokenRegistration, deviceID: String, session: ObjectIdentifier) {
+        guard case .channel = registration.scope.kind, byDevice[deviceID]?.session == session else { return }
+        let channel = Channel(scope: registration.scope.stored, environment: registration.environment)
+        byChannel[channel, default: [:]][deviceID] = registration.token
+        byDevice[deviceID]?.channels.insert(channel)
+    }
+
+    mutating func remove(_ channel: Channel, deviceID: String) {
+        byChannel[channel]?[deviceID] = nil
+        if byChannel[channel]?.isEmpty == true { byChannel[channel] = nil }
+        byDevice[deviceID]?.channels.remove(channel)
+    }
+
+    /// The channel's subscribers: device id and subscription token.
+    func subscribers(of channel: Channel) -> [String: DeviceToken] { byChannel[channel] ?? [:] }
 }

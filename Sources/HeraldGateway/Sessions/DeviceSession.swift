@@ -33,6 +33,15 @@ struct DeviceSession {
         var topic: String
         /// The trace the push came with (tracing on): its delivery span is recorded at the ack.
         var trace: Traces.Carrier? = nil
+        /// For a broadcast's delivery (``Delivery/broadcastSeq``): the subscription it went to,
+        /// whose acked broadcast the ack moves up.
+        var subscription: DeviceToken? = nil
+
+        /// What the store records for this send once the device acked it at `now`.
+        func acked(at now: Int64) -> DeliveryEvent {
+            if let subscription { return .broadcastAcked(seq: -seq, subscription: subscription, ackedAtMilliseconds: now) }
+            return .acked(seq: seq, sentAtMilliseconds: sentAtMilliseconds, ackedAtMilliseconds: now)
+        }
     }
 
     /// What a frame from the device asks of the handler.
@@ -269,7 +278,9 @@ struct DeviceSession {
            let nextAt = throttle.take(deviceID: delivery.deviceID, topic: n.bundleID, nowMilliseconds: now) {
             return hold(delivery, until: nextAt)
         }
-        inFlight[n.id, default: []].append(Sent(seq: delivery.seq, sentAtMilliseconds: now, topic: n.bundleID, trace: n.trace))
+        inFlight[n.id, default: []].append(Sent(
+            seq: delivery.seq, sentAtMilliseconds: now, topic: n.bundleID, trace: n.trace,
+            subscription: delivery.broadcastSeq == nil ? nil : n.token))
         inFlightSeqs.insert(delivery.seq)
         return .send
     }

@@ -60,7 +60,8 @@ extension WebSocketSessionHandler {
     func leave(deviceID: String, unacked: [DeviceSession.Sent], context: ChannelHandlerContext) {
         port.registry.remove(deviceID: deviceID, sessionID: ObjectIdentifier(context.channel))
         port.cluster?.release(deviceID: deviceID, connection: connectionID)
-        port.recorder.record(unacked.map { DeliveryEvent.sent(seq: $0.seq, atMilliseconds: $0.sentAtMilliseconds) })
+        // A broadcast sent and not acked needs no record: its subscription's acked sequence says so.
+        port.recorder.record(unacked.filter { $0.subscription == nil }.map { DeliveryEvent.sent(seq: $0.seq, atMilliseconds: $0.sentAtMilliseconds) })
     }
 
     /// Flushes what ``offer(_:)`` wrote without a flush.
@@ -80,7 +81,7 @@ extension WebSocketSessionHandler {
         events.reserveCapacity(acked.count)
         for ack in acked {
             let sent = ack.sent
-            events.append(.acked(seq: sent.seq, sentAtMilliseconds: sent.sentAtMilliseconds, ackedAtMilliseconds: now))
+            events.append(sent.acked(at: now))
             port.feed.publish {
                 DeliveryFeed.Event(event: .acked, at: now, protocol: feedProtocol, apnsId: ack.apnsID.description, topic: sent.topic, device: deviceID)
             }
@@ -142,8 +143,12 @@ extension WebSocketSessionHandler {
             handler: NIOLoopBound<any DeliverySession>(self, eventLoop: context.eventLoop)))
         let store = port.store, cluster = port.cluster, connection = connectionID
         let now = port.clock.nowMilliseconds()
+        let registry = port.registry, sessionID = ObjectIdentifier(context.channel)
         run({
             try await cluster?.claim(deviceID: deviceID, connection: connection)
+            // Indexed before the load, as presence is claimed: a broadcast committed after the
+            // load finds the session here.
+            registry.subscribed(try await store.channelSubscriptions(ofDevice: deviceID), deviceID: deviceID, sessionID: sessionID)
             return try await store.pendingDeliveries(forDevice: deviceID, nowMilliseconds: now)
         }) { handler, result in
             switch result {

@@ -173,8 +173,9 @@ struct WebPushExchange {
         guard let id = NotificationID(header: text) else { return eventLoop.makeSucceededFuture(refuse(.init(404, "no such message"))) }
         let store = port.store
         let timeout = port.limits.storeTimeout
+        let now = port.clock.nowMilliseconds()
         return eventLoop.makeFutureWithTask { () async throws -> [UInt8]? in
-            try await withDeadline(timeout) { try await ReceiptReader.read(id, for: .webPush, in: store) }
+            try await withDeadline(timeout) { try await ReceiptReader.read(id, for: .webPush, in: store, nowMilliseconds: now) }
         }.map { [self] receipt -> WebPushAnswer in
             guard let bytes = receipt else { return refuse(.init(404, "no such message (or its receipt is past the retention time)")) }
             port.metrics.recordWebPushResponse(status: 200)
