@@ -59,7 +59,13 @@ public protocol ClusterStore: GatewayStore {
     /// What is held for the devices connected to `node` with a sequence number above
     /// `seqAbove` and at most `seqAtMost`, not discarded, oldest first, at most `limit` (the
     /// node's sweep for lost hints: a window of recent sequence numbers, or from 0, all of them).
+    /// A full sweep (`seqAbove` 0) includes the broadcasts the node's subscribers have not acked.
     func heldDeliveries(onNode node: String, seqAbove: Int64, seqAtMost: Int64, nowMilliseconds: Int64, limit: Int) async throws -> [Delivery]
+    /// The broadcasts numbered above `seqAbove` and at most `seqAtMost` that are still their
+    /// channel's newest and not past their time: a window sweep hands them to the node's
+    /// connected subscribers from its own index (their sessions skip what they have in flight
+    /// or acked), with no read per subscriber.
+    func broadcasts(seqAbove: Int64, seqAtMost: Int64, nowMilliseconds: Int64) async throws -> [StoredBroadcast]
     /// The newest sequence number given to a notification, 0 when none. The sweep leaves what
     /// is newer than its previous look to the hint: an age by sequence, which no node's clock
     /// (a jump, a skew between nodes) can make wrong.

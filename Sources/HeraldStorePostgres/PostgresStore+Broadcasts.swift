@@ -17,6 +17,9 @@ extension PostgresStore {
         "CREATE INDEX broadcasts_by_apns_id ON broadcasts (apns_id)",
         "ALTER TABLE device_tokens ADD COLUMN broadcast_acked_seq BIGINT NOT NULL DEFAULT 0",
         "ALTER TABLE device_tokens ADD COLUMN broadcast_acked_at_ms BIGINT",
+        // The full sweep reads the subscriptions that have not acked a channel's newest: by this
+        // index, few once the devices acked (a scan of every subscription stalled six nodes).
+        "CREATE INDEX device_tokens_by_acked_broadcast ON device_tokens (bundle_id, environment, broadcast_acked_seq)",
     ]
 
     static let broadcastColumns = """
@@ -85,15 +88,17 @@ extension PostgresStore {
             """)
     }
 
-    /// The cluster sweep's share of broadcasts: those numbered in the window, still their
+    /// The full sweep's share of broadcasts: those numbered in the window, still their
     /// channel's newest, for the subscriptions of devices connected to `node` that have not
-    /// acked them. Read from the broadcasts in the window, so its cost follows the broadcasts.
+    /// acked them: read from the broadcasts, then the unacked subscriptions by
+    /// `device_tokens_by_acked_broadcast` (the window sweeps between read the broadcasts only,
+    /// ``broadcasts(seqAbove:seqAtMost:nowMilliseconds:)``).
     func pendingBroadcasts(
         onNode node: String, seqAbove: Int64, seqAtMost: Int64, nowMilliseconds: Int64, limit: Int
     ) async throws -> [Delivery] {
         try await broadcastDeliveries("""
             SELECT t.token, t.device_id, \(unescaped: Self.broadcastColumns) FROM broadcasts b
-            JOIN device_tokens t ON t.bundle_id = b.scope AND t.environment = b.environment
+            JOIN device_tokens t ON t.bundle_id = b.scope AND t.environment = b.environment AND t.broadcast_acked_seq < b.seq
             JOIN presence p ON p.device_id = t.device_id
             WHERE b.seq > \(seqAbove) AND b.seq <= \(seqAtMost) AND b.discard_at_ms > \(nowMilliseconds)
               AND NOT EXISTS (SELECT 1 FROM broadcasts n WHERE n.scope = b.scope AND n.environment = b.environment AND n.seq > b.seq)
@@ -101,6 +106,19 @@ extension PostgresStore {
               AND b.seq > t.broadcast_acked_seq AND b.received_at_ms >= t.created_at_ms
             ORDER BY b.seq LIMIT \(Int64(max(0, limit)))
             """)
+    }
+
+    public func broadcasts(seqAbove: Int64, seqAtMost: Int64, nowMilliseconds: Int64) async throws -> [StoredBroadcast] {
+        var broadcasts: [StoredBroadcast] = []
+        for row in try await query(on: client, """
+            SELECT \(unescaped: Self.broadcastColumns) FROM broadcasts b
+            WHERE b.seq > \(seqAbove) AND b.seq <= \(seqAtMost) AND b.discard_at_ms > \(nowMilliseconds)
+              AND NOT EXISTS (SELECT 1 FROM broadcasts n WHERE n.scope = b.scope AND n.environment = b.environment AND n.seq > b.seq)
+            ORDER BY b.seq
+            """, logger: logger).decode(BroadcastRow.self) {
+            broadcasts.append(try Self.broadcast(row))
+        }
+        return broadcasts
     }
 
     private func broadcastDeliveries(_ sql: PostgresQuery) async throws -> [Delivery] {

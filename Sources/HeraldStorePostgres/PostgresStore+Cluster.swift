@@ -165,8 +165,9 @@ extension PostgresStore: ClusterStore {
     ) async throws -> [Delivery] {
         // A window of sequence numbers is read through the primary key (its rows, then their
         // tokens and presence by key); from 0, through the node's presence (every connected
-        // device's held rows by token). The planner picks by the window's size. Broadcasts in
-        // the window follow, for the node's subscribers that have not acked them.
+        // device's held rows by token). The planner picks by the window's size. A full sweep
+        // (from 0) adds the broadcasts the node's subscribers have not acked; a window's
+        // broadcasts are the node's to hand out from its own index (`broadcasts(seqAbove:…)`).
         try await deliveries("""
             SELECT \(unescaped: Self.notificationColumns), t.device_id
             FROM presence p
@@ -174,7 +175,7 @@ extension PostgresStore: ClusterStore {
             JOIN notifications n ON n.token = t.token AND n.state = 0
             WHERE p.node_id = \(node) AND n.seq > \(seqAbove) AND n.seq <= \(seqAtMost) AND n.discard_at_ms > \(nowMilliseconds)
             ORDER BY n.seq LIMIT \(Int64(max(0, limit)))
-            """) + pendingBroadcasts(onNode: node, seqAbove: seqAbove, seqAtMost: seqAtMost, nowMilliseconds: nowMilliseconds, limit: limit)
+            """) + (seqAbove > 0 ? [] : pendingBroadcasts(onNode: node, seqAbove: seqAbove, seqAtMost: seqAtMost, nowMilliseconds: nowMilliseconds, limit: limit))
     }
 
     /// The notification channel of a node (node ids are checked by ``NodeID``).

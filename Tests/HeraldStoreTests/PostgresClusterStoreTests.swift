@@ -307,3 +307,44 @@ struct PostgresClusterStoreTests {
         #expect(!PostgreSQLTestServer.isRequired || PostgreSQLTestServer.url != nil, "HERALD_REQUIRE_POSTGRES=1 but HERALD_TEST_POSTGRES_URL is not set")
     }
 }
+
+/// The cluster sweep's share of broadcasts (issue 66), against a real PostgreSQL.
+@Suite("PostgreSQL cluster store: broadcasts in the sweep", .enabled(if: PostgreSQLTestServer.url != nil || PostgreSQLTestServer.isRequired))
+struct PostgresBroadcastSweepTests {
+    let now: Int64 = 1_795_262_400_000
+
+    @Test("a window sweep reads the broadcasts only (still their channel's newest); a full sweep, the node's subscribers that have not acked its newest")
+    func sweepShare() async throws {
+        let store = try await PostgresStore.connect(try PostgresURL(try PostgreSQLTestServer.freshDatabase()), logger: Logger(label: "test"))
+        let channel = BroadcastChannelID("AAAAAAAAAAAAAAAAAAAAAA==")!
+        var subscriptions: [String: DeviceToken] = [:]
+        for device in ["d1", "d2", "d3"] {
+            let token = DeviceToken.random()
+            subscriptions[device] = token
+            try await store.registerToken(TokenRegistration(
+                token: token, scope: TokenScope(bundleID: "com.a", kind: .channel(channel.value)), environment: .development,
+                deviceID: device, createdAtMilliseconds: now - 1))
+        }
+        _ = try await store.claimPresence(deviceID: "d1", node: "a", connection: 1, atMilliseconds: now)
+        _ = try await store.claimPresence(deviceID: "d2", node: "a", connection: 2, atMilliseconds: now)
+        _ = try await store.claimPresence(deviceID: "d3", node: "b", connection: 3, atMilliseconds: now)
+        func broadcast(_ at: Int64) -> StoredBroadcast {
+            StoredBroadcast(bundleID: "com.a", channel: channel, environment: .development, id: .random(), priority: .immediate,
+                            expiration: .unspecified, payload: Array("{}".utf8), receivedAtMilliseconds: at)
+        }
+        let first = try await store.storeBroadcast(broadcast(now), policy: StorePolicy())
+        let second = try await store.storeBroadcast(broadcast(now + 1), policy: StorePolicy())
+        #expect(try await store.newestSeq() == second.seq, "the sweep's window covers broadcasts")
+        #expect(try await store.broadcasts(seqAbove: 0, seqAtMost: second.seq, nowMilliseconds: now + 2).map(\.seq) == [second.seq],
+                "only the channel's newest")
+        #expect(try await store.broadcasts(seqAbove: second.seq, seqAtMost: second.seq + 10, nowMilliseconds: now + 2).isEmpty)
+        _ = first
+
+        try await store.record([.broadcastAcked(seq: second.seq, subscription: subscriptions["d2"]!, ackedAtMilliseconds: now + 3)])
+        let full = try await store.heldDeliveries(onNode: "a", seqAbove: 0, seqAtMost: second.seq, nowMilliseconds: now + 4, limit: 100)
+        #expect(full.map(\.deviceID) == ["d1"] && full.first?.broadcastSeq == second.seq,
+                "node a's subscriber that has not acked; not d2 (acked), not d3 (on node b)")
+        #expect(try await store.heldDeliveries(onNode: "a", seqAbove: first.seq, seqAtMost: second.seq, nowMilliseconds: now + 4, limit: 100).isEmpty,
+                "a window sweep's broadcasts come from broadcasts(seqAbove:…), handed out by the node")
+    }
+}

@@ -318,6 +318,12 @@ final class ClusterNode: Sendable {
                 metrics.clusterSwept.increment(by: Int64(held.count))
                 _ = registry.deliver(held)
             }
+            if seqAbove > 0 {
+                let broadcasts = try await withDeadline(storeTimeout) {
+                    try await store.broadcasts(seqAbove: seqAbove, seqAtMost: seqAtMost, nowMilliseconds: now)
+                }
+                for broadcast in broadcasts { metrics.clusterSwept.increment(by: Int64(registry.deliver(broadcast))) }
+            }
             return true
         } catch {
             logger.warning("the cluster sweep failed", metadata: ["error": "\(error)"])
