@@ -292,6 +292,8 @@ let package = Package(
             dependencies: [
                 "HeraldCore", "HeraldStore", "HeraldStoreSQLite", "HeraldStorePostgres", "HeraldTesting", .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                // A store as an earlier schema left it (the upgrade tests).
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .testTarget(

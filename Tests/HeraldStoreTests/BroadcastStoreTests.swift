@@ -1,6 +1,9 @@
 import Foundation
+import GRDB
 import HeraldCore
 import HeraldStore
+@testable import HeraldStoreSQLite
+import HeraldTesting
 import Testing
 
 /// Broadcasts stored once (issue 66), the same from every store: one record per broadcast, an
@@ -110,5 +113,46 @@ struct BroadcastStoreTests {
         for gone in [b1, b2, timed] { #expect(try await store.broadcast(seq: gone.seq) == nil) }
         #expect(try await store.broadcast(seq: b4.seq) == b4)
         #expect(try await pending(store, "d1", at: now + 6_000).map(\.broadcastSeq) == [b4.seq])
+    }
+}
+
+/// A store an earlier Herald wrote, whose broadcasts were one copy per subscription (schema v5).
+@Suite("SQLite store: broadcasts an earlier version stored")
+struct BroadcastUpgradeTests {
+    let now: Int64 = 1_795_262_400_000
+
+    @Test("copies a v5 store held per subscription survive the migration and are delivered; new broadcasts are stored once beside them")
+    func v5CopiesKept() async throws {
+        let path = try TemporaryDirectory.make(prefix: "herald-upgrade") + "/herald.sqlite"
+        let subscription = DeviceToken.random()
+        let scope = TokenScope.channelSubscriptions(bundleID: "com.a", channel: "AAAAAAAAAAAAAAAAAAAAAA==")
+        do {
+            // The schema as v5 left it, and what v5's broadcaster wrote: the subscription's token
+            // and one held notification for it.
+            let pool = try DatabasePool(path: path)
+            try SQLiteStore.migrator.migrate(pool, upTo: "v5: broadcast channels")
+            try await pool.write { db in
+                try db.execute(sql: """
+                    INSERT INTO device_tokens (token, bundle_id, environment, device_id, created_at_ms) VALUES (?, ?, 'development', 'd1', ?)
+                    """, arguments: [Data(subscription.bytes), scope, self.now - 10])
+                try db.execute(sql: """
+                    INSERT INTO notifications (apns_id, token, bundle_id, push_type, priority, expiration, collapse_id, payload,
+                        received_at_ms, discard_at_ms, state)
+                    VALUES ('0193a8f4-0000-7000-8000-000000000001', ?, 'com.a', 'liveactivity', 10, NULL, NULL, ?, ?, ?, 0)
+                    """, arguments: [Data(subscription.bytes), Data(#"{"aps":{"event":"update","timestamp":1}}"#.utf8), self.now, self.now + 86_400_000])
+            }
+        }
+        let store = try SQLiteStore(path: path)
+        let kept = try await store.pendingDeliveries(forDevice: "d1", nowMilliseconds: now + 1)
+        #expect(kept.map(\.notification.id.description) == ["0193a8f4-0000-7000-8000-000000000001"])
+        #expect(kept.first?.broadcastSeq == nil && kept.first?.notification.token == subscription, "a held notification, as before")
+        let broadcast = try await store.storeBroadcast(StoredBroadcast(
+            bundleID: "com.a", channel: BroadcastChannelID("AAAAAAAAAAAAAAAAAAAAAA==")!, environment: .development, id: .random(),
+            priority: .immediate, expiration: .unspecified, payload: Array("{}".utf8), receivedAtMilliseconds: now + 2), policy: StorePolicy())
+        let both = try await store.pendingDeliveries(forDevice: "d1", nowMilliseconds: now + 3)
+        #expect(both.map(\.broadcastSeq) == [nil, broadcast.seq], "the old copy, then the new broadcast (stored once)")
+        try await store.record([.acked(seq: kept[0].seq, sentAtMilliseconds: now + 4, ackedAtMilliseconds: now + 4),
+                                .broadcastAcked(seq: broadcast.seq, subscription: subscription, ackedAtMilliseconds: now + 4)])
+        #expect(try await store.pendingDeliveries(forDevice: "d1", nowMilliseconds: now + 5).isEmpty)
     }
 }
