@@ -25,10 +25,10 @@ extension PostgresStore {
     static let broadcastColumns = """
         b.seq, b.bundle_id, b.channel_id, b.environment, b.apns_id, b.priority, b.expiration, b.payload, b.received_at_ms, b.discard_at_ms
         """
+    /// The condition that the broadcast `b` is still its channel's newest.
+    static let isChannelsNewest =
+        "NOT EXISTS (SELECT 1 FROM broadcasts n WHERE n.scope = b.scope AND n.environment = b.environment AND n.seq > b.seq)"
     typealias BroadcastRow = (Int64, String, String, String, String, Int16, Int64?, ByteBuffer, Int64, Int64)
-
-    /// What marks a channel subscription's stored scope.
-    static let subscriptionMarker = PushType.liveactivity.topicSuffix + "#"
 
     static func broadcast(_ row: BroadcastRow) throws -> StoredBroadcast {
         guard let id = NotificationID(header: row.4), let priority = Priority(rawValue: Int(row.5)), let channel = BroadcastChannelID(row.2) else {
@@ -68,7 +68,7 @@ extension PostgresStore {
         var registrations: [TokenRegistration] = []
         for row in try await query(on: client, """
             SELECT \(unescaped: Self.registrationColumns) FROM device_tokens
-            WHERE device_id = \(deviceID) AND unregistered_at_ms IS NULL AND strpos(bundle_id, \(Self.subscriptionMarker)) > 0
+            WHERE device_id = \(deviceID) AND unregistered_at_ms IS NULL AND strpos(bundle_id, \(TokenScope.channelSubscriptionMarker)) > 0
             ORDER BY created_at_ms
             """, logger: logger).decode(RegistrationRow.self) {
             registrations.append(try Self.registration(row))
@@ -82,7 +82,7 @@ extension PostgresStore {
             SELECT t.token, t.device_id, \(unescaped: Self.broadcastColumns) FROM device_tokens t
             CROSS JOIN LATERAL (
                 SELECT * FROM broadcasts WHERE scope = t.bundle_id AND environment = t.environment ORDER BY seq DESC LIMIT 1) b
-            WHERE t.device_id = \(deviceID) AND t.unregistered_at_ms IS NULL AND strpos(t.bundle_id, \(Self.subscriptionMarker)) > 0
+            WHERE t.device_id = \(deviceID) AND t.unregistered_at_ms IS NULL AND strpos(t.bundle_id, \(TokenScope.channelSubscriptionMarker)) > 0
               AND b.seq > t.broadcast_acked_seq AND b.received_at_ms >= t.created_at_ms AND b.discard_at_ms > \(nowMilliseconds)
             ORDER BY b.seq
             """)
@@ -101,7 +101,7 @@ extension PostgresStore {
             JOIN device_tokens t ON t.bundle_id = b.scope AND t.environment = b.environment AND t.broadcast_acked_seq < b.seq
             JOIN presence p ON p.device_id = t.device_id
             WHERE b.seq > \(seqAbove) AND b.seq <= \(seqAtMost) AND b.discard_at_ms > \(nowMilliseconds)
-              AND NOT EXISTS (SELECT 1 FROM broadcasts n WHERE n.scope = b.scope AND n.environment = b.environment AND n.seq > b.seq)
+              AND \(unescaped: Self.isChannelsNewest)
               AND p.node_id = \(node) AND t.unregistered_at_ms IS NULL
               AND b.seq > t.broadcast_acked_seq AND b.received_at_ms >= t.created_at_ms
             ORDER BY b.seq LIMIT \(Int64(max(0, limit)))
@@ -113,7 +113,7 @@ extension PostgresStore {
         for row in try await query(on: client, """
             SELECT \(unescaped: Self.broadcastColumns) FROM broadcasts b
             WHERE b.seq > \(seqAbove) AND b.seq <= \(seqAtMost) AND b.discard_at_ms > \(nowMilliseconds)
-              AND NOT EXISTS (SELECT 1 FROM broadcasts n WHERE n.scope = b.scope AND n.environment = b.environment AND n.seq > b.seq)
+              AND \(unescaped: Self.isChannelsNewest)
             ORDER BY b.seq
             """, logger: logger).decode(BroadcastRow.self) {
             broadcasts.append(try Self.broadcast(row))

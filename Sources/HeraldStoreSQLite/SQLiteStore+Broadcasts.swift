@@ -26,9 +26,6 @@ extension SQLiteStore {
         ALTER TABLE device_tokens ADD COLUMN broadcast_acked_at_ms INTEGER;
         """
 
-    /// What marks a channel subscription's stored scope.
-    static let subscriptionMarker = PushType.liveactivity.topicSuffix + "#"
-
     public func storeBroadcast(_ broadcast: StoredBroadcast, policy: StorePolicy) async throws -> StoredBroadcast {
         try await pool.write { db in
             try db.cachedStatement(sql: """
@@ -74,7 +71,7 @@ extension SQLiteStore {
                 SELECT bundle_id, environment, device_id, created_at_ms, unregistered_at_ms, expired_at_ms, token
                 FROM device_tokens WHERE device_id = ? AND unregistered_at_ms IS NULL AND instr(bundle_id, ?) > 0
                 ORDER BY created_at_ms
-                """), arguments: [deviceID, Self.subscriptionMarker])
+                """), arguments: [deviceID, TokenScope.channelSubscriptionMarker])
             return try rows.map { row in
                 let data: Data = row[6]
                 guard let token = DeviceToken(bytes: Array(data)) else { throw StoreError(.corrupt, "device \(deviceID) has an invalid token") }
@@ -93,7 +90,7 @@ extension SQLiteStore {
             WHERE t.device_id = ? AND t.unregistered_at_ms IS NULL AND instr(t.bundle_id, ?) > 0
               AND b.seq > t.broadcast_acked_seq AND b.received_at_ms >= t.created_at_ms AND b.discard_at_ms > ?
             ORDER BY b.seq
-            """), arguments: [deviceID, subscriptionMarker, nowMilliseconds])
+            """), arguments: [deviceID, TokenScope.channelSubscriptionMarker, nowMilliseconds])
         return try rows.map { row in
             let data: Data = row["subscription"]
             guard let token = DeviceToken(bytes: Array(data)) else { throw StoreError(.corrupt, "device \(deviceID) has an invalid token") }

@@ -46,7 +46,7 @@ public struct TokenScope: Sendable, Hashable {
         case .app: bundleID
         case .pushToStart: bundleID + marker
         case .activity(let id): bundleID + marker + "/" + id
-        case .channel(let id): bundleID + marker + "#" + id
+        case .channel(let id): bundleID + Self.channelSubscriptionMarker + id
         case .webPush(let channel, let key): bundleID + Self.webPushMarker + channel + (key.map { "/" + $0 } ?? "")
         case .widgets: bundleID + PushType.widgets.topicSuffix
         case .pushKit(let kind): bundleID + Self.pushKitMarker + kind.rawValue
@@ -59,6 +59,10 @@ public struct TokenScope: Sendable, Hashable {
 
     /// What separates the app from the channel in a Web Push subscription's stored form.
     static let webPushMarker = ".push-type.webpush/"
+
+    /// What every channel subscription's stored form holds between the app and the channel id
+    /// (the stores find a device's subscriptions by it).
+    public static let channelSubscriptionMarker = PushType.liveactivity.topicSuffix + "#"
 
     /// The stored form of every subscription to a channel (the tokens a broadcast goes to).
     public static func channelSubscriptions(bundleID: String, channel: String) -> String {
