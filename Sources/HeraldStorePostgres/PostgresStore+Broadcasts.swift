@@ -17,9 +17,15 @@ extension PostgresStore {
         "CREATE INDEX broadcasts_by_apns_id ON broadcasts (apns_id)",
         "ALTER TABLE device_tokens ADD COLUMN broadcast_acked_seq BIGINT NOT NULL DEFAULT 0",
         "ALTER TABLE device_tokens ADD COLUMN broadcast_acked_at_ms BIGINT",
-        // The full sweep reads the subscriptions that have not acked a channel's newest: by this
-        // index, few once the devices acked (a scan of every subscription stalled six nodes).
-        "CREATE INDEX device_tokens_by_acked_broadcast ON device_tokens (bundle_id, environment, broadcast_acked_seq)",
+    ]
+
+    /// Migration 4: no index on the acked sequence (the first version of migration 3 made one).
+    /// An ack then updates no indexed column, so PostgreSQL can update the subscription's row in
+    /// place (a HOT update: no new index entries), and pages keep room for it. The full sweep
+    /// finds the unacked subscriptions through the node's presence instead.
+    static let broadcastAcksInPlace = [
+        "DROP INDEX IF EXISTS device_tokens_by_acked_broadcast",
+        "ALTER TABLE device_tokens SET (fillfactor = 90)",
     ]
 
     static let broadcastColumns = """
@@ -90,19 +96,19 @@ extension PostgresStore {
 
     /// The full sweep's share of broadcasts: those numbered in the window, still their
     /// channel's newest, for the subscriptions of devices connected to `node` that have not
-    /// acked them: read from the broadcasts, then the unacked subscriptions by
-    /// `device_tokens_by_acked_broadcast` (the window sweeps between read the broadcasts only,
-    /// ``broadcasts(seqAbove:seqAtMost:nowMilliseconds:)``).
+    /// acked them, read from the node's presence (as the sweep's notifications are) and each
+    /// subscription by its device. No index on the acked sequence: an ack stays an in-place
+    /// update (``broadcastAcksInPlace``). The window sweeps between read the broadcasts only
+    /// (``broadcasts(seqAbove:seqAtMost:nowMilliseconds:)``).
     func pendingBroadcasts(
         onNode node: String, seqAbove: Int64, seqAtMost: Int64, nowMilliseconds: Int64, limit: Int
     ) async throws -> [Delivery] {
         try await broadcastDeliveries("""
-            SELECT t.token, t.device_id, \(unescaped: Self.broadcastColumns) FROM broadcasts b
-            JOIN device_tokens t ON t.bundle_id = b.scope AND t.environment = b.environment AND t.broadcast_acked_seq < b.seq
-            JOIN presence p ON p.device_id = t.device_id
-            WHERE b.seq > \(seqAbove) AND b.seq <= \(seqAtMost) AND b.discard_at_ms > \(nowMilliseconds)
+            SELECT t.token, t.device_id, \(unescaped: Self.broadcastColumns) FROM presence p
+            JOIN device_tokens t ON t.device_id = p.device_id AND t.unregistered_at_ms IS NULL
+            JOIN broadcasts b ON b.scope = t.bundle_id AND b.environment = t.environment
+            WHERE p.node_id = \(node) AND b.seq > \(seqAbove) AND b.seq <= \(seqAtMost) AND b.discard_at_ms > \(nowMilliseconds)
               AND \(unescaped: Self.isChannelsNewest)
-              AND p.node_id = \(node) AND t.unregistered_at_ms IS NULL
               AND b.seq > t.broadcast_acked_seq AND b.received_at_ms >= t.created_at_ms
             ORDER BY b.seq LIMIT \(Int64(max(0, limit)))
             """)

@@ -323,6 +323,7 @@ public final class PostgresStore: GatewayStore, Sendable {
         // One row per broadcast (issue 66); copies stored per subscription by earlier versions
         // stay notifications, delivered as before.
         (3, "broadcasts stored once", PostgresStore.broadcastsSchema),
+        (4, "acks of broadcasts updated in place", PostgresStore.broadcastAcksInPlace),
     ]
 
     /// An arbitrary constant: the advisory lock every node takes to migrate.
