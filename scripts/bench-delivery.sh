@@ -24,19 +24,21 @@ HERALD=$(scripts/bench-build.sh)
 WORK=$(mktemp -d /tmp/herald-bench-delivery.XXXXXX)
 GW=
 start_gateway() {
-    "$HERALD" gateway --data-dir "$WORK/data" --provider-port 0 --device-port 0 --host 127.0.0.1 \
+    "$HERALD" gateway --data-dir "$WORK/data" --provider-port 0 --device-port 0 --admin-port 0 --host 127.0.0.1 \
         --token-burst 0 --durability "$DURABILITY" --log-level error \
         --device-connections-per-address 50000 --handshake-timeout 60 > "$WORK/gateway.json" &
     GW=$!
     wait_for_start "$WORK/gateway.json" $GW
     PORT=$(field "$WORK/gateway.json" provider_port)
     DPORT=$(field "$WORK/gateway.json" device_port)
+    APORT=$(field "$WORK/gateway.json" admin_port)
 }
 trap 'kill $GW 2>/dev/null || true' EXIT
 
 start_gateway
 "$HERALD" bench delivery --data-dir "$WORK/data" --url "https://127.0.0.1:$PORT" --gateway "wss://localhost:$DPORT" \
-    --ca "$WORK/data/tls/ca.pem" --devices "$DEVICES" --connections 4 --requests "$REQUESTS" --gateway-pid "$GW"
+    --ca "$WORK/data/tls/ca.pem" --devices "$DEVICES" --connections 4 --requests "$REQUESTS" --gateway-pid "$GW" \
+    --admin "http://127.0.0.1:$APORT"
 
 # Memory per idle device, on a fresh gateway.
 kill $GW; wait $GW 2>/dev/null || true

@@ -19,7 +19,7 @@ BUILD_ONLY=0
 SECONDS_PER_TARGET=${1:-30}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(provider-token provider-request device-frames remote-content agent-line rest-body plan-file sound-file dbus-stream live-activity broadcast-request announcement-journal query-string webpush-request webpush-body browser-push-frames declarative-push webpush-stored dbus-unifiedpush focus-settings config-file backup-manifest traceparent standard-url)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(provider-token provider-request device-frames remote-content agent-line rest-body plan-file sound-file dbus-stream live-activity broadcast-request announcement-journal query-string webpush-request webpush-body browser-push-frames declarative-push webpush-stored dbus-unifiedpush focus-settings config-file backup-manifest traceparent standard-url metrics-exposition)
 BUILD=${HERALD_FUZZ_BUILD:-release}
 case "$BUILD" in release|debug) ;; *) echo "HERALD_FUZZ_BUILD is release or debug, not $BUILD" >&2; exit 2 ;; esac
 BUILD_FLAGS=(-c "$BUILD" --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address --scratch-path "${HERALD_FUZZ_SCRATCH:-.build}")

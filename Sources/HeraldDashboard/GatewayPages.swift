@@ -34,7 +34,7 @@ public enum GatewayPages {
         <div class="graphs">
         <div><canvas class="graph" id="throughput" data-series="herald_pushes_accepted_total,herald_device_deliveries_total,herald_device_acks_total" data-labels="accepted/s,sent to devices/s,acked/s"></canvas>
         <div class="legend" id="throughput-legend"></div></div>
-        <div><canvas class="graph" id="latency" data-histograms="herald_intake_commit_seconds,herald_device_ack_seconds" data-labels="commit p50,commit p99,device ack p50,device ack p99"></canvas>
+        <div><canvas class="graph" id="latency" data-histograms="herald_intake_commit_seconds,herald_intake_answer_seconds,herald_device_ack_seconds" data-labels="commit p50,commit p99,answer p50,answer p99,device ack p50,device ack p99"></canvas>
         <div class="legend" id="latency-legend"></div></div>
         </div>
         <p class="muted">From this gateway's <a href="/metrics">/metrics</a>, read every 2 s by this page; latency in milliseconds (a store commit of one batch; a notification written to its device until its ack).</p>

@@ -35,6 +35,7 @@ public enum FuzzTargets {
         "backup-manifest": backupManifest,
         "traceparent": traceparent,
         "standard-url": standardURL,
+        "metrics-exposition": metricsExposition,
     ]
 
     /// A `--config FILE.yaml` as the long-running commands read it, against a set of keys like
@@ -49,6 +50,21 @@ public enum FuzzTargets {
             precondition(keys[key] != nil, "a key the command does not take was accepted")
             precondition(setting.values.count == 1 || keys[key]?.repeating == true, "a list was accepted for a single value")
             precondition(setting.line >= 1, "a setting without its line")
+        }
+    }
+
+    /// A gateway's `/metrics` as `herald bench delivery --admin` reads it: every histogram read
+    /// has its buckets, a reading compared with itself holds nothing, and a quantile always has
+    /// an answer.
+    @Sendable public static func metricsExposition(_ data: [UInt8]) {
+        let histograms = LatencyHistograms(exposition: String(decoding: data, as: UTF8.self))
+        for name in histograms.buckets.keys {
+            let step = histograms.since(histograms, name)
+            precondition(step.buckets.count == histograms.buckets[name]?.count, "a histogram lost buckets")
+            precondition(step.buckets.allSatisfy { $0.count == 0 }, "a reading against itself counted something")
+            precondition(!step.bound(0.99).isEmpty, "a quantile without an answer")
+            let fromNothing = histograms.since(LatencyHistograms(exposition: ""), name)
+            for quantile in [0.0, 0.5, 0.99, 1.0] { precondition(!fromNothing.bound(quantile).isEmpty, "a quantile without an answer") }
         }
     }
 

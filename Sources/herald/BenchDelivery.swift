@@ -59,6 +59,11 @@ struct BenchDelivery: AsyncParsableCommand {
     @Option(help: "The gateway's process id (for its resident memory).")
     var gatewayPid: Int32?
 
+    @Option(help: ArgumentHelp(
+        "The gateway's admin port: step 3 then also prints the gateway's own histograms of the paced pushes (its /metrics).",
+        valueName: "http://HOST:PORT"))
+    var admin: String?
+
     static let topic = "com.example.delivery"
 
     func run() async throws {
@@ -122,6 +127,8 @@ struct BenchDelivery: AsyncParsableCommand {
         }
 
         let target = min(delivery.rate, endToEnd) * pace
+        let metrics = try admin.map { try AdminPortRequest(admin: $0) }
+        let metricsBefore = try await metrics?.histograms()
         fleet.resetLatencies()
         let paced = try await sender.send(count: requests, rate: target)
         let pacedAll = await fleet.waitForDeliveries(atLeast: paced.ok, perDevice: false, timeout: .seconds(120))
@@ -133,6 +140,16 @@ struct BenchDelivery: AsyncParsableCommand {
         // device's read.
         print(String(format: "   of which send -> 200 (stream read, admission, batch wait, commit, answer): p50 %.1f ms, p99 %.1f ms",
                      paced.latency(0.5), paced.latency(0.99)))
+        if let metrics, let metricsBefore {
+            let after = try await metrics.histograms()
+            let answer = after.since(metricsBefore, "herald_intake_answer_seconds")
+            let commit = after.since(metricsBefore, "herald_intake_commit_seconds")
+            let ack = after.since(metricsBefore, "herald_device_ack_seconds")
+            // Bucket bounds: the quantile is at most this (the histograms' buckets are 1, 2, 5, 10, 20, 50 ms…).
+            print("   in the gateway (its histograms, quantiles as bucket bounds): intake to answer (batch wait, commit, hop back) "
+                + "p50 ≤ \(answer.bound(0.5)) ms, p99 ≤ \(answer.bound(0.99)) ms; commit p99 ≤ \(commit.bound(0.99)) ms over \(commit.count) batches; "
+                + "written on the device's connection to its ack p99 ≤ \(ack.bound(0.99)) ms")
+        }
         await fleet.stop()
         for pusher in pushers { await pusher.close() }
     }
@@ -414,5 +431,3 @@ final class Fleet: Sendable {
         for task in tasks { await task.value }
     }
 }
-
-

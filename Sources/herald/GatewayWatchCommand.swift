@@ -3,7 +3,6 @@ import Foundation
 import HeraldCore
 import NIOCore
 import NIOHTTP1
-import NIOPosix
 
 /// `herald gateway watch`: follows the admin port's live feed (`GET /v1/events`) and prints one
 /// line per event, until interrupted or the gateway goes away.
@@ -28,10 +27,12 @@ struct GatewayWatchCommand: AsyncParsableCommand {
     @Flag(help: "Print each event's JSON instead of a line of text.")
     var json = false
 
+    func validate() throws {
+        _ = try AdminPortRequest(admin: admin)
+    }
+
     func run() async throws {
-        guard let url = URLComponents(string: admin), url.scheme == "http", let host = url.host, let port = url.port else {
-            throw ValidationError("--admin must be http://HOST:PORT (the gateway's --admin-port), not \(admin)")
-        }
+        let request = try AdminPortRequest(admin: admin)
         var path = "/v1/events"
         if let topic {
             guard DeviceProtocol.isValidTopic(topic) else { throw ValidationError("--topic \"\(topic)\" is not a bundle id") }
@@ -41,24 +42,12 @@ struct GatewayWatchCommand: AsyncParsableCommand {
         let json = self.json
         let channel: Channel
         do {
-            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                        try channel.pipeline.syncOperations.addHandler(FeedPrinter(json: json, failure: failure))
-                    }
-                }
-                .connect(host: host, port: port).get()
+            channel = try await request.send(path, headers: [("accept", "text/event-stream")]) { FeedPrinter(json: json, failure: failure) }
         } catch {
             // Not a usage error: the flags are fine, the gateway is not there.
-            printError("herald: cannot reach the admin port at \(admin) (\(error)); is the gateway running with --admin-port \(port)?")
+            printError("herald: \(error); is the gateway running with --admin-port \(request.port)?")
             throw ExitCode(1)
         }
-        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path)
-        head.headers.add(name: "host", value: "\(host):\(port)")
-        head.headers.add(name: "accept", value: "text/event-stream")
-        channel.write(HTTPClientRequestPart.head(head), promise: nil)
-        try await channel.writeAndFlush(HTTPClientRequestPart.end(nil)).get()
         try await channel.closeFuture.get()
         if let failure = failure.withLock({ $0 }) {
             printError("herald: \(failure)")

@@ -64,6 +64,8 @@ struct DashboardTests {
         let metrics = try await Self.get(admin + "/metrics")
         #expect(metrics.body.contains(#"herald_intake_commit_seconds_bucket{le="+Inf"} "#))
         #expect(metrics.body.contains("herald_device_ack_seconds_count 0"))
+        // The one push sent above, from the intake to its answer.
+        #expect(metrics.body.contains("herald_intake_answer_seconds_count 1\n"))
         try await gateway.stop()
     }
 

@@ -185,10 +185,10 @@ struct StoreTests {
         #expect(try await issue("com.c") != other)
     }
 
-    func deviceToken(_ store: any GatewayStore, device: String = "dev1", bundle: String = "com.a") async throws -> DeviceToken {
+    func deviceToken(_ store: any GatewayStore, device: String = "dev1", bundle: String = "com.a", token: DeviceToken = .random()) async throws -> DeviceToken {
         _ = try await store.deviceConnected(id: device, publicKey: Array(repeating: 1, count: 64), atMilliseconds: now)
         return try await store.issueToken(TokenRegistration(
-            token: .random(), scope: TokenScope(stored: bundle), environment: .development, deviceID: device, createdAtMilliseconds: now), maximumActivePerDevice: 256).token
+            token: token, scope: TokenScope(stored: bundle), environment: .development, deviceID: device, createdAtMilliseconds: now), maximumActivePerDevice: 256).token
     }
 
     @Test("delivery: pending in order, acks, receipts with every status", arguments: Kind.available)
@@ -236,6 +236,34 @@ struct StoreTests {
         _ = try await store.sweep(nowMilliseconds: now + deep.maximumStorageMilliseconds + 20, retainFinishedUntil: now + deep.maximumStorageMilliseconds + 11)
         #expect(try await store.receipts(of: n2.id).isEmpty)
         _ = seq1
+    }
+
+    @Test("Apple's policy (one waits per app): the newest replaces what waits unsent, not what was sent, nor a token sharing its first bytes", arguments: Kind.available)
+    func oneWaitsPerApp(kind: Kind) async throws {
+        let store = try await kind.make()
+        // Two tokens alike in their first eight bytes (SQLite's held index shares one list for them).
+        let prefix = Array(DeviceToken.random().bytes.prefix(8))
+        let a = try await deviceToken(store, device: "dev1", token: try #require(DeviceToken(bytes: prefix + Array(repeating: 1, count: 24))))
+        let b = try await deviceToken(store, device: "dev2", token: try #require(DeviceToken(bytes: prefix + Array(repeating: 2, count: 24))))
+        let n1 = notification(a, "1"), n2 = notification(b, "2")
+        _ = try await store.accept([n1, n2], policy: .default, environment: .development, nowMilliseconds: now)
+        _ = try await store.accept([notification(a, "3")], policy: .default, environment: .development, nowMilliseconds: now + 1)
+        func waiting(_ device: String, at time: Int64) async throws -> [String] {
+            try await store.pendingDeliveries(forDevice: device, nowMilliseconds: time).map { String(decoding: $0.notification.payload, as: UTF8.self) }
+        }
+        #expect(try await waiting("dev1", at: now + 2) == ["3"])
+        #expect(try await waiting("dev2", at: now + 2) == ["2"], "the other token's notification is not replaced")
+        #expect(try await store.receipts(of: n1.id).first?.events.map(\.status) == [.accepted, .stored, .replaced])
+        // Sent, not acked: it stays (at least once), and the newest waits beside it.
+        let sent = try #require(try await store.pendingDeliveries(forDevice: "dev1", nowMilliseconds: now + 3).first)
+        try await store.record([.sent(seq: sent.seq, atMilliseconds: now + 3)])
+        _ = try await store.accept([notification(a, "4")], policy: .default, environment: .development, nowMilliseconds: now + 4)
+        #expect(try await waiting("dev1", at: now + 5) == ["3", "4"])
+        // Acked: gone from the index's view; the next one replaces only "4".
+        try await store.record([.acked(seq: sent.seq, sentAtMilliseconds: now + 3, ackedAtMilliseconds: now + 6)])
+        _ = try await store.accept([notification(a, "5"), notification(b, "6")], policy: .default, environment: .development, nowMilliseconds: now + 7)
+        #expect(try await waiting("dev1", at: now + 8) == ["5"])
+        #expect(try await waiting("dev2", at: now + 8) == ["6"])
     }
 
     @Test("feedback: unregistered tokens and inactive devices, read and cleared", arguments: Kind.available)

@@ -1602,7 +1602,7 @@ _herald_bench_delivery() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--data-dir --database --url --gateway --ca --devices --connections --streams --requests --pace --idle-devices --gateway-pid)
+    non_repeating_options=(--data-dir --database --url --gateway --ca --devices --connections --streams --requests --pace --idle-devices --gateway-pid --admin)
     __herald_offer_flags_options 0
 
     # Offer option value completions
@@ -1641,6 +1641,9 @@ _herald_bench_delivery() {
         return
         ;;
     '--gateway-pid')
+        return
+        ;;
+    '--admin')
         return
         ;;
     esac

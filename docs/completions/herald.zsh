@@ -1067,6 +1067,7 @@ _herald_bench_delivery() {
         '--pace[The paced step'\''s rate, as a fraction of the delivery rate of step 2.]:pace:'
         '--idle-devices[Only measure memory\: connect this many idle devices (needs --gateway-pid).]:idle-devices:'
         '--gateway-pid[The gateway'\''s process id (for its resident memory).]:gateway-pid:'
+        '--admin[The gateway'\''s admin port\: step 3 then also prints the gateway'\''s own histograms of the paced pushes (its /metrics).]:http\://HOST\:PORT:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )

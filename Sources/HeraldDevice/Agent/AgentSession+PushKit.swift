@@ -39,9 +39,12 @@ extension AgentSession {
             }
             guard case .bool(let video)? = m["video"] ?? .bool(false) else { throw RuntimeError("\"video\" must be true or false") }
             try await runtime.reportIncomingCall(app: app, IncomingCall(uuid: uuid, handle: handle, caller: caller, video: video))
+            // CallKit's completion carries an error or nothing: a call report changes no token.
+            return [:]
         case "endCall":
             guard case .string(let uuid)? = m["call"] else { throw RuntimeError("endCall needs \"call\": the call's UUID") }
             try await runtime.endCall(app: app, uuid: uuid)
+            return [:]
         default:
             throw RuntimeError("unknown op \"\(op)\"")
         }

@@ -219,13 +219,17 @@ final class ProviderPortStream: HTTP2TableStream {
             priority: pushHeaders.priority, expiration: pushHeaders.expiration, collapseID: pushHeaders.collapseID,
             payload: bytes, receivedAtMilliseconds: now)
         // Traced: the delivery joins this request's trace; the commit is a span of its own.
+        let intakeMetrics = port.metrics
         let commit = span.map { span in
             notification.trace = Traces.carrier(of: span.context)
             return InstrumentationSystem.tracer.startSpan("intake.commit", context: span.context)
         }
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        // Measured for the metrics only (a duration, not a time the logic reads).
+        let submitted = ContinuousClock.now
         port.intake.submit(notification, on: context.eventLoop).whenComplete { result in
             commit?.end()
+            intakeMetrics.intakeAnswerSeconds.record(ContinuousClock.now - submitted)
             let (handler, context) = loopBound.value
             switch result {
             case .success(.stored), .success(.discarded): handler.respondOK(context: context)

@@ -975,30 +975,14 @@ public enum AgentAnswer {
         }
     }
 
-    /// the answer to reportIncomingCall (docs/device-agent.md): the app's PushKit tokens now, by kind
+    /// the answer to reportIncomingCall (docs/device-agent.md): the call's report taken (CallKit's completion carries only an error)
     public struct ReportIncomingCall: Decodable, Sendable, Hashable {
-        public var tokens: [String: AgentJSON]
-
-        public init(tokens: [String: AgentJSON]) {
-            self.tokens = tokens
-        }
-
-        enum CodingKeys: String, CodingKey {
-            case tokens
-        }
+        public init() {}
     }
 
-    /// the answer to endCall (docs/device-agent.md): the app's PushKit tokens now, by kind
+    /// the answer to endCall (docs/device-agent.md): the call is over (CallKit's completion carries only an error)
     public struct EndCall: Decodable, Sendable, Hashable {
-        public var tokens: [String: AgentJSON]
-
-        public init(tokens: [String: AgentJSON]) {
-            self.tokens = tokens
-        }
-
-        enum CodingKeys: String, CodingKey {
-            case tokens
-        }
+        public init() {}
     }
 }
 

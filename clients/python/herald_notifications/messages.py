@@ -290,11 +290,11 @@ JoinChannelAnswer = TypedDict("JoinChannelAnswer", {"id": Any, "ok": Literal[Tru
 # the answer to leaveChannel (docs/device-agent.md): the app's PushKit tokens now, by kind
 LeaveChannelAnswer = TypedDict("LeaveChannelAnswer", {"id": Any, "ok": Literal[True], "tokens": dict[str, Any]})
 
-# the answer to reportIncomingCall (docs/device-agent.md): the app's PushKit tokens now, by kind
-ReportIncomingCallAnswer = TypedDict("ReportIncomingCallAnswer", {"id": Any, "ok": Literal[True], "tokens": dict[str, Any]})
+# the answer to reportIncomingCall (docs/device-agent.md): the call's report taken (CallKit's completion carries only an error)
+ReportIncomingCallAnswer = TypedDict("ReportIncomingCallAnswer", {"id": Any, "ok": Literal[True]})
 
-# the answer to endCall (docs/device-agent.md): the app's PushKit tokens now, by kind
-EndCallAnswer = TypedDict("EndCallAnswer", {"id": Any, "ok": Literal[True], "tokens": dict[str, Any]})
+# the answer to endCall (docs/device-agent.md): the call is over (CallKit's completion carries only an error)
+EndCallAnswer = TypedDict("EndCallAnswer", {"id": Any, "ok": Literal[True]})
 
 # the willPresent callback (docs/device-agent.md)
 WillPresentCallback = TypedDict("WillPresentCallback", {"event": Literal["willPresent"], "notification": DeliveredNotification, "callback": int})
