@@ -29,7 +29,9 @@
 #   scale: PostgreSQL: N presence rows, sweep over all connected devices T ms, database size S MiB
 #   scale: node killed: its N devices connected again to the others in T s, pushes answered 200 lost L
 #
-# (the last node is SIGKILLed, and a push to every device is sent through the others meanwhile).
+# (the last node is SIGKILLed, and a push to every device is sent through the others meanwhile;
+# lost counts the devices connected at the end without theirs, less the pushes refused: a device
+# not connected at the end has its push held).
 #
 # An A/B of a gateway change: HERALD_BENCH_GATEWAY=/path/to/other/herald runs the gateway (or the
 # nodes) from that build, measured by this build's driver and generators.

@@ -28,12 +28,17 @@ public final class PostgresStore: GatewayStore, Sendable {
         /// Pushes, deliveries, registrations: everything but the cluster's own bookkeeping.
         var client: PostgresClient
         /// The node's lease, reaping and the health probe: a lane of their own (two
-        /// connections), so that a lease is never lost, nor a node reported down, because its
-        /// data traffic fills the main pool.
+        /// connections on ``controlLoop``), so that a lease is never lost, nor a node reported
+        /// down, because its data traffic fills the main pool or its event loops.
         var control: PostgresClient
         var runner: Task<Void, Never>
     }
     private let pool: Locked<Pool>
+    /// The control lane's own event loop thread. On NIO's shared loops, the lease's answer
+    /// waited behind everything else those loops had to do: in a broadcast to 100,000 devices on
+    /// six nodes (`scripts/bench-scale.sh --nodes 6 100000`) two nodes' renewals went unanswered
+    /// for 3.3 s while PostgreSQL ran them in under a second, and the nodes fenced themselves.
+    private let controlLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     /// The pool queries go through now.
     var client: PostgresClient { pool.withLock { $0.client } }
     /// The pool of the cluster's bookkeeping and the health probe.
@@ -65,7 +70,7 @@ public final class PostgresStore: GatewayStore, Sendable {
         clientConfiguration = configuration
         listenerConfiguration = Self.connectionConfiguration(url, tls: connectionTLS)
         let (started, signal) = AsyncStream<Void>.makeStream()
-        pool = Locked(Self.makePool(configuration, logger: logger) { signal.finish() })
+        pool = Locked(Self.makePool(configuration, controlLoop: controlLoop, logger: logger) { signal.finish() })
         self.started = started
     }
 
@@ -147,13 +152,14 @@ public final class PostgresStore: GatewayStore, Sendable {
 
     /// Two pools on one configuration, and the task running both (`started` runs first).
     private static func makePool(
-        _ configuration: PostgresClient.Configuration, logger: Logger, started: @escaping @Sendable () -> Void = {}
+        _ configuration: PostgresClient.Configuration, controlLoop: any EventLoopGroup, logger: Logger,
+        started: @escaping @Sendable () -> Void = {}
     ) -> Pool {
         var controlConfiguration = configuration
         controlConfiguration.options.maximumConnections = 2
         controlConfiguration.options.additionalStartupParameters = controlSessionSettings
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        let control = PostgresClient(configuration: controlConfiguration, backgroundLogger: logger)
+        let control = PostgresClient(configuration: controlConfiguration, eventLoopGroup: controlLoop, backgroundLogger: logger)
         let runner = Task { [client, control] in
             started()
             await withDiscardingTaskGroup { group in
@@ -210,6 +216,7 @@ public final class PostgresStore: GatewayStore, Sendable {
         let runner = pool.withLock { $0.runner }
         runner.cancel()
         await runner.value
+        try? await controlLoop.shutdownGracefully()
     }
 
     /// Opens a connection of its own (outside the pool, 5 s to connect), optionally runs
@@ -253,7 +260,7 @@ public final class PostgresStore: GatewayStore, Sendable {
             logger.notice("the database does not answer a connection of its own either", metadata: ["error": "\(Self.explain(error))"])
             return
         }
-        let fresh = Self.makePool(clientConfiguration, logger: logger)
+        let fresh = Self.makePool(clientConfiguration, controlLoop: controlLoop, logger: logger)
         let old = pool.withLock { pool in
             defer { pool = fresh }
             return pool

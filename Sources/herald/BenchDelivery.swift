@@ -276,16 +276,18 @@ final class Fleet: Sendable {
     private let tasks: [Task<Void, Never>]
     /// What the devices received, counted from their first connection: a notification the gateway
     /// had stored arrives before the whole fleet is up and must be counted too.
-    private let received: Locked<Received>
+    let received: Locked<Received>
     typealias Received = (count: Int, perDevice: [Int], latencies: [UInt64], first: UInt64, last: UInt64)
     /// Devices whose connection was authenticated again after the fleet was up (reconnections).
     let reconnected: Locked<Set<Int>>
     /// Connections that ended or attempts that failed, counted by why.
     let disconnectionReasons: Locked<[String: Int]>
+    /// Which devices have an authenticated connection now.
+    let online: Locked<[Bool]>
 
     private init(
         identities: [DeviceIdentity], tokens: [DeviceToken], connections: [DeviceConnection], tasks: [Task<Void, Never>],
-        received: Locked<Received>, reconnected: Locked<Set<Int>>, disconnectionReasons: Locked<[String: Int]>
+        received: Locked<Received>, reconnected: Locked<Set<Int>>, disconnectionReasons: Locked<[String: Int]>, online: Locked<[Bool]>
     ) {
         self.identities = identities
         self.tokens = tokens
@@ -294,6 +296,7 @@ final class Fleet: Sendable {
         self.received = received
         self.reconnected = reconnected
         self.disconnectionReasons = disconnectionReasons
+        self.online = online
     }
 
     static func connect(count: Int, host: String, port: Int, tls: NIOSSLContext, logger: Logger) async throws -> Fleet {
@@ -317,6 +320,7 @@ final class Fleet: Sendable {
         let received = Locked<Received>((count: 0, perDevice: Array(repeating: 0, count: identities.count), latencies: [], first: 0, last: 0))
         let disconnectionReasons = Locked([String: Int]())
         let reconnected = Locked(Set<Int>())
+        let online = Locked([Bool](repeating: false, count: identities.count))
         var tasks: [Task<Void, Never>] = []
         var connections: [DeviceConnection] = []
         let deadline = ContinuousClock.now + timeout
@@ -343,8 +347,12 @@ final class Fleet: Sendable {
                             return list[index] == nil
                         }
                         if first { registered.withLock { $0 += 1 } }
-                    case .reconnected: reconnected.withLock { _ = $0.insert(index) }
+                    case .connected: online.withLock { $0[index] = true }
+                    case .reconnected:
+                        reconnected.withLock { _ = $0.insert(index) }
+                        online.withLock { $0[index] = true }
                     case .disconnected(let reason):
+                        online.withLock { $0[index] = false }
                         let key = String(reason.prefix(80))
                         disconnectionReasons.withLock { $0[key, default: 0] += 1 }
                     case .frame(.subscribed): subscribed.withLock { $0 += 1 }
@@ -364,7 +372,7 @@ final class Fleet: Sendable {
         }
         return Fleet(
             identities: identities, tokens: tokens.withLock { $0.map { $0! } }, connections: connections, tasks: tasks,
-            received: received, reconnected: reconnected, disconnectionReasons: disconnectionReasons)
+            received: received, reconnected: reconnected, disconnectionReasons: disconnectionReasons, online: online)
     }
 
     private static func record(into received: Locked<Received>, device: Int, latency: UInt64, at now: UInt64) {

@@ -154,13 +154,18 @@ extension BenchScale {
         }
         let moved = Self.seconds(ContinuousClock.now - killed)
         let delivered = try await ScaleGenerator.waitAll(generators, seconds: 300)
-        // A device not back by the end (no room left on the survivors' descriptors, or still
-        // retrying) has its push held, not lost: lost is what a device that is back lacks.
-        var backAtEnd = 0
-        for generator in generators { backAtEnd += try await generator.reconnectedCount() }
-        let notBack = max(0, onNode - backAtEnd)
-        printLineFlushed(String(format: "scale: node killed: its %d devices connected again to the others in %.1f s (%d back), pushes answered 200 lost %d (%d answered 200, %d devices received theirs, %d devices not back when the run ended: their pushes are held)",
-                     onNode, moved, back, max(0, sent.ok - delivered.devices - notBack), sent.ok, delivered.devices, notBack))
+        // Lost is what a device connected at the end lacks (less the pushes refused, whose
+        // devices wait for nothing). A device not connected at the end (no room left on the
+        // survivors' descriptors, still retrying) has its push held. Counted by each device's
+        // connection now, not by who reconnected: a survivor's own devices may have moved too.
+        var unreceived = (connected: 0, offline: 0)
+        for generator in generators {
+            let one = try await generator.unreceived()
+            unreceived = (unreceived.connected + one.connected, unreceived.offline + one.offline)
+        }
+        let refused = devices - sent.ok
+        printLineFlushed(String(format: "scale: node killed: its %d devices connected again to the others in %.1f s (%d back), pushes answered 200 lost %d (%d answered 200, %d devices received theirs, %d devices not connected when the run ended: their pushes are held; %d connected without theirs, of which at most %d had theirs refused)",
+                     onNode, moved, back, max(0, unreceived.connected - refused), sent.ok, delivered.devices, unreceived.offline, unreceived.connected, refused))
     }
 
     /// What the shared PostgreSQL holds for the cluster, read with psql: presence rows, one sweep
@@ -268,6 +273,15 @@ final class ScaleGenerator: @unchecked Sendable {
 
     /// Devices that connected again since the last reset.
     func reconnectedCount() async throws -> Int { Int(try await ask("back").last ?? "") ?? 0 }
+
+    /// Devices that received nothing since the last reset: connected now, and not connected.
+    func unreceived() async throws -> (connected: Int, offline: Int) {
+        let words = try await ask("unreceived")
+        guard words.count == 3, let connected = Int(words[1]), let offline = Int(words[2]) else {
+            throw ValidationError("a generator answered \(words.joined(separator: " "))")
+        }
+        return (connected, offline)
+    }
 
     /// Waits (up to `seconds`) until every device received something since the last reset.
     func waitForEveryDevice(seconds: Int) async throws -> (received: Int, devices: Int, last: UInt64) {
@@ -379,6 +393,9 @@ struct BenchScaleGenerator: AsyncParsableCommand {
                 printLineFlushed("ok")
             case "back":
                 printLineFlushed("back \(fleet.reconnected.withLock { $0.count })")
+            case "unreceived":
+                let (connected, offline) = fleet.unreceived()
+                printLineFlushed("unreceived \(connected) \(offline)")
             case "wait":
                 let seconds = words.count > 1 ? Int(words[1]) ?? 60 : 60
                 let (received, devices, last) = await fleet.waitForEveryDevice(timeout: .seconds(Int64(seconds)))
@@ -388,5 +405,20 @@ struct BenchScaleGenerator: AsyncParsableCommand {
             }
         }
         await fleet.stop()
+    }
+}
+
+extension Fleet {
+    /// Devices connected now that have received nothing since the last reset (a push answered
+    /// 200 for one of them, once the wait for deliveries is over, was lost), and devices not
+    /// connected now (theirs is held for their return).
+    func unreceived() -> (connected: Int, offline: Int) {
+        let perDevice = received.withLock { $0.perDevice }
+        let online = self.online.withLock { $0 }
+        var result = (connected: 0, offline: 0)
+        for (count, isOnline) in zip(perDevice, online) where count == 0 {
+            if isOnline { result.connected += 1 } else { result.offline += 1 }
+        }
+        return result
     }
 }

@@ -5,6 +5,8 @@ import HeraldStore
 @testable import HeraldStorePostgres
 import HeraldTesting
 import Logging
+import NIOCore
+import NIOPosix
 import PostgresNIO
 import Synchronization
 import Testing
@@ -71,6 +73,37 @@ struct PostgresClusterStoreTests {
         #expect(try await store.presence(deviceIDs: ["d1", "d2"]) == ["d2": "a"], "a dead node's devices are not present anywhere")
         try await store.endLease(node: "a")
         #expect(try await store.liveNodes(nowMilliseconds: now).isEmpty)
+    }
+
+    @Test("the lease lane has an event loop of its own: a renewal is answered while every loop of NIO's shared group is busy (a broadcast's fan-out)")
+    func leaseLaneOwnLoop() async throws {
+        let store = try await PostgresStore.connect(try database(), logger: logger)
+        defer { Task { await store.close() } }
+        // The lane's connection is made first: what is measured is an answer, not a connect.
+        _ = try await store.renewLease(node: "a", startedAtMilliseconds: now, untilMilliseconds: now + 10_000, nowMilliseconds: now)
+        // Every shared loop held (as by a fan-out's writes and the acks after it) until the renewal is done.
+        let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
+        let release = DispatchSemaphore(value: 0)
+        let held = DispatchGroup()
+        for loop in loops {
+            held.enter()
+            loop.execute {
+                held.leave()
+                release.wait()
+            }
+        }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in held.notify(queue: .global()) { continuation.resume() } }
+        let renewal: Result<LeaseRenewal, any Error>
+        do {
+            let now = self.now
+            renewal = .success(try await withDeadline(.seconds(2)) {
+                try await store.renewLease(node: "a", startedAtMilliseconds: now, untilMilliseconds: now + 11_000, nowMilliseconds: now + 1_000)
+            })
+        } catch {
+            renewal = .failure(error)
+        }
+        for _ in loops { release.signal() }
+        #expect(try renewal.get() == LeaseRenewal(continued: true, reaped: [], liveNodes: 1))
     }
 
     @Test("every node's heartbeat at once, each seeing the others lapsed (after a failover): none fails or waits on another; a reaped node comes back")
