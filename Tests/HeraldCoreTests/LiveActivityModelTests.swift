@@ -173,6 +173,10 @@ struct LiveActivityModelTests {
         ("com.a.push-type.webpush/ch/k/ey", TokenScope(bundleID: "com.a", kind: .webPush(channel: "ch", applicationServerKey: "k/ey"))),
         ("é.app.push-type.push-type.liveactivity#ç", TokenScope(bundleID: "é.app.push-type", kind: .channel("ç"))),
         ("com.p.push-type.liveactivit", TokenScope(bundleID: "com.p.push-type.liveactivit")),
+        ("ü.pushkit.pushkit/voip", TokenScope(bundleID: "ü.pushkit", kind: .pushKit(.voip))),
+        (".pushkit/fileprovider", TokenScope(bundleID: "", kind: .pushKit(.fileProvider))),
+        ("com.a.push-type.webpus", TokenScope(bundleID: "com.a.push-type.webpus")),
+        ("", TokenScope(bundleID: "")),
     ])
     func storedScopes(stored: String, scope: TokenScope) {
         #expect(TokenScope(stored: stored) == scope)

@@ -30,7 +30,10 @@ struct ClusterPresenceTests {
     }
 
     /// A fresh store with device d1 and one push held for it; a node "a" on it.
-    func setUp(hooks: ClusterTestHooks = .init()) async throws -> (PostgresStore, ClusterNode, DeviceRegistry, held: Int64) {
+    func setUp(
+        hooks: ClusterTestHooks = .init(), configuration: ClusterConfiguration = ClusterConfiguration(nodeID: "a"), logger: Logger? = nil
+    ) async throws -> (PostgresStore, ClusterNode, DeviceRegistry, held: Int64) {
+        let logger = logger ?? self.logger
         let store = try await PostgresStore.connect(try PostgresURL(try PostgreSQLTestServer.freshDatabase()), logger: logger)
         _ = try await store.deviceConnected(id: "d1", publicKey: Array(repeating: 1, count: 64), atMilliseconds: now)
         let token = try await store.issueToken(
@@ -44,7 +47,7 @@ struct ClusterPresenceTests {
         guard case .stored(let seq, _, _)? = stored.first else { throw TestFailure("not stored: \(stored)") }
         let registry = DeviceRegistry()
         let node = ClusterNode(
-            configuration: ClusterConfiguration(nodeID: "a"), store: store, registry: registry,
+            configuration: configuration, store: store, registry: registry,
             recorder: DeliveryRecorder(store: store, logger: logger), limiter: TokenRateLimiter(configuration: nil),
             clock: FixedClock(milliseconds: now), health: GatewayHealth(), storeTimeout: .seconds(5), metrics: GatewayMetrics(),
             logger: logger, hooks: hooks)
@@ -143,5 +146,26 @@ struct ClusterPresenceTests {
                 "the device keeps its presence (it was once released, and its pushes had no route)")
         // The registry hands deliveries over with one task on the loop: this one runs after it.
         #expect(try await loop.submit { session.value.offered }.get() == [held])
+    }
+
+    @Test("a node stopped while it renews its lease logs no error: the renewal cut short is the stop, not a failure")
+    func stopDuringRenewalIsQuiet() async throws {
+        let renewing = AsyncStream<Void>.makeStream()
+        var configuration = ClusterConfiguration(nodeID: "a")
+        configuration.heartbeatMilliseconds = 20
+        let (logger, capture) = LogCapture.logger(level: .warning)
+        let (store, node, _, _) = try await setUp(
+            hooks: ClusterTestHooks(renewalStarted: {
+                renewing.continuation.yield()
+                // The renewal does not finish: the stop has to cut it short.
+                try? await Task.sleep(for: .seconds(60))
+            }),
+            configuration: configuration, logger: logger)
+        defer { Task { await store.close() } }
+        let running = Task { await node.run() }
+        for await _ in renewing.stream { break }
+        running.cancel()
+        await running.value
+        #expect(capture.logged.filter { $0.level >= .error }.isEmpty, "\(capture.logged)")
     }
 }

@@ -69,23 +69,26 @@ public struct TokenScope: Sendable, Hashable {
         TokenScope(bundleID: bundleID, kind: .channel(channel)).stored
     }
 
-    /// Reads the stored form. Read for every delivery a store loads, so it searches the UTF-8
-    /// bytes for the (ASCII) markers rather than going through Foundation's locale-aware search;
-    /// bounds found between ASCII bytes are valid indices of the string.
+    /// Reads the stored form. Read for every registration a store loads (each push to a token
+    /// not in the store's cache, every delivery loaded), so it scans the UTF-8 bytes for the
+    /// (ASCII) markers itself: Foundation's search is locale-aware, and the standard library's
+    /// generic `firstRange(of:)` looked up generic metadata on every call (6 % of the gateway's
+    /// CPU in a profile of pushes to 10,000 devices). Bounds found between ASCII bytes are valid
+    /// indices of the string.
     public init(stored: String) {
-        if let range = stored.utf8.firstRange(of: Self.webPushMarker.utf8) {
+        if let range = Self.firstRange(of: Self.webPushMarker, in: stored) {
             let parts = stored[range.upperBound...].split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
             let bundle = String(stored[..<range.lowerBound])
             self.init(bundleID: bundle, kind: .webPush(channel: String(parts[0]), applicationServerKey: parts.count > 1 ? String(parts[1]) : nil))
             return
         }
-        if let range = stored.utf8.firstRange(of: Self.pushKitMarker.utf8),
+        if let range = Self.firstRange(of: Self.pushKitMarker, in: stored),
            let kind = PushKitKind(rawValue: String(stored[range.upperBound...])) {
             self.init(bundleID: String(stored[..<range.lowerBound]), kind: .pushKit(kind))
             return
         }
         let marker = PushType.liveactivity.topicSuffix
-        let live = stored.utf8.firstRange(of: marker.utf8)
+        let live = Self.firstRange(of: marker, in: stored)
         let widgets = PushType.widgets.topicSuffix
         if live == nil, stored.hasSuffix(widgets) {
             self.init(bundleID: String(stored.dropLast(widgets.count)), kind: .widgets)
@@ -106,6 +109,29 @@ public struct TokenScope: Sendable, Hashable {
         } else {
             self.init(bundleID: stored)
         }
+    }
+
+    /// Where the ASCII `marker` first occurs in `text`, by a plain scan of the UTF-8 bytes.
+    static func firstRange(of marker: String, in text: String) -> Range<String.Index>? {
+        var marker = marker, contiguous = text
+        let offset: Int? = marker.withUTF8 { needle in
+            contiguous.withUTF8 { haystack in
+                guard let first = needle.first, haystack.count >= needle.count else { return nil }
+                var i = 0
+                while i <= haystack.count - needle.count {
+                    if haystack[i] == first {
+                        var j = 1
+                        while j < needle.count, haystack[i + j] == needle[j] { j += 1 }
+                        if j == needle.count { return i }
+                    }
+                    i += 1
+                }
+                return nil
+            }
+        }
+        guard let offset else { return nil }
+        let lower = text.utf8.index(text.utf8.startIndex, offsetBy: offset)
+        return lower..<text.utf8.index(lower, offsetBy: marker.utf8.count)
     }
 
     /// Whether a push of `pushType` for `bundleID` may go to a token of this scope: Live Activity

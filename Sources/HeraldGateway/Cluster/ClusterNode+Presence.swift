@@ -214,4 +214,6 @@ final class ClaimsInFlight: Sendable {
 struct ClusterTestHooks: Sendable {
     /// After a presence claim has committed and before it returns.
     var claimCommitted: (@Sendable () async -> Void)?
+    /// As a lease renewal starts, before its query.
+    var renewalStarted: (@Sendable () async -> Void)?
 }

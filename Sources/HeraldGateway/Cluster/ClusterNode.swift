@@ -142,11 +142,12 @@ final class ClusterNode: Sendable {
     /// there (see ``ClusterStore/renewLease(node:startedAtMilliseconds:untilMilliseconds:nowMilliseconds:)``).
     @discardableResult
     private func renew() async throws -> Bool {
-        let store = self.store, node = nodeID, from = startedAt, lease = configuration.leaseMilliseconds, clock = self.clock
+        let store = self.store, node = nodeID, from = startedAt, lease = configuration.leaseMilliseconds, clock = self.clock, hooks = self.hooks
         let bound = TimeAmount.milliseconds(max(500, configuration.heartbeatMilliseconds))
         let renewed = try await renewals.run(within: bound) {
             let started = NIODeadline.now()
             let now = clock.nowMilliseconds()
+            await hooks.renewalStarted?()
             let renewal = try await store.renewLease(node: node, startedAtMilliseconds: from, untilMilliseconds: now + lease, nowMilliseconds: now)
             return Renewed(renewal: renewal, started: started)
         }
@@ -348,6 +349,9 @@ final class ClusterNode: Sendable {
                     healing.healed(await heal())
                 }
             } catch {
+                // A renewal cut short because the node is stopping is not a failure: an
+                // operator's alert on errors must not count every graceful stop.
+                if Task.isCancelled { break }
                 logger.error("could not renew this node's lease", metadata: ["error": "\(error)"])
                 Task { [store] in await store.recoverConnections() }
             }
