@@ -279,7 +279,9 @@ let package = Package(
             name: "HeraldDeviceTests",
             dependencies: [
                 "HeraldCore", "HeraldDevice", "HeraldTesting",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ]
         ),
         // The app library against a real device runtime and its agent socket.
@@ -321,6 +323,7 @@ let package = Package(
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ]
         ),
         // APNsClient against a scripted HTTP/2 server and against a gateway; the HTTP/2 request

@@ -134,9 +134,7 @@ public final class DeviceSocket: Sendable {
         let bytes = frame.encoded()
         let channel = self.channel
         channel.eventLoop.execute {
-            var buffer = channel.allocator.buffer(capacity: bytes.count)
-            buffer.writeBytes(bytes)
-            let frame = WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: buffer)
+            let frame = WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: channel.allocator.webSocketPayload(bytes))
             channel.writeAndFlush(frame, promise: nil)
         }
     }
@@ -150,9 +148,7 @@ public final class DeviceSocket: Sendable {
             while start < ids.endIndex {
                 let end = min(start + DeviceProtocol.maximumAcksPerFrame, ids.endIndex)
                 let bytes = DeviceClientFrame.ack(ids: Array(ids[start..<end])).encoded()
-                var buffer = channel.allocator.buffer(capacity: bytes.count)
-                buffer.writeBytes(bytes)
-                channel.write(WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: buffer), promise: nil)
+                channel.write(WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: channel.allocator.webSocketPayload(bytes)), promise: nil)
                 start = end
             }
             channel.flush()
@@ -163,9 +159,7 @@ public final class DeviceSocket: Sendable {
     public func sendRaw(text bytes: [UInt8]) {
         let channel = self.channel
         channel.eventLoop.execute {
-            var buffer = channel.allocator.buffer(capacity: bytes.count)
-            buffer.writeBytes(bytes)
-            channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: buffer), promise: nil)
+            channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: channel.allocator.webSocketPayload(bytes)), promise: nil)
         }
     }
 
@@ -245,9 +239,8 @@ private final class DeviceSocketHandler: ChannelInboundHandler {
             while start < unacked.endIndex {
                 let end = min(start + DeviceProtocol.maximumAcksPerFrame, unacked.endIndex)
                 let bytes = DeviceClientFrame.ack(ids: Array(unacked[start..<end])).encoded()
-                var buffer = context.channel.allocator.buffer(capacity: bytes.count)
-                buffer.writeBytes(bytes)
-                context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: buffer)), promise: nil)
+                let payload = context.channel.allocator.webSocketPayload(bytes)
+                context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: payload)), promise: nil)
                 start = end
             }
             unacked.removeAll(keepingCapacity: true)

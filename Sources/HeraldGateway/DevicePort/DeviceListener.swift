@@ -48,6 +48,7 @@ enum DeviceListener {
                             let sync = channel.pipeline.syncOperations
                             let http = try sync.context(handlerType: ResponderHandler.self)
                             sync.removeHandler(context: http, promise: nil)
+                            try WebSocketWriteCoalescer.insert(in: sync)
                             try sync.addHandler(NIOWebSocketFrameAggregator(
                                 minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 64,
                                 maxAccumulatedFrameSize: DeviceProtocol.maximumFrameSize))

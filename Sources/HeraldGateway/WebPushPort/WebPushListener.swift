@@ -100,6 +100,7 @@ enum WebPushListener {
                     let sync = channel.pipeline.syncOperations
                     let http = try sync.context(handlerType: WebPushHTTP1Handler.self)
                     sync.removeHandler(context: http, promise: nil)
+                    try WebSocketWriteCoalescer.insert(in: sync)
                     guard let origin = port.origin(host: head.headers.first(name: "host")) else {
                         throw WebPushUpgradeError.noHost
                     }
