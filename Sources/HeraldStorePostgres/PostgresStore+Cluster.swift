@@ -224,7 +224,7 @@ extension PostgresStore: ClusterStore {
         node: String, onListening: @escaping @Sendable () -> Void, _ handle: @escaping @Sendable ([Int64]) -> Void
     ) async throws {
         let connection = try await PostgresConnection.connect(
-            on: MultiThreadedEventLoopGroup.singleton.any(), configuration: listenerConfiguration, id: 0, logger: logger
+            on: dataLoops.any(), configuration: listenerConfiguration, id: 0, logger: logger
         ).get()
         try await withTaskCancellationHandler {
             do {

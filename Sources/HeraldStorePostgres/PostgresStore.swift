@@ -39,6 +39,10 @@ public final class PostgresStore: GatewayStore, Sendable {
     /// six nodes (`scripts/bench-scale.sh --nodes 6 100000`) two nodes' renewals went unanswered
     /// for 3.3 s while PostgreSQL ran them in under a second, and the nodes fenced themselves.
     private let controlLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    /// The main pool's and the hint listener's own event loop threads, for the same reason: in
+    /// the same runs an intake commit went past its 5 s bound (answered 503) while PostgreSQL
+    /// logged no statement over 1 s, its answer read on a loop busy with a fan-out's writes.
+    let dataLoops = MultiThreadedEventLoopGroup(numberOfThreads: 2)
     /// The pool queries go through now.
     var client: PostgresClient { pool.withLock { $0.client } }
     /// The pool of the cluster's bookkeeping and the health probe.
@@ -70,7 +74,7 @@ public final class PostgresStore: GatewayStore, Sendable {
         clientConfiguration = configuration
         listenerConfiguration = Self.connectionConfiguration(url, tls: connectionTLS)
         let (started, signal) = AsyncStream<Void>.makeStream()
-        pool = Locked(Self.makePool(configuration, controlLoop: controlLoop, logger: logger) { signal.finish() })
+        pool = Locked(Self.makePool(configuration, controlLoop: controlLoop, dataLoops: dataLoops, logger: logger) { signal.finish() })
         self.started = started
     }
 
@@ -150,15 +154,16 @@ public final class PostgresStore: GatewayStore, Sendable {
         $0.0 == "synchronous_commit" ? ($0.0, "off") : $0
     }
 
-    /// Two pools on one configuration, and the task running both (`started` runs first).
+    /// Two pools on one configuration, each on its own event loops, and the task running both
+    /// (`started` runs first).
     private static func makePool(
-        _ configuration: PostgresClient.Configuration, controlLoop: any EventLoopGroup, logger: Logger,
+        _ configuration: PostgresClient.Configuration, controlLoop: any EventLoopGroup, dataLoops: any EventLoopGroup, logger: Logger,
         started: @escaping @Sendable () -> Void = {}
     ) -> Pool {
         var controlConfiguration = configuration
         controlConfiguration.options.maximumConnections = 2
         controlConfiguration.options.additionalStartupParameters = controlSessionSettings
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let client = PostgresClient(configuration: configuration, eventLoopGroup: dataLoops, backgroundLogger: logger)
         let control = PostgresClient(configuration: controlConfiguration, eventLoopGroup: controlLoop, backgroundLogger: logger)
         let runner = Task { [client, control] in
             started()
@@ -217,6 +222,7 @@ public final class PostgresStore: GatewayStore, Sendable {
         runner.cancel()
         await runner.value
         try? await controlLoop.shutdownGracefully()
+        try? await dataLoops.shutdownGracefully()
     }
 
     /// Opens a connection of its own (outside the pool, 5 s to connect), optionally runs
@@ -260,7 +266,7 @@ public final class PostgresStore: GatewayStore, Sendable {
             logger.notice("the database does not answer a connection of its own either", metadata: ["error": "\(Self.explain(error))"])
             return
         }
-        let fresh = Self.makePool(clientConfiguration, controlLoop: controlLoop, logger: logger)
+        let fresh = Self.makePool(clientConfiguration, controlLoop: controlLoop, dataLoops: dataLoops, logger: logger)
         let old = pool.withLock { pool in
             defer { pool = fresh }
             return pool

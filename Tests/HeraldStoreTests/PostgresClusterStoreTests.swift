@@ -75,13 +75,9 @@ struct PostgresClusterStoreTests {
         #expect(try await store.liveNodes(nowMilliseconds: now).isEmpty)
     }
 
-    @Test("the lease lane has an event loop of its own: a renewal is answered while every loop of NIO's shared group is busy (a broadcast's fan-out)")
-    func leaseLaneOwnLoop() async throws {
-        let store = try await PostgresStore.connect(try database(), logger: logger)
-        defer { Task { await store.close() } }
-        // The lane's connection is made first: what is measured is an answer, not a connect.
-        _ = try await store.renewLease(node: "a", startedAtMilliseconds: now, untilMilliseconds: now + 10_000, nowMilliseconds: now)
-        // Every shared loop held (as by a fan-out's writes and the acks after it) until the renewal is done.
+    /// Runs `body` (within 2 s) while every loop of NIO's shared group is held, as by a
+    /// fan-out's writes and the acks after it; its result, or what stopped it.
+    func withSharedLoopsHeld<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async -> Result<T, any Error> {
         let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
         let release = DispatchSemaphore(value: 0)
         let held = DispatchGroup()
@@ -93,17 +89,45 @@ struct PostgresClusterStoreTests {
             }
         }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in held.notify(queue: .global()) { continuation.resume() } }
-        let renewal: Result<LeaseRenewal, any Error>
-        do {
-            let now = self.now
-            renewal = .success(try await withDeadline(.seconds(2)) {
-                try await store.renewLease(node: "a", startedAtMilliseconds: now, untilMilliseconds: now + 11_000, nowMilliseconds: now + 1_000)
-            })
-        } catch {
-            renewal = .failure(error)
-        }
+        let result: Result<T, any Error>
+        do { result = .success(try await withDeadline(.seconds(2), body)) } catch { result = .failure(error) }
         for _ in loops { release.signal() }
+        return result
+    }
+
+    @Test("the lease lane has an event loop of its own: a renewal is answered while every loop of NIO's shared group is busy (a broadcast's fan-out)")
+    func leaseLaneOwnLoop() async throws {
+        let store = try await PostgresStore.connect(try database(), logger: logger)
+        defer { Task { await store.close() } }
+        // The lane's connection is made first: what is measured is an answer, not a connect.
+        _ = try await store.renewLease(node: "a", startedAtMilliseconds: now, untilMilliseconds: now + 10_000, nowMilliseconds: now)
+        let now = self.now
+        let renewal = await withSharedLoopsHeld {
+            try await store.renewLease(node: "a", startedAtMilliseconds: now, untilMilliseconds: now + 11_000, nowMilliseconds: now + 1_000)
+        }
         #expect(try renewal.get() == LeaseRenewal(continued: true, reaped: [], liveNodes: 1))
+    }
+
+    @Test("the main pool has event loops of its own too: a push is committed while every loop of NIO's shared group is busy")
+    func mainPoolOwnLoops() async throws {
+        let (store, token) = try await storeWithDevice()
+        defer { Task { await store.close() } }
+        let now = self.now
+        let push = { @Sendable (id: NotificationID) in
+            StoredNotification(
+                id: id, token: token, bundleID: "com.a", pushType: .alert, priority: .immediate, expiration: .unspecified,
+                collapseID: nil, payload: Array("{}".utf8), receivedAtMilliseconds: now)
+        }
+        // The pool's connection is made first.
+        _ = try await store.accept([push(.random())], policy: .default, environment: .development, nowMilliseconds: now)
+        let accepted = await withSharedLoopsHeld {
+            try await store.accept([push(.random())], policy: .default, environment: .development, nowMilliseconds: now + 1)
+        }
+        let outcome = try accepted.get().first
+        guard case .stored? = outcome else {
+            Issue.record("not stored: \(String(describing: outcome))")
+            return
+        }
     }
 
     @Test("every node's heartbeat at once, each seeing the others lapsed (after a failover): none fails or waits on another; a reaped node comes back")
