@@ -12,7 +12,7 @@ extension ByteBufferAllocator {
     /// header as a buffer of its own, and SwiftNIO SSL seals each buffer as a TLS record of its
     /// own: two records (two seals here, two opens at the gateway) for every frame. Every text
     /// frame the device sends is made here. (The gateway's unmasked frames are never its own, so
-    /// it has an encoder of its own: `WebSocketServerFrameEncoder`.)
+    /// it joins header and payload itself: `WebSocketWriteCoalescer`.)
     func webSocketPayload(_ bytes: some Collection<UInt8>) -> ByteBuffer {
         var buffer = self.buffer(capacity: Self.webSocketHeaderRoom + bytes.count)
         buffer.moveWriterIndex(forwardBy: Self.webSocketHeaderRoom)
