@@ -23,6 +23,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -243,6 +244,15 @@ scrape_configs:
                    stdout=open(os.path.join(work, "prometheus.out"), "w"), stderr=open(os.path.join(work, "prometheus.err"), "w"))
     port = wait_for("Prometheus listening", lambda: listening_port(server.pid))
     api = f"http://127.0.0.1:{port}/api/v1"
+
+    def ready():
+        # Prometheus listens before its storage is open, and answers 503 until then: its own
+        # readiness endpoint says when the API may be asked.
+        try:
+            return http_get(f"http://127.0.0.1:{port}/-/ready") is not None
+        except (urllib.error.HTTPError, urllib.error.URLError, ConnectionError):
+            return False
+    wait_for("Prometheus ready (its storage open)", ready, timeout=60)
 
     def query(expr):
         body = json.loads(http_get(f"{api}/query?" + urllib.parse.urlencode({"query": expr})))
